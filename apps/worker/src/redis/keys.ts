@@ -1,0 +1,101 @@
+/**
+ * Every Redis key and channel Baton uses, in one place.
+ *
+ * Layout (p = prefix, default 'baton'; {…} is a Redis Cluster hash tag, so every key of one run,
+ * of one thread, or of one tenant index lives in one slot and one Lua script may touch them all):
+ *
+ *   Run (slot of `{run:<runId>}`)
+ *     p:{run:<runId>}:cp        HASH   version      integer, compare-and-set fence (1 after create)
+ *                                      data         checkpoint JSON
+ *                                      seq          last event seq assigned (HINCRBY; gapless from 1)
+ *                                      env          envelope ids as JSON members without braces:
+ *                                                   "runId":…,"threadId":…,"turnId":… (used by append)
+ *                                      status, tenant, agent, threadId, createdAt, updatedAt
+ *                                      lastTrigger  trigger of the last commit ('' = none; observability)
+ *     p:{run:<runId>}:events    STREAM one entry per event, id `0-<seq>`, field `e` = event JSON
+ *     p:{run:<runId>}:ch        PUB/SUB channel: the same event JSON, published by the same script
+ *                                      that XADDs it (fan-out order == durable order)
+ *     When a commit sets status 'done', :cp and :events get EXPIRE retentionSeconds.
+ *
+ *   Thread (slot of `{thread:<tenant>:<threadId>}`)
+ *     p:{thread:<t>:<th>}:meta      HASH   activeRunId
+ *     p:{thread:<t>:<th>}:messages  LIST   history, one message JSON per element, oldest first
+ *     p:{thread:<t>:<th>}:state     STRING persistent thread-scope state (JSON object)
+ *     p:{thread:<t>:<th>}:queue     LIST   pending run ids (multitask 'enqueue' at the tail,
+ *                                          'interrupt' at the head); head is promoted on release
+ *     p:{thread:<t>:<th>}:runs      ZSET   run ids of the thread, score = createdAt (ms)
+ *     p:{thread:<t>:<th>}:released  HASH   runId -> run id it promoted on release ('' = none);
+ *                                          makes release idempotent per run
+ *
+ *   Tenant index (slot of `{tenant:<tenant>}`)
+ *     p:{tenant:<t>}:runs           ZSET   run ids of the tenant, score = createdAt (ms)
+ *
+ * Run, thread and tenant keys live in different slots, so the run store writes the indexes
+ * (tenant and thread :runs) in separate commands after the create script (see RedisRunStore).
+ *
+ * Id components are escaped (`%`, `:`, `{`, `}` -> %25 %3A %7B %7D) so that ids containing
+ * separators can neither collide (tenant 'a:b' + thread 'c' vs tenant 'a' + thread 'b:c') nor
+ * break the hash tag. Ordinary ids (uuids, slugs) are unchanged.
+ *
+ * Clients must not set ioredis' `keyPrefix`: channel names are not keys and would not get it.
+ */
+
+export const DEFAULT_PREFIX = 'baton';
+
+/** Escape one id so it is safe inside a key and inside a hash tag. */
+export function keyPart(id: string): string {
+  return id.replace(/[%:{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+}
+
+export interface RunKeys {
+  /** Checkpoint hash. */
+  readonly cp: string;
+  /** Event stream. */
+  readonly events: string;
+  /** Pub/sub channel. */
+  readonly channel: string;
+}
+
+export interface ThreadKeys {
+  readonly meta: string;
+  readonly messages: string;
+  readonly state: string;
+  readonly queue: string;
+  readonly runs: string;
+  readonly released: string;
+}
+
+export class BatonKeys {
+  readonly prefix: string;
+
+  constructor(prefix: string = DEFAULT_PREFIX) {
+    if (prefix === '') throw new Error('BatonKeys: prefix must not be empty');
+    this.prefix = prefix;
+  }
+
+  run(runId: string): RunKeys {
+    const base = `${this.prefix}:{run:${keyPart(runId)}}`;
+    return { cp: `${base}:cp`, events: `${base}:events`, channel: `${base}:ch` };
+  }
+
+  /** Channel of one run (what RunEventSubscriber subscribes to). */
+  channel(runId: string): string {
+    return this.run(runId).channel;
+  }
+
+  thread(tenantId: string, threadId: string): ThreadKeys {
+    const base = `${this.prefix}:{thread:${keyPart(tenantId)}:${keyPart(threadId)}}`;
+    return {
+      meta: `${base}:meta`,
+      messages: `${base}:messages`,
+      state: `${base}:state`,
+      queue: `${base}:queue`,
+      runs: `${base}:runs`,
+      released: `${base}:released`,
+    };
+  }
+
+  tenantRuns(tenantId: string): string {
+    return `${this.prefix}:{tenant:${keyPart(tenantId)}}:runs`;
+  }
+}

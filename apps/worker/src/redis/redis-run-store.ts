@@ -1,0 +1,447 @@
+import { CHECKPOINT_VERSION, CheckpointSchema } from '@baton/protocol';
+import type { Checkpoint, CheckpointTrigger, EventBody, RunEvent, RunStatus } from '@baton/protocol';
+import { VersionConflictError } from '@baton/core';
+import type { CommitResult, EventAppender, RunStore, StoredCheckpoint } from '@baton/core';
+import { BatonKeys } from './keys.ts';
+import { defineScript, type RedisClient, type ScriptCall } from './scripts.ts';
+
+/**
+ * Lua shared by every script that appends events. Expects, in scope:
+ *   cp, stream, channel, env, at, first (index of the first body in ARGV), out (reply table).
+ * Each body arrives as its JSON without the leading '{' and is glued to the envelope by string
+ * concatenation: decoding and re-encoding with cjson would turn empty arrays into objects.
+ * The event is XADDed (id 0-<seq>) and PUBLISHed in the same script, so subscribers see exactly
+ * the durable order and nothing that was not stored.
+ */
+const APPEND_EVENTS_LUA = `
+for i = first, #ARGV do
+  local seq = redis.call('HINCRBY', cp, 'seq', 1)
+  local json = '{"seq":' .. seq .. ',' .. env .. ',"at":' .. at .. ',' .. ARGV[i]
+  redis.call('XADD', stream, '0-' .. seq, 'e', json)
+  redis.call('PUBLISH', channel, json)
+  out[#out + 1] = json
+end
+`;
+
+/** Terminal runs keep their checkpoint and stream for retentionSeconds. */
+const RETENTION_LUA = `
+if redis.call('HGET', cp, 'status') == 'done' then
+  redis.call('EXPIRE', cp, retention)
+  redis.call('EXPIRE', stream, retention)
+end
+`;
+
+/**
+ * KEYS: cp, events
+ * ARGV: channel, data, status, tenant, agent, threadId, createdAt, updatedAt, env, at, retention, bodies…
+ * Reply: {1, 1, eventJson…} | {0, actualVersion}
+ */
+const CREATE_LUA = `
+local cp, stream = KEYS[1], KEYS[2]
+local current = redis.call('HGET', cp, 'version')
+if current then return {0, tonumber(current)} end
+-- a stream without a checkpoint is a leftover (cannot happen unless keys were deleted by hand)
+redis.call('DEL', stream)
+local channel, env, at, retention, first = ARGV[1], ARGV[9], ARGV[10], ARGV[11], 12
+redis.call('HSET', cp, 'version', 1, 'seq', 0, 'data', ARGV[2], 'status', ARGV[3], 'tenant', ARGV[4],
+  'agent', ARGV[5], 'threadId', ARGV[6], 'createdAt', ARGV[7], 'updatedAt', ARGV[8], 'env', env,
+  'lastTrigger', '')
+local out = {1, 1}
+${APPEND_EVENTS_LUA}
+${RETENTION_LUA}
+return out
+`;
+
+/**
+ * KEYS: cp, events
+ * ARGV: channel, expectedVersion, data, status, updatedAt, trigger ('' = none), env, at, retention, bodies…
+ * Reply: {1, newVersion, eventJson…} | {0, actualVersion (-1 = no such run)}
+ */
+const COMMIT_LUA = `
+local cp, stream = KEYS[1], KEYS[2]
+local current = redis.call('HGET', cp, 'version')
+if not current then return {0, -1} end
+if tonumber(current) ~= tonumber(ARGV[2]) then return {0, tonumber(current)} end
+local version = tonumber(current) + 1
+local channel, env, at, retention, first = ARGV[1], ARGV[7], ARGV[8], ARGV[9], 10
+redis.call('HSET', cp, 'version', version, 'data', ARGV[3], 'status', ARGV[4], 'updatedAt', ARGV[5],
+  'lastTrigger', ARGV[6], 'env', env)
+local out = {1, version}
+${APPEND_EVENTS_LUA}
+${RETENTION_LUA}
+return out
+`;
+
+/**
+ * Events outside a commit (text deltas), fenced on the version; the envelope ids come from the
+ * stored checkpoint (field env), like MemoryRunStore.append uses the stored checkpoint's identity.
+ * KEYS: cp, events
+ * ARGV: channel, expectedVersion, at, retention, bodies…
+ * Reply: {1, version, eventJson…} | {0, actualVersion (-1 = no such run)}
+ */
+const APPEND_LUA = `
+local cp, stream = KEYS[1], KEYS[2]
+local current = redis.call('HGET', cp, 'version')
+if not current then return {0, -1} end
+if tonumber(current) ~= tonumber(ARGV[2]) then return {0, tonumber(current)} end
+local channel, at, retention, first = ARGV[1], ARGV[3], ARGV[4], 5
+local env = redis.call('HGET', cp, 'env')
+local out = {1, tonumber(current)}
+${APPEND_EVENTS_LUA}
+${RETENTION_LUA}
+return out
+`;
+
+export interface RedisRunStoreOptions {
+  readonly redis: RedisClient;
+  /** Key prefix (default 'baton'). */
+  readonly prefix?: string;
+  /** Clock for the events' `at`. */
+  readonly now: () => number;
+  /** TTL of a run's keys once its status is 'done' (default 86400 = 1 day). */
+  readonly retentionSeconds?: number;
+  /** Parse every loaded checkpoint with CheckpointSchema (debugging; off on the hot path). */
+  readonly validateOnLoad?: boolean;
+}
+
+export interface RunSummary {
+  readonly runId: string;
+  readonly tenantId: string;
+  readonly agent: string;
+  readonly threadId: string;
+  readonly status: RunStatus;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface ListRunsQuery {
+  readonly tenantId: string;
+  readonly status?: RunStatus;
+  readonly agent?: string;
+  readonly threadId?: string;
+  /** Opaque cursor from a previous page's nextCursor. */
+  readonly cursor?: string | null;
+  readonly limit: number;
+}
+
+export interface RunPage {
+  /** Newest first (createdAt desc, then runId desc). */
+  readonly runs: RunSummary[];
+  /** Null when there is nothing after this page. */
+  readonly nextCursor: string | null;
+}
+
+export class InvalidCursorError extends Error {
+  readonly code = 'invalid_cursor';
+  constructor() {
+    super('invalid cursor');
+    this.name = 'InvalidCursorError';
+  }
+}
+
+export class CorruptCheckpointError extends Error {
+  readonly code = 'corrupt_checkpoint';
+  constructor(runId: string, why: string) {
+    super(`run ${runId}: stored checkpoint is invalid (${why})`);
+    this.name = 'CorruptCheckpointError';
+  }
+}
+
+type ScriptReply = [number, number, ...string[]];
+
+const MAX_LIMIT = 1000;
+
+/**
+ * RunStore + EventAppender on Redis. Same contract as MemoryRunStore: compare-and-set on the
+ * version, events sequenced gaplessly from 1 per run and stored atomically with the commit,
+ * envelope {seq, runId, threadId, turnId, at} followed by the body's fields.
+ */
+export class RedisRunStore implements RunStore, EventAppender {
+  readonly keys: BatonKeys;
+  private readonly redis: RedisClient;
+  private readonly now: () => number;
+  private readonly retentionSeconds: number;
+  private readonly validateOnLoad: boolean;
+  private readonly createScript: ScriptCall;
+  private readonly commitScript: ScriptCall;
+  private readonly appendScript: ScriptCall;
+
+  constructor(opts: RedisRunStoreOptions) {
+    this.redis = opts.redis;
+    this.keys = new BatonKeys(opts.prefix);
+    this.now = opts.now;
+    this.retentionSeconds = opts.retentionSeconds ?? 86_400;
+    if (!Number.isInteger(this.retentionSeconds) || this.retentionSeconds <= 0)
+      throw new Error('RedisRunStore: retentionSeconds must be a positive integer');
+    this.validateOnLoad = opts.validateOnLoad ?? false;
+    this.createScript = defineScript(this.redis, 'batonRunCreate', 2, CREATE_LUA);
+    this.commitScript = defineScript(this.redis, 'batonRunCommit', 2, COMMIT_LUA);
+    this.appendScript = defineScript(this.redis, 'batonRunAppend', 2, APPEND_LUA);
+  }
+
+  /** Pub/sub channel of a run (RunEventSource, used by RunEventSubscriber). */
+  channelOf(runId: string): string {
+    return this.keys.channel(runId);
+  }
+
+  async create(checkpoint: Checkpoint, events: readonly EventBody[]): Promise<CommitResult> {
+    const id = checkpoint.identity;
+    const k = this.keys.run(id.runId);
+    const reply = (await this.createScript(
+      k.cp,
+      k.events,
+      k.channel,
+      JSON.stringify(checkpoint),
+      checkpoint.status,
+      id.tenantId,
+      id.agent,
+      id.threadId,
+      checkpoint.createdAt,
+      checkpoint.updatedAt,
+      envelopeIds(checkpoint),
+      this.atArg(),
+      this.retentionSeconds,
+      ...events.map(bodyTail),
+    )) as ScriptReply;
+    if (reply[0] !== 1) throw new VersionConflictError(id.runId, 0, reply[1]);
+    // Indexes live in other slots (tenant, thread), so they are written after the run exists.
+    // ZADD is idempotent; a crash in between leaves an unlisted (but fully working) run.
+    await Promise.all([
+      this.redis.zadd(this.keys.tenantRuns(id.tenantId), checkpoint.createdAt, id.runId),
+      this.redis.zadd(this.keys.thread(id.tenantId, id.threadId).runs, checkpoint.createdAt, id.runId),
+    ]);
+    return { version: 1, events: parseEvents(reply) };
+  }
+
+  async load(runId: string): Promise<StoredCheckpoint | null> {
+    const [data, version] = await this.redis.hmget(this.keys.run(runId).cp, 'data', 'version');
+    return this.decode(runId, data ?? null, version ?? null, this.validateOnLoad);
+  }
+
+  /** load() with a full CheckpointSchema parse (debug / admin paths). */
+  async loadValidated(runId: string): Promise<StoredCheckpoint | null> {
+    const [data, version] = await this.redis.hmget(this.keys.run(runId).cp, 'data', 'version');
+    return this.decode(runId, data ?? null, version ?? null, true);
+  }
+
+  /** load(), but null when the run belongs to another tenant (no existence leak). */
+  async loadForTenant(runId: string, tenantId: string): Promise<StoredCheckpoint | null> {
+    const [data, version, tenant] = await this.redis.hmget(this.keys.run(runId).cp, 'data', 'version', 'tenant');
+    if (tenant !== tenantId) return null;
+    return this.decode(runId, data ?? null, version ?? null, this.validateOnLoad);
+  }
+
+  async commit(
+    runId: string,
+    expectedVersion: number,
+    checkpoint: Checkpoint,
+    events: readonly EventBody[],
+    trigger: CheckpointTrigger | null,
+  ): Promise<CommitResult> {
+    if (checkpoint.identity.runId !== runId)
+      throw new Error(`commit: checkpoint belongs to run ${checkpoint.identity.runId}, not ${runId}`);
+    const k = this.keys.run(runId);
+    const reply = (await this.commitScript(
+      k.cp,
+      k.events,
+      k.channel,
+      expectedVersion,
+      JSON.stringify(checkpoint),
+      checkpoint.status,
+      checkpoint.updatedAt,
+      trigger ?? '',
+      envelopeIds(checkpoint),
+      this.atArg(),
+      this.retentionSeconds,
+      ...events.map(bodyTail),
+    )) as ScriptReply;
+    if (reply[0] !== 1) throw new VersionConflictError(runId, expectedVersion, reply[1] < 0 ? null : reply[1]);
+    return { version: reply[1], events: parseEvents(reply) };
+  }
+
+  async append(runId: string, expectedVersion: number, events: readonly EventBody[]): Promise<readonly RunEvent[]> {
+    const k = this.keys.run(runId);
+    const reply = (await this.appendScript(
+      k.cp,
+      k.events,
+      k.channel,
+      expectedVersion,
+      this.atArg(),
+      this.retentionSeconds,
+      ...events.map(bodyTail),
+    )) as ScriptReply;
+    if (reply[0] !== 1) throw new VersionConflictError(runId, expectedVersion, reply[1] < 0 ? null : reply[1]);
+    return parseEvents(reply);
+  }
+
+  /** Events with seq > afterSeq, in order (at most `limit`). */
+  async readEvents(runId: string, afterSeq = 0, limit?: number): Promise<RunEvent[]> {
+    const key = this.keys.run(runId).events;
+    const start = `(0-${Math.max(0, Math.floor(afterSeq))}`;
+    const entries =
+      limit === undefined
+        ? await this.redis.xrange(key, start, '+')
+        : limit <= 0
+          ? []
+          : await this.redis.xrange(key, start, '+', 'COUNT', Math.floor(limit));
+    return entries.map(([, fields]) => JSON.parse(streamField(fields)) as RunEvent);
+  }
+
+  /** Seq of the run's last event (0 when none or no such run). */
+  async lastSeq(runId: string): Promise<number> {
+    const seq = await this.redis.hget(this.keys.run(runId).cp, 'seq');
+    return seq === null ? 0 : Number(seq);
+  }
+
+  /** Trigger of the last commit (observability); null when none or no such run. */
+  async lastTrigger(runId: string): Promise<CheckpointTrigger | null> {
+    const t = await this.redis.hget(this.keys.run(runId).cp, 'lastTrigger');
+    return t === null || t === '' ? null : (t as CheckpointTrigger);
+  }
+
+  /**
+   * A tenant's runs, newest first, optionally filtered. Reads the thread's index when threadId is
+   * given, else the tenant's; index entries whose run has expired are removed on the way.
+   */
+  async listRuns(query: ListRunsQuery): Promise<RunPage> {
+    const limit = Math.floor(query.limit);
+    if (!(limit >= 1 && limit <= MAX_LIMIT)) throw new Error(`listRuns: limit must be in 1..${MAX_LIMIT}`);
+    const indexKey =
+      query.threadId === undefined ? this.keys.tenantRuns(query.tenantId) : this.keys.thread(query.tenantId, query.threadId).runs;
+    const after = query.cursor ? decodeCursor(query.cursor) : null;
+    const batch = Math.max(limit * 2, 50);
+    const found: RunSummary[] = [];
+    let offset = 0;
+    for (;;) {
+      // ZRANGE key max min BYSCORE REV LIMIT offset count WITHSCORES
+      const raw = await this.redis.zrange(
+        indexKey,
+        after ? after.createdAt : '+inf',
+        '-inf',
+        'BYSCORE',
+        'REV',
+        'LIMIT',
+        offset,
+        batch,
+        'WITHSCORES',
+      );
+      const candidates: { runId: string; createdAt: number }[] = [];
+      for (let i = 0; i < raw.length; i += 2) {
+        const runId = raw[i] as string;
+        const createdAt = Number(raw[i + 1]);
+        // same createdAt as the cursor: only run ids below the cursor's come after it
+        if (after && createdAt === after.createdAt && runId >= after.runId) continue;
+        candidates.push({ runId, createdAt });
+      }
+      const fields = await Promise.all(
+        candidates.map((c) => this.redis.hmget(this.keys.run(c.runId).cp, 'tenant', 'status', 'agent', 'threadId', 'updatedAt')),
+      );
+      const expired: string[] = [];
+      candidates.forEach((c, i) => {
+        const [tenant, status, agent, threadId, updatedAt] = fields[i] ?? [];
+        if (tenant === null || tenant === undefined) {
+          expired.push(c.runId);
+          return;
+        }
+        if (tenant !== query.tenantId) return;
+        if (query.status !== undefined && status !== query.status) return;
+        if (query.agent !== undefined && agent !== query.agent) return;
+        if (query.threadId !== undefined && threadId !== query.threadId) return;
+        found.push({
+          runId: c.runId,
+          tenantId: tenant,
+          agent: agent ?? '',
+          threadId: threadId ?? '',
+          status: status as RunStatus,
+          createdAt: c.createdAt,
+          updatedAt: Number(updatedAt),
+        });
+      });
+      if (expired.length > 0) await this.redis.zrem(indexKey, ...expired);
+      // the removed entries were inside the scanned window: the next window starts that much earlier
+      offset += raw.length / 2 - expired.length;
+      if (found.length > limit || raw.length / 2 < batch) break;
+    }
+    const runs = found.slice(0, limit);
+    const last = runs[runs.length - 1];
+    const nextCursor = found.length > limit && last ? encodeCursor(last.createdAt, last.runId) : null;
+    return { runs, nextCursor };
+  }
+
+  private atArg(): string {
+    const at = this.now();
+    if (!Number.isFinite(at)) throw new Error('RedisRunStore: now() must return a finite number');
+    return JSON.stringify(at);
+  }
+
+  private decode(runId: string, data: string | null, version: string | null, validate: boolean): StoredCheckpoint | null {
+    if (data === null || version === null) return null;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(data);
+    } catch {
+      throw new CorruptCheckpointError(runId, 'not JSON');
+    }
+    let checkpoint: Checkpoint;
+    if (validate) {
+      const result = CheckpointSchema.safeParse(parsed);
+      if (!result.success) throw new CorruptCheckpointError(runId, result.error.message);
+      checkpoint = result.data;
+    } else {
+      checkpoint = cheapCheck(runId, parsed);
+    }
+    if (checkpoint.identity.runId !== runId) throw new CorruptCheckpointError(runId, `identity.runId is ${checkpoint.identity.runId}`);
+    return { checkpoint, version: Number(version) };
+  }
+}
+
+/** Shape check without zod: enough to catch a wrong key or a foreign format version. */
+function cheapCheck(runId: string, value: unknown): Checkpoint {
+  if (typeof value !== 'object' || value === null) throw new CorruptCheckpointError(runId, 'not an object');
+  const cp = value as Partial<Checkpoint>;
+  if (cp.v !== CHECKPOINT_VERSION) throw new CorruptCheckpointError(runId, `checkpoint version ${String(cp.v)}`);
+  if (typeof cp.identity !== 'object' || cp.identity === null) throw new CorruptCheckpointError(runId, 'no identity');
+  if (typeof cp.status !== 'string' || typeof cp.phase !== 'string') throw new CorruptCheckpointError(runId, 'no status/phase');
+  if (!Array.isArray(cp.messages) || typeof cp.calls !== 'object' || cp.calls === null)
+    throw new CorruptCheckpointError(runId, 'no messages/calls');
+  return value as Checkpoint;
+}
+
+/** `"runId":…,"threadId":…,"turnId":…` — the envelope ids as JSON members without braces. */
+function envelopeIds(cp: Checkpoint): string {
+  const { runId, threadId, turnId } = cp.identity;
+  return JSON.stringify({ runId, threadId, turnId }).slice(1, -1);
+}
+
+/** The body's JSON without its leading '{' (the script prepends the envelope). */
+function bodyTail(body: EventBody): string {
+  const json = JSON.stringify(body);
+  if (json === undefined || !json.startsWith('{') || json.length < 3) throw new Error('event body must be a non-empty object');
+  return json.slice(1);
+}
+
+function parseEvents(reply: ScriptReply): RunEvent[] {
+  const out: RunEvent[] = [];
+  for (let i = 2; i < reply.length; i += 1) out.push(JSON.parse(reply[i] as string) as RunEvent);
+  return out;
+}
+
+function streamField(fields: string[]): string {
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === 'e') return fields[i + 1] as string;
+  throw new Error('stream entry without field e');
+}
+
+function encodeCursor(createdAt: number, runId: string): string {
+  return Buffer.from(JSON.stringify([createdAt, runId]), 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: number; runId: string } {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'number' && Number.isFinite(value[0]) && typeof value[1] === 'string')
+      return { createdAt: value[0], runId: value[1] };
+  } catch {
+    // fall through
+  }
+  throw new InvalidCursorError();
+}

@@ -1,0 +1,145 @@
+// @ts-check
+import { builtinModules } from 'node:module';
+import js from '@eslint/js';
+import { defineConfig, globalIgnores } from 'eslint/config';
+import tseslint from 'typescript-eslint';
+
+// packages/core is the pure, deterministic heart of Baton: no I/O, no ambient time.
+// Everything effectful reaches it through ports (Clock, Store, ModelAdapter, ...).
+const nodeBuiltins = [...new Set(builtinModules.filter((m) => !m.startsWith('_')))];
+const ioPackages = [
+  'ioredis',
+  'bullmq',
+  'redis',
+  'express',
+  'pino',
+  'pino-http',
+  'undici',
+  'node-fetch',
+  'axios',
+  'ky',
+  'got',
+  'cross-fetch',
+];
+const CORE_IO_MESSAGE =
+  'packages/core must stay free of I/O: inject it through a port (see core ports) instead of importing it.';
+const CORE_TIME_MESSAGE =
+  'packages/core gets time from the injected Clock port, not ambient timers.';
+const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+// esquery regex literals cannot contain '/', so spell it \x2F.
+const bannedSpecifierRegExp = `^(node:|(${[...nodeBuiltins, ...ioPackages]
+  .map(escapeRegExp)
+  .join('|')})(\\x2F|$))`.replaceAll('/', '\\x2F');
+
+export default defineConfig(
+  globalIgnores(['**/node_modules/', '**/coverage/', '**/dist/', '.cache/']),
+
+  {
+    files: ['**/*.{js,mjs,cjs}'],
+    extends: [js.configs.recommended],
+    languageOptions: {
+      sourceType: 'module',
+      ecmaVersion: 'latest',
+    },
+  },
+
+  {
+    files: ['**/*.{ts,mts,cts}'],
+    extends: [js.configs.recommended, tseslint.configs.recommendedTypeChecked],
+    languageOptions: {
+      parserOptions: {
+        projectService: true,
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+    linterOptions: {
+      reportUnusedDisableDirectives: 'error',
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        {
+          args: 'after-used',
+          argsIgnorePattern: '^_',
+          varsIgnorePattern: '^_',
+          caughtErrorsIgnorePattern: '^_',
+          destructuredArrayIgnorePattern: '^_',
+          ignoreRestSiblings: true,
+        },
+      ],
+      '@typescript-eslint/switch-exhaustiveness-check': [
+        'error',
+        { considerDefaultExhaustiveForUnions: true },
+      ],
+      eqeqeq: ['error', 'always', { null: 'ignore' }],
+      'no-console': 'off',
+    },
+  },
+
+  {
+    // Test files may use loose typing around mocks and expect().
+    files: ['**/*.test.ts', 'test/**/*.ts'],
+    rules: {
+      '@typescript-eslint/unbound-method': 'off',
+      '@typescript-eslint/no-non-null-assertion': 'off',
+    },
+  },
+
+  {
+    // No I/O imports anywhere in core (tests included: core tests are pure and fast).
+    files: ['packages/core/**/*.{ts,mts,cts,js}'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['node:*'], message: CORE_IO_MESSAGE },
+            {
+              group: [...nodeBuiltins, ...nodeBuiltins.map((m) => `${m}/*`)],
+              message: CORE_IO_MESSAGE,
+            },
+            {
+              group: [...ioPackages, ...ioPackages.map((m) => `${m}/*`)],
+              message: CORE_IO_MESSAGE,
+            },
+          ],
+        },
+      ],
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: `ImportExpression[source.value=/${bannedSpecifierRegExp}/]`,
+          message: CORE_IO_MESSAGE,
+        },
+      ],
+    },
+  },
+
+  {
+    // No ambient effects in core production code.
+    files: ['packages/core/**/*.{ts,mts,cts,js}'],
+    ignores: ['**/*.test.ts', '**/*.bench.ts'],
+    rules: {
+      'no-restricted-globals': [
+        'error',
+        { name: 'fetch', message: CORE_IO_MESSAGE },
+        { name: 'process', message: 'packages/core must not read process state; pass config in.' },
+        { name: 'require', message: CORE_IO_MESSAGE },
+        { name: 'setTimeout', message: CORE_TIME_MESSAGE },
+        { name: 'setInterval', message: CORE_TIME_MESSAGE },
+        { name: 'setImmediate', message: CORE_TIME_MESSAGE },
+        { name: 'performance', message: CORE_TIME_MESSAGE },
+      ],
+      'no-restricted-properties': [
+        'error',
+        { object: 'globalThis', property: 'fetch', message: CORE_IO_MESSAGE },
+        { object: 'globalThis', property: 'process', message: CORE_IO_MESSAGE },
+        { object: 'globalThis', property: 'setTimeout', message: CORE_TIME_MESSAGE },
+        { object: 'globalThis', property: 'setInterval', message: CORE_TIME_MESSAGE },
+        { object: 'Date', property: 'now', message: CORE_TIME_MESSAGE },
+      ],
+    },
+  },
+);

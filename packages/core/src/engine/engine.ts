@@ -1,0 +1,105 @@
+import type { Checkpoint, Decision, EventBody, CheckpointTrigger, ToolExecutionResult } from '@baton/protocol';
+import type { AgentDefinition } from '../agent.ts';
+import type { InferenceRequest, InferenceResponse } from '../model.ts';
+import { buildEngineContext, type EngineContext } from './context.ts';
+import { applyDecisions, receiveDecisions, type ReceiveResult } from './decisions.ts';
+import { Draft } from './draft.ts';
+import { beginStep, buildInferenceRequest, commitInference } from './inference.ts';
+import { createCheckpoint, finishRun, startRun, type CreateRunInput } from './lifecycle.ts';
+import { plan, type Plan } from './plan.ts';
+import { completeToolRound } from './step-end.ts';
+import { applyToolResults, prepareTools, type ToolInvocation } from './tool-round.ts';
+
+/** A pure step: the checkpoint to commit, the events to append with it, and what comes next. */
+export interface Transition {
+  readonly checkpoint: Checkpoint;
+  readonly events: readonly EventBody[];
+  readonly trigger: CheckpointTrigger | null;
+  readonly next: Plan;
+}
+
+function done(draft: Draft): Transition {
+  return { checkpoint: draft.cp, events: draft.events, trigger: draft.trigger, next: plan(draft.cp) };
+}
+
+/**
+ * The run engine as pure functions of (checkpoint, inputs, now). Drivers (the in-process runner,
+ * the distributed worker) perform the effects these ask for and commit what they return.
+ */
+export class Engine {
+  readonly agent: AgentDefinition;
+  readonly ctx: EngineContext;
+
+  constructor(agent: AgentDefinition) {
+    this.agent = agent;
+    this.ctx = buildEngineContext(agent);
+  }
+
+  create(input: CreateRunInput, now: number): Transition {
+    return done(createCheckpoint(this.ctx, input, now));
+  }
+
+  plan(cp: Checkpoint): Plan {
+    return plan(cp);
+  }
+
+  start(cp: Checkpoint, now: number): Transition {
+    return done(startRun(new Draft(this.ctx, cp, now)));
+  }
+
+  beginStep(cp: Checkpoint, now: number): Transition {
+    return done(beginStep(new Draft(this.ctx, cp, now)));
+  }
+
+  inferenceRequest(cp: Checkpoint): InferenceRequest {
+    return buildInferenceRequest({ cp, ctx: this.ctx });
+  }
+
+  commitInference(cp: Checkpoint, response: InferenceResponse, now: number): Transition {
+    return done(commitInference(new Draft(this.ctx, cp, now), response));
+  }
+
+  prepareTools(cp: Checkpoint, now: number): Transition & { readonly invocations: readonly ToolInvocation[] } {
+    const { draft, invocations } = prepareTools(new Draft(this.ctx, cp, now));
+    return { ...done(draft), invocations };
+  }
+
+  applyToolResults(cp: Checkpoint, results: readonly ToolExecutionResult[], now: number): Transition {
+    return done(applyToolResults(new Draft(this.ctx, cp, now), results));
+  }
+
+  finishStep(cp: Checkpoint, now: number): Transition {
+    return done(completeToolRound(new Draft(this.ctx, cp, now)));
+  }
+
+  /** Validates and stores decisions in the inbox; throws a typed error and changes nothing when invalid. */
+  receiveDecisions(cp: Checkpoint, decisions: readonly Decision[], now: number): Transition & ReceiveResult {
+    const draft = new Draft(this.ctx, cp, now);
+    const result = receiveDecisions(draft, decisions);
+    return { ...done(draft), ...result };
+  }
+
+  applyDecisions(cp: Checkpoint, now: number): Transition {
+    return done(applyDecisions(new Draft(this.ctx, cp, now)));
+  }
+
+  /** Durable cancel request; honored by cancel() at the next boundary (or at once when idle). */
+  requestCancel(cp: Checkpoint, now: number): Transition {
+    const draft = new Draft(this.ctx, cp, now);
+    if (draft.cp.status !== 'done') draft.cp.cancelRequested = true;
+    return done(draft);
+  }
+
+  cancel(cp: Checkpoint, now: number): Transition {
+    const draft = new Draft(this.ctx, cp, now);
+    if (draft.cp.status === 'done') return done(draft);
+    return done(finishRun(draft, { kind: 'cancelled' }));
+  }
+
+  /** Runtime-level failure (seed: executor failure, patch apply failure, commit failure). */
+  fail(cp: Checkpoint, message: string, now: number): Transition {
+    const draft = new Draft(this.ctx, cp, now);
+    if (draft.cp.status === 'done') return done(draft);
+    return done(finishRun(draft, { kind: 'error', message }));
+  }
+}

@@ -1,0 +1,84 @@
+import { z } from 'zod';
+import {
+  DecisionReplayPolicySchema,
+  ExecutionModeSchema,
+  PhaseSchema,
+  RunStatusSchema,
+} from './enums.ts';
+import { DecisionSchema } from './decisions.ts';
+import { JsonValueSchema } from './json.ts';
+import { MessageSchema } from './messages.ts';
+import { StopConditionSchema } from './stop-conditions.ts';
+import { TerminationReasonSchema } from './termination.ts';
+import { ToolCallStateSchema } from './tools.ts';
+import { UsageSchema } from './usage.ts';
+
+export const CHECKPOINT_VERSION = 1;
+
+export const RunIdentitySchema = z.object({
+  runId: z.string(),
+  threadId: z.string(),
+  turnId: z.string(),
+  tenantId: z.string(),
+  agent: z.string(),
+});
+export type RunIdentity = z.infer<typeof RunIdentitySchema>;
+
+export const StateScopesSchema = z.object({
+  run: z.record(z.string(), JsonValueSchema),
+  thread: z.record(z.string(), JsonValueSchema),
+});
+export type StateScopes = z.infer<typeof StateScopesSchema>;
+
+/**
+ * Everything needed to continue a run on any process: plain data, no closures.
+ * The store wraps it with a version for compare-and-set.
+ */
+export const CheckpointSchema = z.object({
+  v: z.literal(CHECKPOINT_VERSION),
+  identity: RunIdentitySchema,
+  status: RunStatusSchema,
+  phase: PhaseSchema,
+  step: z.number().int().nonnegative(),
+  executionMode: ExecutionModeSchema,
+  replayPolicy: DecisionReplayPolicySchema,
+  stopConditions: z.array(StopConditionSchema),
+  /** Thread history at run start followed by the messages this run added. */
+  messages: z.array(MessageSchema),
+  /** messages[0, historyLength) came from the thread before this run. */
+  historyLength: z.number().int().nonnegative(),
+  /** The current round's tool calls (the previous round's are cleared at StepStart). */
+  calls: z.record(z.string(), ToolCallStateSchema),
+  /** Call ids of the current round in the order the model returned them. */
+  round: z.array(z.string()),
+  state: StateScopesSchema,
+  usage: UsageSchema,
+  counters: z.object({
+    consecutiveErrors: z.number().int().nonnegative(),
+    /** Canonical signatures (name + sorted args) of recent tool calls, oldest first. */
+    recentToolCalls: z.array(z.string()),
+    /** Names of tools called in the last step (for stop_on_tool). */
+    lastStepTools: z.array(z.string()),
+  }),
+  /** Decisions received but not yet applied (durable inbox). */
+  inbox: z.array(DecisionSchema),
+  /** Every decision ever accepted for this run: a repeated decisionId is a no-op. */
+  decisionLog: z.array(DecisionSchema),
+  /** What BeforeInference prepared for the pending model call (durable so a retry asks the same). */
+  inference: z
+    .object({
+      context: z.array(z.string()),
+      params: z.record(z.string(), JsonValueSchema),
+      tools: z.array(z.string()),
+    })
+    .nullable(),
+  termination: TerminationReasonSchema.nullable(),
+  /** Set by an external cancel; honored at the next phase boundary. */
+  cancelRequested: z.boolean(),
+  metadata: z.record(z.string(), z.string()),
+  createdAt: z.number(),
+  startedAt: z.number().nullable(),
+  updatedAt: z.number(),
+  finishedAt: z.number().nullable(),
+});
+export type Checkpoint = z.infer<typeof CheckpointSchema>;

@@ -1,0 +1,34 @@
+import { z } from 'zod';
+
+/** Stable error codes; HTTP mapping lives in one place in apps/api. */
+export const ErrorCodeSchema = z.enum([
+  'bad_request',
+  'validation_failed',
+  'unauthorized',
+  'forbidden',
+  'not_found',
+  'conflict',
+  'idempotency_conflict',
+  'run_not_found',
+  'run_done',
+  'thread_busy',
+  'unknown_agent',
+  'call_not_suspended',
+  'call_unknown',
+  'decision_conflict',
+  'payload_invalid',
+  'illegal_transition',
+  'rate_limited',
+  'payload_too_large',
+  'internal',
+]);
+export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
+
+export const ErrorBodySchema = z.object({
+  error: z.object({
+    code: ErrorCodeSchema,
+    message: z.string(),
+    details: z.unknown().optional(),
+  }),
+});
+export type ErrorBody = z.infer<typeof ErrorBodySchema>;

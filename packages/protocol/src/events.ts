@@ -1,0 +1,100 @@
+import { z } from 'zod';
+import {
+  ExecutionModeSchema,
+  PhaseSchema,
+  RunStatusSchema,
+  ToolCallStatusSchema,
+} from './enums.ts';
+import { DecisionSchema } from './decisions.ts';
+import { JsonObjectSchema } from './json.ts';
+import { AssistantMessageSchema, MessageSchema } from './messages.ts';
+import { TerminationReasonSchema } from './termination.ts';
+import { StatePatchSchema, SuspendTicketSchema, ToolOutcomeSchema } from './tools.ts';
+import { UsageSchema } from './usage.ts';
+
+const step = z.number().int().nonnegative();
+
+/** Every event body; the envelope (seq, ids, time) is added when the event is appended. */
+export const EventBodySchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('run.created'),
+    agent: z.string(),
+    executionMode: ExecutionModeSchema,
+  }),
+  z.object({
+    type: z.literal('run.started'),
+    agent: z.string(),
+    executionMode: ExecutionModeSchema,
+  }),
+  z.object({ type: z.literal('run.status'), from: RunStatusSchema, to: RunStatusSchema }),
+  z.object({ type: z.literal('message.input'), message: MessageSchema }),
+  z.object({ type: z.literal('step.started'), step }),
+  z.object({ type: z.literal('phase'), step, phase: PhaseSchema }),
+  z.object({ type: z.literal('text.delta'), step, messageId: z.string(), delta: z.string() }),
+  z.object({ type: z.literal('reasoning.delta'), step, messageId: z.string(), delta: z.string() }),
+  /** A partial inference (deltas) of this step was abandoned; clients drop its text. */
+  z.object({ type: z.literal('inference.reset'), step, messageId: z.string() }),
+  z.object({ type: z.literal('message.assistant'), step, message: AssistantMessageSchema }),
+  z.object({
+    type: z.literal('tool_call.created'),
+    step,
+    toolCallId: z.string(),
+    toolName: z.string(),
+    arguments: JsonObjectSchema,
+    index: z.number().int(),
+  }),
+  z.object({
+    type: z.literal('tool_call.status'),
+    toolCallId: z.string(),
+    toolName: z.string(),
+    from: ToolCallStatusSchema,
+    to: ToolCallStatusSchema,
+  }),
+  z.object({
+    type: z.literal('tool_call.suspended'),
+    toolCallId: z.string(),
+    toolName: z.string(),
+    ticket: SuspendTicketSchema,
+  }),
+  z.object({
+    type: z.literal('tool_call.result'),
+    toolCallId: z.string(),
+    toolName: z.string(),
+    outcome: ToolOutcomeSchema,
+    durationMs: z.number().nonnegative().optional(),
+  }),
+  z.object({ type: z.literal('decision.applied'), decision: DecisionSchema }),
+  z.object({
+    type: z.literal('state.delta'),
+    scope: z.enum(['run', 'thread']),
+    patches: z.array(StatePatchSchema),
+  }),
+  z.object({
+    type: z.literal('state.conflict'),
+    key: z.string(),
+    winner: z.string(),
+    rejected: z.array(z.string()),
+  }),
+  z.object({ type: z.literal('step.finished'), step, usage: UsageSchema }),
+  z.object({
+    type: z.literal('run.finished'),
+    status: RunStatusSchema,
+    termination: TerminationReasonSchema,
+    usage: UsageSchema,
+  }),
+]);
+export type EventBody = z.infer<typeof EventBodySchema>;
+export type EventType = EventBody['type'];
+export type EventOf<T extends EventType> = Extract<RunEvent, { type: T }>;
+
+export const EventEnvelopeSchema = z.object({
+  seq: z.number().int().positive(),
+  runId: z.string(),
+  threadId: z.string(),
+  turnId: z.string(),
+  at: z.number(),
+});
+export type EventEnvelope = z.infer<typeof EventEnvelopeSchema>;
+
+export const RunEventSchema = z.intersection(EventEnvelopeSchema, EventBodySchema);
+export type RunEvent = EventEnvelope & EventBody;

@@ -1,0 +1,17 @@
+export * from './checkpoint.ts';
+export * from './decisions.ts';
+export * from './enums.ts';
+export * from './errors.ts';
+export * from './events.ts';
+export * from './jobs.ts';
+export * from './json.ts';
+export * from './messages.ts';
+export * from './run-request.ts';
+export * from './stop-conditions.ts';
+export * from './termination.ts';
+export * from './tools.ts';
+export * from './usage.ts';
+
+/** Wire version of everything in this package. */
+export const PROTOCOL_VERSION = 1;
+export * from './snapshot.ts';

@@ -1,0 +1,31 @@
+import { z } from 'zod';
+
+export const JOB_PAYLOAD_VERSION = 1;
+
+/** One phase round of one run. */
+export const StepJobSchema = z.object({
+  v: z.literal(JOB_PAYLOAD_VERSION),
+  kind: z.literal('step'),
+  runId: z.string(),
+  tenantId: z.string(),
+  /** Why the round was scheduled; informs logs and dedup ids. */
+  reason: z.enum(['start', 'continue', 'decision', 'reconcile', 'cancel']),
+  /** Checkpoint version the round expects to start from (stale jobs are no-ops). */
+  expectedVersion: z.number().int().nonnegative(),
+});
+export type StepJob = z.infer<typeof StepJobSchema>;
+
+/** One tool call execution, a child of its round's step job in the parallel modes. */
+export const ToolJobSchema = z.object({
+  v: z.literal(JOB_PAYLOAD_VERSION),
+  kind: z.literal('tool'),
+  runId: z.string(),
+  tenantId: z.string(),
+  step: z.number().int(),
+  toolCallId: z.string(),
+  attempt: z.number().int().nonnegative(),
+});
+export type ToolJob = z.infer<typeof ToolJobSchema>;
+
+export const JobPayloadSchema = z.discriminatedUnion('kind', [StepJobSchema, ToolJobSchema]);
+export type JobPayload = z.infer<typeof JobPayloadSchema>;

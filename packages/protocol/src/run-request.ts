@@ -1,0 +1,38 @@
+import { z } from 'zod';
+import {
+  DecisionReplayPolicySchema,
+  ExecutionModeSchema,
+  MultitaskStrategySchema,
+} from './enums.ts';
+import { InputMessageSchema } from './messages.ts';
+import { StopConditionsSchema } from './stop-conditions.ts';
+
+export const MAX_INPUT_MESSAGES = 100;
+
+const idSchema = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[A-Za-z0-9._:-]+$/, 'may only contain letters, digits, ".", "_", ":" and "-"');
+
+export const RunOptionsSchema = z.strictObject({
+  executionMode: ExecutionModeSchema.optional(),
+  /** Overrides the mode's default policy (parallel modes only). */
+  replayPolicy: DecisionReplayPolicySchema.optional(),
+  stopConditions: StopConditionsSchema.optional(),
+  multitask: MultitaskStrategySchema.optional(),
+  metadata: z.record(z.string().max(64), z.string().max(1024)).optional(),
+});
+export type RunOptions = z.infer<typeof RunOptionsSchema>;
+
+export const CreateRunRequestSchema = z.strictObject({
+  agent: z.string().min(1).max(128),
+  threadId: idSchema.optional(),
+  input: z.strictObject({
+    messages: z.array(InputMessageSchema).min(1).max(MAX_INPUT_MESSAGES),
+  }),
+  options: RunOptionsSchema.optional(),
+});
+export type CreateRunRequest = z.infer<typeof CreateRunRequestSchema>;
+
+export const IdSchema = idSchema;

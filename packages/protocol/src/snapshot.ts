@@ -1,0 +1,120 @@
+import { z } from 'zod';
+import {
+  ExecutionModeSchema,
+  PhaseSchema,
+  ResumeModeSchema,
+  RunStatusSchema,
+  ToolCallStatusSchema,
+} from './enums.ts';
+import { DecisionActionSchema } from './decisions.ts';
+import { JsonObjectSchema, JsonValueSchema } from './json.ts';
+import { TerminationReasonSchema } from './termination.ts';
+import { SuspendReasonSchema, ToolOutcomeSchema } from './tools.ts';
+import { UsageSchema } from './usage.ts';
+
+/**
+ * Run snapshots (seed: goa-ai run.Snapshot): a derived view of a run computed by folding its
+ * event log. Snapshots are never stored; they are recomputed from the append-only log, so any
+ * process holding the log (API, worker, a streaming client) derives the same view.
+ *
+ * Times are epoch milliseconds taken from the events' `at`.
+ */
+
+/** One tool call the run is waiting on, with the ticket it was suspended with. */
+export const AwaitedToolCallSchema = z.object({
+  toolCallId: z.string(),
+  toolName: z.string(),
+  reason: SuspendReasonSchema,
+  message: z.string(),
+  parameters: JsonValueSchema.optional(),
+  /** JSON Schema a resume decision's payload must satisfy. */
+  responseSchema: JsonObjectSchema.optional(),
+  resumeMode: ResumeModeSchema,
+  /** When the call was suspended. */
+  since: z.number(),
+});
+export type AwaitedToolCall = z.infer<typeof AwaitedToolCallSchema>;
+
+/** What the run waits for: the calls that are suspended right now (never empty). */
+export const AwaitSnapshotSchema = z.object({
+  kind: z.literal('tool_calls'),
+  calls: z.array(AwaitedToolCallSchema).min(1),
+});
+export type AwaitSnapshot = z.infer<typeof AwaitSnapshotSchema>;
+
+/** A tool call of any step of the run, as last observed. */
+export const ToolCallSnapshotSchema = z.object({
+  toolCallId: z.string(),
+  toolName: z.string(),
+  step: z.number().int().nonnegative(),
+  /** Position in the step's round, in the order the model returned the calls. */
+  index: z.number().int(),
+  arguments: JsonObjectSchema,
+  status: ToolCallStatusSchema,
+  /** Number of replays seen (each Suspended -> Resuming); 0 for a call never resumed. */
+  attempt: z.number().int().nonnegative(),
+  /** When the model's call was committed (tool_call.created). */
+  scheduledAt: z.number(),
+  /** When the latest execution began (status became running). */
+  startedAt: z.number().optional(),
+  /** When the call reached a terminal status. */
+  completedAt: z.number().optional(),
+  durationMs: z.number().nonnegative().optional(),
+  outcome: ToolOutcomeSchema.optional(),
+  /** First line of the outcome's error, shortened, for lists and dashboards. */
+  errorSummary: z.string().optional(),
+});
+export type ToolCallSnapshot = z.infer<typeof ToolCallSnapshotSchema>;
+
+/** A decision the run applied (decision.applied), in application order. */
+export const AppliedDecisionSchema = z.object({
+  decisionId: z.string(),
+  toolCallId: z.string(),
+  action: DecisionActionSchema,
+  at: z.number(),
+});
+export type AppliedDecision = z.infer<typeof AppliedDecisionSchema>;
+
+/** The assistant message of the current step while it streams (not yet committed). */
+export const StreamingMessageSchema = z.object({
+  step: z.number().int().nonnegative(),
+  messageId: z.string(),
+  text: z.string(),
+  reasoning: z.string(),
+});
+export type StreamingMessage = z.infer<typeof StreamingMessageSchema>;
+
+export const RunSnapshotSchema = z.object({
+  runId: z.string(),
+  threadId: z.string(),
+  turnId: z.string(),
+  agent: z.string(),
+  status: RunStatusSchema,
+  /** Where the run is in its loop; null before any event says. */
+  phase: PhaseSchema.nullable(),
+  /**
+   * 'event' once the log carried explicit phase events (then only those move `phase`);
+   * 'inferred' when `phase` is deduced from the other events; null while unknown.
+   */
+  phaseSource: z.enum(['event', 'inferred']).nullable(),
+  step: z.number().int().nonnegative(),
+  executionMode: ExecutionModeSchema,
+  termination: TerminationReasonSchema.nullable(),
+  createdAt: z.number(),
+  startedAt: z.number().nullable(),
+  updatedAt: z.number(),
+  finishedAt: z.number().nullable(),
+  /** Seq of the last event folded in; events at or below it are ignored. */
+  lastSeq: z.number().int().nonnegative(),
+  /** Content of the most recent committed assistant message with text. */
+  lastAssistantMessage: z.string().nullable(),
+  /** The current step's partial assistant message while inference streams; null otherwise. */
+  streaming: StreamingMessageSchema.nullable(),
+  await: AwaitSnapshotSchema.nullable(),
+  /** Every tool call of the run (all steps), in creation order. */
+  toolCalls: z.array(ToolCallSnapshotSchema),
+  /** Cumulative usage as of the last step.finished / run.finished. */
+  usage: UsageSchema,
+  decisions: z.array(AppliedDecisionSchema),
+});
+export type RunSnapshot = z.infer<typeof RunSnapshotSchema>;

@@ -1,0 +1,92 @@
+import { z } from 'zod';
+import { ResumeModeSchema, ToolCallStatusSchema } from './enums.ts';
+import { JsonObjectSchema, JsonValueSchema } from './json.ts';
+
+/** Why a call waits: shown to the human (or client) who must answer it. */
+export const SuspendReasonSchema = z.enum(['approval', 'client_tool', 'input']);
+export type SuspendReason = z.infer<typeof SuspendReasonSchema>;
+
+/** The ticket a suspended call carries until a decision arrives. */
+export const SuspendTicketSchema = z.object({
+  reason: SuspendReasonSchema,
+  message: z.string(),
+  parameters: JsonValueSchema.optional(),
+  /** JSON Schema the decision payload must satisfy when action is resume. */
+  responseSchema: JsonObjectSchema.optional(),
+  resumeMode: ResumeModeSchema,
+});
+export type SuspendTicket = z.infer<typeof SuspendTicketSchema>;
+
+/** What a tool returns (seed: Success / Warning / Error / Pending). */
+export const ToolResultSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('success'), output: JsonValueSchema }),
+  z.object({ kind: z.literal('warning'), output: JsonValueSchema, message: z.string() }),
+  z.object({ kind: z.literal('error'), message: z.string(), code: z.string().optional() }),
+  z.object({ kind: z.literal('pending'), ticket: SuspendTicketSchema }),
+]);
+export type ToolResult = z.infer<typeof ToolResultSchema>;
+
+export const StatePatchSchema = z.discriminatedUnion('op', [
+  z.object({ op: z.literal('set'), key: z.string(), value: JsonValueSchema }),
+  z.object({ op: z.literal('delete'), key: z.string() }),
+  /** Contribution to a commutative key; combined with the key's reducer. */
+  z.object({ op: z.literal('reduce'), key: z.string(), value: JsonValueSchema }),
+]);
+export type StatePatch = z.infer<typeof StatePatchSchema>;
+
+/** A tool execution's outcome as it crosses from a tool job back to the step. */
+export const ToolExecutionResultSchema = z.object({
+  toolCallId: z.string(),
+  /** Replay generation this result belongs to; stale generations are ignored. */
+  attempt: z.number().int().nonnegative(),
+  result: ToolResultSchema,
+  patches: z.array(StatePatchSchema),
+  startedAt: z.number(),
+  finishedAt: z.number(),
+});
+export type ToolExecutionResult = z.infer<typeof ToolExecutionResultSchema>;
+
+export const ToolOutcomeSchema = z.object({
+  status: z.enum(['succeeded', 'failed', 'cancelled']),
+  output: JsonValueSchema.optional(),
+  error: z.string().optional(),
+  warning: z.string().optional(),
+});
+export type ToolOutcome = z.infer<typeof ToolOutcomeSchema>;
+
+/** Durable per-call state (seed: __tool_call_scope.<id>). */
+export const ToolCallStateSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  arguments: JsonObjectSchema,
+  step: z.number().int(),
+  index: z.number().int(),
+  status: ToolCallStatusSchema,
+  /** Incremented on each replay; tool jobs and results are keyed by it. */
+  attempt: z.number().int().nonnegative(),
+  ticket: SuspendTicketSchema.optional(),
+  decisionId: z.string().optional(),
+  /** Arguments the replay uses (resume mode decides: original args or decision payload). */
+  replayArguments: JsonValueSchema.optional(),
+  /** Decision payload, exposed to the tool on replay. */
+  resumePayload: JsonValueSchema.optional(),
+  outcome: ToolOutcomeSchema.optional(),
+  /** State patches the tool returned; applied per the execution mode's rules. */
+  patches: z.array(StatePatchSchema).optional(),
+  /** Whether the replay began while the run was waiting (re-activation) or running. */
+  replayOrigin: z.enum(['waiting', 'running']).optional(),
+  createdAt: z.number(),
+  startedAt: z.number().optional(),
+  completedAt: z.number().optional(),
+});
+export type ToolCallState = z.infer<typeof ToolCallStateSchema>;
+
+/** A tool as advertised to models and API callers. */
+export const ToolDescriptorSchema = z.object({
+  name: z.string(),
+  description: z.string(),
+  inputSchema: JsonObjectSchema,
+  approval: z.boolean(),
+  clientSide: z.boolean(),
+});
+export type ToolDescriptor = z.infer<typeof ToolDescriptorSchema>;

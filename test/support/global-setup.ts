@@ -1,0 +1,24 @@
+/**
+ * Vitest globalSetup: starts ONE isolated Redis for the whole run and provides its URL
+ * to tests as `inject('redisUrl')`. Tests isolate their keys with `uniquePrefix()`.
+ */
+import type { TestProject } from 'vitest/node';
+import { startRedis, type RedisSource } from './redis.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** URL of the Redis started (or selected) for this test run. */
+    redisUrl: string;
+    /** How that Redis was obtained. */
+    redisSource: RedisSource;
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const redis = await startRedis();
+  project.provide('redisUrl', redis.url);
+  project.provide('redisSource', redis.source);
+  return async () => {
+    await redis.stop();
+  };
+}
