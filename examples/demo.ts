@@ -3,7 +3,8 @@
  * It prints every event of the run as it happens, then approves (asks you when run in a terminal).
  */
 import { createInterface } from 'node:readline/promises';
-import { InProcessRunner, createDemoAgents, type RunEvent } from '@baton/core';
+import { InProcessRunner, createDemoAgents } from '@baton/core';
+import type { RunEvent } from '@baton/protocol';
 import { systemClock } from '../apps/worker/src/system-clock.ts';
 
 const runner = new InProcessRunner({ agents: createDemoAgents(systemClock), clock: systemClock });

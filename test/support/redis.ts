@@ -132,8 +132,16 @@ export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promis
   return deleted;
 }
 
-/** Resolves true if something at `url` answers PING within `timeoutMs`. */
-export async function pingRedis(url: string, timeoutMs = 500): Promise<boolean> {
+/**
+ * Resolves true if something at `url` answers PING within `timeoutMs`. With `expectPid`,
+ * the server must also report that process id (so a different server that happens to own
+ * the port does not count).
+ */
+export async function pingRedis(
+  url: string,
+  timeoutMs = 500,
+  expectPid?: number,
+): Promise<boolean> {
   const client = new Redis(url, {
     lazyConnect: true,
     connectTimeout: timeoutMs,
@@ -144,7 +152,10 @@ export async function pingRedis(url: string, timeoutMs = 500): Promise<boolean> 
   client.on('error', () => {}); // failures are reported through the return value
   try {
     await client.connect();
-    return (await client.ping()) === 'PONG';
+    if ((await client.ping()) !== 'PONG') return false;
+    if (expectPid === undefined) return true;
+    const info = await client.info('server');
+    return new RegExp(`^process_id:${expectPid}\\s*$`, 'm').test(info);
   } catch {
     return false;
   } finally {
@@ -248,7 +259,7 @@ async function spawnRedisServer(
         `redis-server (${bin}) on port ${port} ${why} before answering PING.\n--- redis-server output ---\n${output}`,
       );
     }
-    if (await pingRedis(url, 250)) break;
+    if (await pingRedis(url, 250, child.pid)) break;
     if (Date.now() >= deadline) {
       await stop();
       throw new Error(

@@ -4,19 +4,23 @@ import type { Plugin } from './plugins.ts';
 import type { StateKeyDefinition } from './state-keys.ts';
 import type { ToolDefinition } from './tools.ts';
 
-export interface AgentDefinition {
+/** The data part of an agent: what the API needs to create runs without importing agent code. */
+export interface AgentSpec {
   readonly name: string;
   readonly description?: string;
   readonly systemPrompt?: string;
-  readonly model: ModelPort;
-  readonly tools: readonly ToolDefinition[];
-  readonly plugins?: readonly Plugin[];
   readonly stateKeys?: readonly StateKeyDefinition[];
   /** Default mode; a run may override it. */
   readonly executionMode?: ExecutionMode;
   /** Overrides the mode's default replay policy. */
   readonly replayPolicy?: DecisionReplayPolicy;
   readonly stopConditions?: readonly StopCondition[];
+}
+
+export interface AgentDefinition extends AgentSpec {
+  readonly model: ModelPort;
+  readonly tools: readonly ToolDefinition[];
+  readonly plugins?: readonly Plugin[];
 }
 
 /** The seed's mapping of mode to replay policy (Sequential has none; Immediate is harmless there). */

@@ -18,7 +18,12 @@ const suspend: GateDecision = {
 };
 const setResult: GateDecision = { kind: 'set_result', result: { kind: 'success', output: 42 } };
 
-const RANK: Record<GateDecision['kind'], number> = { allow: 0, set_result: 1, suspend: 2, block: 3 };
+const RANK: Record<GateDecision['kind'], number> = {
+  allow: 0,
+  set_result: 1,
+  suspend: 2,
+  block: 3,
+};
 
 describe('combineGateDecisions', () => {
   it('is Allow for no decisions or only undefined', () => {
@@ -50,7 +55,13 @@ describe('combineGateDecisions', () => {
   });
 
   it('picks the highest priority regardless of order (property)', () => {
-    const decision = fc.constantFrom<GateDecision | undefined>(allow, block, suspend, setResult, undefined);
+    const decision = fc.constantFrom<GateDecision | undefined>(
+      allow,
+      block,
+      suspend,
+      setResult,
+      undefined,
+    );
     fc.assert(
       fc.property(fc.array(decision, { maxLength: 10 }), (decisions) => {
         const present = decisions.filter((d): d is GateDecision => d !== undefined);
@@ -81,7 +92,10 @@ describe('runHooks', () => {
           },
         },
       },
-      { name: 'no-hook', hooks: { run_start: () => [{ kind: 'terminate', reason: { kind: 'cancelled' } }] } },
+      {
+        name: 'no-hook',
+        hooks: { run_start: () => [{ kind: 'terminate', reason: { kind: 'cancelled' } }] },
+      },
       { name: 'undefined', hooks: { step_end: () => undefined } },
       {
         name: 'b',

@@ -60,7 +60,9 @@ describe('run status transitions', () => {
   });
 
   it('message omits the subject when none is given', () => {
-    expect(() => assertRunTransition('done', 'running')).toThrow('run cannot move from done to running');
+    expect(() => assertRunTransition('done', 'running')).toThrow(
+      'run cannot move from done to running',
+    );
   });
 });
 

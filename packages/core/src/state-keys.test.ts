@@ -20,7 +20,14 @@ const DEFS: readonly StateKeyDefinition[] = [
   { key: 'peak', scope: 'run', merge: 'commutative', reducer: 'max' },
   { key: 'low', scope: 'run', merge: 'commutative', reducer: 'min' },
   { key: 'log', scope: 'run', merge: 'commutative', reducer: 'append' },
-  { key: 'tags', scope: 'thread', merge: 'commutative', reducer: 'union', persistent: true, initial: [] },
+  {
+    key: 'tags',
+    scope: 'thread',
+    merge: 'commutative',
+    reducer: 'union',
+    persistent: true,
+    initial: [],
+  },
   { key: 'profile', scope: 'thread', merge: 'exclusive', persistent: true },
   { key: 'scratch', scope: 'thread', merge: 'exclusive', initial: 'blank' },
 ];
@@ -71,7 +78,12 @@ describe('buildKeyRegistry', () => {
 
 describe('initialState', () => {
   it('seeds initial values and carries only persistent thread keys', () => {
-    const state = initialState(registry, { tags: ['a'], profile: { n: 1 }, scratch: 'carried?', unknown: 1 });
+    const state = initialState(registry, {
+      tags: ['a'],
+      profile: { n: 1 },
+      scratch: 'carried?',
+      unknown: 1,
+    });
     expect(state).toEqual({
       run: { total: 0 },
       thread: { tags: ['a'], profile: { n: 1 }, scratch: 'blank' },
@@ -79,7 +91,10 @@ describe('initialState', () => {
   });
 
   it('falls back to the initial value when the thread has nothing', () => {
-    expect(initialState(registry, {})).toEqual({ run: { total: 0 }, thread: { tags: [], scratch: 'blank' } });
+    expect(initialState(registry, {})).toEqual({
+      run: { total: 0 },
+      thread: { tags: [], scratch: 'blank' },
+    });
   });
 });
 
@@ -115,7 +130,9 @@ describe('applyPatches: reducers', () => {
   });
 
   it('a numeric reducer over a non-number current value restarts from the contribution', () => {
-    const s = applyPatches(registry, { run: { total: 'junk' }, thread: {} }, [{ op: 'reduce', key: 'total', value: 4 }]);
+    const s = applyPatches(registry, { run: { total: 'junk' }, thread: {} }, [
+      { op: 'reduce', key: 'total', value: 4 },
+    ]);
     expect(s.run.total).toBe(4);
   });
 
@@ -140,16 +157,30 @@ describe('applyPatches: reducers', () => {
   });
 
   it('reducers over a missing list start empty', () => {
-    expect(applyPatches(registry, EMPTY, [{ op: 'reduce', key: 'tags', value: 'a' }]).thread.tags).toEqual(['a']);
-    expect(applyPatches(registry, { run: { log: 5 }, thread: {} }, [{ op: 'reduce', key: 'log', value: 1 }]).run.log).toEqual([1]);
+    expect(
+      applyPatches(registry, EMPTY, [{ op: 'reduce', key: 'tags', value: 'a' }]).thread.tags,
+    ).toEqual(['a']);
+    expect(
+      applyPatches(registry, { run: { log: 5 }, thread: {} }, [
+        { op: 'reduce', key: 'log', value: 1 },
+      ]).run.log,
+    ).toEqual([1]);
   });
 
   it('sum is order independent (commutative) for any contributions', () => {
     fc.assert(
       fc.property(fc.array(fc.integer({ min: -1000, max: 1000 }), { maxLength: 20 }), (values) => {
-        const patches: StatePatch[] = values.map((value) => ({ op: 'reduce', key: 'total', value }));
+        const patches: StatePatch[] = values.map((value) => ({
+          op: 'reduce',
+          key: 'total',
+          value,
+        }));
         const forward = applyPatches(registry, { run: { total: 0 }, thread: {} }, patches);
-        const backward = applyPatches(registry, { run: { total: 0 }, thread: {} }, [...patches].reverse());
+        const backward = applyPatches(
+          registry,
+          { run: { total: 0 }, thread: {} },
+          [...patches].reverse(),
+        );
         const expected = values.reduce((a, b) => a + b, 0);
         expect(forward.run.total).toBe(expected);
         expect(backward.run.total).toBe(expected);
@@ -240,16 +271,32 @@ describe('mergeRoundPatches', () => {
   it('order of the input decides the winner', () => {
     const a = { callId: 'a', patches: [{ op: 'set', key: 'owner', value: 'A' }] as StatePatch[] };
     const b = { callId: 'b', patches: [{ op: 'delete', key: 'owner' }] as StatePatch[] };
-    expect(mergeRoundPatches(registry, [a, b]).conflicts).toEqual([{ key: 'owner', winner: 'a', rejected: ['b'] }]);
-    expect(mergeRoundPatches(registry, [b, a]).conflicts).toEqual([{ key: 'owner', winner: 'b', rejected: ['a'] }]);
+    expect(mergeRoundPatches(registry, [a, b]).conflicts).toEqual([
+      { key: 'owner', winner: 'a', rejected: ['b'] },
+    ]);
+    expect(mergeRoundPatches(registry, [b, a]).conflicts).toEqual([
+      { key: 'owner', winner: 'b', rejected: ['a'] },
+    ]);
     expect(mergeRoundPatches(registry, [b, a]).patches).toEqual([{ op: 'delete', key: 'owner' }]);
   });
 
   it('collects several losers of one key and several keys', () => {
     const merged = mergeRoundPatches(registry, [
-      { callId: 'c1', patches: [{ op: 'set', key: 'owner', value: 1 }, { op: 'set', key: 'profile', value: 1 }] },
+      {
+        callId: 'c1',
+        patches: [
+          { op: 'set', key: 'owner', value: 1 },
+          { op: 'set', key: 'profile', value: 1 },
+        ],
+      },
       { callId: 'c2', patches: [{ op: 'set', key: 'owner', value: 2 }] },
-      { callId: 'c3', patches: [{ op: 'set', key: 'owner', value: 3 }, { op: 'set', key: 'profile', value: 3 }] },
+      {
+        callId: 'c3',
+        patches: [
+          { op: 'set', key: 'owner', value: 3 },
+          { op: 'set', key: 'profile', value: 3 },
+        ],
+      },
     ]);
     expect(merged.conflicts).toEqual([
       { key: 'owner', winner: 'c1', rejected: ['c2', 'c3'] },
@@ -262,7 +309,13 @@ describe('mergeRoundPatches', () => {
   it('a rejected call does not claim its other keys', () => {
     const merged = mergeRoundPatches(registry, [
       { callId: 'c1', patches: [{ op: 'set', key: 'owner', value: 1 }] },
-      { callId: 'c2', patches: [{ op: 'set', key: 'owner', value: 2 }, { op: 'set', key: 'plan', value: 2 }] },
+      {
+        callId: 'c2',
+        patches: [
+          { op: 'set', key: 'owner', value: 2 },
+          { op: 'set', key: 'plan', value: 2 },
+        ],
+      },
       { callId: 'c3', patches: [{ op: 'set', key: 'plan', value: 3 }] },
     ]);
     expect(merged.conflicts.map((c) => c.key)).toEqual(['owner']);
@@ -274,7 +327,13 @@ describe('mergeRoundPatches', () => {
 
   it('one call writing the same exclusive key twice does not conflict with itself', () => {
     const merged = mergeRoundPatches(registry, [
-      { callId: 'c1', patches: [{ op: 'set', key: 'owner', value: 1 }, { op: 'set', key: 'owner', value: 2 }] },
+      {
+        callId: 'c1',
+        patches: [
+          { op: 'set', key: 'owner', value: 1 },
+          { op: 'set', key: 'owner', value: 2 },
+        ],
+      },
     ]);
     expect(merged.conflicts).toEqual([]);
     expect(merged.patches).toHaveLength(2);
@@ -288,37 +347,56 @@ describe('mergeRoundPatches', () => {
       { op: 'reduce', key: 'tags', value: ['t'] },
     );
     fc.assert(
-      fc.property(fc.array(fc.array(commutative, { maxLength: 5 }), { maxLength: 8 }), (perCallPatches) => {
-        const perCall = perCallPatches.map((patches, i) => ({ callId: `c${i}`, patches }));
-        const merged = mergeRoundPatches(registry, perCall);
-        expect(merged.conflicts).toEqual([]);
-        expect(merged.rejectedCalls.size).toBe(0);
-        expect(merged.patches).toEqual(perCallPatches.flat());
-      }),
+      fc.property(
+        fc.array(fc.array(commutative, { maxLength: 5 }), { maxLength: 8 }),
+        (perCallPatches) => {
+          const perCall = perCallPatches.map((patches, i) => ({ callId: `c${i}`, patches }));
+          const merged = mergeRoundPatches(registry, perCall);
+          expect(merged.conflicts).toEqual([]);
+          expect(merged.rejectedCalls.size).toBe(0);
+          expect(merged.patches).toEqual(perCallPatches.flat());
+        },
+      ),
     );
   });
 
   it('the merged result never holds two calls writing one exclusive key (property)', () => {
     const patch = fc.oneof(
-      fc.record({ op: fc.constant('set' as const), key: fc.constantFrom('owner', 'plan', 'profile'), value: fc.integer() }),
-      fc.record({ op: fc.constant('reduce' as const), key: fc.constant('total'), value: fc.integer() }),
+      fc.record({
+        op: fc.constant('set' as const),
+        key: fc.constantFrom('owner', 'plan', 'profile'),
+        value: fc.integer(),
+      }),
+      fc.record({
+        op: fc.constant('reduce' as const),
+        key: fc.constant('total'),
+        value: fc.integer(),
+      }),
     );
     fc.assert(
-      fc.property(fc.array(fc.array(patch, { maxLength: 4 }), { maxLength: 6 }), (perCallPatches) => {
-        const perCall = perCallPatches.map((patches, i) => ({ callId: `c${i}`, patches }));
-        const merged = mergeRoundPatches(registry, perCall);
-        const writers = new Map<string, Set<string>>();
-        for (const { callId, patches } of perCall) {
-          if (merged.rejectedCalls.has(callId)) continue;
-          for (const p of patches) if (p.key !== 'total') (writers.get(p.key) ?? writers.set(p.key, new Set()).get(p.key)!).add(callId);
-        }
-        for (const set of writers.values()) expect(set.size).toBe(1);
-        // Accepted calls contribute all of their patches, in order.
-        expect(merged.patches).toEqual(perCall.filter((c) => !merged.rejectedCalls.has(c.callId)).flatMap((c) => c.patches));
-        // Every rejected call appears in some conflict, and the first call is never rejected.
-        for (const id of merged.rejectedCalls) expect(merged.conflicts.some((c) => c.rejected.includes(id))).toBe(true);
-        expect(merged.rejectedCalls.has('c0')).toBe(false);
-      }),
+      fc.property(
+        fc.array(fc.array(patch, { maxLength: 4 }), { maxLength: 6 }),
+        (perCallPatches) => {
+          const perCall = perCallPatches.map((patches, i) => ({ callId: `c${i}`, patches }));
+          const merged = mergeRoundPatches(registry, perCall);
+          const writers = new Map<string, Set<string>>();
+          for (const { callId, patches } of perCall) {
+            if (merged.rejectedCalls.has(callId)) continue;
+            for (const p of patches)
+              if (p.key !== 'total')
+                (writers.get(p.key) ?? writers.set(p.key, new Set()).get(p.key)!).add(callId);
+          }
+          for (const set of writers.values()) expect(set.size).toBe(1);
+          // Accepted calls contribute all of their patches, in order.
+          expect(merged.patches).toEqual(
+            perCall.filter((c) => !merged.rejectedCalls.has(c.callId)).flatMap((c) => c.patches),
+          );
+          // Every rejected call appears in some conflict, and the first call is never rejected.
+          for (const id of merged.rejectedCalls)
+            expect(merged.conflicts.some((c) => c.rejected.includes(id))).toBe(true);
+          expect(merged.rejectedCalls.has('c0')).toBe(false);
+        },
+      ),
     );
   });
 });

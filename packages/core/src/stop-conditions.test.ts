@@ -95,13 +95,17 @@ describe('evaluateStopConditions: boundaries', () => {
 
   it('content_match applies the pattern with its flags to the last assistant text', () => {
     expect(fires({ type: 'content_match', pattern: 'done' }, { text: 'All DONE.' })).toBeNull();
-    expect(fires({ type: 'content_match', pattern: 'done', flags: 'i' }, { text: 'All DONE.' })).toBe(
-      'assistant output matched /done/',
-    );
+    expect(
+      fires({ type: 'content_match', pattern: 'done', flags: 'i' }, { text: 'All DONE.' }),
+    ).toBe('assistant output matched /done/');
     expect(fires({ type: 'content_match', pattern: '^ok$' }, { text: 'line\nok' })).toBeNull();
-    expect(fires({ type: 'content_match', pattern: '^ok$', flags: 'm' }, { text: 'line\nok' })).not.toBeNull();
+    expect(
+      fires({ type: 'content_match', pattern: '^ok$', flags: 'm' }, { text: 'line\nok' }),
+    ).not.toBeNull();
     expect(fires({ type: 'content_match', pattern: 'a.b' }, { text: 'a\nb' })).toBeNull();
-    expect(fires({ type: 'content_match', pattern: 'a.b', flags: 's' }, { text: 'a\nb' })).not.toBeNull();
+    expect(
+      fires({ type: 'content_match', pattern: 'a.b', flags: 's' }, { text: 'a\nb' }),
+    ).not.toBeNull();
     expect(fires({ type: 'content_match', pattern: 'x' }, { text: '' })).toBeNull();
   });
 
@@ -109,7 +113,9 @@ describe('evaluateStopConditions: boundaries', () => {
     const c: StopCondition = { type: 'loop_detection', window: 3 };
     expect(fires(c, { recentToolCalls: [] })).toBeNull();
     expect(fires(c, { recentToolCalls: ['a', 'b', 'c'] })).toBeNull();
-    expect(fires(c, { recentToolCalls: ['a', 'b', 'a'] })).toBe('identical call repeated 2 times within 3: a');
+    expect(fires(c, { recentToolCalls: ['a', 'b', 'a'] })).toBe(
+      'identical call repeated 2 times within 3: a',
+    );
     // The first 'a' slid out of the window of 3.
     expect(fires(c, { recentToolCalls: ['a', 'b', 'c', 'a'] })).toBeNull();
   });
@@ -196,8 +202,12 @@ describe('canonicalJson / toolCallSignature', () => {
 
   it('signature is name plus canonical arguments', () => {
     expect(toolCallSignature('search', { q: 'x', limit: 5 })).toBe('search:{"limit":5,"q":"x"}');
-    expect(toolCallSignature('search', { limit: 5, q: 'x' })).toBe(toolCallSignature('search', { q: 'x', limit: 5 }));
-    expect(toolCallSignature('search', { q: 'x' })).not.toBe(toolCallSignature('lookup', { q: 'x' }));
+    expect(toolCallSignature('search', { limit: 5, q: 'x' })).toBe(
+      toolCallSignature('search', { q: 'x', limit: 5 }),
+    );
+    expect(toolCallSignature('search', { q: 'x' })).not.toBe(
+      toolCallSignature('lookup', { q: 'x' }),
+    );
     expect(toolCallSignature('a', [1, 2])).not.toBe(toolCallSignature('a', [2, 1]));
   });
 
@@ -250,13 +260,19 @@ describe('StopConditionSchema', () => {
   it('names the regex problem', () => {
     const parsed = StopConditionSchema.safeParse({ type: 'content_match', pattern: '[' });
     expect(parsed.success).toBe(false);
-    expect(parsed.error?.issues.map((i) => i.message)).toContain('pattern is not a valid regular expression');
+    expect(parsed.error?.issues.map((i) => i.message)).toContain(
+      'pattern is not a valid regular expression',
+    );
   });
 
   it('caps the list at 20 conditions', () => {
     const one = { type: 'max_rounds', rounds: 1 };
-    expect(StopConditionsSchema.safeParse(Array.from({ length: 20 }, () => one)).success).toBe(true);
-    expect(StopConditionsSchema.safeParse(Array.from({ length: 21 }, () => one)).success).toBe(false);
+    expect(StopConditionsSchema.safeParse(Array.from({ length: 20 }, () => one)).success).toBe(
+      true,
+    );
+    expect(StopConditionsSchema.safeParse(Array.from({ length: 21 }, () => one)).success).toBe(
+      false,
+    );
   });
 });
 
@@ -264,7 +280,10 @@ describe('stop conditions end to end (InProcessRunner)', () => {
   const user = [{ role: 'user' as const, content: 'go' }];
 
   it('max_rounds stops after the configured number of tool rounds', async () => {
-    const agent = agentWith([{ text: 'again', toolCalls: [{ name: 'echo', arguments: { value: 'x' } }] }], [echoTool()]);
+    const agent = agentWith(
+      [{ text: 'again', toolCalls: [{ name: 'echo', arguments: { value: 'x' } }] }],
+      [echoTool()],
+    );
     const { runner } = runnerFor(agent);
     const { finished } = await runner.start({
       agent: 'test-agent',
@@ -273,9 +292,19 @@ describe('stop conditions end to end (InProcessRunner)', () => {
     });
     const cp = await finished;
     expect(cp.status).toBe('done');
-    expect(cp.termination).toEqual({ kind: 'stopped', code: 'max_rounds', detail: 'reached 2 of 2 rounds' });
+    expect(cp.termination).toEqual({
+      kind: 'stopped',
+      code: 'max_rounds',
+      detail: 'reached 2 of 2 rounds',
+    });
     expect(cp.step).toBe(2);
-    expect(cp.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool']);
+    expect(cp.messages.map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+    ]);
   });
 
   it('stop_on_tool stops after the step that called the tool', async () => {
@@ -290,7 +319,11 @@ describe('stop conditions end to end (InProcessRunner)', () => {
     );
     const { runner } = runnerFor(agent);
     const cp = await (await runner.start({ agent: 'test-agent', input: user })).finished;
-    expect(cp.termination).toEqual({ kind: 'stopped', code: 'stop_on_tool', detail: 'tool finish was called' });
+    expect(cp.termination).toEqual({
+      kind: 'stopped',
+      code: 'stop_on_tool',
+      detail: 'tool finish was called',
+    });
     expect(cp.step).toBe(2);
     expect(cp.counters.lastStepTools).toEqual(['echo', 'finish']);
   });
@@ -300,7 +333,7 @@ describe('stop conditions end to end (InProcessRunner)', () => {
       name: 'flaky',
       description: 'always fails',
       inputSchema: z.object({}),
-      execute: async () => toolResult.error('nope'),
+      execute: () => Promise.resolve(toolResult.error('nope')),
     });
     const agent = agentWith([{ toolCalls: [{ name: 'flaky' }] }], [flaky]);
     const { runner } = runnerFor(agent);
@@ -328,7 +361,7 @@ describe('stop conditions end to end (InProcessRunner)', () => {
       name: 'flaky',
       description: 'fails',
       inputSchema: z.object({}),
-      execute: async () => toolResult.error('nope'),
+      execute: () => Promise.resolve(toolResult.error('nope')),
     });
     // error, success, error, error: never 3 in a row, so the model's final text ends the run.
     const agent = agentWith(
@@ -352,7 +385,12 @@ describe('stop conditions end to end (InProcessRunner)', () => {
     const agent = agentWith(
       // Argument key order differs between steps: signatures are canonical.
       (request) => ({
-        toolCalls: [{ name: 'echo', arguments: request.step % 2 ? { value: 'v', extra: 1 } : { extra: 1, value: 'v' } }],
+        toolCalls: [
+          {
+            name: 'echo',
+            arguments: request.step % 2 ? { value: 'v', extra: 1 } : { extra: 1, value: 'v' },
+          },
+        ],
       }),
       [echoTool()],
     );
@@ -377,7 +415,9 @@ describe('stop conditions end to end (InProcessRunner)', () => {
   it('loop_detection keeps only the window of signatures', async () => {
     const agent = agentWith(
       (request) =>
-        request.step <= 5 ? { toolCalls: [{ name: 'echo', arguments: { value: String(request.step) } }] } : { text: 'end' },
+        request.step <= 5
+          ? { toolCalls: [{ name: 'echo', arguments: { value: String(request.step) } }] }
+          : { text: 'end' },
       [echoTool()],
     );
     const { runner } = runnerFor(agent);
@@ -409,13 +449,22 @@ describe('stop conditions end to end (InProcessRunner)', () => {
         options: { stopConditions: [{ type: 'content_match', pattern: '\\bdone\\b', flags: 'i' }] },
       })
     ).finished;
-    expect(cp.termination).toEqual({ kind: 'stopped', code: 'content_match', detail: 'assistant output matched /\\bdone\\b/' });
+    expect(cp.termination).toEqual({
+      kind: 'stopped',
+      code: 'content_match',
+      detail: 'assistant output matched /\\bdone\\b/',
+    });
     expect(cp.step).toBe(2);
   });
 
   it('token_budget stops once usage exceeds the budget', async () => {
     const agent = agentWith(
-      [{ toolCalls: [{ name: 'echo' }], usage: { inputTokens: 30, outputTokens: 10, totalTokens: 40 } }],
+      [
+        {
+          toolCalls: [{ name: 'echo' }],
+          usage: { inputTokens: 30, outputTokens: 10, totalTokens: 40 },
+        },
+      ],
       [echoTool()],
     );
     const { runner } = runnerFor(agent);
@@ -427,25 +476,29 @@ describe('stop conditions end to end (InProcessRunner)', () => {
       })
     ).finished;
     // 40, 80 (not above), 120 (above).
-    expect(cp.termination).toEqual({ kind: 'stopped', code: 'token_budget', detail: 'used 120 tokens, budget 80' });
+    expect(cp.termination).toEqual({
+      kind: 'stopped',
+      code: 'token_budget',
+      detail: 'used 120 tokens, budget 80',
+    });
     expect(cp.step).toBe(3);
     expect(cp.usage.totalTokens).toBe(120);
   });
 
   it('timeout stops once the clock passed the limit', async () => {
-    let clock: ManualClock | undefined;
+    const holder: { clock?: ManualClock } = {};
     const slow = defineTool({
       name: 'slow',
       description: 'takes 4 seconds of manual time',
       inputSchema: z.object({}),
       execute: async () => {
-        await clock!.advance(4_000);
+        await holder.clock!.advance(4_000);
         return toolResult.success('ok');
       },
     });
     const agent = agentWith([{ toolCalls: [{ name: 'slow' }] }], [slow]);
     const made = runnerFor(agent);
-    clock = made.clock;
+    holder.clock = made.clock;
     const cp = await (
       await made.runner.start({
         agent: 'test-agent',
@@ -453,7 +506,11 @@ describe('stop conditions end to end (InProcessRunner)', () => {
         options: { stopConditions: [{ type: 'timeout', seconds: 10 }] },
       })
     ).finished;
-    expect(cp.termination).toEqual({ kind: 'stopped', code: 'timeout', detail: 'ran 12000 ms, limit 10000 ms' });
+    expect(cp.termination).toEqual({
+      kind: 'stopped',
+      code: 'timeout',
+      detail: 'ran 12000 ms, limit 10000 ms',
+    });
     expect(cp.step).toBe(3);
   });
 
@@ -464,7 +521,12 @@ describe('stop conditions end to end (InProcessRunner)', () => {
       await runner.start({
         agent: 'test-agent',
         input: user,
-        options: { stopConditions: [{ type: 'max_rounds', rounds: 1 }, { type: 'content_match', pattern: 'done' }] },
+        options: {
+          stopConditions: [
+            { type: 'max_rounds', rounds: 1 },
+            { type: 'content_match', pattern: 'done' },
+          ],
+        },
       })
     ).finished;
     expect(cp.termination).toEqual({ kind: 'natural_end' });

@@ -15,3 +15,4 @@ export * from './usage.ts';
 /** Wire version of everything in this package. */
 export const PROTOCOL_VERSION = 1;
 export * from './snapshot.ts';
+export * from './agents.ts';

@@ -44,7 +44,10 @@ export const DEFAULT_PREFIX = 'baton';
 
 /** Escape one id so it is safe inside a key and inside a hash tag. */
 export function keyPart(id: string): string {
-  return id.replace(/[%:{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+  return id.replace(
+    /[%:{}]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`,
+  );
 }
 
 export interface RunKeys {

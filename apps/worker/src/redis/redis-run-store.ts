@@ -1,5 +1,11 @@
 import { CHECKPOINT_VERSION, CheckpointSchema } from '@baton/protocol';
-import type { Checkpoint, CheckpointTrigger, EventBody, RunEvent, RunStatus } from '@baton/protocol';
+import type {
+  Checkpoint,
+  CheckpointTrigger,
+  EventBody,
+  RunEvent,
+  RunStatus,
+} from '@baton/protocol';
 import { VersionConflictError } from '@baton/core';
 import type { CommitResult, EventAppender, RunStore, StoredCheckpoint } from '@baton/core';
 import { BatonKeys } from './keys.ts';
@@ -208,7 +214,11 @@ export class RedisRunStore implements RunStore, EventAppender {
     // ZADD is idempotent; a crash in between leaves an unlisted (but fully working) run.
     await Promise.all([
       this.redis.zadd(this.keys.tenantRuns(id.tenantId), checkpoint.createdAt, id.runId),
-      this.redis.zadd(this.keys.thread(id.tenantId, id.threadId).runs, checkpoint.createdAt, id.runId),
+      this.redis.zadd(
+        this.keys.thread(id.tenantId, id.threadId).runs,
+        checkpoint.createdAt,
+        id.runId,
+      ),
     ]);
     return { version: 1, events: parseEvents(reply) };
   }
@@ -226,7 +236,12 @@ export class RedisRunStore implements RunStore, EventAppender {
 
   /** load(), but null when the run belongs to another tenant (no existence leak). */
   async loadForTenant(runId: string, tenantId: string): Promise<StoredCheckpoint | null> {
-    const [data, version, tenant] = await this.redis.hmget(this.keys.run(runId).cp, 'data', 'version', 'tenant');
+    const [data, version, tenant] = await this.redis.hmget(
+      this.keys.run(runId).cp,
+      'data',
+      'version',
+      'tenant',
+    );
     if (tenant !== tenantId) return null;
     return this.decode(runId, data ?? null, version ?? null, this.validateOnLoad);
   }
@@ -239,7 +254,9 @@ export class RedisRunStore implements RunStore, EventAppender {
     trigger: CheckpointTrigger | null,
   ): Promise<CommitResult> {
     if (checkpoint.identity.runId !== runId)
-      throw new Error(`commit: checkpoint belongs to run ${checkpoint.identity.runId}, not ${runId}`);
+      throw new Error(
+        `commit: checkpoint belongs to run ${checkpoint.identity.runId}, not ${runId}`,
+      );
     const k = this.keys.run(runId);
     const reply = (await this.commitScript(
       k.cp,
@@ -255,11 +272,16 @@ export class RedisRunStore implements RunStore, EventAppender {
       this.retentionSeconds,
       ...events.map(bodyTail),
     )) as ScriptReply;
-    if (reply[0] !== 1) throw new VersionConflictError(runId, expectedVersion, reply[1] < 0 ? null : reply[1]);
+    if (reply[0] !== 1)
+      throw new VersionConflictError(runId, expectedVersion, reply[1] < 0 ? null : reply[1]);
     return { version: reply[1], events: parseEvents(reply) };
   }
 
-  async append(runId: string, expectedVersion: number, events: readonly EventBody[]): Promise<readonly RunEvent[]> {
+  async append(
+    runId: string,
+    expectedVersion: number,
+    events: readonly EventBody[],
+  ): Promise<readonly RunEvent[]> {
     const k = this.keys.run(runId);
     const reply = (await this.appendScript(
       k.cp,
@@ -270,7 +292,8 @@ export class RedisRunStore implements RunStore, EventAppender {
       this.retentionSeconds,
       ...events.map(bodyTail),
     )) as ScriptReply;
-    if (reply[0] !== 1) throw new VersionConflictError(runId, expectedVersion, reply[1] < 0 ? null : reply[1]);
+    if (reply[0] !== 1)
+      throw new VersionConflictError(runId, expectedVersion, reply[1] < 0 ? null : reply[1]);
     return parseEvents(reply);
   }
 
@@ -305,9 +328,12 @@ export class RedisRunStore implements RunStore, EventAppender {
    */
   async listRuns(query: ListRunsQuery): Promise<RunPage> {
     const limit = Math.floor(query.limit);
-    if (!(limit >= 1 && limit <= MAX_LIMIT)) throw new Error(`listRuns: limit must be in 1..${MAX_LIMIT}`);
+    if (!(limit >= 1 && limit <= MAX_LIMIT))
+      throw new Error(`listRuns: limit must be in 1..${MAX_LIMIT}`);
     const indexKey =
-      query.threadId === undefined ? this.keys.tenantRuns(query.tenantId) : this.keys.thread(query.tenantId, query.threadId).runs;
+      query.threadId === undefined
+        ? this.keys.tenantRuns(query.tenantId)
+        : this.keys.thread(query.tenantId, query.threadId).runs;
     const after = query.cursor ? decodeCursor(query.cursor) : null;
     const batch = Math.max(limit * 2, 50);
     const found: RunSummary[] = [];
@@ -334,7 +360,16 @@ export class RedisRunStore implements RunStore, EventAppender {
         candidates.push({ runId, createdAt });
       }
       const fields = await Promise.all(
-        candidates.map((c) => this.redis.hmget(this.keys.run(c.runId).cp, 'tenant', 'status', 'agent', 'threadId', 'updatedAt')),
+        candidates.map((c) =>
+          this.redis.hmget(
+            this.keys.run(c.runId).cp,
+            'tenant',
+            'status',
+            'agent',
+            'threadId',
+            'updatedAt',
+          ),
+        ),
       );
       const expired: string[] = [];
       candidates.forEach((c, i) => {
@@ -364,7 +399,8 @@ export class RedisRunStore implements RunStore, EventAppender {
     }
     const runs = found.slice(0, limit);
     const last = runs[runs.length - 1];
-    const nextCursor = found.length > limit && last ? encodeCursor(last.createdAt, last.runId) : null;
+    const nextCursor =
+      found.length > limit && last ? encodeCursor(last.createdAt, last.runId) : null;
     return { runs, nextCursor };
   }
 
@@ -374,7 +410,12 @@ export class RedisRunStore implements RunStore, EventAppender {
     return JSON.stringify(at);
   }
 
-  private decode(runId: string, data: string | null, version: string | null, validate: boolean): StoredCheckpoint | null {
+  private decode(
+    runId: string,
+    data: string | null,
+    version: string | null,
+    validate: boolean,
+  ): StoredCheckpoint | null {
     if (data === null || version === null) return null;
     let parsed: unknown;
     try {
@@ -390,18 +431,23 @@ export class RedisRunStore implements RunStore, EventAppender {
     } else {
       checkpoint = cheapCheck(runId, parsed);
     }
-    if (checkpoint.identity.runId !== runId) throw new CorruptCheckpointError(runId, `identity.runId is ${checkpoint.identity.runId}`);
+    if (checkpoint.identity.runId !== runId)
+      throw new CorruptCheckpointError(runId, `identity.runId is ${checkpoint.identity.runId}`);
     return { checkpoint, version: Number(version) };
   }
 }
 
 /** Shape check without zod: enough to catch a wrong key or a foreign format version. */
 function cheapCheck(runId: string, value: unknown): Checkpoint {
-  if (typeof value !== 'object' || value === null) throw new CorruptCheckpointError(runId, 'not an object');
+  if (typeof value !== 'object' || value === null)
+    throw new CorruptCheckpointError(runId, 'not an object');
   const cp = value as Partial<Checkpoint>;
-  if (cp.v !== CHECKPOINT_VERSION) throw new CorruptCheckpointError(runId, `checkpoint version ${String(cp.v)}`);
-  if (typeof cp.identity !== 'object' || cp.identity === null) throw new CorruptCheckpointError(runId, 'no identity');
-  if (typeof cp.status !== 'string' || typeof cp.phase !== 'string') throw new CorruptCheckpointError(runId, 'no status/phase');
+  if (cp.v !== CHECKPOINT_VERSION)
+    throw new CorruptCheckpointError(runId, `checkpoint version ${String(cp.v)}`);
+  if (typeof cp.identity !== 'object' || cp.identity === null)
+    throw new CorruptCheckpointError(runId, 'no identity');
+  if (typeof cp.status !== 'string' || typeof cp.phase !== 'string')
+    throw new CorruptCheckpointError(runId, 'no status/phase');
   if (!Array.isArray(cp.messages) || typeof cp.calls !== 'object' || cp.calls === null)
     throw new CorruptCheckpointError(runId, 'no messages/calls');
   return value as Checkpoint;
@@ -416,7 +462,8 @@ function envelopeIds(cp: Checkpoint): string {
 /** The body's JSON without its leading '{' (the script prepends the envelope). */
 function bodyTail(body: EventBody): string {
   const json = JSON.stringify(body);
-  if (json === undefined || !json.startsWith('{') || json.length < 3) throw new Error('event body must be a non-empty object');
+  if (json === undefined || !json.startsWith('{') || json.length < 3)
+    throw new Error('event body must be a non-empty object');
   return json.slice(1);
 }
 
@@ -427,7 +474,8 @@ function parseEvents(reply: ScriptReply): RunEvent[] {
 }
 
 function streamField(fields: string[]): string {
-  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === 'e') return fields[i + 1] as string;
+  for (let i = 0; i + 1 < fields.length; i += 2)
+    if (fields[i] === 'e') return fields[i + 1] as string;
   throw new Error('stream entry without field e');
 }
 
@@ -438,7 +486,13 @@ function encodeCursor(createdAt: number, runId: string): string {
 function decodeCursor(cursor: string): { createdAt: number; runId: string } {
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'number' && Number.isFinite(value[0]) && typeof value[1] === 'string')
+    if (
+      Array.isArray(value) &&
+      value.length === 2 &&
+      typeof value[0] === 'number' &&
+      Number.isFinite(value[0]) &&
+      typeof value[1] === 'string'
+    )
       return { createdAt: value[0], runId: value[1] };
   } catch {
     // fall through

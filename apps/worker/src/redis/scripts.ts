@@ -10,7 +10,12 @@ export type ScriptCall = (...args: (string | number)[]) => Promise<unknown>;
  * Registers `lua` as a custom command `name` on the client (once per client) and returns a bound
  * caller. The first `numberOfKeys` arguments are keys, the rest ARGV.
  */
-export function defineScript(redis: RedisClient, name: string, numberOfKeys: number, lua: string): ScriptCall {
+export function defineScript(
+  redis: RedisClient,
+  name: string,
+  numberOfKeys: number,
+  lua: string,
+): ScriptCall {
   const commands = redis as unknown as Record<string, unknown>;
   if (typeof commands[name] !== 'function') redis.defineCommand(name, { numberOfKeys, lua });
   const fn = commands[name];

@@ -1,5 +1,5 @@
 import type { Checkpoint } from '@baton/protocol';
-import type { AgentDefinition, ExecutionModeTraits } from '../agent.ts';
+import type { AgentDefinition, AgentSpec, ExecutionModeTraits } from '../agent.ts';
 import { EXECUTION_MODE_TRAITS } from '../agent.ts';
 import type { HookContext, Plugin } from '../plugins.ts';
 import type { KeyRegistry } from '../state-keys.ts';
@@ -8,7 +8,7 @@ import type { ToolDefinition } from '../tools.ts';
 
 /** Agent code resolved once: lookups the step functions need, no mutable state. */
 export interface EngineContext {
-  readonly agent: AgentDefinition;
+  readonly agent: AgentSpec;
   readonly tools: ReadonlyMap<string, ToolDefinition>;
   readonly plugins: readonly Plugin[];
   readonly registry: KeyRegistry;
@@ -26,6 +26,11 @@ export function buildEngineContext(agent: AgentDefinition): EngineContext {
     plugins: agent.plugins ?? [],
     registry: buildKeyRegistry(agent.stateKeys ?? []),
   };
+}
+
+/** A context for data-only operations (create, decisions, cancel) where no agent code is loaded. */
+export function specContext(spec: AgentSpec): EngineContext {
+  return { agent: spec, tools: new Map(), plugins: [], registry: buildKeyRegistry(spec.stateKeys ?? []) };
 }
 
 export function traitsOf(cp: Checkpoint): ExecutionModeTraits {

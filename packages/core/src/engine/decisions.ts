@@ -43,7 +43,10 @@ export function receiveDecisions(draft: Draft, decisions: readonly Decision[]): 
   const claimed = new Map<string, string>();
   for (const d of cp.inbox) claimed.set(d.toolCallId, d.decisionId);
   for (const decision of decisions) {
-    const previous = cp.decisionLog.find((d) => d.decisionId === decision.decisionId);
+    // An id repeated inside the batch counts as already seen too (else it could claim a second call).
+    const previous =
+      cp.decisionLog.find((d) => d.decisionId === decision.decisionId) ??
+      accepted.find((d) => d.decisionId === decision.decisionId);
     if (previous) {
       if (!sameDecision(previous, decision))
         throw new DecisionError('decision_conflict', `decisionId ${decision.decisionId} was already used for a different decision`, { decisionId: decision.decisionId });

@@ -1,7 +1,8 @@
 import type { Checkpoint, Decision, EventBody, CheckpointTrigger, ToolExecutionResult } from '@baton/protocol';
 import type { AgentDefinition } from '../agent.ts';
 import type { InferenceRequest, InferenceResponse } from '../model.ts';
-import { buildEngineContext, type EngineContext } from './context.ts';
+import { buildEngineContext, specContext, type EngineContext } from './context.ts';
+import type { AgentSpec } from '../agent.ts';
 import { applyDecisions, receiveDecisions, type ReceiveResult } from './decisions.ts';
 import { Draft } from './draft.ts';
 import { beginStep, buildInferenceRequest, commitInference } from './inference.ts';
@@ -103,3 +104,32 @@ export class Engine {
     return done(finishRun(draft, { kind: 'error', message }));
   }
 }
+
+/**
+ * The engine operations that need only agent data (the API creates runs, accepts decisions and
+ * cancels without importing agent code; workers advertise the specs).
+ */
+export const runCommands = {
+  create(spec: AgentSpec, input: CreateRunInput, now: number): Transition {
+    return done(createCheckpoint(specContext(spec), input, now));
+  },
+  receiveDecisions(cp: Checkpoint, decisions: readonly Decision[], now: number): Transition & ReceiveResult {
+    const draft = new Draft(specContext({ name: cp.identity.agent }), cp, now);
+    const result = receiveDecisions(draft, decisions);
+    return { ...done(draft), ...result };
+  },
+  /** Ends a run with Error where its agent's code is not available (e.g. an unknown agent). */
+  fail(cp: Checkpoint, message: string, now: number): Transition {
+    const draft = new Draft(specContext({ name: cp.identity.agent }), cp, now);
+    if (draft.cp.status === 'done') return done(draft);
+    return done(finishRun(draft, { kind: 'error', message }));
+  },
+  requestCancel(cp: Checkpoint, now: number): Transition {
+    const draft = new Draft(specContext({ name: cp.identity.agent }), cp, now);
+    if (draft.cp.status === 'done') return done(draft);
+    // A run no worker has started yet is finished right here; a running one is told to stop.
+    if (draft.cp.status === 'created') return done(finishRun(draft, { kind: 'cancelled' }));
+    draft.cp.cancelRequested = true;
+    return done(draft);
+  },
+};

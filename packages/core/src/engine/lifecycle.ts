@@ -155,3 +155,18 @@ export function finishRun(draft: Draft, reason: TerminationReason): Draft {
   draft.mark('run_finished');
   return draft;
 }
+
+/**
+ * A run that waited behind another on its thread was created with an old view of the thread;
+ * before it starts, its history and thread state are replaced by the thread's current ones.
+ */
+export function rebaseOnThread(cp: Checkpoint, history: readonly Message[], threadState: Record<string, JsonValue>): Checkpoint {
+  if (cp.status !== 'created') return cp;
+  const own = cp.messages.slice(cp.historyLength);
+  return {
+    ...cp,
+    messages: [...history, ...own],
+    historyLength: history.length,
+    state: { run: cp.state.run, thread: { ...cp.state.thread, ...threadState } },
+  };
+}

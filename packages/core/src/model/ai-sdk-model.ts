@@ -181,7 +181,7 @@ function toFunctionTool(tool: ToolDescriptor): LanguageModelV4FunctionTool {
     type: 'function',
     name: tool.name,
     description: tool.description,
-    inputSchema: tool.inputSchema as LanguageModelV4FunctionTool['inputSchema'],
+    inputSchema: tool.inputSchema,
   };
 }
 

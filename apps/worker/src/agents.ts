@@ -1,0 +1,14 @@
+import { createDemoAgents, matrixAgents, type AgentDefinition, type Clock } from '@baton/core';
+import { benchAgents } from './bench-agents.ts';
+
+/** Agent sets a worker can be started with (BATON_AGENTS=demo,matrix,bench). */
+export function loadAgents(names: readonly string[], clock: Clock): AgentDefinition[] {
+  const out: AgentDefinition[] = [];
+  for (const name of names) {
+    if (name === 'demo') out.push(...createDemoAgents(clock));
+    else if (name === 'matrix') out.push(...matrixAgents());
+    else if (name === 'bench') out.push(...benchAgents());
+    else throw new Error(`unknown agent set "${name}" (known: demo, matrix, bench)`);
+  }
+  return out;
+}

@@ -1,0 +1,56 @@
+/**
+ * Worker process entry: `node apps/worker/src/main.ts`. Configuration comes from the environment
+ * (see config.ts); BATON_AGENTS picks the agent sets to register (default: demo).
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import { loadAgents } from './agents.ts';
+import { loadWorkerConfig } from './config.ts';
+import { createLogger, safeUrl } from './logger.ts';
+import { systemClock } from './system-clock.ts';
+import { BatonWorker } from './worker.ts';
+import type { WorkerDeps } from './worker-deps.ts';
+
+const config = loadWorkerConfig();
+const logger = createLogger('baton-worker', config.LOG_LEVEL);
+const agents = loadAgents((process.env['BATON_AGENTS'] ?? 'demo').split(',').map((s) => s.trim()).filter(Boolean), systemClock);
+
+// Test hook: announce named points on stdout and optionally pause there, so a test can kill
+// this process at an exact moment (e.g. BATON_PROBE_PAUSE="before-tool:5000").
+let probe: WorkerDeps['probe'];
+if (process.env['BATON_PROBES'] === '1') {
+  const pauses = new Map(
+    (process.env['BATON_PROBE_PAUSE'] ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((p) => {
+        const [point, ms] = p.split(':');
+        return [point ?? '', Number(ms ?? 0)] as const;
+      }),
+  );
+  probe = async (point, info) => {
+    process.stdout.write(`PROBE ${JSON.stringify({ point, ...info })}\n`);
+    const ms = pauses.get(point);
+    if (ms) await delay(ms);
+  };
+}
+
+const worker = new BatonWorker({ config, agents, logger, ...(probe ? { probe } : {}) });
+await worker.start();
+logger.info({ redis: safeUrl(config.REDIS_URL) }, 'ready');
+process.stdout.write(`READY ${worker.id}\n`);
+
+let stopping = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    worker.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  });
+}

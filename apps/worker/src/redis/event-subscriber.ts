@@ -1,0 +1,268 @@
+import type { RunEvent } from '@baton/protocol';
+import type { RedisClient } from './scripts.ts';
+
+/** Where the subscriber reads a run's durable log and finds its channel (RedisRunStore). */
+export interface RunEventSource {
+  readEvents(runId: string, afterSeq?: number, limit?: number): Promise<RunEvent[]>;
+  channelOf(runId: string): string;
+}
+
+export type RunEventListener = (event: RunEvent) => void | Promise<void>;
+
+export interface RunEventSubscriberOptions {
+  /**
+   * A connection to duplicate for the dedicated subscriber connection (the subscriber owns and
+   * quits the duplicate), or pass `subscriber` to provide that connection yourself.
+   */
+  readonly redis?: RedisClient;
+  /** Dedicated connection used only for SUBSCRIBE; not quit by close() when passed in. */
+  readonly subscriber?: RedisClient;
+  readonly source: RunEventSource;
+  /** Listener errors, Redis errors during catch-up, and unrecoverable gaps (stream expired). */
+  readonly onError?: (err: unknown, runId: string) => void;
+}
+
+export class EventGapError extends Error {
+  readonly code = 'event_gap';
+  constructor(runId: string, from: number, to: number) {
+    super(`run ${runId}: events ${from}..${to} are no longer in the stream`);
+    this.name = 'EventGapError';
+  }
+}
+
+/** One consumer of one run: delivers a gapless, ordered, duplicate-free sequence. */
+class Listener {
+  readonly runId: string;
+  private readonly onEvent: RunEventListener;
+  private readonly owner: RunEventSubscriber;
+  private last: number;
+  private closed = false;
+  /** Every delivery step runs on this chain, so catch-up, gap fills and live events never interleave. */
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    owner: RunEventSubscriber,
+    runId: string,
+    afterSeq: number,
+    onEvent: RunEventListener,
+  ) {
+    this.owner = owner;
+    this.runId = runId;
+    this.last = afterSeq;
+    this.onEvent = onEvent;
+  }
+
+  get lastDelivered(): number {
+    return this.last;
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+
+  /** Queue a step; the returned promise settles when the step ran (never rejects). */
+  enqueue(step: () => Promise<void>): Promise<void> {
+    const run = this.chain.then(async () => {
+      if (this.closed) return;
+      try {
+        await step();
+      } catch (err) {
+        this.owner.reportError(err, this.runId);
+      }
+    });
+    this.chain = run;
+    return run;
+  }
+
+  /** Read everything after the last delivered event from the stream (backlog / reconnect). */
+  catchUp(): Promise<void> {
+    return this.enqueue(async () => {
+      const backlog = await this.owner.source.readEvents(this.runId, this.last);
+      for (const event of backlog) await this.deliver(event);
+    });
+  }
+
+  /** A live message: drop if already delivered, fill the gap from the stream if one is missing. */
+  live(event: RunEvent): void {
+    void this.enqueue(async () => {
+      if (event.seq <= this.last) return;
+      if (event.seq > this.last + 1) {
+        const from = this.last + 1;
+        const missing = await this.owner.source.readEvents(
+          this.runId,
+          this.last,
+          event.seq - this.last - 1,
+        );
+        for (const e of missing) if (e.seq < event.seq) await this.deliver(e);
+        if (this.last < event.seq - 1) {
+          // Committed events are in the stream before they are published, so this only happens
+          // when the stream expired or was trimmed: report it and carry on.
+          this.owner.reportError(new EventGapError(this.runId, from, event.seq - 1), this.runId);
+        }
+      }
+      await this.deliver(event);
+    });
+  }
+
+  private async deliver(event: RunEvent): Promise<void> {
+    if (this.closed || event.seq <= this.last) return;
+    this.last = event.seq;
+    try {
+      await this.onEvent(event);
+    } catch (err) {
+      this.owner.reportError(err, this.runId);
+    }
+  }
+}
+
+interface Channel {
+  readonly runId: string;
+  readonly listeners: Set<Listener>;
+  /** Resolves once the server confirmed SUBSCRIBE. */
+  readonly ready: Promise<void>;
+}
+
+/**
+ * Fan-in of run events for SSE/websocket/terminal consumers.
+ *
+ * One dedicated connection, one SUBSCRIBE per run with listeners (reference-counted: the channel
+ * is unsubscribed when its last listener leaves). subscribe(runId, afterSeq) is gap-free: the
+ * listener is registered and the channel subscribed FIRST, then the backlog is read from the
+ * stream; live messages queue behind the backlog and are delivered only when seq > last delivered.
+ * A live message that skips ahead triggers a read of the missing range from the stream first. The
+ * run store XADDs and PUBLISHes each event in one script, so every event is either in the backlog
+ * or arrives live. After a reconnect every listener catches up from the stream again.
+ */
+export class RunEventSubscriber {
+  readonly source: RunEventSource;
+  private readonly sub: RedisClient;
+  private readonly ownsConnection: boolean;
+  private readonly onError: ((err: unknown, runId: string) => void) | undefined;
+  private readonly channels = new Map<string, Channel>();
+  private closed = false;
+  private connectedOnce = false;
+
+  constructor(opts: RunEventSubscriberOptions) {
+    this.source = opts.source;
+    this.onError = opts.onError;
+    if (opts.subscriber) {
+      this.sub = opts.subscriber;
+      this.ownsConnection = false;
+    } else if (opts.redis) {
+      this.sub = (opts.redis as { duplicate(): RedisClient }).duplicate();
+      this.ownsConnection = true;
+    } else {
+      throw new Error('RunEventSubscriber: pass redis (to duplicate) or subscriber');
+    }
+    this.sub.on('message', this.onMessage);
+    this.sub.on('ready', this.onReady);
+    if (this.sub.status === 'ready') this.connectedOnce = true;
+  }
+
+  /** Number of runs currently subscribed (observability/tests). */
+  get activeChannels(): number {
+    return this.channels.size;
+  }
+
+  /**
+   * Deliver every event of `runId` with seq > afterSeq to onEvent, in order, exactly once, then
+   * live events until the returned unsubscribe function is called. Resolves once the backlog has
+   * been delivered.
+   */
+  async subscribe(
+    runId: string,
+    afterSeq: number,
+    onEvent: RunEventListener,
+  ): Promise<() => Promise<void>> {
+    if (this.closed) throw new Error('RunEventSubscriber is closed');
+    const name = this.source.channelOf(runId);
+    let channel = this.channels.get(name);
+    if (!channel) {
+      const ready = this.sub.subscribe(name).then(() => undefined);
+      channel = { runId, listeners: new Set(), ready };
+      this.channels.set(name, channel);
+    }
+    const listener = new Listener(this, runId, Math.max(0, afterSeq), onEvent);
+    channel.listeners.add(listener);
+    const unsubscribe = async (): Promise<void> => {
+      listener.close();
+      await this.removeListener(name, listener);
+    };
+    try {
+      await channel.ready;
+    } catch (err) {
+      await unsubscribe();
+      throw err;
+    }
+    await listener.catchUp();
+    return unsubscribe;
+  }
+
+  /** Unsubscribe everything and quit the connection if this subscriber created it. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const channel of this.channels.values()) for (const l of channel.listeners) l.close();
+    const names = [...this.channels.keys()];
+    this.channels.clear();
+    this.sub.off('message', this.onMessage);
+    this.sub.off('ready', this.onReady);
+    if (this.ownsConnection) {
+      await this.sub.quit();
+    } else if (names.length > 0) {
+      await this.sub.unsubscribe(...names);
+    }
+  }
+
+  /** @internal */
+  reportError(err: unknown, runId: string): void {
+    if (this.onError) this.onError(err, runId);
+  }
+
+  private async removeListener(name: string, listener: Listener): Promise<void> {
+    const channel = this.channels.get(name);
+    if (!channel || !channel.listeners.delete(listener)) return;
+    if (channel.listeners.size > 0) return;
+    this.channels.delete(name);
+    if (this.closed) return;
+    // Issued synchronously after the map entry is gone: a later subscribe() for the same run sends
+    // its SUBSCRIBE after this UNSUBSCRIBE on the same connection, so it ends up subscribed.
+    await this.sub.unsubscribe(name);
+  }
+
+  private readonly onMessage = (name: string, message: string): void => {
+    const channel = this.channels.get(name);
+    if (!channel || channel.listeners.size === 0) return;
+    let event: RunEvent;
+    try {
+      event = JSON.parse(message) as RunEvent;
+    } catch (err) {
+      this.reportError(err, channel.runId);
+      return;
+    }
+    for (const listener of channel.listeners) listener.live(event);
+  };
+
+  /** ioredis re-subscribes on reconnect; whatever was published meanwhile is read from the stream. */
+  private readonly onReady = (): void => {
+    if (!this.connectedOnce) {
+      this.connectedOnce = true;
+      return;
+    }
+    const names = [...this.channels.keys()];
+    if (names.length === 0) return;
+    // ioredis re-sent SUBSCRIBE for these channels; a SUBSCRIBE of our own on the same connection
+    // is answered after those, so once it resolves no live message can be missed by the catch-up.
+    this.sub.subscribe(...names).then(
+      () => {
+        for (const name of names) {
+          const channel = this.channels.get(name);
+          if (channel) for (const l of channel.listeners) void l.catchUp();
+        }
+      },
+      (err: unknown) => {
+        for (const name of names) this.reportError(err, this.channels.get(name)?.runId ?? '');
+      },
+    );
+  };
+}

@@ -1,0 +1,182 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import type { Message } from '@baton/protocol';
+import { uniquePrefix } from '../../../../test/support/redis.ts';
+import { createdRun } from '../../../../test/support/redis-runs.ts';
+import { RedisThreadStore, RunAlreadyReleasedError } from './thread-store.ts';
+import { RedisRunStore } from './redis-run-store.ts';
+
+const url = inject('redisUrl');
+const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+
+afterAll(async () => {
+  await redis.quit();
+});
+
+const T = 'tenant-a';
+const TH = 'thread-1';
+let prefix: string;
+let clock: number;
+let threads: RedisThreadStore;
+
+beforeEach(() => {
+  prefix = uniquePrefix('threads');
+  clock = 100;
+  threads = new RedisThreadStore({ redis, prefix, now: () => clock++ });
+});
+
+const user = (id: string, content = id): Message => ({ id, role: 'user', content });
+const assistant = (id: string): Message => ({ id, role: 'assistant', content: '', toolCalls: [] });
+
+describe('RedisThreadStore', () => {
+  it('an empty thread loads as empty', async () => {
+    expect(await threads.load(T, TH)).toEqual({
+      messages: [],
+      state: {},
+      activeRunId: null,
+      queued: [],
+      runIds: [],
+    });
+  });
+
+  it('acquire on an idle thread makes the run active (idempotently)', async () => {
+    expect(await threads.acquire(T, TH, 'r1', 'reject')).toEqual({ kind: 'acquired' });
+    expect(await threads.acquire(T, TH, 'r1', 'reject')).toEqual({ kind: 'acquired' });
+    const t = await threads.load(T, TH);
+    expect(t.activeRunId).toBe('r1');
+    expect(t.runIds).toEqual(['r1']);
+  });
+
+  it("'reject' reports busy and changes nothing", async () => {
+    await threads.acquire(T, TH, 'r1', 'reject');
+    expect(await threads.acquire(T, TH, 'r2', 'reject')).toEqual({
+      kind: 'busy',
+      activeRunId: 'r1',
+    });
+    const t = await threads.load(T, TH);
+    expect(t.queued).toEqual([]);
+    expect(t.runIds).toEqual(['r1']);
+  });
+
+  it("'enqueue' queues at the tail and release promotes in FIFO order", async () => {
+    await threads.acquire(T, TH, 'r1', 'enqueue');
+    expect(await threads.acquire(T, TH, 'r2', 'enqueue')).toEqual({
+      kind: 'queued',
+      position: 1,
+      activeRunId: 'r1',
+    });
+    expect(await threads.acquire(T, TH, 'r3', 'enqueue')).toEqual({
+      kind: 'queued',
+      position: 2,
+      activeRunId: 'r1',
+    });
+    // re-acquiring a queued run reports its current position without queueing it twice
+    expect(await threads.acquire(T, TH, 'r3', 'enqueue')).toEqual({
+      kind: 'queued',
+      position: 2,
+      activeRunId: 'r1',
+    });
+    expect((await threads.load(T, TH)).queued).toEqual(['r2', 'r3']);
+
+    expect(await threads.release(T, TH, 'r1', [user('m1')], null)).toBe('r2');
+    expect((await threads.load(T, TH)).activeRunId).toBe('r2');
+    expect(await threads.release(T, TH, 'r2', [user('m2')], null)).toBe('r3');
+    expect(await threads.release(T, TH, 'r3', [user('m3')], null)).toBeNull();
+    const t = await threads.load(T, TH);
+    expect(t.activeRunId).toBeNull();
+    expect(t.queued).toEqual([]);
+    expect(t.messages.map((m) => m.id)).toEqual(['m1', 'm2', 'm3']);
+    expect(t.runIds).toEqual(['r1', 'r2', 'r3']);
+    // the thread is idle again
+    expect(await threads.acquire(T, TH, 'r4', 'reject')).toEqual({ kind: 'acquired' });
+  });
+
+  it("'interrupt' queues at the front and is promoted when the active run releases", async () => {
+    await threads.acquire(T, TH, 'r1', 'enqueue');
+    await threads.acquire(T, TH, 'q1', 'enqueue');
+    expect(await threads.acquire(T, TH, 'i1', 'interrupt')).toEqual({
+      kind: 'interrupt',
+      activeRunId: 'r1',
+    });
+    expect(await threads.acquire(T, TH, 'i1', 'interrupt')).toEqual({
+      kind: 'interrupt',
+      activeRunId: 'r1',
+    });
+    expect((await threads.load(T, TH)).queued).toEqual(['i1', 'q1']);
+    // the caller cancels r1; its release promotes the interrupter, not the earlier queued run
+    expect(await threads.release(T, TH, 'r1', [], null)).toBe('i1');
+    expect(await threads.release(T, TH, 'i1', [], null)).toBe('q1');
+    expect(await threads.release(T, TH, 'q1', [], null)).toBeNull();
+  });
+
+  it('release is idempotent per run: appends once and returns the same promotion', async () => {
+    await threads.acquire(T, TH, 'r1', 'enqueue');
+    await threads.acquire(T, TH, 'r2', 'enqueue');
+    const msgs = [user('u1', 'hi'), assistant('a1')];
+    expect(await threads.release(T, TH, 'r1', msgs, { topic: 'x', list: [], obj: {} })).toBe('r2');
+    expect(await threads.release(T, TH, 'r1', msgs, { topic: 'overwritten?' })).toBe('r2');
+    const t = await threads.load(T, TH);
+    expect(t.messages).toEqual(msgs);
+    expect(t.state).toEqual({ topic: 'x', list: [], obj: {} });
+    expect(t.activeRunId).toBe('r2');
+    await expect(threads.acquire(T, TH, 'r1', 'enqueue')).rejects.toBeInstanceOf(
+      RunAlreadyReleasedError,
+    );
+  });
+
+  it('concurrent releases of the same run append exactly once', async () => {
+    await threads.acquire(T, TH, 'r1', 'enqueue');
+    await threads.acquire(T, TH, 'r2', 'enqueue');
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () => threads.release(T, TH, 'r1', [user('once')], { n: 1 })),
+    );
+    expect(new Set(results)).toEqual(new Set(['r2']));
+    expect((await threads.load(T, TH)).messages).toEqual([user('once')]);
+  });
+
+  it('state null keeps the previous thread state; history accumulates across runs', async () => {
+    await threads.acquire(T, TH, 'r1', 'reject');
+    await threads.release(T, TH, 'r1', [user('a')], { k: 1 });
+    await threads.acquire(T, TH, 'r2', 'reject');
+    await threads.release(T, TH, 'r2', [user('b')], null);
+    const t = await threads.load(T, TH);
+    expect(t.state).toEqual({ k: 1 });
+    expect(t.messages.map((m) => m.id)).toEqual(['a', 'b']);
+  });
+
+  it('releasing a queued run that never started removes it from the queue', async () => {
+    await threads.acquire(T, TH, 'r1', 'enqueue');
+    await threads.acquire(T, TH, 'r2', 'enqueue');
+    await threads.acquire(T, TH, 'r3', 'enqueue');
+    expect(await threads.release(T, TH, 'r2', [], null)).toBeNull();
+    const t = await threads.load(T, TH);
+    expect(t.activeRunId).toBe('r1');
+    expect(t.queued).toEqual(['r3']);
+    expect(await threads.release(T, TH, 'r1', [], null)).toBe('r3');
+  });
+
+  it('exactly one of many concurrent acquirers of an idle thread wins', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => threads.acquire(T, TH, `r${i}`, 'reject')),
+    );
+    const winners = results.flatMap((r, i) => (r.kind === 'acquired' ? [`r${i}`] : []));
+    expect(winners).toHaveLength(1);
+    for (const r of results) if (r.kind === 'busy') expect(r.activeRunId).toBe(winners[0]);
+  });
+
+  it('threads are isolated per tenant and thread id', async () => {
+    await threads.acquire(T, TH, 'r1', 'reject');
+    expect(await threads.acquire('tenant-b', TH, 'r2', 'reject')).toEqual({ kind: 'acquired' });
+    expect(await threads.acquire(T, 'thread-2', 'r3', 'reject')).toEqual({ kind: 'acquired' });
+    expect((await threads.load(T, TH)).runIds).toEqual(['r1']);
+  });
+
+  it("shares the thread's run index with RedisRunStore", async () => {
+    const runs = new RedisRunStore({ redis, prefix, now: () => 1 });
+    const run = createdRun({ tenantId: T, threadId: TH, runId: 'r-store' }, 50);
+    await runs.create(run.checkpoint, run.events);
+    await threads.acquire(T, TH, 'r-store', 'reject');
+    await threads.acquire(T, TH, 'r-later', 'enqueue');
+    expect((await threads.load(T, TH)).runIds).toEqual(['r-store', 'r-later']);
+  });
+});

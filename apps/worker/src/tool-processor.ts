@@ -1,0 +1,101 @@
+import { ToolJobSchema, type ToolExecutionResult } from '@baton/protocol';
+import { executeTool, invocationFor } from '@baton/core';
+import type { Job } from 'bullmq';
+import type { WorkerDeps } from './worker-deps.ts';
+
+type ToolOutcome = 'stale' | 'recorded' | 'aborted';
+
+/**
+ * One tool call of a parallel round. The result is recorded durably first (first writer wins,
+ * so a redelivered job yields one result), then applied if the run's lease is free; otherwise
+ * the lease holder applies it. Either way the step waiting for this child is not needed for
+ * progress, only for the barrier.
+ */
+export class ToolProcessor {
+  private readonly deps: WorkerDeps;
+
+  constructor(deps: WorkerDeps) {
+    this.deps = deps;
+  }
+
+  async process(job: Job): Promise<ToolOutcome> {
+    const data = ToolJobSchema.parse(job.data);
+    const { deps } = this;
+    const log = deps.logger.child({ runId: data.runId, jobId: job.id, toolCallId: data.toolCallId, attempt: data.attempt });
+    let result: ToolExecutionResult | null = await deps.mailbox.get(data.runId, data.toolCallId, data.attempt);
+    if (!result) {
+      const stored = await deps.store.load(data.runId);
+      const call = stored?.checkpoint.calls[data.toolCallId];
+      if (!stored || !call || call.attempt !== data.attempt || call.status !== 'running' || stored.checkpoint.cancelRequested) {
+        log.debug('tool job is stale (call moved on); nothing to do');
+        return 'stale';
+      }
+      const engine = deps.registry.engine(stored.checkpoint.identity.agent);
+      const invocation = invocationFor({ cp: stored.checkpoint }, call);
+      const tracked = deps.aborts.track(data.runId);
+      try {
+        await deps.probe?.('before-tool', { runId: data.runId, toolCallId: data.toolCallId, inline: false });
+        result = await executeTool(engine?.ctx.tools.get(call.name), invocation, {
+          identity: stored.checkpoint.identity,
+          state: stored.checkpoint.state,
+          signal: tracked.signal,
+          now: () => deps.clock.now(),
+        });
+      } catch (error) {
+        if (tracked.signal.aborted) {
+          const fresh = await deps.store.load(data.runId);
+          if (!fresh?.checkpoint.cancelRequested) throw new Error('tool aborted: worker shutting down');
+          log.info('tool aborted by cancellation');
+          return 'aborted';
+        }
+        if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
+          result = {
+            toolCallId: data.toolCallId,
+            attempt: data.attempt,
+            result: { kind: 'error', message: `tool execution failed: ${(error as Error).message}`, code: 'tool_job_failed' },
+            patches: [],
+            startedAt: deps.clock.now(),
+            finishedAt: deps.clock.now(),
+          };
+        } else {
+          throw error;
+        }
+      } finally {
+        tracked.done();
+      }
+      result = await deps.mailbox.record(data.runId, result);
+      await deps.probe?.('after-tool-recorded', { runId: data.runId, toolCallId: data.toolCallId });
+    }
+    await this.apply(data.runId, data.tenantId);
+    return 'recorded';
+  }
+
+  /** Applies recorded results now when nobody else is advancing the run. */
+  private async apply(runId: string, tenantId: string): Promise<void> {
+    const { deps } = this;
+    const lease = await deps.leases.acquire(runId);
+    if (!lease) return; // the holder sees the pending mark and applies our result
+    let needsPass = false;
+    try {
+      const state = await deps.committer.load(runId);
+      if (!state) return;
+      const engine = deps.registry.engine(state.checkpoint.identity.agent);
+      if (!engine) return;
+      const results = await deps.mailbox.pendingFor(state.checkpoint);
+      let current = state;
+      if (results.length > 0) {
+        current = await deps.committer.commit(state, (cp) => engine.applyToolResults(cp, results, deps.clock.now()), engine.ctx.registry);
+      }
+      const next = engine.plan(current.checkpoint).kind;
+      // Calls still executing elsewhere drive the run themselves; anything else needs a step job.
+      const stillRunning = Object.values(current.checkpoint.calls).some((c) => c.status === 'running');
+      needsPass = next !== 'wait' && next !== 'done' && !(next === 'execute' && stillRunning);
+      if (needsPass) await deps.queues.enqueueStep({ runId, tenantId }, 'continue', current.version);
+    } finally {
+      if (await lease.release()) {
+        const current = await deps.store.load(runId);
+        if (current) await deps.queues.enqueueStep({ runId, tenantId }, 'continue', current.version, true);
+      }
+    }
+  }
+}

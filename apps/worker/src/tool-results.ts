@@ -1,0 +1,56 @@
+import { ToolExecutionResultSchema, type Checkpoint, type ToolExecutionResult } from '@baton/protocol';
+import type { BatonKeys } from './redis/keys.ts';
+import type { RedisClient } from './redis/scripts.ts';
+import { runAuxKey } from './run-lease.ts';
+
+/**
+ * Durable mailbox of tool results, keyed by call and attempt. The first result recorded for an
+ * attempt wins (HSETNX), so a tool job that runs twice yields one result, and a result survives
+ * the death of the job that produced it until a lease holder applies it.
+ */
+export class ToolResultMailbox {
+  private readonly redis: RedisClient;
+  private readonly keys: BatonKeys;
+
+  constructor(redis: RedisClient, keys: BatonKeys) {
+    this.redis = redis;
+    this.keys = keys;
+  }
+
+  private field(toolCallId: string, attempt: number): string {
+    return `${toolCallId}#${attempt}`;
+  }
+
+  /** Records the result unless one exists; returns the result that is on record. */
+  async record(runId: string, result: ToolExecutionResult): Promise<ToolExecutionResult> {
+    const key = runAuxKey(this.keys, runId, 'results');
+    const field = this.field(result.toolCallId, result.attempt);
+    const stored = await this.redis.hsetnx(key, field, JSON.stringify(result));
+    await this.redis.expire(key, 7 * 86_400);
+    if (stored === 1) return result;
+    return (await this.get(runId, result.toolCallId, result.attempt)) ?? result;
+  }
+
+  async get(runId: string, toolCallId: string, attempt: number): Promise<ToolExecutionResult | null> {
+    const raw = await this.redis.hget(runAuxKey(this.keys, runId, 'results'), this.field(toolCallId, attempt));
+    return raw === null ? null : ToolExecutionResultSchema.parse(JSON.parse(raw));
+  }
+
+  /** Results waiting for the run's running calls, in the model's call order. */
+  async pendingFor(cp: Checkpoint): Promise<ToolExecutionResult[]> {
+    const running = cp.round.flatMap((id) => {
+      const call = cp.calls[id];
+      return call?.status === 'running' ? [call] : [];
+    });
+    if (running.length === 0) return [];
+    const raw = await this.redis.hmget(
+      runAuxKey(this.keys, cp.identity.runId, 'results'),
+      ...running.map((c) => this.field(c.id, c.attempt)),
+    );
+    return raw.flatMap((r) => (r === null ? [] : [ToolExecutionResultSchema.parse(JSON.parse(r))]));
+  }
+
+  async clear(runId: string): Promise<void> {
+    await this.redis.del(runAuxKey(this.keys, runId, 'results'));
+  }
+}

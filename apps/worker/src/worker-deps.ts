@@ -1,0 +1,30 @@
+import type { Clock } from '@baton/core';
+import type { Logger } from 'pino';
+import type { AgentRegistry } from './agent-registry.ts';
+import type { AbortRegistry } from './control-channel.ts';
+import type { BatonQueues } from './queues.ts';
+import type { RedisRunStore } from './redis/redis-run-store.ts';
+import type { RedisThreadStore } from './redis/thread-store.ts';
+import type { BatonKeys } from './redis/keys.ts';
+import type { RedisClient } from './redis/scripts.ts';
+import type { RunCommitter } from './run-committer.ts';
+import type { RunLeases } from './run-lease.ts';
+import type { ToolResultMailbox } from './tool-results.ts';
+
+/** Everything a job processor needs; built once per worker process. */
+export interface WorkerDeps {
+  readonly redis: RedisClient;
+  readonly keys: BatonKeys;
+  readonly store: RedisRunStore;
+  readonly threads: RedisThreadStore;
+  readonly committer: RunCommitter;
+  readonly leases: RunLeases;
+  readonly mailbox: ToolResultMailbox;
+  readonly queues: BatonQueues;
+  readonly registry: AgentRegistry;
+  readonly aborts: AbortRegistry;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Test hook: called at named points so crash tests can kill the process at an exact moment. */
+  readonly probe?: (point: string, info: Record<string, unknown>) => void | Promise<void>;
+}
