@@ -40,7 +40,7 @@ export class RunLeases {
   private readonly releaseScript: ScriptCall;
   private readonly renewScript: ScriptCall;
   private readonly keys: BatonKeys;
-  private readonly ttlMs: number;
+  readonly ttlMs: number;
 
   constructor(redis: RedisClient, keys: BatonKeys, ttlMs: number) {
     this.keys = keys;

@@ -9,7 +9,7 @@ import {
   type Engine,
   type ToolInvocation,
 } from '@baton/core';
-import { Job, WaitingChildrenError } from 'bullmq';
+import { DelayedError, Job, WaitingChildrenError } from 'bullmq';
 import { runAuxKey, type Lease } from './run-lease.ts';
 import type { Loaded } from './run-committer.ts';
 import { toolJobId } from './queues.ts';
@@ -35,7 +35,13 @@ export class StepProcessor {
     const log = this.deps.logger.child({ runId: data.runId, jobId: job.id, reason: data.reason });
     const lease = await this.deps.leases.acquire(data.runId);
     if (!lease) {
-      log.debug('run busy; the lease holder will pick this up');
+      // The holder will see our pending mark. If the holder is dead instead (its lease expires),
+      // nobody would: so this job comes back once the lease has had time to expire.
+      log.debug('run busy; retrying after the lease TTL');
+      if (token !== undefined) {
+        await job.moveToDelayed(Date.now() + this.deps.leases.ttlMs + 100, token);
+        throw new DelayedError();
+      }
       return 'busy';
     }
     let released = false;
@@ -207,7 +213,7 @@ export class StepProcessor {
       if (!result) {
         const tracked = deps.aborts.track(runId);
         try {
-          await deps.probe?.('before-tool', { runId, toolCallId: invocation.toolCallId, inline: true });
+          await deps.probe?.('before-tool', { runId, toolCallId: invocation.toolCallId, attempt: invocation.attempt, idempotencyKey: invocation.idempotencyKey, inline: true });
           result = await executeTool(engine.ctx.tools.get(invocation.toolName), invocation, {
             identity: state.checkpoint.identity,
             state: state.checkpoint.state,
