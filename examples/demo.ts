@@ -63,4 +63,5 @@ for (;;) {
   ]);
 }
 const cp = await finished;
-console.log(`\nfinal answer: ${cp.messages.at(-1)?.content ?? ''}`);
+const last = cp.messages.at(-1);
+console.log(`\nfinal answer: ${last?.role === 'assistant' ? last.content : '(none)'}`);

@@ -73,7 +73,7 @@ export class StepProcessor {
     const jobData = job.data as { parentOfStep?: number };
     let inferred = jobData.parentOfStep !== undefined;
     for (;;) {
-      let state = await deps.committer.load(runId);
+      const state = await deps.committer.load(runId);
       if (!state) return 'missing';
       const engine = deps.registry.engine(state.checkpoint.identity.agent);
       if (!engine) {
@@ -96,7 +96,7 @@ export class StepProcessor {
           // A run queued behind another on its thread starts from the thread as it is now.
           const { tenantId, threadId } = state.checkpoint.identity;
           const thread = await deps.threads.load(tenantId, threadId);
-          state = await deps.committer.commit(state, (cp) => engine.start(rebaseOnThread(cp, thread.messages, thread.state), now), registry);
+          await deps.committer.commit(state, (cp) => engine.start(rebaseOnThread(cp, thread.messages, thread.state), now), registry);
           break;
         }
         case 'step':
@@ -106,7 +106,7 @@ export class StepProcessor {
             await deps.queues.enqueueStep(state.checkpoint.identity, 'continue', state.version);
             return 'continued';
           }
-          state = await deps.committer.commit(state, (cp) => engine.beginStep(cp, now), registry);
+          await deps.committer.commit(state, (cp) => engine.beginStep(cp, now), registry);
           break;
         case 'infer':
           inferred = true;
@@ -190,7 +190,7 @@ export class StepProcessor {
       if (!fresh) return;
       if (fresh.checkpoint.cancelRequested) return; // plan() says cancel next
       // Aborted without a cancel: this process is shutting down; the job is retried elsewhere.
-      if (tracked.signal.aborted) throw new Error('inference aborted: worker shutting down');
+      if (tracked.signal.aborted) throw new Error('inference aborted: worker shutting down', { cause: error });
       log.warn({ err: error }, 'model failed');
       await deps.committer.commit(fresh, (c) => engine.fail(c, `model failed: ${(error as Error).message}`, deps.clock.now()), engine.ctx.registry);
       return;
@@ -209,8 +209,8 @@ export class StepProcessor {
     const { deps } = this;
     const runId = state.checkpoint.identity.runId;
     for (const invocation of invocations) {
-      let result: ToolExecutionResult | null = await deps.mailbox.get(runId, invocation.toolCallId, invocation.attempt);
-      if (!result) {
+      if (!(await deps.mailbox.get(runId, invocation.toolCallId, invocation.attempt))) {
+        let result: ToolExecutionResult;
         const tracked = deps.aborts.track(runId);
         try {
           await deps.probe?.('before-tool', { runId, toolCallId: invocation.toolCallId, attempt: invocation.attempt, idempotencyKey: invocation.idempotencyKey, inline: true });
@@ -227,7 +227,7 @@ export class StepProcessor {
         } finally {
           tracked.done();
         }
-        result = await deps.mailbox.record(runId, result);
+        await deps.mailbox.record(runId, result);
       }
     }
   }

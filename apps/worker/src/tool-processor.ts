@@ -34,7 +34,7 @@ export class ToolProcessor {
       const invocation = invocationFor({ cp: stored.checkpoint }, call);
       const tracked = deps.aborts.track(data.runId);
       try {
-        await deps.probe?.('before-tool', { runId: data.runId, toolCallId: data.toolCallId, inline: false });
+        await deps.probe?.('before-tool', { runId: data.runId, toolCallId: data.toolCallId, attempt: data.attempt, idempotencyKey: invocation.idempotencyKey, inline: false });
         result = await executeTool(engine?.ctx.tools.get(call.name), invocation, {
           identity: stored.checkpoint.identity,
           state: stored.checkpoint.state,
@@ -44,7 +44,7 @@ export class ToolProcessor {
       } catch (error) {
         if (tracked.signal.aborted) {
           const fresh = await deps.store.load(data.runId);
-          if (!fresh?.checkpoint.cancelRequested) throw new Error('tool aborted: worker shutting down');
+          if (!fresh?.checkpoint.cancelRequested) throw new Error('tool aborted: worker shutting down', { cause: error });
           log.info('tool aborted by cancellation');
           return 'aborted';
         }
@@ -63,7 +63,7 @@ export class ToolProcessor {
       } finally {
         tracked.done();
       }
-      result = await deps.mailbox.record(data.runId, result);
+      await deps.mailbox.record(data.runId, result);
       await deps.probe?.('after-tool-recorded', { runId: data.runId, toolCallId: data.toolCallId });
     }
     await this.apply(data.runId, data.tenantId);
@@ -75,7 +75,6 @@ export class ToolProcessor {
     const { deps } = this;
     const lease = await deps.leases.acquire(runId);
     if (!lease) return; // the holder sees the pending mark and applies our result
-    let needsPass = false;
     try {
       const state = await deps.committer.load(runId);
       if (!state) return;
@@ -89,7 +88,7 @@ export class ToolProcessor {
       const next = engine.plan(current.checkpoint).kind;
       // Calls still executing elsewhere drive the run themselves; anything else needs a step job.
       const stillRunning = Object.values(current.checkpoint.calls).some((c) => c.status === 'running');
-      needsPass = next !== 'wait' && next !== 'done' && !(next === 'execute' && stillRunning);
+      const needsPass = next !== 'wait' && next !== 'done' && !(next === 'execute' && stillRunning);
       if (needsPass) await deps.queues.enqueueStep({ runId, tenantId }, 'continue', current.version);
     } finally {
       if (await lease.release()) {

@@ -19,7 +19,7 @@ export function demoTools(clock: Clock): ToolDefinition[] {
     description: 'Deploys a service to an environment (needs a human approval)',
     inputSchema: z.object({ service: z.string(), environment: z.enum(['staging', 'production']) }),
     approval: {
-      message: (args) => `Deploy ${String(args['service'])} to ${String(args['environment'])}?`,
+      message: (args) => `Deploy ${JSON.stringify(args['service'])} to ${JSON.stringify(args['environment'])}?`,
       responseSchema: z.object({ comment: z.string().optional() }),
     },
     execute: async ({ service, environment }, ctx) =>

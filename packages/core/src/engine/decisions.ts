@@ -16,7 +16,7 @@ function sameDecision(a: Decision, b: Decision): boolean {
 function validatePayload(schema: Record<string, JsonValue>, payload: JsonValue | undefined): string | null {
   let validator: z.ZodType;
   try {
-    validator = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+    validator = z.fromJSONSchema(schema);
   } catch {
     return null; // A schema zod cannot express is not enforced rather than rejecting every answer.
   }

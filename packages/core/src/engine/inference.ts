@@ -1,5 +1,5 @@
-import type { JsonObject, JsonValue, ToolCallState } from '@baton/protocol';
-import type { InferenceParams, InferenceRequest, InferenceResponse } from '../model.ts';
+import type { JsonValue, ToolCallState } from '@baton/protocol';
+import type { InferenceRequest, InferenceResponse } from '../model.ts';
 import { loopHistoryLimit, toolCallSignature } from '../stop-conditions.ts';
 import { describeTool } from '../tools.ts';
 import { hookContext } from './context.ts';
@@ -78,7 +78,7 @@ export function buildInferenceRequest(draft: Pick<Draft, 'cp' | 'ctx'>): Inferen
       const tool = ctx.tools.get(name);
       return tool ? [describeTool(tool)] : [];
     }),
-    params: prepared.params as InferenceParams,
+    params: prepared.params,
   };
 }
 
@@ -120,7 +120,7 @@ export function commitInference(draft: Draft, response: InferenceResponse): Draf
     const call: ToolCallState = {
       id: ref.id,
       name: ref.name,
-      arguments: ref.arguments as JsonObject,
+      arguments: ref.arguments,
       step: cp.step,
       index,
       status: 'new',

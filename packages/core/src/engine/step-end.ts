@@ -1,4 +1,3 @@
-import type { AssistantMessage } from '@baton/protocol';
 import { mergeRoundPatches } from '../state-keys.ts';
 import { evaluateStopConditions } from '../stop-conditions.ts';
 import { traitsOf } from './context.ts';
@@ -9,7 +8,7 @@ import { toolMessageFor } from './tool-messages.ts';
 function lastAssistantText(draft: Draft): string {
   for (let i = draft.cp.messages.length - 1; i >= 0; i -= 1) {
     const m = draft.cp.messages[i];
-    if (m?.role === 'assistant') return (m as AssistantMessage).content;
+    if (m?.role === 'assistant') return m.content;
   }
   return '';
 }

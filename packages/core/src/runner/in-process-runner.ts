@@ -112,7 +112,10 @@ export class InProcessRunner {
       finished: done.promise,
     };
     this.live.set(runId, run);
-    this.drive(run).then(done.resolve, done.reject);
+    this.drive(run).then(
+      (cp) => done.resolve(cp),
+      (err: unknown) => done.reject(err),
+    );
     return { runId, threadId, turnId, finished: run.finished };
   }
 
