@@ -71,10 +71,11 @@ local meta, queue, messages, state, released = KEYS[1], KEYS[2], KEYS[3], KEYS[4
 local runId = ARGV[1]
 local prev = redis.call('HGET', released, runId)
 if prev then return {0, prev} end
-for i = 4, #ARGV do redis.call('RPUSH', messages, ARGV[i]) end
-if ARGV[2] == '1' then redis.call('SET', state, ARGV[3]) end
 local nextRun = ''
 if redis.call('HGET', meta, 'activeRunId') == runId then
+  -- only the active run writes the thread: a queued run that never started adds nothing
+  for i = 4, #ARGV do redis.call('RPUSH', messages, ARGV[i]) end
+  if ARGV[2] == '1' then redis.call('SET', state, ARGV[3]) end
   local n = redis.call('LPOP', queue)
   if n then
     nextRun = n
@@ -158,7 +159,8 @@ export class RedisThreadStore {
    * The run ended: append its new messages to the history, set the thread state (null = keep),
    * clear it as active and promote the next queued run, whose id is returned (null = none).
    * Idempotent per runId: a repeated release changes nothing and returns the run promoted the
-   * first time. Releasing a queued run that never started removes it from the queue.
+   * first time. Releasing a queued run that never started removes it from the queue and writes
+   * nothing to the thread (its messages would land in the middle of the active run's).
    */
   async release(
     tenantId: string,
