@@ -155,6 +155,21 @@ describe('RedisThreadStore', () => {
     expect(await threads.release(T, TH, 'r1', [], null)).toBe('r3');
   });
 
+  it('a queued run that never started writes neither history nor state when released', async () => {
+    await threads.acquire(T, TH, 'active', 'reject');
+    await threads.acquire(T, TH, 'queued', 'enqueue');
+    await threads.release(T, TH, 'queued', [user('q-input')], { leaked: true });
+    const t = await threads.load(T, TH);
+    expect(t.messages).toEqual([]);
+    expect(t.state).toEqual({});
+    expect(t.activeRunId).toBe('active');
+    expect(t.queued).toEqual([]);
+    await threads.release(T, TH, 'active', [user('a-input'), assistant('a-reply')], { kept: true });
+    const after = await threads.load(T, TH);
+    expect(after.messages.map((m) => m.id)).toEqual(['a-input', 'a-reply']);
+    expect(after.state).toEqual({ kept: true });
+  });
+
   it('exactly one of many concurrent acquirers of an idle thread wins', async () => {
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) => threads.acquire(T, TH, `r${i}`, 'reject')),
