@@ -1,0 +1,127 @@
+import { BatonRuntime, RunEventSubscriber } from '@baton/worker';
+import type { Clock } from '@baton/core';
+import express, { type Express, type RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import { BULL_BOARD_PATH, bullBoardRouter } from './admin.ts';
+import { KeyStore, authenticate, requireAdmin } from './auth.ts';
+import { splitEntries, tenantKeyEntries, type ApiConfig } from './config.ts';
+import type { ApiContext } from './context.ts';
+import { errorMiddleware, notFoundHandler } from './errors.ts';
+import { IdempotencyStore } from './idempotency.ts';
+import { SseConnectionLimiter, rateLimit } from './limits.ts';
+import { createApiLogger, httpLogger } from './logger.ts';
+import { ApiMetrics, EventMetricsObserver } from './metrics.ts';
+import { agentsRouter } from './routes/agents.ts';
+import { eventsRouter } from './routes/events.ts';
+import { opsRouter } from './routes/ops.ts';
+import { runsRouter } from './routes/runs.ts';
+import { threadsRouter } from './routes/threads.ts';
+
+/**
+ * An extra router (e.g. a protocol adapter under apps/api/src/adapters) mounted at `path`.
+ * Unless `public` is set it sits behind API-key auth, the JSON body parser and the rate limit,
+ * like /v1; errors it passes to next() get the standard error body.
+ */
+export interface ApiPlugin {
+  readonly path: string;
+  readonly router: (ctx: ApiContext) => RequestHandler;
+  readonly public?: boolean;
+}
+
+export interface CreateAppOptions {
+  readonly config: ApiConfig;
+  /** Shared stores and queues; created (and closed by close()) when absent. */
+  readonly runtime?: BatonRuntime;
+  readonly logger?: Logger;
+  /** API keys; built from config (API_KEYS, API_KEYS_FILE, ADMIN_KEYS) when absent. */
+  readonly keys?: KeyStore;
+  readonly clock?: Clock;
+  readonly plugins?: readonly ApiPlugin[];
+}
+
+export interface ApiApp {
+  readonly app: Express;
+  readonly context: ApiContext;
+  /** Ends open streams and releases Redis connections (the HTTP server is closed by its owner). */
+  close(): Promise<void>;
+}
+
+/** Builds the express app from injected dependencies. */
+export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
+  const { config } = opts;
+  const logger = opts.logger ?? createApiLogger(config.LOG_LEVEL);
+  const ownsRuntime = opts.runtime === undefined;
+  const runtime = opts.runtime ?? new BatonRuntime(config, logger, opts.clock);
+  const keys = opts.keys ?? new KeyStore(tenantKeyEntries(config), splitEntries(config.ADMIN_KEYS));
+  if (keys.size === 0)
+    logger.warn(
+      'no API keys configured (API_KEYS / API_KEYS_FILE / ADMIN_KEYS): every /v1 request will be refused',
+    );
+  const metrics = new ApiMetrics(runtime);
+  const subscriber = new RunEventSubscriber({
+    redis: runtime.redis,
+    source: runtime.store,
+    onError: (err, runId) => logger.warn({ err, runId }, 'event subscriber error'),
+  });
+  const observer = config.EVENT_METRICS
+    ? new EventMetricsObserver(runtime, metrics, logger)
+    : undefined;
+  await observer?.start();
+
+  const context: ApiContext = {
+    config,
+    runtime,
+    service: runtime.service,
+    logger,
+    keys,
+    metrics,
+    subscriber,
+    sseLimiter: new SseConnectionLimiter(config.SSE_MAX_PER_TENANT),
+    idempotency: new IdempotencyStore(
+      runtime.redis,
+      runtime.keys.prefix,
+      config.IDEMPOTENCY_TTL_SECONDS,
+    ),
+    streams: new Set(),
+  };
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  app.use(httpLogger(logger));
+  app.use(metrics.middleware());
+  app.use(opsRouter(context));
+
+  const auth = authenticate(keys);
+  app.use(BULL_BOARD_PATH, auth, requireAdmin, bullBoardRouter(runtime.queues, BULL_BOARD_PATH));
+
+  const api: RequestHandler[] = [
+    auth,
+    rateLimit(config.RATE_LIMIT_PER_MINUTE),
+    express.json({ limit: config.BODY_LIMIT_BYTES, strict: true }),
+  ];
+  const v1 = express.Router();
+  v1.use(runsRouter(context), eventsRouter(context), threadsRouter(context), agentsRouter(context));
+  app.use('/v1', ...api, v1);
+  for (const plugin of opts.plugins ?? []) {
+    if (plugin.public) app.use(plugin.path, plugin.router(context));
+    else app.use(plugin.path, ...api, plugin.router(context));
+  }
+
+  app.use(notFoundHandler);
+  app.use(errorMiddleware(logger));
+
+  let closed = false;
+  return {
+    app,
+    context,
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      for (const finish of [...context.streams]) finish();
+      await subscriber.close().catch(() => undefined);
+      await observer?.close();
+      if (ownsRuntime) await runtime.close();
+    },
+  };
+}

@@ -1,0 +1,75 @@
+import { readFileSync } from 'node:fs';
+import { MAX_DECISIONS_PER_REQUEST, MAX_INPUT_MESSAGES } from '@baton/protocol';
+import { z } from 'zod';
+
+const bool = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true');
+
+/**
+ * API configuration from the environment. Invalid values fail at startup naming the variable.
+ * Key entries (API_KEYS, API_KEYS_FILE, ADMIN_KEYS) are parsed by auth.ts.
+ */
+export const ApiConfigSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65_535).default(3000),
+  HOST: z.string().default('0.0.0.0'),
+  /** URL printed in links and logs when the API sits behind a proxy (default: http://localhost:PORT). */
+  PUBLIC_URL: z.url().optional(),
+  REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
+  BATON_PREFIX: z
+    .string()
+    .regex(/^[a-z0-9-]+$/i)
+    .default('baton'),
+  /** Comma- or newline-separated `tenant:key` or `tenant:sha256:<hex>` entries. */
+  API_KEYS: z.string().default(''),
+  /** File with one `tenant:key` / `tenant:sha256:<hex>` entry per line (# comments allowed). */
+  API_KEYS_FILE: z.string().optional(),
+  /** Admin keys: `name:key` or `name:sha256:<hex>`; `name` is also the admin's own tenant. */
+  ADMIN_KEYS: z.string().default(''),
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+  MAX_INPUT_MESSAGES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_INPUT_MESSAGES)
+    .default(MAX_INPUT_MESSAGES),
+  MAX_DECISIONS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_DECISIONS_PER_REQUEST)
+    .default(MAX_DECISIONS_PER_REQUEST),
+  /** Concurrent SSE streams per tenant on one API instance. */
+  SSE_MAX_PER_TENANT: z.coerce.number().int().min(1).default(100),
+  SSE_HEARTBEAT_MS: z.coerce.number().int().min(50).default(15_000),
+  /** Requests per tenant per minute on one API instance (0 = unlimited). */
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(0),
+  IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().min(1).default(86_400),
+  /** Observe every run's events (pub/sub pattern) for step/tool duration and lag metrics. */
+  EVENT_METRICS: bool.default(true),
+  /** Must match the workers' values (shared stores). */
+  EVENT_RETENTION_SECONDS: z.coerce.number().int().min(1).default(86_400),
+  TOOL_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+export type ApiConfig = z.infer<typeof ApiConfigSchema>;
+
+export function loadApiConfig(env: Record<string, string | undefined> = process.env): ApiConfig {
+  const parsed = ApiConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`invalid API configuration: ${problems}`);
+  }
+  return parsed.data;
+}
+
+/** Every tenant key entry from API_KEYS and API_KEYS_FILE. */
+export function tenantKeyEntries(config: Pick<ApiConfig, 'API_KEYS' | 'API_KEYS_FILE'>): string[] {
+  const fromFile = config.API_KEYS_FILE ? readFileSync(config.API_KEYS_FILE, 'utf8') : '';
+  return [...splitEntries(config.API_KEYS), ...splitEntries(fromFile)];
+}
+
+export function splitEntries(text: string): string[] {
+  return text
+    .split(/[\n,]/)
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
+}

@@ -1,0 +1,107 @@
+import { createHash } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { BatonError } from '@baton/core';
+import type { Redis } from 'ioredis';
+import { keyPart } from '@baton/worker';
+
+/** JSON with object keys sorted, so equal bodies hash equally whatever their key order. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+}
+
+export function bodyHash(body: unknown): string {
+  return createHash('sha256').update(canonicalJson(body)).digest('hex');
+}
+
+interface Record_<T> {
+  readonly bodyHash: string;
+  readonly state: 'pending' | 'done';
+  readonly response?: T;
+}
+
+export const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/;
+
+/**
+ * Idempotency-Key support, shared by every API instance through Redis: key -> {bodyHash, response}
+ * with a TTL. The first request claims the key (SET NX, 'pending'), runs, and stores its response;
+ * a retry with the same body gets that response, a different body gets 409 idempotency_conflict.
+ * A failed first attempt releases the key so the client can retry.
+ */
+export class IdempotencyStore {
+  private readonly redis: Redis;
+  private readonly prefix: string;
+  private readonly ttlSeconds: number;
+  private readonly pendingWaitMs: number;
+
+  constructor(redis: Redis, prefix: string, ttlSeconds: number, pendingWaitMs = 10_000) {
+    this.redis = redis;
+    this.prefix = prefix;
+    this.ttlSeconds = ttlSeconds;
+    this.pendingWaitMs = pendingWaitMs;
+  }
+
+  private key(tenantId: string, scope: string, idemKey: string): string {
+    return `${this.prefix}:{idem:${keyPart(tenantId)}}:${scope}:${keyPart(idemKey)}`;
+  }
+
+  /** Runs `execute` once per (tenant, scope, key); replays return the first response. */
+  async run<T>(
+    tenantId: string,
+    scope: string,
+    idemKey: string,
+    body: unknown,
+    execute: () => Promise<T>,
+  ): Promise<{ response: T; replayed: boolean }> {
+    if (!IDEMPOTENCY_KEY_RE.test(idemKey))
+      throw new BatonError(
+        'bad_request',
+        'Idempotency-Key must be 1-255 printable ASCII characters without spaces',
+      );
+    const key = this.key(tenantId, scope, idemKey);
+    const hash = bodyHash(body);
+    const claim: Record_<T> = { bodyHash: hash, state: 'pending' };
+    const claimed = await this.redis.set(key, JSON.stringify(claim), 'EX', this.ttlSeconds, 'NX');
+    if (claimed === null)
+      return { response: await this.awaitExisting<T>(key, hash), replayed: true };
+    let response: T;
+    try {
+      response = await execute();
+    } catch (error) {
+      await this.redis.del(key).catch(() => undefined);
+      throw error;
+    }
+    const done: Record_<T> = { bodyHash: hash, state: 'done', response };
+    await this.redis.set(key, JSON.stringify(done), 'EX', this.ttlSeconds);
+    return { response, replayed: false };
+  }
+
+  private async awaitExisting<T>(key: string, hash: string): Promise<T> {
+    const deadline = Date.now() + this.pendingWaitMs;
+    for (;;) {
+      const raw = await this.redis.get(key);
+      if (raw === null)
+        throw new BatonError(
+          'conflict',
+          'a request with this Idempotency-Key failed or expired while this one waited; retry it',
+        );
+      const record = JSON.parse(raw) as Record_<T>;
+      if (record.bodyHash !== hash)
+        throw new BatonError(
+          'idempotency_conflict',
+          'this Idempotency-Key was already used with a different request body; use a new key for a different request',
+        );
+      if (record.state === 'done' && record.response !== undefined) return record.response;
+      if (Date.now() > deadline)
+        throw new BatonError(
+          'conflict',
+          'a request with this Idempotency-Key is still in progress; retry later',
+        );
+      await delay(25);
+    }
+  }
+}

@@ -1,0 +1,13 @@
+export * from './app.ts';
+export * from './auth.ts';
+export * from './config.ts';
+export type { ApiContext } from './context.ts';
+export * from './errors.ts';
+export * from './idempotency.ts';
+export * from './limits.ts';
+export * from './logger.ts';
+export * from './metrics.ts';
+export * from './openapi.ts';
+export * from './schemas.ts';
+export * from './server.ts';
+export * from './sse.ts';

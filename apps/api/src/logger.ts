@@ -1,0 +1,45 @@
+import { randomUUID } from 'node:crypto';
+import { REDACT_PATHS } from '@baton/worker';
+import { pino, type Logger } from 'pino';
+import { pinoHttp, type HttpLogger } from 'pino-http';
+
+/** Worker redaction paths plus what only HTTP requests carry. */
+export const API_REDACT_PATHS = [
+  ...REDACT_PATHS,
+  'req.headers["proxy-authorization"]',
+  'req.headers.cookie',
+  'res.headers["set-cookie"]',
+];
+
+export function createApiLogger(level = 'info'): Logger {
+  return pino({
+    name: 'baton-api',
+    level,
+    redact: { paths: API_REDACT_PATHS, censor: '[redacted]' },
+  });
+}
+
+const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** pino-http with the redacting logger; X-Request-Id is honored (or generated) and echoed. */
+export function httpLogger(logger: Logger): HttpLogger {
+  return pinoHttp({
+    logger,
+    genReqId: (req, res) => {
+      const incoming = req.headers['x-request-id'];
+      const id =
+        typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : randomUUID();
+      res.setHeader('X-Request-Id', id);
+      return id;
+    },
+    customLogLevel: (_req, res, err) =>
+      err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
+    autoLogging: {
+      ignore: (req) => req.url === '/healthz' || req.url === '/readyz' || req.url === '/metrics',
+    },
+    customProps: (req) => {
+      const principal = (req as { principal?: { tenantId: string } }).principal;
+      return principal ? { tenant: principal.tenantId } : {};
+    },
+  });
+}

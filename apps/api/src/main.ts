@@ -1,0 +1,34 @@
+/**
+ * API process entry: `node apps/api/src/main.ts`. Configuration comes from the environment
+ * (see config.ts); workers run separately (`node apps/worker/src/main.ts`).
+ */
+import { safeUrl } from '@baton/worker';
+import { loadApiConfig } from './config.ts';
+import { createApiLogger } from './logger.ts';
+import { startApi } from './server.ts';
+
+const config = loadApiConfig();
+const logger = createApiLogger(config.LOG_LEVEL);
+const api = await startApi({ config, logger });
+const publicUrl = config.PUBLIC_URL ?? api.url;
+logger.info(
+  { url: publicUrl, redis: safeUrl(config.REDIS_URL), prefix: config.BATON_PREFIX },
+  'api listening',
+);
+process.stdout.write(`LISTENING ${publicUrl}\n`);
+
+let stopping = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    api.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  });
+}

@@ -1,0 +1,55 @@
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { describe, expect, it } from 'vitest';
+import { buildOpenApiDocument } from './openapi.ts';
+
+describe('/openapi.json', () => {
+  it('is a valid OpenAPI 3.1 document', async () => {
+    const doc = buildOpenApiDocument();
+    const validator = new Validator();
+    const result = await validator.validate(doc);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    expect(validator.version).toBe('3.1');
+  });
+
+  it('is generated from the zod schemas, every $ref resolves', () => {
+    const doc = buildOpenApiDocument() as {
+      components: { schemas: Record<string, unknown> };
+      paths: Record<string, unknown>;
+    };
+    const schemas = doc.components.schemas;
+    expect(Object.keys(schemas)).toEqual(
+      expect.arrayContaining([
+        'CreateRunRequest',
+        'SubmitDecisionsRequest',
+        'RunSnapshot',
+        'RunEvent',
+        'ErrorBody',
+        'JsonValue',
+      ]),
+    );
+    expect(schemas['CreateRunRequest']).toMatchObject({
+      type: 'object',
+      additionalProperties: false,
+      required: ['agent', 'input'],
+    });
+    const refs = [
+      ...JSON.stringify(doc).matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g),
+    ].map((m) => m[1]!);
+    expect(refs.length).toBeGreaterThan(10);
+    for (const ref of refs) expect(schemas[ref], ref).toBeDefined();
+    expect(JSON.stringify(doc)).not.toContain('#/$defs');
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining([
+        '/v1/runs',
+        '/v1/runs/{id}',
+        '/v1/runs/{id}/events',
+        '/v1/runs/{id}/decisions',
+        '/v1/runs/{id}/cancel',
+        '/v1/threads/{id}',
+        '/v1/threads/{id}/runs',
+        '/v1/agents',
+      ]),
+    );
+  });
+});

@@ -1,0 +1,354 @@
+import {
+  AgentDescriptorSchema,
+  CreateRunRequestSchema,
+  ErrorBodySchema,
+  JsonValueSchema,
+  MessageSchema,
+  PROTOCOL_VERSION,
+  RunEventSchema,
+  RunSnapshotSchema,
+  SubmitDecisionsRequestSchema,
+} from '@baton/protocol';
+import { z } from 'zod';
+import {
+  AgentListSchema,
+  CancelResponseSchema,
+  CreateRunResponseSchema,
+  DecisionsResponseSchema,
+  EventsQuerySchema,
+  HealthSchema,
+  ListRunsQuerySchema,
+  RunPageSchema,
+  ThreadResponseSchema,
+  ThreadRunsQuerySchema,
+} from './schemas.ts';
+
+/**
+ * /openapi.json, generated from the zod schemas (never hand-written): request bodies from the
+ * protocol package, responses from schemas.ts. JSON Schema 2020-12 is OpenAPI 3.1's dialect.
+ */
+
+type Json = Record<string, unknown>;
+
+const REQUESTS = {
+  CreateRunRequest: CreateRunRequestSchema,
+  SubmitDecisionsRequest: SubmitDecisionsRequestSchema,
+} as const;
+
+const RESPONSES = {
+  CreateRunResponse: CreateRunResponseSchema,
+  RunSnapshot: RunSnapshotSchema,
+  RunPage: RunPageSchema,
+  RunEvent: RunEventSchema,
+  DecisionsResponse: DecisionsResponseSchema,
+  CancelResponse: CancelResponseSchema,
+  Thread: ThreadResponseSchema,
+  AgentList: AgentListSchema,
+  AgentDescriptor: AgentDescriptorSchema,
+  ErrorBody: ErrorBodySchema,
+  Health: HealthSchema,
+} as const;
+
+const SHARED = { JsonValue: JsonValueSchema, Message: MessageSchema } as const;
+
+function components(
+  schemas: Record<string, z.ZodType>,
+  io: 'input' | 'output',
+): Record<string, Json> {
+  const registry = z.registry<{ id: string }>();
+  for (const [id, schema] of Object.entries({ ...SHARED, ...schemas }))
+    registry.add(schema, { id });
+  const out = z.toJSONSchema(registry, {
+    target: 'draft-2020-12',
+    io,
+    unrepresentable: 'any',
+    uri: (id) => `#/components/schemas/${id}`,
+  });
+  const result: Record<string, Json> = {};
+  for (const [id, schema] of Object.entries(out.schemas)) {
+    const { $schema: _s, $id: _i, ...rest } = schema as Json;
+    result[id] = rest;
+  }
+  return result;
+}
+
+function queryParameters(schema: z.ZodType): Json[] {
+  const json = z.toJSONSchema(schema, {
+    target: 'draft-2020-12',
+    io: 'input',
+    unrepresentable: 'any',
+  }) as Json;
+  const properties = (json['properties'] ?? {}) as Record<string, Json>;
+  return Object.entries(properties).map(([name, prop]) => ({
+    name,
+    in: 'query',
+    required: false,
+    schema: prop,
+  }));
+}
+
+const ref = (id: string): Json => ({ $ref: `#/components/schemas/${id}` });
+const json = (id: string, description: string): Json => ({
+  description,
+  content: { 'application/json': { schema: ref(id) } },
+});
+const error = (description: string): Json => json('ErrorBody', description);
+
+const runIdParam: Json = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  description: 'Run id',
+  schema: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9._:-]+$' },
+};
+const threadIdParam: Json = { ...runIdParam, description: 'Thread id' };
+const secured = [{ bearerAuth: [] }, { apiKeyHeader: [] }];
+
+const commonErrors: Json = {
+  '400': error('Malformed JSON, unknown fields or invalid values (details.issues lists each path)'),
+  '401': error('Missing or invalid API key'),
+  '429': error('Rate limited; see Retry-After'),
+};
+
+export function buildOpenApiDocument(): Json {
+  const schemas = { ...components(RESPONSES, 'output'), ...components(REQUESTS, 'input') };
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Baton API',
+      version: `${PROTOCOL_VERSION}.0.0`,
+      description:
+        'Distributed runtime for AI agent runs: create runs, stream their events (SSE), answer suspended tool calls.',
+    },
+    servers: [{ url: '/' }],
+    security: secured,
+    tags: [{ name: 'runs' }, { name: 'threads' }, { name: 'agents' }, { name: 'ops' }],
+    paths: {
+      '/v1/runs': {
+        post: {
+          tags: ['runs'],
+          operationId: 'createRun',
+          summary: 'Create a run (202); honors Idempotency-Key',
+          parameters: [
+            {
+              name: 'Idempotency-Key',
+              in: 'header',
+              required: false,
+              schema: { type: 'string', maxLength: 255 },
+            },
+          ],
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: ref('CreateRunRequest') } },
+          },
+          responses: {
+            '202': json('CreateRunResponse', 'Run accepted'),
+            ...commonErrors,
+            '409': error('thread_busy or idempotency_conflict'),
+            '413': error('Body or message count over the limit'),
+            '422': error('unknown_agent'),
+          },
+        },
+        get: {
+          tags: ['runs'],
+          operationId: 'listRuns',
+          summary: "List the tenant's runs, newest first (cursor pagination)",
+          parameters: queryParameters(ListRunsQuerySchema),
+          responses: {
+            '200': json('RunPage', 'A page of runs'),
+            ...commonErrors,
+            '403': error('tenant= needs an admin key'),
+          },
+        },
+      },
+      '/v1/runs/{id}': {
+        get: {
+          tags: ['runs'],
+          operationId: 'getRun',
+          summary: 'The run snapshot derived from its event log',
+          parameters: [runIdParam],
+          responses: {
+            '200': json('RunSnapshot', 'Snapshot'),
+            ...commonErrors,
+            '404': error('run_not_found'),
+          },
+        },
+      },
+      '/v1/runs/{id}/events': {
+        get: {
+          tags: ['runs'],
+          operationId: 'streamRunEvents',
+          summary: 'Server-Sent Events: replay after Last-Event-ID / after, then live',
+          description:
+            'Each frame: `id:` (seq), `event:` (type), `data:` (RunEvent JSON). `: ping` comments are heartbeats. 204 when nothing more will come.',
+          parameters: [
+            runIdParam,
+            {
+              name: 'Last-Event-ID',
+              in: 'header',
+              required: false,
+              schema: { type: 'string', pattern: '^[0-9]+$' },
+            },
+            ...queryParameters(EventsQuerySchema),
+          ],
+          responses: {
+            '200': {
+              description: 'Event stream',
+              content: {
+                'text/event-stream': {
+                  schema: {
+                    type: 'string',
+                    description: 'SSE frames; each data line is a RunEvent',
+                  },
+                  'x-event-schema': ref('RunEvent'),
+                },
+              },
+            },
+            '204': {
+              description:
+                'The run is done (or waiting, with until=suspended) and every event was already received',
+            },
+            ...commonErrors,
+            '404': error('run_not_found'),
+          },
+        },
+      },
+      '/v1/runs/{id}/decisions': {
+        post: {
+          tags: ['runs'],
+          operationId: 'submitDecisions',
+          summary: 'Answer suspended tool calls (202)',
+          parameters: [runIdParam],
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: ref('SubmitDecisionsRequest') } },
+          },
+          responses: {
+            '202': json('DecisionsResponse', 'Decisions stored'),
+            ...commonErrors,
+            '404': error('run_not_found'),
+            '409': error('run_done, call_not_suspended, call_unknown or decision_conflict'),
+            '413': error('Too many decisions'),
+            '422': error("payload_invalid: payload does not match the ticket's response schema"),
+          },
+        },
+      },
+      '/v1/runs/{id}/cancel': {
+        post: {
+          tags: ['runs'],
+          operationId: 'cancelRun',
+          summary: 'Cancel a run (202, idempotent)',
+          parameters: [runIdParam],
+          responses: {
+            '202': json('CancelResponse', 'Cancellation requested'),
+            ...commonErrors,
+            '404': error('run_not_found'),
+          },
+        },
+      },
+      '/v1/threads/{id}': {
+        get: {
+          tags: ['threads'],
+          operationId: 'getThread',
+          summary: 'Thread history, active run and queued runs',
+          parameters: [threadIdParam],
+          responses: {
+            '200': json('Thread', 'Thread'),
+            ...commonErrors,
+            '404': error('not_found'),
+          },
+        },
+      },
+      '/v1/threads/{id}/runs': {
+        get: {
+          tags: ['threads'],
+          operationId: 'listThreadRuns',
+          summary: "The thread's runs, newest first",
+          parameters: [threadIdParam, ...queryParameters(ThreadRunsQuerySchema)],
+          responses: {
+            '200': json('RunPage', 'A page of runs'),
+            ...commonErrors,
+            '404': error('not_found'),
+          },
+        },
+      },
+      '/v1/agents': {
+        get: {
+          tags: ['agents'],
+          operationId: 'listAgents',
+          summary: 'Agents advertised by workers',
+          responses: { '200': json('AgentList', 'Agents'), ...commonErrors },
+        },
+      },
+      '/v1/agents/{name}': {
+        get: {
+          tags: ['agents'],
+          operationId: 'getAgent',
+          summary: 'One advertised agent',
+          parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
+          responses: {
+            '200': json('AgentDescriptor', 'Agent'),
+            ...commonErrors,
+            '404': error('not_found'),
+          },
+        },
+      },
+      '/healthz': {
+        get: {
+          tags: ['ops'],
+          operationId: 'healthz',
+          security: [],
+          responses: { '200': json('Health', 'Process is up') },
+        },
+      },
+      '/readyz': {
+        get: {
+          tags: ['ops'],
+          operationId: 'readyz',
+          security: [],
+          responses: {
+            '200': json('Health', 'Redis and queues usable'),
+            '503': json('Health', 'Not ready'),
+          },
+        },
+      },
+      '/metrics': {
+        get: {
+          tags: ['ops'],
+          operationId: 'metrics',
+          security: [],
+          responses: {
+            '200': {
+              description: 'Prometheus text format',
+              content: { 'text/plain': { schema: { type: 'string' } } },
+            },
+          },
+        },
+      },
+      '/openapi.json': {
+        get: {
+          tags: ['ops'],
+          operationId: 'openapi',
+          security: [],
+          responses: {
+            '200': {
+              description: 'This document',
+              content: { 'application/json': { schema: { type: 'object' } } },
+            },
+          },
+        },
+      },
+    },
+    components: {
+      schemas,
+      securitySchemes: {
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'Authorization: Bearer <API key>',
+        },
+        apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+      },
+    },
+  };
+}

@@ -1,0 +1,90 @@
+import type { RunEvent } from '@baton/protocol';
+import { Router, type Request } from 'express';
+import { BatonError } from '@baton/core';
+import { principalOf } from '../auth.ts';
+import type { ApiContext } from '../context.ts';
+import { EventsQuerySchema } from '../schemas.ts';
+import { SseStream, eventFrame } from '../sse.ts';
+import { parseId, parseQuery } from '../validation.ts';
+
+/** A slow client whose unsent output exceeds this is dropped; it reconnects with Last-Event-ID. */
+const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+
+function afterSeqOf(req: Request, queryAfter: number | undefined): number {
+  const header = req.headers['last-event-id'];
+  if (typeof header === 'string' && header.trim() !== '') {
+    const value = header.trim();
+    if (!/^\d{1,15}$/.test(value))
+      throw new BatonError(
+        'bad_request',
+        'Last-Event-ID must be the id (sequence number) of an event received earlier',
+      );
+    return Number(value);
+  }
+  return queryAfter ?? 0;
+}
+
+/** Whether this event ends a stream that follows the run `until` done or suspended. */
+export function endsStream(event: RunEvent, until: 'done' | 'suspended'): boolean {
+  if (event.type !== 'run.finished') return false;
+  return event.status === 'done' || (until === 'suspended' && event.status === 'waiting');
+}
+
+/**
+ * GET /v1/runs/:id/events: replays the durable stream after Last-Event-ID (or ?after=), then
+ * continues live with no gap and no duplicate (RunEventSubscriber subscribes first, reads the
+ * backlog second and de-duplicates by sequence).
+ */
+export function eventsRouter(ctx: ApiContext): Router {
+  const router = Router();
+
+  router.get('/runs/:id/events', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const runId = parseId(req.params['id'], 'run id');
+    const query = parseQuery(EventsQuerySchema, req);
+    const after = afterSeqOf(req, query.after);
+    const until = query.until ?? 'done';
+    const { checkpoint } = await ctx.service.load(tenantId, runId);
+    const lastSeq = await ctx.runtime.store.lastSeq(runId);
+    const idle =
+      checkpoint.status === 'done' ||
+      (until === 'suspended' && checkpoint.status === 'waiting' && checkpoint.inbox.length === 0);
+    if (after >= lastSeq && idle) {
+      // Nothing more will come: 204 also tells a browser EventSource not to reconnect.
+      res.status(204).end();
+      return;
+    }
+    const release = ctx.sseLimiter.acquire(tenantId);
+    const stream = new SseStream(res, ctx.config.SSE_HEARTBEAT_MS);
+    ctx.metrics.sseConnections.inc();
+    let unsubscribe: (() => Promise<void>) | undefined;
+    let finished = false;
+    const finish = (): void => {
+      if (finished) return;
+      finished = true;
+      ctx.streams.delete(finish);
+      stream.close();
+      release();
+      ctx.metrics.sseConnections.dec();
+      if (unsubscribe) void unsubscribe().catch(() => undefined);
+    };
+    ctx.streams.add(finish);
+    res.on('close', finish);
+    stream.comment(`run ${runId} after ${after}`);
+    try {
+      unsubscribe = await ctx.subscriber.subscribe(runId, after, (event) => {
+        if (finished) return;
+        stream.write(eventFrame(event));
+        ctx.metrics.eventLag.observe({ path: 'sse' }, Math.max(0, Date.now() - event.at) / 1000);
+        if (endsStream(event, until) || res.writableLength > MAX_BUFFERED_BYTES) finish();
+      });
+    } catch (error) {
+      req.log.warn({ err: error, runId }, 'event subscription failed');
+      finish();
+      return;
+    }
+    if (finished) await unsubscribe().catch(() => undefined);
+  });
+
+  return router;
+}

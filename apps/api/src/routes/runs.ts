@@ -1,0 +1,139 @@
+import { BatonError, foldSnapshot } from '@baton/core';
+import {
+  CreateRunRequestSchema,
+  SubmitDecisionsRequestSchema,
+  type RunSnapshot,
+} from '@baton/protocol';
+import { Router, type Request } from 'express';
+import { z } from 'zod';
+import { principalOf } from '../auth.ts';
+import type { ApiContext } from '../context.ts';
+import { RunNotFoundError } from '@baton/worker';
+import {
+  CreateRunResponseSchema,
+  ListRunsQuerySchema,
+  type CreateRunResponse,
+  type RunLinks,
+} from '../schemas.ts';
+import { parseBody, parseId, parseQuery } from '../validation.ts';
+
+export function runLinks(runId: string, threadId: string): RunLinks {
+  const self = `/v1/runs/${encodeURIComponent(runId)}`;
+  return {
+    self,
+    events: `${self}/events`,
+    decisions: `${self}/decisions`,
+    cancel: `${self}/cancel`,
+    thread: `/v1/threads/${encodeURIComponent(threadId)}`,
+  };
+}
+
+/** Counts checked before the schema so that over-limit requests get 413 whatever else is wrong. */
+function checkCount(value: unknown, max: number, what: string): void {
+  if (Array.isArray(value) && value.length > max)
+    throw new BatonError(
+      'payload_too_large',
+      `at most ${max} ${what} per request (got ${value.length}); split the request`,
+      { limit: max, got: value.length },
+    );
+}
+
+const CancelBodySchema = z.strictObject({}).optional();
+
+export async function runSnapshot(
+  ctx: ApiContext,
+  tenantId: string,
+  runId: string,
+): Promise<RunSnapshot> {
+  await ctx.service.load(tenantId, runId);
+  const events = await ctx.runtime.store.readEvents(runId);
+  if (events.length === 0) throw new RunNotFoundError(runId);
+  return foldSnapshot(events);
+}
+
+function idempotencyKeyOf(req: Request): string | undefined {
+  const key = req.headers['idempotency-key'];
+  return typeof key === 'string' ? key : undefined;
+}
+
+export function runsRouter(ctx: ApiContext): Router {
+  const router = Router();
+
+  router.post('/runs', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const raw = req.body as { input?: { messages?: unknown } } | undefined;
+    checkCount(raw?.input?.messages, ctx.config.MAX_INPUT_MESSAGES, 'input messages');
+    const body = parseBody(CreateRunRequestSchema, req);
+    const create = async (): Promise<CreateRunResponse> => {
+      const created = await ctx.service.createRun(tenantId, body);
+      ctx.metrics.runsCreated.inc({ agent: body.agent });
+      return CreateRunResponseSchema.parse({
+        ...created,
+        links: runLinks(created.runId, created.threadId),
+      });
+    };
+    const key = idempotencyKeyOf(req);
+    let response: CreateRunResponse;
+    if (key === undefined) response = await create();
+    else {
+      const result = await ctx.idempotency.run(tenantId, 'create-run', key, body, create);
+      response = result.response;
+      if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');
+    }
+    res.status(202).location(response.links.self).json(response);
+  });
+
+  router.get('/runs', async (req, res) => {
+    const principal = principalOf(req);
+    const query = parseQuery(ListRunsQuerySchema, req);
+    let tenantId = principal.tenantId;
+    if (query.tenant !== undefined && query.tenant !== principal.tenantId) {
+      if (!principal.admin)
+        throw new BatonError('forbidden', "listing another tenant's runs needs an admin key");
+      tenantId = query.tenant;
+    }
+    const page = await ctx.service.listRuns({
+      tenantId,
+      ...(query.status ? { status: query.status } : {}),
+      ...(query.agent ? { agent: query.agent } : {}),
+      ...(query.thread ? { threadId: query.thread } : {}),
+      cursor: query.cursor ?? null,
+      limit: query.limit ?? 20,
+    });
+    res.json(page);
+  });
+
+  router.get('/runs/:id', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const runId = parseId(req.params['id'], 'run id');
+    res.json(await runSnapshot(ctx, tenantId, runId));
+  });
+
+  router.post('/runs/:id/decisions', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const runId = parseId(req.params['id'], 'run id');
+    checkCount(
+      (req.body as { decisions?: unknown } | undefined)?.decisions,
+      ctx.config.MAX_DECISIONS,
+      'decisions',
+    );
+    const body = parseBody(SubmitDecisionsRequestSchema, req);
+    const result = await ctx.service.submitDecisions(tenantId, runId, body.decisions);
+    res.status(202).json({ runId, ...result });
+  });
+
+  router.post('/runs/:id/cancel', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const runId = parseId(req.params['id'], 'run id');
+    if (req.body !== undefined) parseBody(CancelBodySchema, req);
+    // Idempotent: a run that finished meanwhile (run_done from the commit) is simply done.
+    const result = await ctx.service.cancel(tenantId, runId).catch((error: unknown) => {
+      if (error instanceof BatonError && error.code === 'run_done')
+        return { status: 'done' as const };
+      throw error;
+    });
+    res.status(202).json({ runId, status: result.status });
+  });
+
+  return router;
+}

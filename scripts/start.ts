@@ -1,0 +1,266 @@
+/**
+ * `npm start`: the whole of Baton on one machine. Starts the HTTP API and one worker (demo
+ * agents) as child processes with prefixed output, prints the URL, a local API key and a curl
+ * session, and stops everything on Ctrl-C / SIGTERM.
+ *
+ * Redis, first that works:
+ *   1. REDIS_URL from the environment;
+ *   2. 127.0.0.1:6379, if a Redis answers there;
+ *   3. a private `redis-server` from PATH, in a temp directory (removed on exit);
+ *   4. otherwise exit, naming the three ways to get Redis.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { constants as fsConstants } from 'node:fs';
+import { access, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const color = process.stdout.isTTY
+  ? (code: number, s: string) => `\x1b[${code}m${s}\x1b[0m`
+  : (_code: number, s: string) => s;
+const say = (line: string): void => void process.stdout.write(`${color(36, '[baton]')} ${line}\n`);
+
+const MISSING_REDIS =
+  'Baton needs Redis and none was found. Any one of these works:\n' +
+  '  1. REDIS_URL=redis://host:6379 npm start   (any Redis 6.2+ you can write to)\n' +
+  '  2. a Redis on 127.0.0.1:6379, e.g. `docker run -p 6379:6379 redis:7` or `brew services start redis`\n' +
+  '  3. `redis-server` on PATH (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis):\n' +
+  '     npm start then runs a private one in a temp directory';
+
+async function answersPing(url: string): Promise<boolean> {
+  const client = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: 700,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return (await client.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function findOnPath(bin: string): Promise<string | undefined> {
+  for (const dir of (process.env['PATH'] ?? '').split(delimiter)) {
+    if (!dir) continue;
+    const candidate = join(dir, bin);
+    try {
+      await access(candidate, fsConstants.X_OK);
+      return candidate;
+    } catch {
+      // next
+    }
+  }
+  return undefined;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+interface RedisChoice {
+  url: string;
+  stop: () => Promise<void>;
+}
+
+async function resolveRedis(): Promise<RedisChoice> {
+  const env = process.env['REDIS_URL'];
+  if (env) {
+    say(`Redis: REDIS_URL (${env.replace(/\/\/[^@]*@/, '//***@')})`);
+    return { url: env, stop: async () => {} };
+  }
+  if (await answersPing('redis://127.0.0.1:6379')) {
+    say('Redis: found one on 127.0.0.1:6379');
+    return { url: 'redis://127.0.0.1:6379', stop: async () => {} };
+  }
+  const bin = await findOnPath('redis-server');
+  if (!bin) {
+    process.stderr.write(`${MISSING_REDIS}\n`);
+    process.exit(1);
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'baton-redis-'));
+  const port = await freePort();
+  const child = spawn(
+    bin,
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--maxmemory-policy',
+      'noeviction',
+    ],
+    { stdio: 'ignore' },
+  );
+  const url = `redis://127.0.0.1:${port}`;
+  for (let i = 0; i < 100 && !(await answersPing(url)); i += 1)
+    await new Promise((r) => setTimeout(r, 50));
+  if (!(await answersPing(url))) {
+    child.kill('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
+    throw new Error(`the private redis-server (${bin}) did not start on port ${port}`);
+  }
+  say(
+    `Redis: no REDIS_URL and nothing on 127.0.0.1:6379, so started a private redis-server on port ${port} (data in ${dir}, removed on exit)`,
+  );
+  return {
+    url,
+    stop: async () => {
+      if (child.exitCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 3_000))]);
+      }
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function startChild(
+  name: string,
+  script: string,
+  env: NodeJS.ProcessEnv,
+  tag: string,
+  onLine: (line: string) => void,
+): ChildProcess {
+  const child = spawn(process.execPath, [join(root, script)], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  for (const stream of [child.stdout, child.stderr]) {
+    createInterface({ input: stream }).on('line', (line) => {
+      onLine(line);
+      process.stdout.write(`${tag} ${line}\n`);
+    });
+  }
+  child.on('error', (err) => say(`${name} failed to start: ${err.message}`));
+  return child;
+}
+
+const redis = await resolveRedis();
+const generated: string[] = [];
+const env: NodeJS.ProcessEnv = {
+  ...process.env,
+  REDIS_URL: redis.url,
+  BATON_AGENTS: process.env['BATON_AGENTS'] ?? 'demo',
+  LOG_LEVEL: process.env['LOG_LEVEL'] ?? 'warn',
+};
+let apiKey: string | undefined;
+if (!env['API_KEYS'] && !env['API_KEYS_FILE']) {
+  apiKey = `bk_${randomBytes(18).toString('base64url')}`;
+  env['API_KEYS'] = `local:${apiKey}`;
+  generated.push('API key');
+}
+let adminKey: string | undefined;
+if (!env['ADMIN_KEYS']) {
+  adminKey = `bk_admin_${randomBytes(18).toString('base64url')}`;
+  env['ADMIN_KEYS'] = `admin:${adminKey}`;
+  generated.push('admin key');
+}
+
+const children: ChildProcess[] = [];
+let stopping = false;
+async function shutdown(code: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    say('stopping…');
+    await Promise.all(
+      children.map(async (child) => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 12_000);
+        await exited;
+        clearTimeout(timer);
+      }),
+    );
+    await redis.stop();
+  }
+  process.exit(code);
+}
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void shutdown(0));
+
+let apiUrl: string | undefined;
+let workerReady = false;
+const ready = new Promise<void>((resolve) => {
+  const check = (): void => {
+    if (apiUrl && workerReady) resolve();
+  };
+  children.push(
+    startChild('api', 'apps/api/src/main.ts', env, color(35, '[api]   '), (line) => {
+      const m = /^LISTENING (\S+)/.exec(line);
+      if (m) {
+        apiUrl = m[1];
+        check();
+      }
+    }),
+    startChild('worker', 'apps/worker/src/main.ts', env, color(33, '[worker]'), (line) => {
+      if (line.startsWith('READY ')) {
+        workerReady = true;
+        check();
+      }
+    }),
+  );
+});
+for (const child of children)
+  child.on('exit', (code, signal) => {
+    if (stopping) return;
+    say(
+      `a process exited unexpectedly (code ${code ?? 'none'}, signal ${signal ?? 'none'}); stopping the rest`,
+    );
+    void shutdown(1);
+  });
+
+await ready;
+const key = apiKey ?? '<one of your API_KEYS>';
+const url = apiUrl ?? 'http://localhost:3000';
+const lines = [
+  '',
+  color(1, `Baton is running at ${url}`),
+  `  API key (tenant "local"):  ${key}${apiKey ? '   (generated for this session; set API_KEYS to choose your own)' : ''}`,
+  ...(adminKey
+    ? [
+        `  Admin key (Bull Board):    ${adminKey}   -> ${url}/admin/queues (user: anything, password: the key)`,
+      ]
+    : []),
+  `  OpenAPI: ${url}/openapi.json   metrics: ${url}/metrics   health: ${url}/readyz`,
+  '',
+  'Try it (create -> watch events -> approve -> done):',
+  `  export BATON=${url} KEY=${key}`,
+  `  RUN=$(curl -s $BATON/v1/runs -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \\`,
+  `        -d '{"agent":"assistant","input":{"messages":[{"role":"user","content":"deploy please"}]}}' | sed -E 's/.*"runId":"([^"]+)".*/\\1/')`,
+  '  curl -N "$BATON/v1/runs/$RUN/events?until=suspended" -H "Authorization: Bearer $KEY"',
+  '  CALL=$(curl -s $BATON/v1/runs/$RUN -H "Authorization: Bearer $KEY" | sed -E \'s/.*"await":\\{"kind":"tool_calls","calls":\\[\\{"toolCallId":"([^"]+)".*/\\1/\')',
+  `  curl -s $BATON/v1/runs/$RUN/decisions -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \\`,
+  `       -d "{\\"decisions\\":[{\\"toolCallId\\":\\"$CALL\\",\\"action\\":\\"resume\\"}]}"`,
+  '  curl -N "$BATON/v1/runs/$RUN/events" -H "Authorization: Bearer $KEY" -H "Last-Event-ID: 0"',
+  '',
+  'Press Ctrl-C to stop.',
+  '',
+];
+process.stdout.write(`${lines.join('\n')}\n`);
