@@ -6,7 +6,10 @@ import { startHarness, waitForStatus, type Harness } from '../support/worker-har
 describe('distributed worker basics', () => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness(inject('redisUrl'), [...createDemoAgents(systemClock), ...matrixAgents()]);
+    h = await startHarness(inject('redisUrl'), [
+      ...createDemoAgents(systemClock),
+      ...matrixAgents(),
+    ]);
   });
   afterAll(async () => {
     await h.stop();
@@ -14,11 +17,16 @@ describe('distributed worker basics', () => {
 
   it('runs the demo assistant through approval to the end', async () => {
     const svc = h.client.service;
-    const created = await svc.createRun('t1', { agent: 'assistant', input: { messages: [{ role: 'user', content: 'deploy please' }] } });
+    const created = await svc.createRun('t1', {
+      agent: 'assistant',
+      input: { messages: [{ role: 'user', content: 'deploy please' }] },
+    });
     let cp = await waitForStatus(h, created.runId, ['waiting']);
     const suspended = Object.values(cp.calls).find((c) => c.status === 'suspended');
     expect(suspended?.name).toBe('deploy_service');
-    await svc.submitDecisions('t1', created.runId, [{ toolCallId: suspended!.id, action: 'resume' }]);
+    await svc.submitDecisions('t1', created.runId, [
+      { toolCallId: suspended!.id, action: 'resume' },
+    ]);
     cp = await waitForStatus(h, created.runId, ['done']);
     expect(cp.termination).toEqual({ kind: 'natural_end' });
     const events = await h.client.store.readEvents(created.runId);
@@ -31,11 +39,16 @@ describe('distributed worker basics', () => {
 
   it('runs a parallel_streaming run with child tool jobs', async () => {
     const svc = h.client.service;
-    const created = await svc.createRun('t1', { agent: 'parallel-assistant', input: { messages: [{ role: 'user', content: 'deploy please' }] } });
+    const created = await svc.createRun('t1', {
+      agent: 'parallel-assistant',
+      input: { messages: [{ role: 'user', content: 'deploy please' }] },
+    });
     let cp = await waitForStatus(h, created.runId, ['waiting']);
     const suspended = Object.values(cp.calls).find((c) => c.status === 'suspended');
     expect(Object.values(cp.calls).find((c) => c.name === 'get_weather')?.status).toBe('succeeded');
-    await svc.submitDecisions('t1', created.runId, [{ toolCallId: suspended!.id, action: 'resume' }]);
+    await svc.submitDecisions('t1', created.runId, [
+      { toolCallId: suspended!.id, action: 'resume' },
+    ]);
     cp = await waitForStatus(h, created.runId, ['done']);
     expect(cp.termination).toEqual({ kind: 'natural_end' });
   });

@@ -6,7 +6,9 @@ import { startHarness, waitFor, waitForStatus, type Harness } from '../support/w
 const [assistant, parallel] = createDemoAgents(systemClock);
 const streaming: AgentDefinition = {
   name: 'slow-talker',
-  model: new ScriptedModel([{ text: 'word '.repeat(400), chunkDelayMs: 20 }], { clock: systemClock }),
+  model: new ScriptedModel([{ text: 'word '.repeat(400), chunkDelayMs: 20 }], {
+    clock: systemClock,
+  }),
   tools: [],
 };
 
@@ -28,13 +30,20 @@ describe('cancellation over real queues', () => {
   }
 
   it('while the model streams', async () => {
-    const { runId } = await h.client.service.createRun('c', { agent: 'slow-talker', input: { messages: [{ role: 'user', content: 'talk' }] } });
-    await waitFor(async () => (await h.client.store.readEvents(runId)).some((e) => e.type === 'text.delta'));
+    const { runId } = await h.client.service.createRun('c', {
+      agent: 'slow-talker',
+      input: { messages: [{ role: 'user', content: 'talk' }] },
+    });
+    await waitFor(async () =>
+      (await h.client.store.readEvents(runId)).some((e) => e.type === 'text.delta'),
+    );
     const ms = await cancelAndMeasure('c', runId);
     expect(ms).toBeLessThan(2_000);
     const events = await h.client.store.readEvents(runId);
     expect(events.some((e) => e.type === 'message.assistant')).toBe(false);
-    const deltasAfterFinish = events.slice(events.findIndex((e) => e.type === 'run.finished')).filter((e) => e.type === 'text.delta');
+    const deltasAfterFinish = events
+      .slice(events.findIndex((e) => e.type === 'run.finished'))
+      .filter((e) => e.type === 'text.delta');
     expect(deltasAfterFinish).toHaveLength(0);
   });
 
@@ -42,28 +51,47 @@ describe('cancellation over real queues', () => {
     ['sequential (inline tool)', 'assistant'],
     ['parallel (child tool job)', 'parallel-assistant'],
   ])('while a slow tool runs: %s', async (_label, agent) => {
-    const { runId } = await h.client.service.createRun('c', { agent, input: { messages: [{ role: 'user', content: 'write a report' }] } });
+    const { runId } = await h.client.service.createRun('c', {
+      agent,
+      input: { messages: [{ role: 'user', content: 'write a report' }] },
+    });
     await waitFor(async () => {
       const s = await h.client.store.load(runId);
-      return Object.values(s?.checkpoint.calls ?? {}).some((c) => c.name === 'slow_report' && c.status === 'running');
+      return Object.values(s?.checkpoint.calls ?? {}).some(
+        (c) => c.name === 'slow_report' && c.status === 'running',
+      );
     });
     const ms = await cancelAndMeasure('c', runId);
     expect(ms).toBeLessThan(1_400); // the tool sleeps 1.5 s: it was aborted, not awaited
     const cp = (await h.client.store.load(runId))!.checkpoint;
-    expect(cp.messages.find((m) => m.role === 'tool')).toMatchObject({ toolName: 'slow_report', isError: true });
+    expect(cp.messages.find((m) => m.role === 'tool')).toMatchObject({
+      toolName: 'slow_report',
+      isError: true,
+    });
   });
 
   it('while waiting: suspended calls become Cancelled, no job remains', async () => {
-    const { runId } = await h.client.service.createRun('c', { agent: 'assistant', input: { messages: [{ role: 'user', content: 'deploy' }] } });
+    const { runId } = await h.client.service.createRun('c', {
+      agent: 'assistant',
+      input: { messages: [{ role: 'user', content: 'deploy' }] },
+    });
     await waitForStatus(h, runId, ['waiting']);
     // Nothing of this run is queued, running or delayed anywhere: a waiting run holds no worker.
     for (const queue of [h.client.queues.steps, h.client.queues.tools]) {
-      const live = await queue.getJobs(['waiting', 'active', 'delayed', 'waiting-children', 'prioritized']);
+      const live = await queue.getJobs([
+        'waiting',
+        'active',
+        'delayed',
+        'waiting-children',
+        'prioritized',
+      ]);
       expect(live.filter((j) => (j.data as { runId?: string }).runId === runId)).toEqual([]);
     }
     await cancelAndMeasure('c', runId);
     const cp = (await h.client.store.load(runId))!.checkpoint;
-    expect(Object.values(cp.calls).find((c) => c.name === 'deploy_service')?.status).toBe('cancelled');
+    expect(Object.values(cp.calls).find((c) => c.name === 'deploy_service')?.status).toBe(
+      'cancelled',
+    );
     // Idempotent.
     await expect(h.client.service.cancel('c', runId)).resolves.toEqual({ status: 'done' });
   });
@@ -71,7 +99,10 @@ describe('cancellation over real queues', () => {
   it('a created run that no worker has started ends Cancelled at once', async () => {
     await Promise.all(h.workers.map((w) => w.stop(200)));
     h.workers.length = 0;
-    const { runId } = await h.client.service.createRun('c', { agent: 'assistant', input: { messages: [{ role: 'user', content: 'hi' }] } });
+    const { runId } = await h.client.service.createRun('c', {
+      agent: 'assistant',
+      input: { messages: [{ role: 'user', content: 'hi' }] },
+    });
     const before = await h.client.store.load(runId);
     expect(before?.checkpoint.status).toBe('created');
     await cancelAndMeasure('c', runId);

@@ -1,12 +1,34 @@
-import type { Checkpoint, DecisionReplayPolicy, ExecutionMode, ResumeMode, RunEvent } from '@baton/protocol';
-import { ManualClock, InProcessRunner, applicableDecisions, matrixAgentName, matrixAgents, payloadFor } from '@baton/core';
+import type {
+  Checkpoint,
+  DecisionReplayPolicy,
+  ExecutionMode,
+  ResumeMode,
+  RunEvent,
+} from '@baton/protocol';
+import {
+  ManualClock,
+  InProcessRunner,
+  applicableDecisions,
+  matrixAgentName,
+  matrixAgents,
+  payloadFor,
+} from '@baton/core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { callEvents, normalizeEvents, normalizeMessages, runLevelEvents } from '../support/event-normalize.ts';
+import {
+  callEvents,
+  normalizeEvents,
+  normalizeMessages,
+  runLevelEvents,
+} from '../support/event-normalize.ts';
 import { startHarness, waitFor, type Harness } from '../support/worker-harness.ts';
 
 const modes: ExecutionMode[] = ['sequential', 'parallel_batch_approval', 'parallel_streaming'];
 const policies: DecisionReplayPolicy[] = ['immediate', 'batch_all_suspended'];
-const resumes: ResumeMode[] = ['replay_tool_call', 'use_decision_as_tool_result', 'pass_decision_to_tool'];
+const resumes: ResumeMode[] = [
+  'replay_tool_call',
+  'use_decision_as_tool_result',
+  'pass_decision_to_tool',
+];
 const cases = modes.flatMap((m) => policies.flatMap((p) => resumes.map((r) => [m, p, r] as const)));
 
 interface Outcome {
@@ -34,7 +56,9 @@ async function drive(
     const cp = await settled(runId);
     if (cp.status === 'done') return { final: cp, events: await events(runId), waits };
     waits.push(statuses(cp));
-    const next = cp.round.find((id) => cp.calls[id]?.status === 'suspended' && !cp.inbox.some((d) => d.toolCallId === id));
+    const next = cp.round.find(
+      (id) => cp.calls[id]?.status === 'suspended' && !cp.inbox.some((d) => d.toolCallId === id),
+    );
     if (!next) throw new Error(`waiting with nothing to decide: ${JSON.stringify(statuses(cp))}`);
     await decide(runId, next, payloadFor(resume));
   }
@@ -61,10 +85,21 @@ describe('distributed worker matches the in-process runner (mode × policy × re
         waitFor(async () => {
           for (let i = 0; i < 50; i += 1) await Promise.resolve();
           const cp = await runner.checkpoint(runId);
-          return cp && (cp.status === 'done' || (cp.status === 'waiting' && applicableDecisions(cp).length === 0)) ? cp : null;
+          return cp &&
+            (cp.status === 'done' ||
+              (cp.status === 'waiting' && applicableDecisions(cp).length === 0))
+            ? cp
+            : null;
         }),
       async (runId, toolCallId, payload) => {
-        await runner.submitDecisions(runId, [{ decisionId: `d-${toolCallId}`, toolCallId, action: 'resume', ...(payload === undefined ? {} : { payload: payload as never }) }]);
+        await runner.submitDecisions(runId, [
+          {
+            decisionId: `d-${toolCallId}`,
+            toolCallId,
+            action: 'resume',
+            ...(payload === undefined ? {} : { payload: payload as never }),
+          },
+        ]);
       },
       async (runId) => runner.events(runId),
       resume,
@@ -75,18 +110,31 @@ describe('distributed worker matches the in-process runner (mode × policy × re
     const distributed = await drive(
       async () => (await svc.createRun('parity', { agent, input: { messages: input } })).runId,
       async (runId) =>
-        waitFor(async () => {
-          const stored = await h.client.store.load(runId);
-          if (!stored) return null;
-          const cp = stored.checkpoint;
-          // Settled: done, or waiting with no decision it could still apply.
-          const settled = cp.status === 'done' || (cp.status === 'waiting' && applicableDecisions(cp).length === 0);
-          if (!settled || stored.version === lastVersion) return null;
-          lastVersion = stored.version;
-          return cp;
-        }, 20_000, `run ${runId} to settle`),
+        waitFor(
+          async () => {
+            const stored = await h.client.store.load(runId);
+            if (!stored) return null;
+            const cp = stored.checkpoint;
+            // Settled: done, or waiting with no decision it could still apply.
+            const settled =
+              cp.status === 'done' ||
+              (cp.status === 'waiting' && applicableDecisions(cp).length === 0);
+            if (!settled || stored.version === lastVersion) return null;
+            lastVersion = stored.version;
+            return cp;
+          },
+          20_000,
+          `run ${runId} to settle`,
+        ),
       async (runId, toolCallId, payload) => {
-        await svc.submitDecisions('parity', runId, [{ decisionId: `d-${toolCallId}`, toolCallId, action: 'resume', ...(payload === undefined ? {} : { payload: payload as never }) }]);
+        await svc.submitDecisions('parity', runId, [
+          {
+            decisionId: `d-${toolCallId}`,
+            toolCallId,
+            action: 'resume',
+            ...(payload === undefined ? {} : { payload: payload as never }),
+          },
+        ]);
       },
       async (runId) => h.client.store.readEvents(runId),
       resume,
@@ -96,8 +144,16 @@ describe('distributed worker matches the in-process runner (mode × policy × re
     expect(distributed.waits).toEqual(reference.waits);
     expect(normalizeMessages(distributed.final)).toEqual(normalizeMessages(reference.final));
     expect(distributed.final.usage).toEqual(reference.final.usage);
-    const ref = normalizeEvents(reference.events, reference.final.identity.runId, reference.final.identity.threadId);
-    const dist = normalizeEvents(distributed.events, distributed.final.identity.runId, distributed.final.identity.threadId);
+    const ref = normalizeEvents(
+      reference.events,
+      reference.final.identity.runId,
+      reference.final.identity.threadId,
+    );
+    const dist = normalizeEvents(
+      distributed.events,
+      distributed.final.identity.runId,
+      distributed.final.identity.threadId,
+    );
     expect(runLevelEvents(dist)).toEqual(runLevelEvents(ref));
     for (const id of ['S1', 'E', 'S2']) expect(callEvents(dist, id)).toEqual(callEvents(ref, id));
     expect(distributed.events.map((e) => e.seq)).toEqual(distributed.events.map((_, i) => i + 1));

@@ -27,7 +27,16 @@ const slowC = defineTool({
 
 const agent: AgentDefinition = {
   name: 'timeline',
-  model: new ScriptedModel([{ toolCalls: [{ id: 'A', name: 'tool_A' }, { id: 'B', name: 'tool_B' }, { id: 'C', name: 'tool_C' }] }, { text: 'done' }]),
+  model: new ScriptedModel([
+    {
+      toolCalls: [
+        { id: 'A', name: 'tool_A' },
+        { id: 'B', name: 'tool_B' },
+        { id: 'C', name: 'tool_C' },
+      ],
+    },
+    { text: 'done' },
+  ]),
   tools: [approval('tool_A'), approval('tool_B'), slowC],
   executionMode: 'parallel_streaming',
 };
@@ -49,16 +58,26 @@ describe('seed t0–t7 in ParallelStreaming over real queues', () => {
 
   it("replays tool_A at once while tool_C still runs; waits until tool_B's decision", async () => {
     const svc = h.client.service;
-    const { runId } = await svc.createRun('t', { agent: 'timeline', input: { messages: [{ role: 'user', content: 'go' }] } });
+    const { runId } = await svc.createRun('t', {
+      agent: 'timeline',
+      input: { messages: [{ role: 'user', content: 'go' }] },
+    });
     // t2: A and B intercepted, C executing -> Running
     let cp = await waitFor(async () => {
       const s = await h.client.store.load(runId);
       const c = s?.checkpoint;
-      return c && c.calls['A']?.status === 'suspended' && c.calls['B']?.status === 'suspended' && c.calls['C']?.status === 'running' ? c : null;
+      return c &&
+        c.calls['A']?.status === 'suspended' &&
+        c.calls['B']?.status === 'suspended' &&
+        c.calls['C']?.status === 'running'
+        ? c
+        : null;
     });
     expect(cp.status).toBe('running');
     const decidedAt = Date.now();
-    await svc.submitDecisions('t', runId, [{ decisionId: 'dA', toolCallId: 'A', action: 'resume' }]);
+    await svc.submitDecisions('t', runId, [
+      { decisionId: 'dA', toolCallId: 'A', action: 'resume' },
+    ]);
     // A's replay completes while C is still running.
     cp = await waitFor(async () => {
       const s = await h.client.store.load(runId);
@@ -82,11 +101,15 @@ describe('seed t0–t7 in ParallelStreaming over real queues', () => {
     expect(resultAt(events, 'A') - decidedAt).toBeLessThan(resultAt(events, 'C') - decidedAt);
 
     // t6/t7: B's decision -> all terminal -> next step -> done.
-    await svc.submitDecisions('t', runId, [{ decisionId: 'dB', toolCallId: 'B', action: 'resume' }]);
+    await svc.submitDecisions('t', runId, [
+      { decisionId: 'dB', toolCallId: 'B', action: 'resume' },
+    ]);
     cp = await waitForStatus(h, runId, ['done']);
     expect(cp.termination).toEqual({ kind: 'natural_end' });
     const all = await h.client.store.readEvents(runId);
-    const runStatuses = all.filter((e) => e.type === 'run.status').map((e) => (e.type === 'run.status' ? e.to : ''));
+    const runStatuses = all
+      .filter((e) => e.type === 'run.status')
+      .map((e) => (e.type === 'run.status' ? e.to : ''));
     expect(runStatuses).toEqual(['running', 'waiting', 'running', 'done']);
     expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
   });

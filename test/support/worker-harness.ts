@@ -1,5 +1,11 @@
 import type { AgentDefinition, Clock } from '@baton/core';
-import { systemClock, BatonWorker, BatonRuntime, WorkerConfigSchema, type WorkerConfig } from '@baton/worker';
+import {
+  systemClock,
+  BatonWorker,
+  BatonRuntime,
+  WorkerConfigSchema,
+  type WorkerConfig,
+} from '@baton/worker';
 import type { Checkpoint } from '@baton/protocol';
 import { pino } from 'pino';
 import { uniquePrefix } from './redis.ts';
@@ -7,7 +13,11 @@ import { uniquePrefix } from './redis.ts';
 export const silentLogger = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
 
 /** Worker config for tests: short locks and leases so crash recovery takes seconds, not minutes. */
-export function testConfig(redisUrl: string, prefix: string, overrides: Partial<Record<keyof WorkerConfig, string>> = {}): WorkerConfig {
+export function testConfig(
+  redisUrl: string,
+  prefix: string,
+  overrides: Partial<Record<keyof WorkerConfig, string>> = {},
+): WorkerConfig {
   return WorkerConfigSchema.parse({
     REDIS_URL: redisUrl,
     BATON_PREFIX: prefix,
@@ -24,7 +34,11 @@ export function testConfig(redisUrl: string, prefix: string, overrides: Partial<
 }
 
 export function testPrefix(): string {
-  return uniquePrefix().replace(/[^a-z0-9-]/gi, '').slice(0, 24) || 'test';
+  return (
+    uniquePrefix()
+      .replace(/[^a-z0-9-]/gi, '')
+      .slice(0, 24) || 'test'
+  );
 }
 
 export interface Harness {
@@ -40,7 +54,11 @@ export interface Harness {
 export async function startHarness(
   redisUrl: string,
   agents: readonly AgentDefinition[],
-  opts: { workers?: number; clock?: Clock; overrides?: Partial<Record<keyof WorkerConfig, string>> } = {},
+  opts: {
+    workers?: number;
+    clock?: Clock;
+    overrides?: Partial<Record<keyof WorkerConfig, string>>;
+  } = {},
 ): Promise<Harness> {
   const prefix = testPrefix();
   const config = testConfig(redisUrl, prefix, opts.overrides);
@@ -67,18 +85,28 @@ export async function startHarness(
   };
 }
 
-export async function waitFor<T>(fn: () => Promise<T | null | undefined | false>, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+export async function waitFor<T>(
+  fn: () => Promise<T | null | undefined | false>,
+  timeoutMs = 15_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await fn();
     if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
 }
 
 /** Waits until the run's status is one of `statuses` and no job is about to change it. */
-export async function waitForStatus(h: Harness, runId: string, statuses: Checkpoint['status'][], timeoutMs = 15_000): Promise<Checkpoint> {
+export async function waitForStatus(
+  h: Harness,
+  runId: string,
+  statuses: Checkpoint['status'][],
+  timeoutMs = 15_000,
+): Promise<Checkpoint> {
   return waitFor(
     async () => {
       const stored = await h.client.store.load(runId);

@@ -48,6 +48,11 @@ export const ApiConfigSchema = z.object({
   /** Must match the workers' values (shared stores). */
   EVENT_RETENTION_SECONDS: z.coerce.number().int().min(1).default(86_400),
   TOOL_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
+  /**
+   * Agent a front-end protocol request runs when it names none (AI SDK body `agent`, AG-UI
+   * `forwardedProps.agent`); see apps/api/src/adapters.
+   */
+  PROTOCOL_DEFAULT_AGENT: z.string().min(1).max(128).default('assistant'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type ApiConfig = z.infer<typeof ApiConfigSchema>;

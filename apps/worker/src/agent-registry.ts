@@ -7,7 +7,11 @@ export function agentsKey(keys: BatonKeys): string {
   return `${keys.prefix}:agents`;
 }
 
-export function describeAgent(agent: AgentDefinition, workers: string[], now: number): AgentDescriptor {
+export function describeAgent(
+  agent: AgentDefinition,
+  workers: string[],
+  now: number,
+): AgentDescriptor {
   return {
     name: agent.name,
     ...(agent.description === undefined ? {} : { description: agent.description }),
@@ -41,7 +45,12 @@ export class AgentRegistry {
   }
 
   /** Publishes what this worker can run so the API validates and lists agents without their code. */
-  async advertise(redis: RedisClient, keys: BatonKeys, workerId: string, now: number): Promise<void> {
+  async advertise(
+    redis: RedisClient,
+    keys: BatonKeys,
+    workerId: string,
+    now: number,
+  ): Promise<void> {
     const key = agentsKey(keys);
     const existing = await redis.hgetall(key);
     const fields: string[] = [];

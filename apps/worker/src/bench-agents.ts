@@ -10,7 +10,12 @@ const noop = defineTool({
 
 /** Benchmark agent: 3 steps, 2 parallel no-op tools in each of the first two, instant model. */
 export function benchAgents(): AgentDefinition[] {
-  const round = { toolCalls: [{ name: 'noop', arguments: { i: 1 } }, { name: 'noop', arguments: { i: 2 } }] };
+  const round = {
+    toolCalls: [
+      { name: 'noop', arguments: { i: 1 } },
+      { name: 'noop', arguments: { i: 2 } },
+    ],
+  };
   return [
     {
       name: 'bench',

@@ -5,7 +5,10 @@ const bool = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v
 /** Worker configuration from the environment; invalid values fail at startup with the variable named. */
 export const WorkerConfigSchema = z.object({
   REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
-  BATON_PREFIX: z.string().regex(/^[a-z0-9-]+$/i).default('baton'),
+  BATON_PREFIX: z
+    .string()
+    .regex(/^[a-z0-9-]+$/i)
+    .default('baton'),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
   TOOL_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
   /** How long a crashed holder keeps a run (and BullMQ keeps a job) before another worker takes over. */
@@ -22,7 +25,9 @@ export const WorkerConfigSchema = z.object({
 });
 export type WorkerConfig = z.infer<typeof WorkerConfigSchema>;
 
-export function loadWorkerConfig(env: Record<string, string | undefined> = process.env): WorkerConfig {
+export function loadWorkerConfig(
+  env: Record<string, string | undefined> = process.env,
+): WorkerConfig {
   const parsed = WorkerConfigSchema.safeParse(env);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');

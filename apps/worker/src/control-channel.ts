@@ -8,7 +8,11 @@ export function controlChannel(keys: BatonKeys): string {
 
 export type ControlMessage = { readonly type: 'cancel'; readonly runId: string };
 
-export async function broadcastCancel(redis: RedisClient, keys: BatonKeys, runId: string): Promise<void> {
+export async function broadcastCancel(
+  redis: RedisClient,
+  keys: BatonKeys,
+  runId: string,
+): Promise<void> {
   const message: ControlMessage = { type: 'cancel', runId };
   await redis.publish(controlChannel(keys), JSON.stringify(message));
 }

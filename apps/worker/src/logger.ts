@@ -12,7 +12,10 @@ export const REDACT_PATHS = [
   'redisUrl',
 ];
 
-export function createLogger(name: string, level: string = process.env['LOG_LEVEL'] ?? 'info'): Logger {
+export function createLogger(
+  name: string,
+  level: string = process.env['LOG_LEVEL'] ?? 'info',
+): Logger {
   return pino({ name, level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
 }
 

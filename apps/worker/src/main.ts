@@ -12,7 +12,13 @@ import type { WorkerDeps } from './worker-deps.ts';
 
 const config = loadWorkerConfig();
 const logger = createLogger('baton-worker', config.LOG_LEVEL);
-const agents = loadAgents((process.env['BATON_AGENTS'] ?? 'demo').split(',').map((s) => s.trim()).filter(Boolean), systemClock);
+const agents = loadAgents(
+  (process.env['BATON_AGENTS'] ?? 'demo')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+  systemClock,
+);
 
 // Test hook: announce named points on stdout and optionally pause there, so a test can kill
 // this process at an exact moment (e.g. BATON_PROBE_PAUSE="before-tool:5000").

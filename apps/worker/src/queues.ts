@@ -64,8 +64,17 @@ export class BatonQueues {
     version: number,
     unique = false,
   ): Promise<string> {
-    const jobId = unique ? `wake.${idPart(run.runId)}.${randomUUID()}` : stepJobId(run.runId, version);
-    const data: StepJob = { v: JOB_PAYLOAD_VERSION, kind: 'step', runId: run.runId, tenantId: run.tenantId, reason, expectedVersion: version };
+    const jobId = unique
+      ? `wake.${idPart(run.runId)}.${randomUUID()}`
+      : stepJobId(run.runId, version);
+    const data: StepJob = {
+      v: JOB_PAYLOAD_VERSION,
+      kind: 'step',
+      runId: run.runId,
+      tenantId: run.tenantId,
+      reason,
+      expectedVersion: version,
+    };
     await this.steps.add(reason, data, this.stepOptions(jobId));
     return jobId;
   }

@@ -31,7 +31,14 @@ export class Reconciler {
   async scan(limit = 500): Promise<string[]> {
     const { deps } = this;
     const cutoff = deps.now() - deps.staleAfterMs;
-    const stale = await deps.redis.zrangebyscore(activeRunsKey(deps.keys), '-inf', cutoff, 'LIMIT', 0, limit);
+    const stale = await deps.redis.zrangebyscore(
+      activeRunsKey(deps.keys),
+      '-inf',
+      cutoff,
+      'LIMIT',
+      0,
+      limit,
+    );
     const rescheduled: string[] = [];
     for (const runId of stale) {
       const stored = await deps.store.load(runId);
@@ -46,9 +53,13 @@ export class Reconciler {
         await deps.redis.zrem(activeRunsKey(deps.keys), runId);
         continue;
       }
-      const idle = checkpoint.status === 'waiting' && checkpoint.inbox.length === 0 && !checkpoint.cancelRequested;
+      const idle =
+        checkpoint.status === 'waiting' &&
+        checkpoint.inbox.length === 0 &&
+        !checkpoint.cancelRequested;
       if (idle) continue;
-      const queuedBehindThread = checkpoint.status === 'created' && !(await this.isActiveOnThread(checkpoint.identity));
+      const queuedBehindThread =
+        checkpoint.status === 'created' && !(await this.isActiveOnThread(checkpoint.identity));
       if (queuedBehindThread) continue;
       if (await deps.redis.exists(runAuxKey(deps.keys, runId, 'lease'))) continue;
       await deps.queues.enqueueStep(checkpoint.identity, 'reconcile', stored.version, true);
@@ -56,11 +67,16 @@ export class Reconciler {
       await deps.redis.zadd(activeRunsKey(deps.keys), deps.now(), runId);
       rescheduled.push(runId);
     }
-    if (rescheduled.length > 0) deps.logger.info({ runs: rescheduled.length }, 'reconciler rescheduled runs');
+    if (rescheduled.length > 0)
+      deps.logger.info({ runs: rescheduled.length }, 'reconciler rescheduled runs');
     return rescheduled;
   }
 
-  private async isActiveOnThread(identity: { tenantId: string; threadId: string; runId: string }): Promise<boolean> {
+  private async isActiveOnThread(identity: {
+    tenantId: string;
+    threadId: string;
+    runId: string;
+  }): Promise<boolean> {
     const meta = this.deps.keys.thread(identity.tenantId, identity.threadId).meta;
     return (await this.deps.redis.hget(meta, 'activeRunId')) === identity.runId;
   }

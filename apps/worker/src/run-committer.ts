@@ -72,7 +72,11 @@ export class RunCommitter {
     }
   }
 
-  private async afterCommit(before: Checkpoint, after: Loaded, registry?: KeyRegistry): Promise<void> {
+  private async afterCommit(
+    before: Checkpoint,
+    after: Loaded,
+    registry?: KeyRegistry,
+  ): Promise<void> {
     const { identity } = after.checkpoint;
     const key = activeRunsKey(this.deps.keys);
     if (after.checkpoint.status !== 'done') {
@@ -96,8 +100,16 @@ export class RunCommitter {
     );
     if (promoted) {
       const next = await this.deps.store.load(promoted);
-      if (next) await this.deps.queues.enqueueStep({ runId: promoted, tenantId: identity.tenantId }, 'start', next.version);
-      this.deps.logger.info({ runId: identity.runId, promoted }, 'thread released; next queued run started');
+      if (next)
+        await this.deps.queues.enqueueStep(
+          { runId: promoted, tenantId: identity.tenantId },
+          'start',
+          next.version,
+        );
+      this.deps.logger.info(
+        { runId: identity.runId, promoted },
+        'thread released; next queued run started',
+      );
     }
   }
 }

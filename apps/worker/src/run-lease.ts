@@ -24,7 +24,11 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1`;
 
-export function runAuxKey(keys: BatonKeys, runId: string, suffix: 'lease' | 'pending' | 'results' | 'inferring' | 'parent'): string {
+export function runAuxKey(
+  keys: BatonKeys,
+  runId: string,
+  suffix: 'lease' | 'pending' | 'results' | 'inferring' | 'parent',
+): string {
   return keys.run(runId).cp.replace(/:cp$/, `:${suffix}`);
 }
 
@@ -58,9 +62,12 @@ export class RunLeases {
     // The pending mark outlives the lease so a holder that crashes still leaves it for the next one.
     const got = await this.acquireScript(lease, pending, token, this.ttlMs, this.ttlMs * 4);
     if (got !== 1) return null;
-    const timer = setInterval(() => {
-      this.renewScript(lease, token, this.ttlMs).catch(() => undefined);
-    }, Math.max(50, Math.floor(this.ttlMs / 3)));
+    const timer = setInterval(
+      () => {
+        this.renewScript(lease, token, this.ttlMs).catch(() => undefined);
+      },
+      Math.max(50, Math.floor(this.ttlMs / 3)),
+    );
     timer.unref();
     let released = false;
     return {

@@ -7,7 +7,13 @@ import {
   type Clock,
   type Transition,
 } from '@baton/core';
-import type { Checkpoint, CreateRunRequest, Decision, DecisionInput, RunEvent } from '@baton/protocol';
+import type {
+  Checkpoint,
+  CreateRunRequest,
+  Decision,
+  DecisionInput,
+  RunEvent,
+} from '@baton/protocol';
 import { AgentCatalog, specOf } from './agent-registry.ts';
 import { broadcastCancel } from './control-channel.ts';
 import type { BatonQueues } from './queues.ts';
@@ -61,16 +67,24 @@ export class RunService {
   async createRun(tenantId: string, request: CreateRunRequest): Promise<CreatedRun> {
     const { deps } = this;
     const descriptor = await this.catalog.get(request.agent);
-    if (!descriptor) throw new UnknownAgentError(request.agent, (await this.catalog.list()).map((a) => a.name));
+    if (!descriptor)
+      throw new UnknownAgentError(
+        request.agent,
+        (await this.catalog.list()).map((a) => a.name),
+      );
     const runId = this.ids();
     const threadId = request.threadId ?? this.ids();
     const strategy = request.options?.multitask ?? 'reject';
     const acquired = await deps.threads.acquire(tenantId, threadId, runId, strategy);
     if (acquired.kind === 'busy')
-      throw new BatonError('thread_busy', `thread ${threadId} already has an active run (${acquired.activeRunId}); pass options.multitask "enqueue" or "interrupt" to queue behind it or replace it`, {
-        threadId,
-        activeRunId: acquired.activeRunId,
-      });
+      throw new BatonError(
+        'thread_busy',
+        `thread ${threadId} already has an active run (${acquired.activeRunId}); pass options.multitask "enqueue" or "interrupt" to queue behind it or replace it`,
+        {
+          threadId,
+          activeRunId: acquired.activeRunId,
+        },
+      );
     try {
       const thread = await deps.threads.load(tenantId, threadId);
       const turnId = `turn-${thread.runIds.length}`;
@@ -111,7 +125,10 @@ export class RunService {
     runId: string,
     inputs: readonly DecisionInput[],
   ): Promise<{ accepted: string[]; duplicates: string[]; status: Checkpoint['status'] }> {
-    const decisions: Decision[] = inputs.map((d) => ({ ...d, decisionId: d.decisionId ?? this.ids() }));
+    const decisions: Decision[] = inputs.map((d) => ({
+      ...d,
+      decisionId: d.decisionId ?? this.ids(),
+    }));
     const loaded = await this.load(tenantId, runId);
     let result: { accepted: string[]; duplicates: string[] } = { accepted: [], duplicates: [] };
     const committed = await this.commitUnlessNoop(loaded, (cp) => {
@@ -119,7 +136,8 @@ export class RunService {
       result = { accepted: t.accepted.map((d) => d.decisionId), duplicates: t.duplicates };
       return t.accepted.length > 0 ? t : null;
     });
-    if (committed) await this.deps.queues.enqueueStep({ runId, tenantId }, 'decision', committed.version);
+    if (committed)
+      await this.deps.queues.enqueueStep({ runId, tenantId }, 'decision', committed.version);
     return { ...result, status: (committed ?? loaded).checkpoint.status };
   }
 
@@ -128,7 +146,9 @@ export class RunService {
     const loaded = await this.load(tenantId, runId);
     if (loaded.checkpoint.status === 'done') return { status: 'done' };
     const committed = await this.commitUnlessNoop(loaded, (cp) =>
-      cp.status === 'done' || cp.cancelRequested ? null : runCommands.requestCancel(cp, this.deps.clock.now()),
+      cp.status === 'done' || cp.cancelRequested
+        ? null
+        : runCommands.requestCancel(cp, this.deps.clock.now()),
     );
     const current = committed ?? loaded;
     await broadcastCancel(this.deps.redis, this.deps.keys, runId);
@@ -150,7 +170,10 @@ export class RunService {
     return this.deps.threads.load(tenantId, threadId);
   }
 
-  private async commitUnlessNoop(loaded: Loaded, compute: (cp: Checkpoint) => Transition | null): Promise<Loaded | null> {
+  private async commitUnlessNoop(
+    loaded: Loaded,
+    compute: (cp: Checkpoint) => Transition | null,
+  ): Promise<Loaded | null> {
     let noop = false;
     const committed = await this.deps.committer
       .commit(loaded, (cp) => {

@@ -51,7 +51,13 @@ export class StepProcessor {
       if (await lease.release()) {
         // Someone asked for the run while we held it: make sure a pass follows.
         const current = await this.deps.store.load(data.runId);
-        if (current) await this.deps.queues.enqueueStep({ runId: data.runId, tenantId: data.tenantId }, 'continue', current.version, true);
+        if (current)
+          await this.deps.queues.enqueueStep(
+            { runId: data.runId, tenantId: data.tenantId },
+            'continue',
+            current.version,
+            true,
+          );
       }
     };
     try {
@@ -96,7 +102,11 @@ export class StepProcessor {
           // A run queued behind another on its thread starts from the thread as it is now.
           const { tenantId, threadId } = state.checkpoint.identity;
           const thread = await deps.threads.load(tenantId, threadId);
-          await deps.committer.commit(state, (cp) => engine.start(rebaseOnThread(cp, thread.messages, thread.state), now), registry);
+          await deps.committer.commit(
+            state,
+            (cp) => engine.start(rebaseOnThread(cp, thread.messages, thread.state), now),
+            registry,
+          );
           break;
         }
         case 'step':
@@ -125,8 +135,13 @@ export class StepProcessor {
           slog.info('run cancelled');
           break;
         case 'execute': {
-          const prepared = await deps.committer.commit(state, (cp) => engine.prepareTools(cp, now), registry);
-          const invocations = (prepared.transition as { invocations?: readonly ToolInvocation[] }).invocations ?? [];
+          const prepared = await deps.committer.commit(
+            state,
+            (cp) => engine.prepareTools(cp, now),
+            registry,
+          );
+          const invocations =
+            (prepared.transition as { invocations?: readonly ToolInvocation[] }).invocations ?? [];
           if (invocations.length === 0) break;
           if (!engine.ctx.tools.size || prepared.checkpoint.executionMode === 'sequential') {
             await this.executeInline(engine, prepared, invocations);
@@ -144,7 +159,11 @@ export class StepProcessor {
   private async drainResults(engine: Engine, state: Loaded): Promise<boolean> {
     const results = await this.deps.mailbox.pendingFor(state.checkpoint);
     if (results.length === 0) return false;
-    await this.deps.committer.commit(state, (cp) => engine.applyToolResults(cp, results, this.deps.clock.now()), engine.ctx.registry);
+    await this.deps.committer.commit(
+      state,
+      (cp) => engine.applyToolResults(cp, results, this.deps.clock.now()),
+      engine.ctx.registry,
+    );
     return true;
   }
 
@@ -169,7 +188,8 @@ export class StepProcessor {
         await deps.store.append(request.runId, version, [body]);
       }
     };
-    if (previous === `${request.step}`) await append({ type: 'inference.reset', step: request.step, messageId });
+    if (previous === `${request.step}`)
+      await append({ type: 'inference.reset', step: request.step, messageId });
     const tracked = deps.aborts.track(request.runId);
     const acc = new InferenceAccumulator();
     const started = deps.clock.now();
@@ -190,22 +210,40 @@ export class StepProcessor {
       if (!fresh) return;
       if (fresh.checkpoint.cancelRequested) return; // plan() says cancel next
       // Aborted without a cancel: this process is shutting down; the job is retried elsewhere.
-      if (tracked.signal.aborted) throw new Error('inference aborted: worker shutting down', { cause: error });
+      if (tracked.signal.aborted)
+        throw new Error('inference aborted: worker shutting down', { cause: error });
       log.warn({ err: error }, 'model failed');
-      await deps.committer.commit(fresh, (c) => engine.fail(c, `model failed: ${(error as Error).message}`, deps.clock.now()), engine.ctx.registry);
+      await deps.committer.commit(
+        fresh,
+        (c) => engine.fail(c, `model failed: ${(error as Error).message}`, deps.clock.now()),
+        engine.ctx.registry,
+      );
       return;
     } finally {
       tracked.done();
     }
     log.debug({ ms: deps.clock.now() - started }, 'inference finished');
     const fresh = await deps.committer.load(request.runId);
-    if (!fresh || fresh.checkpoint.step !== request.step || fresh.checkpoint.phase !== 'before_inference') return;
-    await deps.committer.commit(fresh, (c) => engine.commitInference(c, acc.result(), deps.clock.now()), engine.ctx.registry);
+    if (
+      !fresh ||
+      fresh.checkpoint.step !== request.step ||
+      fresh.checkpoint.phase !== 'before_inference'
+    )
+      return;
+    await deps.committer.commit(
+      fresh,
+      (c) => engine.commitInference(c, acc.result(), deps.clock.now()),
+      engine.ctx.registry,
+    );
     await deps.redis.del(inferringKey);
   }
 
   /** Sequential mode: the call runs inside this job; its result is recorded before it is applied. */
-  private async executeInline(engine: Engine, state: Loaded, invocations: readonly ToolInvocation[]): Promise<void> {
+  private async executeInline(
+    engine: Engine,
+    state: Loaded,
+    invocations: readonly ToolInvocation[],
+  ): Promise<void> {
     const { deps } = this;
     const runId = state.checkpoint.identity.runId;
     for (const invocation of invocations) {
@@ -213,7 +251,13 @@ export class StepProcessor {
         let result: ToolExecutionResult;
         const tracked = deps.aborts.track(runId);
         try {
-          await deps.probe?.('before-tool', { runId, toolCallId: invocation.toolCallId, attempt: invocation.attempt, idempotencyKey: invocation.idempotencyKey, inline: true });
+          await deps.probe?.('before-tool', {
+            runId,
+            toolCallId: invocation.toolCallId,
+            attempt: invocation.attempt,
+            idempotencyKey: invocation.idempotencyKey,
+            inline: true,
+          });
           result = await executeTool(engine.ctx.tools.get(invocation.toolName), invocation, {
             identity: state.checkpoint.identity,
             state: state.checkpoint.state,
@@ -256,7 +300,8 @@ export class StepProcessor {
       const candidate = JSON.parse(recorded) as { id: string; queue: string; step: number };
       if (candidate.step === state.checkpoint.step && candidate.id !== self.id) {
         const parentJob = await Job.fromId(deps.queues.steps, candidate.id);
-        if (parentJob && (await parentJob.getState()) === 'waiting-children') parent = { id: candidate.id, queue: candidate.queue };
+        if (parentJob && (await parentJob.getState()) === 'waiting-children')
+          parent = { id: candidate.id, queue: candidate.queue };
       }
     }
     let added = 0;
@@ -270,7 +315,11 @@ export class StepProcessor {
           await deps.mailbox.record(identity.runId, {
             toolCallId: inv.toolCallId,
             attempt: inv.attempt,
-            result: { kind: 'error', message: `tool job failed: ${existing.failedReason || 'unknown'}`, code: 'tool_job_failed' },
+            result: {
+              kind: 'error',
+              message: `tool job failed: ${existing.failedReason || 'unknown'}`,
+              code: 'tool_job_failed',
+            },
             patches: [],
             startedAt: deps.clock.now(),
             finishedAt: deps.clock.now(),
@@ -281,7 +330,15 @@ export class StepProcessor {
         continue;
       }
       await deps.queues.addToolChild(
-        { v: JOB_PAYLOAD_VERSION, kind: 'tool', runId: identity.runId, tenantId: identity.tenantId, step: state.checkpoint.step, toolCallId: inv.toolCallId, attempt: inv.attempt },
+        {
+          v: JOB_PAYLOAD_VERSION,
+          kind: 'tool',
+          runId: identity.runId,
+          tenantId: identity.tenantId,
+          step: state.checkpoint.step,
+          toolCallId: inv.toolCallId,
+          attempt: inv.attempt,
+        },
         parent,
       );
       added += 1;
@@ -290,11 +347,17 @@ export class StepProcessor {
     if (added === 0) return 'delegated'; // every call already has a job; their results drive the run
     log.debug({ children: added, parent: parent.id }, 'tool calls fanned out');
     if (parent !== self) return 'delegated';
-    await deps.redis.set(parentKey, JSON.stringify({ ...self, step: state.checkpoint.step }), 'PX', 86_400_000);
+    await deps.redis.set(
+      parentKey,
+      JSON.stringify({ ...self, step: state.checkpoint.step }),
+      'PX',
+      86_400_000,
+    );
     await job.updateData({ ...job.data, parentOfStep: state.checkpoint.step });
     // Let the children (and decisions) advance the run while this job waits.
     await release();
-    if (token !== undefined && (await job.moveToWaitingChildren(token))) throw new WaitingChildrenError();
+    if (token !== undefined && (await job.moveToWaitingChildren(token)))
+      throw new WaitingChildrenError();
     return 'delegated';
   }
 }

@@ -21,12 +21,27 @@ export class ToolProcessor {
   async process(job: Job): Promise<ToolOutcome> {
     const data = ToolJobSchema.parse(job.data);
     const { deps } = this;
-    const log = deps.logger.child({ runId: data.runId, jobId: job.id, toolCallId: data.toolCallId, attempt: data.attempt });
-    let result: ToolExecutionResult | null = await deps.mailbox.get(data.runId, data.toolCallId, data.attempt);
+    const log = deps.logger.child({
+      runId: data.runId,
+      jobId: job.id,
+      toolCallId: data.toolCallId,
+      attempt: data.attempt,
+    });
+    let result: ToolExecutionResult | null = await deps.mailbox.get(
+      data.runId,
+      data.toolCallId,
+      data.attempt,
+    );
     if (!result) {
       const stored = await deps.store.load(data.runId);
       const call = stored?.checkpoint.calls[data.toolCallId];
-      if (!stored || !call || call.attempt !== data.attempt || call.status !== 'running' || stored.checkpoint.cancelRequested) {
+      if (
+        !stored ||
+        !call ||
+        call.attempt !== data.attempt ||
+        call.status !== 'running' ||
+        stored.checkpoint.cancelRequested
+      ) {
         log.debug('tool job is stale (call moved on); nothing to do');
         return 'stale';
       }
@@ -34,7 +49,13 @@ export class ToolProcessor {
       const invocation = invocationFor({ cp: stored.checkpoint }, call);
       const tracked = deps.aborts.track(data.runId);
       try {
-        await deps.probe?.('before-tool', { runId: data.runId, toolCallId: data.toolCallId, attempt: data.attempt, idempotencyKey: invocation.idempotencyKey, inline: false });
+        await deps.probe?.('before-tool', {
+          runId: data.runId,
+          toolCallId: data.toolCallId,
+          attempt: data.attempt,
+          idempotencyKey: invocation.idempotencyKey,
+          inline: false,
+        });
         result = await executeTool(engine?.ctx.tools.get(call.name), invocation, {
           identity: stored.checkpoint.identity,
           state: stored.checkpoint.state,
@@ -44,7 +65,8 @@ export class ToolProcessor {
       } catch (error) {
         if (tracked.signal.aborted) {
           const fresh = await deps.store.load(data.runId);
-          if (!fresh?.checkpoint.cancelRequested) throw new Error('tool aborted: worker shutting down', { cause: error });
+          if (!fresh?.checkpoint.cancelRequested)
+            throw new Error('tool aborted: worker shutting down', { cause: error });
           log.info('tool aborted by cancellation');
           return 'aborted';
         }
@@ -52,7 +74,11 @@ export class ToolProcessor {
           result = {
             toolCallId: data.toolCallId,
             attempt: data.attempt,
-            result: { kind: 'error', message: `tool execution failed: ${(error as Error).message}`, code: 'tool_job_failed' },
+            result: {
+              kind: 'error',
+              message: `tool execution failed: ${(error as Error).message}`,
+              code: 'tool_job_failed',
+            },
             patches: [],
             startedAt: deps.clock.now(),
             finishedAt: deps.clock.now(),
@@ -83,17 +109,25 @@ export class ToolProcessor {
       const results = await deps.mailbox.pendingFor(state.checkpoint);
       let current = state;
       if (results.length > 0) {
-        current = await deps.committer.commit(state, (cp) => engine.applyToolResults(cp, results, deps.clock.now()), engine.ctx.registry);
+        current = await deps.committer.commit(
+          state,
+          (cp) => engine.applyToolResults(cp, results, deps.clock.now()),
+          engine.ctx.registry,
+        );
       }
       const next = engine.plan(current.checkpoint).kind;
       // Calls still executing elsewhere drive the run themselves; anything else needs a step job.
-      const stillRunning = Object.values(current.checkpoint.calls).some((c) => c.status === 'running');
+      const stillRunning = Object.values(current.checkpoint.calls).some(
+        (c) => c.status === 'running',
+      );
       const needsPass = next !== 'wait' && next !== 'done' && !(next === 'execute' && stillRunning);
-      if (needsPass) await deps.queues.enqueueStep({ runId, tenantId }, 'continue', current.version);
+      if (needsPass)
+        await deps.queues.enqueueStep({ runId, tenantId }, 'continue', current.version);
     } finally {
       if (await lease.release()) {
         const current = await deps.store.load(runId);
-        if (current) await deps.queues.enqueueStep({ runId, tenantId }, 'continue', current.version, true);
+        if (current)
+          await deps.queues.enqueueStep({ runId, tenantId }, 'continue', current.version, true);
       }
     }
   }

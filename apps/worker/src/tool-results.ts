@@ -1,4 +1,8 @@
-import { ToolExecutionResultSchema, type Checkpoint, type ToolExecutionResult } from '@baton/protocol';
+import {
+  ToolExecutionResultSchema,
+  type Checkpoint,
+  type ToolExecutionResult,
+} from '@baton/protocol';
 import type { BatonKeys } from './redis/keys.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import { runAuxKey } from './run-lease.ts';
@@ -31,8 +35,15 @@ export class ToolResultMailbox {
     return (await this.get(runId, result.toolCallId, result.attempt)) ?? result;
   }
 
-  async get(runId: string, toolCallId: string, attempt: number): Promise<ToolExecutionResult | null> {
-    const raw = await this.redis.hget(runAuxKey(this.keys, runId, 'results'), this.field(toolCallId, attempt));
+  async get(
+    runId: string,
+    toolCallId: string,
+    attempt: number,
+  ): Promise<ToolExecutionResult | null> {
+    const raw = await this.redis.hget(
+      runAuxKey(this.keys, runId, 'results'),
+      this.field(toolCallId, attempt),
+    );
     return raw === null ? null : ToolExecutionResultSchema.parse(JSON.parse(raw));
   }
 

@@ -41,21 +41,57 @@ export class BatonRuntime {
   readonly connection: ConnectionOptions;
   readonly clock: Clock;
 
-  constructor(config: Pick<WorkerConfig, 'REDIS_URL' | 'BATON_PREFIX' | 'EVENT_RETENTION_SECONDS' | 'TOOL_ATTEMPTS'>, logger: Logger, clock: Clock = systemClock) {
+  constructor(
+    config: Pick<
+      WorkerConfig,
+      'REDIS_URL' | 'BATON_PREFIX' | 'EVENT_RETENTION_SECONDS' | 'TOOL_ATTEMPTS'
+    >,
+    logger: Logger,
+    clock: Clock = systemClock,
+  ) {
     this.clock = clock;
     // BullMQ needs maxRetriesPerRequest: null on its blocking connections; we use it everywhere.
-    this.redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null, connectionName: 'baton' });
+    this.redis = new Redis(config.REDIS_URL, {
+      maxRetriesPerRequest: null,
+      connectionName: 'baton',
+    });
     this.redis.on('error', (err) => logger.error({ err }, 'redis error'));
     this.connection = { url: config.REDIS_URL, maxRetriesPerRequest: null };
     this.keys = new BatonKeys(config.BATON_PREFIX);
     const now = (): number => clock.now();
-    this.store = new RedisRunStore({ redis: this.redis, prefix: config.BATON_PREFIX, now, retentionSeconds: config.EVENT_RETENTION_SECONDS });
+    this.store = new RedisRunStore({
+      redis: this.redis,
+      prefix: config.BATON_PREFIX,
+      now,
+      retentionSeconds: config.EVENT_RETENTION_SECONDS,
+    });
     this.threads = new RedisThreadStore({ redis: this.redis, prefix: config.BATON_PREFIX, now });
-    this.queues = new BatonQueues({ connection: this.connection, prefix: config.BATON_PREFIX, toolAttempts: config.TOOL_ATTEMPTS });
-    for (const q of [this.queues.steps, this.queues.tools]) q.on('error', (err) => logger.error({ err, queue: q.name }, 'queue error'));
+    this.queues = new BatonQueues({
+      connection: this.connection,
+      prefix: config.BATON_PREFIX,
+      toolAttempts: config.TOOL_ATTEMPTS,
+    });
+    for (const q of [this.queues.steps, this.queues.tools])
+      q.on('error', (err) => logger.error({ err, queue: q.name }, 'queue error'));
     this.queues.flows.on('error', (err) => logger.error({ err }, 'flow producer error'));
-    this.committer = new RunCommitter({ store: this.store, threads: this.threads, queues: this.queues, redis: this.redis, keys: this.keys, now, logger });
-    this.service = new RunService({ redis: this.redis, keys: this.keys, store: this.store, threads: this.threads, queues: this.queues, committer: this.committer, clock });
+    this.committer = new RunCommitter({
+      store: this.store,
+      threads: this.threads,
+      queues: this.queues,
+      redis: this.redis,
+      keys: this.keys,
+      now,
+      logger,
+    });
+    this.service = new RunService({
+      redis: this.redis,
+      keys: this.keys,
+      store: this.store,
+      threads: this.threads,
+      queues: this.queues,
+      committer: this.committer,
+      clock,
+    });
   }
 
   async close(): Promise<void> {
@@ -109,8 +145,12 @@ export class BatonWorker {
     };
     await this.registry.advertise(rt.redis, rt.keys, this.id, rt.clock.now());
     this.controlSubscriber = rt.redis.duplicate({ connectionName: 'baton-control' });
-    this.controlSubscriber.on('error', (err) => this.logger.error({ err }, 'control subscriber error'));
-    await listenForControl(this.controlSubscriber, rt.keys, this.aborts, (err) => this.logger.warn({ err }, 'bad control message'));
+    this.controlSubscriber.on('error', (err) =>
+      this.logger.error({ err }, 'control subscriber error'),
+    );
+    await listenForControl(this.controlSubscriber, rt.keys, this.aborts, (err) =>
+      this.logger.warn({ err }, 'bad control message'),
+    );
 
     const steps = new StepProcessor(deps);
     const tools = new ToolProcessor(deps);
@@ -121,15 +161,33 @@ export class BatonWorker {
       stalledInterval: config.STALLED_INTERVAL_MS,
       maxStalledCount: 2,
     };
-    this.stepWorker = new Worker(STEP_QUEUE, (job, token) => steps.process(job, token), { ...common, concurrency: config.WORKER_CONCURRENCY });
-    this.toolWorker = new Worker(TOOL_QUEUE, (job) => tools.process(job), { ...common, concurrency: config.TOOL_CONCURRENCY });
+    this.stepWorker = new Worker(STEP_QUEUE, (job, token) => steps.process(job, token), {
+      ...common,
+      concurrency: config.WORKER_CONCURRENCY,
+    });
+    this.toolWorker = new Worker(TOOL_QUEUE, (job) => tools.process(job), {
+      ...common,
+      concurrency: config.TOOL_CONCURRENCY,
+    });
     for (const w of [this.stepWorker, this.toolWorker]) {
       w.on('error', (err) => this.logger.error({ err, queue: w.name }, 'worker error'));
-      w.on('failed', (job, err) => this.logger.warn({ err, jobId: job?.id, queue: w.name, runId: (job?.data as { runId?: string } | undefined)?.runId }, 'job failed'));
+      w.on('failed', (job, err) =>
+        this.logger.warn(
+          {
+            err,
+            jobId: job?.id,
+            queue: w.name,
+            runId: (job?.data as { runId?: string } | undefined)?.runId,
+          },
+          'job failed',
+        ),
+      );
     }
     this.timers.push(
       setInterval(() => {
-        this.registry.advertise(rt.redis, rt.keys, this.id, rt.clock.now()).catch((err: unknown) => this.logger.warn({ err }, 'advertise failed'));
+        this.registry
+          .advertise(rt.redis, rt.keys, this.id, rt.clock.now())
+          .catch((err: unknown) => this.logger.warn({ err }, 'advertise failed'));
       }, 15_000),
     );
     if (config.RECONCILER) {
@@ -145,13 +203,18 @@ export class BatonWorker {
       });
       this.timers.push(
         setInterval(() => {
-          this.reconciler?.scan().catch((err: unknown) => this.logger.warn({ err }, 'reconcile failed'));
+          this.reconciler
+            ?.scan()
+            .catch((err: unknown) => this.logger.warn({ err }, 'reconcile failed'));
         }, config.RECONCILE_INTERVAL_MS),
       );
     }
     for (const t of this.timers) t.unref();
     await Promise.all([this.stepWorker.waitUntilReady(), this.toolWorker.waitUntilReady()]);
-    this.logger.info({ agents: this.registry.list().map((a) => a.name), concurrency: config.WORKER_CONCURRENCY }, 'worker started');
+    this.logger.info(
+      { agents: this.registry.list().map((a) => a.name), concurrency: config.WORKER_CONCURRENCY },
+      'worker started',
+    );
   }
 
   /** Runs one reconciler scan now (tests, admin). */

@@ -15,14 +15,34 @@ export { executeTool, type ExecuteToolOptions } from './engine/execute-tool.ts';
 export { assistantMessageId, buildInferenceRequest } from './engine/inference.ts';
 export { inputMessageId, rebaseOnThread, type CreateRunInput } from './engine/lifecycle.ts';
 export { plan, type Plan } from './engine/plan.ts';
-export { applicableDecisions, roundState, suspendedCalls, type RoundState } from './engine/round-state.ts';
+export {
+  applicableDecisions,
+  roundState,
+  suspendedCalls,
+  type RoundState,
+} from './engine/round-state.ts';
 export { idempotencyKey, invocationFor, type ToolInvocation } from './engine/tool-round.ts';
 export { toolMessageFor } from './engine/tool-messages.ts';
 export { ScriptedModel, type Script, type ScriptedTurn } from './model/scripted-model.ts';
-export { InProcessRunner, type InProcessRunnerOptions, type StartRunRequest } from './runner/in-process-runner.ts';
+export {
+  InProcessRunner,
+  type InProcessRunnerOptions,
+  type StartRunRequest,
+} from './runner/in-process-runner.ts';
 export { MemoryRunStore, MemoryThreadStore, type CommitRecord } from './runner/memory-store.ts';
 export { deferred, type Deferred } from './runner/deferred.ts';
 export { applyEvent, emptySnapshot, foldSnapshot } from './snapshot.ts';
-export { AiSdkModel, INVALID_JSON_ARGUMENTS_KEY, parseArguments, type AiSdkLanguageModel, type AiSdkModelOptions } from './model/ai-sdk-model.ts';
+export {
+  AiSdkModel,
+  INVALID_JSON_ARGUMENTS_KEY,
+  parseArguments,
+  type AiSdkLanguageModel,
+  type AiSdkModelOptions,
+} from './model/ai-sdk-model.ts';
 export { createDemoAgents, demoTools } from './demo/demo-agents.ts';
-export { matrixAgents, matrixAgentName, payloadFor, suspendingTool } from './testing/scenario-agents.ts';
+export {
+  matrixAgents,
+  matrixAgentName,
+  payloadFor,
+  suspendingTool,
+} from './testing/scenario-agents.ts';

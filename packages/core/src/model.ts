@@ -23,7 +23,12 @@ export interface InferenceRequest {
 export type ModelStreamPart =
   | { readonly type: 'text-delta'; readonly delta: string }
   | { readonly type: 'reasoning-delta'; readonly delta: string }
-  | { readonly type: 'tool-call'; readonly id: string; readonly name: string; readonly arguments: JsonObject }
+  | {
+      readonly type: 'tool-call';
+      readonly id: string;
+      readonly name: string;
+      readonly arguments: JsonObject;
+    }
   | { readonly type: 'finish'; readonly usage: Usage; readonly finishReason: string };
 
 /** The model port: a streaming call that honors the abort signal. */

@@ -42,7 +42,10 @@ export type FilterTools = {
   readonly exclude?: readonly string[];
 };
 export type SkipInference = { readonly kind: 'skip_inference' };
-export type EditToolCalls = { readonly kind: 'edit_tool_calls'; readonly toolCalls: readonly ToolCallRef[] };
+export type EditToolCalls = {
+  readonly kind: 'edit_tool_calls';
+  readonly toolCalls: readonly ToolCallRef[];
+};
 export type SubmitDecision = { readonly kind: 'decision'; readonly decision: Decision };
 
 /** Which commands each phase may return: a hook returning anything else does not compile. */
@@ -113,7 +116,9 @@ const GATE_PRIORITY: { readonly [K in GateDecision['kind']]: number } = {
 };
 
 /** When hooks disagree: Block > Suspend > SetResult > Allow; ties keep the first plugin's answer. */
-export function combineGateDecisions(decisions: readonly (GateDecision | undefined)[]): GateDecision {
+export function combineGateDecisions(
+  decisions: readonly (GateDecision | undefined)[],
+): GateDecision {
   let best: GateDecision = { kind: 'allow' };
   for (const d of decisions) {
     if (d && GATE_PRIORITY[d.kind] > GATE_PRIORITY[best.kind]) best = d;
@@ -128,7 +133,8 @@ export function runHooks<P extends CommandPhase>(
 ): PhaseCommands[P][] {
   const out: PhaseCommands[P][] = [];
   for (const plugin of plugins) {
-    const hook = plugin.hooks[phase] as ((c: HookContexts[P]) => readonly PhaseCommands[P][] | undefined) | undefined;
+    const hook = plugin.hooks[phase] as
+      ((c: HookContexts[P]) => readonly PhaseCommands[P][] | undefined) | undefined;
     const commands = hook?.(ctx);
     if (commands) out.push(...commands);
   }

@@ -40,12 +40,20 @@ export interface EventSink {
 
 /** Ephemeral stream events (text deltas) that are sequenced and stored outside a commit. */
 export interface EventAppender {
-  append(runId: string, expectedVersion: number, events: readonly EventBody[]): Promise<readonly RunEvent[]>;
+  append(
+    runId: string,
+    expectedVersion: number,
+    events: readonly EventBody[],
+  ): Promise<readonly RunEvent[]>;
 }
 
 /** Scheduling port: the in-process runner loops, the worker enqueues BullMQ jobs. */
 export interface QueuePort {
-  enqueueStep(runId: string, reason: 'start' | 'continue' | 'decision' | 'reconcile' | 'cancel', expectedVersion: number): Promise<void>;
+  enqueueStep(
+    runId: string,
+    reason: 'start' | 'continue' | 'decision' | 'reconcile' | 'cancel',
+    expectedVersion: number,
+  ): Promise<void>;
 }
 
 export class VersionConflictError extends Error {

@@ -21,12 +21,30 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-const usage = (input: number, output: number): Usage => ({ inputTokens: input, outputTokens: output, totalTokens: input + output });
-const ticket: SuspendTicket = { reason: 'approval', message: 'Deploy?', parameters: { env: 'prod' }, resumeMode: 'replay_tool_call' };
-const assistant = (step: number, content: string, toolCalls: { id: string; name: string }[] = []): EventBody => ({
+const usage = (input: number, output: number): Usage => ({
+  inputTokens: input,
+  outputTokens: output,
+  totalTokens: input + output,
+});
+const ticket: SuspendTicket = {
+  reason: 'approval',
+  message: 'Deploy?',
+  parameters: { env: 'prod' },
+  resumeMode: 'replay_tool_call',
+};
+const assistant = (
+  step: number,
+  content: string,
+  toolCalls: { id: string; name: string }[] = [],
+): EventBody => ({
   type: 'message.assistant',
   step,
-  message: { id: `run-1:step:${step}`, role: 'assistant', content, toolCalls: toolCalls.map((c) => ({ ...c, arguments: {} })) },
+  message: {
+    id: `run-1:step:${step}`,
+    role: 'assistant',
+    content,
+    toolCalls: toolCalls.map((c) => ({ ...c, arguments: {} })),
+  },
 });
 const created = (step: number, id: string, index = 0, name = 'deploy'): EventBody => ({
   type: 'tool_call.created',
@@ -54,7 +72,12 @@ const SUSPENDED: EventBody[] = [
   created(1, 'c1'),
   status('c1', 'new', 'suspended'),
   { type: 'tool_call.suspended', toolCallId: 'c1', toolName: 'deploy', ticket },
-  { type: 'run.finished', status: 'waiting', termination: { kind: 'suspended' }, usage: usage(10, 5) },
+  {
+    type: 'run.finished',
+    status: 'waiting',
+    termination: { kind: 'suspended' },
+    usage: usage(10, 5),
+  },
 ];
 
 interface Case {
@@ -85,7 +108,14 @@ const cases: Case[] = [
   {
     name: 'run.started: running with startedAt',
     events: START,
-    expected: { status: 'running', startedAt: 1020, updatedAt: 1030, lastSeq: 4, step: 0, phase: 'run_start' },
+    expected: {
+      status: 'running',
+      startedAt: 1020,
+      updatedAt: 1030,
+      lastSeq: 4,
+      step: 0,
+      phase: 'run_start',
+    },
   },
   {
     name: 'natural end without tools',
@@ -97,7 +127,12 @@ const cases: Case[] = [
       assistant(1, 'Hello world'),
       { type: 'step.finished', step: 1, usage: usage(10, 3) },
       { type: 'run.status', from: 'running', to: 'done' },
-      { type: 'run.finished', status: 'done', termination: { kind: 'natural_end' }, usage: usage(10, 3) },
+      {
+        type: 'run.finished',
+        status: 'done',
+        termination: { kind: 'natural_end' },
+        usage: usage(10, 3),
+      },
     ],
     expected: {
       status: 'done',
@@ -139,7 +174,10 @@ const cases: Case[] = [
       { type: 'inference.reset', step: 1, messageId: 'run-1:step:1' },
       { type: 'text.delta', step: 1, messageId: 'run-1:step:1', delta: 'retry' },
     ],
-    expected: { streaming: { step: 1, messageId: 'run-1:step:1', text: 'retry', reasoning: '' }, lastAssistantMessage: null },
+    expected: {
+      streaming: { step: 1, messageId: 'run-1:step:1', text: 'retry', reasoning: '' },
+      lastAssistantMessage: null,
+    },
   },
   {
     name: 'inference.reset alone leaves no partial',
@@ -170,7 +208,13 @@ const cases: Case[] = [
       created(1, 'c1', 0, 'echo'),
       status('c1', 'new', 'running', 'echo'),
       status('c1', 'running', 'succeeded', 'echo'),
-      { type: 'tool_call.result', toolCallId: 'c1', toolName: 'echo', outcome: { status: 'succeeded', output: { ok: true } }, durationMs: 10 },
+      {
+        type: 'tool_call.result',
+        toolCallId: 'c1',
+        toolName: 'echo',
+        outcome: { status: 'succeeded', output: { ok: true } },
+        durationMs: 10,
+      },
     ],
     expected: {
       phase: 'after_tool_execute',
@@ -195,7 +239,12 @@ const cases: Case[] = [
   },
   {
     name: 'running call: phase before_tool_execute, no completion yet',
-    events: [...START, { type: 'step.started', step: 1 }, created(1, 'c1'), status('c1', 'new', 'running')],
+    events: [
+      ...START,
+      { type: 'step.started', step: 1 },
+      created(1, 'c1'),
+      status('c1', 'new', 'running'),
+    ],
     expected: { phase: 'before_tool_execute' },
     check: (s) => {
       expect(s.toolCalls[0]).toMatchObject({ status: 'running', startedAt: 1060 });
@@ -234,7 +283,10 @@ const cases: Case[] = [
     events: [
       ...SUSPENDED,
       { type: 'run.status', from: 'waiting', to: 'running' },
-      { type: 'decision.applied', decision: { decisionId: 'd1', toolCallId: 'c1', action: 'resume' } },
+      {
+        type: 'decision.applied',
+        decision: { decisionId: 'd1', toolCallId: 'c1', action: 'resume' },
+      },
       status('c1', 'suspended', 'resuming'),
       status('c1', 'resuming', 'running'),
     ],
@@ -245,7 +297,8 @@ const cases: Case[] = [
       phase: 'before_tool_execute',
       decisions: [{ decisionId: 'd1', toolCallId: 'c1', action: 'resume', at: 1110 }],
     },
-    check: (s) => expect(s.toolCalls[0]).toMatchObject({ status: 'running', attempt: 1, startedAt: 1130 }),
+    check: (s) =>
+      expect(s.toolCalls[0]).toMatchObject({ status: 'running', attempt: 1, startedAt: 1130 }),
   },
   {
     name: 'a pending result suspends a running call again; each replay counts',
@@ -255,11 +308,21 @@ const cases: Case[] = [
       created(1, 'c1'),
       status('c1', 'new', 'running'),
       status('c1', 'running', 'suspended'),
-      { type: 'tool_call.suspended', toolCallId: 'c1', toolName: 'deploy', ticket: { ...ticket, reason: 'input', message: 'more?' } },
+      {
+        type: 'tool_call.suspended',
+        toolCallId: 'c1',
+        toolName: 'deploy',
+        ticket: { ...ticket, reason: 'input', message: 'more?' },
+      },
       status('c1', 'suspended', 'resuming'),
       status('c1', 'resuming', 'running'),
       status('c1', 'running', 'suspended'),
-      { type: 'tool_call.suspended', toolCallId: 'c1', toolName: 'deploy', ticket: { ...ticket, reason: 'input', message: 'still more?' } },
+      {
+        type: 'tool_call.suspended',
+        toolCallId: 'c1',
+        toolName: 'deploy',
+        ticket: { ...ticket, reason: 'input', message: 'still more?' },
+      },
       status('c1', 'suspended', 'resuming'),
     ],
     expected: { await: null, phase: 'tool_gate' },
@@ -275,10 +338,23 @@ const cases: Case[] = [
       status('c1', 'new', 'suspended'),
       { type: 'tool_call.suspended', toolCallId: 'c1', toolName: 'deploy', ticket },
       status('c2', 'new', 'suspended'),
-      { type: 'tool_call.suspended', toolCallId: 'c2', toolName: 'deploy', ticket: { ...ticket, message: 'Second?' } },
-      { type: 'decision.applied', decision: { decisionId: 'd1', toolCallId: 'c1', action: 'cancel' } },
+      {
+        type: 'tool_call.suspended',
+        toolCallId: 'c2',
+        toolName: 'deploy',
+        ticket: { ...ticket, message: 'Second?' },
+      },
+      {
+        type: 'decision.applied',
+        decision: { decisionId: 'd1', toolCallId: 'c1', action: 'cancel' },
+      },
       status('c1', 'suspended', 'cancelled'),
-      { type: 'tool_call.result', toolCallId: 'c1', toolName: 'deploy', outcome: { status: 'cancelled', error: 'cancelled by decision' } },
+      {
+        type: 'tool_call.result',
+        toolCallId: 'c1',
+        toolName: 'deploy',
+        outcome: { status: 'cancelled', error: 'cancelled by decision' },
+      },
     ],
     expected: {},
     check: (s) => {
@@ -298,7 +374,12 @@ const cases: Case[] = [
       created(1, 'c1'),
       status('c1', 'new', 'running'),
       status('c1', 'running', 'failed'),
-      { type: 'tool_call.result', toolCallId: 'c1', toolName: 'deploy', outcome: { status: 'failed', error: `${'x'.repeat(300)}\nstack` } },
+      {
+        type: 'tool_call.result',
+        toolCallId: 'c1',
+        toolName: 'deploy',
+        outcome: { status: 'failed', error: `${'x'.repeat(300)}\nstack` },
+      },
     ],
     expected: {},
     check: (s) => {
@@ -336,7 +417,17 @@ const cases: Case[] = [
     expected: {},
     check: (s) =>
       expect(s.toolCalls).toEqual([
-        { toolCallId: 'zz', toolName: 'echo', step: 3, index: 0, arguments: {}, status: 'running', attempt: 0, scheduledAt: 1050, startedAt: 1050 },
+        {
+          toolCallId: 'zz',
+          toolName: 'echo',
+          step: 3,
+          index: 0,
+          arguments: {},
+          status: 'running',
+          attempt: 0,
+          scheduledAt: 1050,
+          startedAt: 1050,
+        },
       ]),
   },
   {
@@ -354,9 +445,18 @@ const cases: Case[] = [
     name: 'decisions are listed once per decisionId',
     events: [
       ...START,
-      { type: 'decision.applied', decision: { decisionId: 'd1', toolCallId: 'c1', action: 'resume' } },
-      { type: 'decision.applied', decision: { decisionId: 'd1', toolCallId: 'c1', action: 'resume' } },
-      { type: 'decision.applied', decision: { decisionId: 'd2', toolCallId: 'c2', action: 'cancel' } },
+      {
+        type: 'decision.applied',
+        decision: { decisionId: 'd1', toolCallId: 'c1', action: 'resume' },
+      },
+      {
+        type: 'decision.applied',
+        decision: { decisionId: 'd1', toolCallId: 'c1', action: 'resume' },
+      },
+      {
+        type: 'decision.applied',
+        decision: { decisionId: 'd2', toolCallId: 'c2', action: 'cancel' },
+      },
     ],
     expected: {
       decisions: [
@@ -372,9 +472,21 @@ const cases: Case[] = [
       { type: 'run.status', from: 'waiting', to: 'running' },
       { type: 'text.delta', step: 1, messageId: 'x', delta: 'partial' },
       { type: 'run.status', from: 'running', to: 'done' },
-      { type: 'run.finished', status: 'done', termination: { kind: 'cancelled' }, usage: usage(10, 5) },
+      {
+        type: 'run.finished',
+        status: 'done',
+        termination: { kind: 'cancelled' },
+        usage: usage(10, 5),
+      },
     ],
-    expected: { status: 'done', termination: { kind: 'cancelled' }, await: null, streaming: null, phase: 'run_end', finishedAt: 1130 },
+    expected: {
+      status: 'done',
+      termination: { kind: 'cancelled' },
+      await: null,
+      streaming: null,
+      phase: 'run_end',
+      finishedAt: 1130,
+    },
   },
 ];
 
@@ -391,11 +503,20 @@ describe('folding is idempotent and pure', () => {
   const events = log(
     ...SUSPENDED,
     { type: 'run.status', from: 'waiting', to: 'running' },
-    { type: 'decision.applied', decision: { decisionId: 'd1', toolCallId: 'c1', action: 'resume' } },
+    {
+      type: 'decision.applied',
+      decision: { decisionId: 'd1', toolCallId: 'c1', action: 'resume' },
+    },
     status('c1', 'suspended', 'resuming'),
     status('c1', 'resuming', 'running'),
     status('c1', 'running', 'succeeded'),
-    { type: 'tool_call.result', toolCallId: 'c1', toolName: 'deploy', outcome: { status: 'succeeded', output: 1 }, durationMs: 3 },
+    {
+      type: 'tool_call.result',
+      toolCallId: 'c1',
+      toolName: 'deploy',
+      outcome: { status: 'succeeded', output: 1 },
+      durationMs: 3,
+    },
   );
 
   it('folding the log twice gives the same snapshot', () => {
@@ -451,7 +572,13 @@ describe('foldSnapshot agrees with the runner', () => {
     });
     const agent = agentWith(
       [
-        { text: 'Deploying.', toolCalls: [{ name: 'deploy', arguments: { env: 'prod' } }, { name: 'echo', arguments: { value: 'x' } }] },
+        {
+          text: 'Deploying.',
+          toolCalls: [
+            { name: 'deploy', arguments: { env: 'prod' } },
+            { name: 'echo', arguments: { value: 'x' } },
+          ],
+        },
         { text: 'All done.' },
       ],
       [deploy, echoTool()],
@@ -461,7 +588,10 @@ describe('foldSnapshot agrees with the runner', () => {
     runner.onEvent((e) => {
       live = applyEvent(live ?? emptySnapshot(e), e);
     });
-    const { runId, finished } = await runner.start({ agent: 'test-agent', input: [{ role: 'user', content: 'deploy' }] });
+    const { runId, finished } = await runner.start({
+      agent: 'test-agent',
+      input: [{ role: 'user', content: 'deploy' }],
+    });
     await flush();
 
     const waiting = (await runner.checkpoint(runId))!;
@@ -488,7 +618,14 @@ describe('foldSnapshot agrees with the runner', () => {
     const deployCall = suspended[0]!;
     expect(snap.await).toEqual({
       kind: 'tool_calls',
-      calls: [{ toolCallId: deployCall.id, toolName: 'deploy', ...deployCall.ticket, since: expect.any(Number) as number }],
+      calls: [
+        {
+          toolCallId: deployCall.id,
+          toolName: 'deploy',
+          ...deployCall.ticket,
+          since: expect.any(Number) as number,
+        },
+      ],
     });
     for (const call of Object.values(waiting.calls)) {
       expect(snap.toolCalls.find((c) => c.toolCallId === call.id)).toMatchObject({
@@ -502,7 +639,9 @@ describe('foldSnapshot agrees with the runner', () => {
     }
     expect(live).toEqual(snap);
 
-    await runner.submitDecisions(runId, [{ decisionId: 'd1', toolCallId: deployCall.id, action: 'resume' }]);
+    await runner.submitDecisions(runId, [
+      { decisionId: 'd1', toolCallId: deployCall.id, action: 'resume' },
+    ]);
     const done = await finished;
     snap = foldSnapshot(runner.events(runId));
     expect(snap).toMatchObject({
@@ -519,10 +658,12 @@ describe('foldSnapshot agrees with the runner', () => {
       lastSeq: runner.events(runId).length,
     });
     expect(snap.termination).toEqual({ kind: 'natural_end' });
-    expect(snap.toolCalls.map((c) => [c.toolName, c.status, c.attempt, c.outcome?.status])).toEqual([
-      ['deploy', 'succeeded', 1, 'succeeded'],
-      ['echo', 'succeeded', 0, 'succeeded'],
-    ]);
+    expect(snap.toolCalls.map((c) => [c.toolName, c.status, c.attempt, c.outcome?.status])).toEqual(
+      [
+        ['deploy', 'succeeded', 1, 'succeeded'],
+        ['echo', 'succeeded', 0, 'succeeded'],
+      ],
+    );
     expect(snap.toolCalls[0]?.outcome?.output).toEqual({ deployed: 'prod' });
     expect(RunSnapshotSchema.parse(snap)).toEqual(snap);
     expect(live).toEqual(snap);

@@ -22,7 +22,9 @@ import { isTerminalCallStatus } from './tool-call-status.ts';
 const ERROR_SUMMARY_MAX = 200;
 
 /** The snapshot of a run before any event is folded in. */
-export function emptySnapshot(origin: Pick<EventEnvelope, 'runId' | 'threadId' | 'turnId' | 'at'>): RunSnapshot {
+export function emptySnapshot(
+  origin: Pick<EventEnvelope, 'runId' | 'threadId' | 'turnId' | 'at'>,
+): RunSnapshot {
   return {
     runId: origin.runId,
     threadId: origin.threadId,
@@ -68,21 +70,49 @@ export function foldSnapshot(events: readonly RunEvent[], initial?: RunSnapshot)
 /** Folds one event into a snapshot, returning a new snapshot (or the same one when ignored). */
 export function applyEvent(snapshot: RunSnapshot, event: RunEvent): RunSnapshot {
   if (event.seq <= snapshot.lastSeq || event.runId !== snapshot.runId) return snapshot;
-  const s: RunSnapshot = { ...snapshot, lastSeq: event.seq, updatedAt: Math.max(snapshot.updatedAt, event.at) };
+  const s: RunSnapshot = {
+    ...snapshot,
+    lastSeq: event.seq,
+    updatedAt: Math.max(snapshot.updatedAt, event.at),
+  };
   switch (event.type) {
     case 'run.created':
-      return inferPhase({ ...s, agent: event.agent, executionMode: event.executionMode, status: 'created', createdAt: event.at }, 'run_start');
+      return inferPhase(
+        {
+          ...s,
+          agent: event.agent,
+          executionMode: event.executionMode,
+          status: 'created',
+          createdAt: event.at,
+        },
+        'run_start',
+      );
     case 'run.started':
-      return inferPhase({ ...s, agent: event.agent, executionMode: event.executionMode, startedAt: s.startedAt ?? event.at }, 'run_start');
+      return inferPhase(
+        {
+          ...s,
+          agent: event.agent,
+          executionMode: event.executionMode,
+          startedAt: s.startedAt ?? event.at,
+        },
+        'run_start',
+      );
     case 'run.status':
       // Leaving Waiting resumes the run: the suspension is no longer its termination.
-      return { ...s, status: event.to, ...(event.from === 'waiting' && event.to === 'running' ? { termination: null } : {}) };
+      return {
+        ...s,
+        status: event.to,
+        ...(event.from === 'waiting' && event.to === 'running' ? { termination: null } : {}),
+      };
     case 'message.input':
     case 'state.delta':
     case 'state.conflict':
       return s;
     case 'step.started':
-      return inferPhase({ ...s, step: Math.max(s.step, event.step), streaming: null }, 'step_start');
+      return inferPhase(
+        { ...s, step: Math.max(s.step, event.step), streaming: null },
+        'step_start',
+      );
     case 'phase':
       return { ...s, step: Math.max(s.step, event.step), phase: event.phase, phaseSource: 'event' };
     case 'text.delta':
@@ -108,13 +138,27 @@ export function applyEvent(snapshot: RunSnapshot, event: RunEvent): RunSnapshot 
     case 'decision.applied': {
       const { decision } = event;
       if (s.decisions.some((d) => d.decisionId === decision.decisionId)) return s;
-      const entry = { decisionId: decision.decisionId, toolCallId: decision.toolCallId, action: decision.action, at: event.at };
+      const entry = {
+        decisionId: decision.decisionId,
+        toolCallId: decision.toolCallId,
+        action: decision.action,
+        at: event.at,
+      };
       return { ...s, decisions: [...s.decisions, entry] };
     }
     case 'step.finished':
-      return inferPhase({ ...s, step: Math.max(s.step, event.step), streaming: null, usage: { ...event.usage } }, 'step_end');
+      return inferPhase(
+        { ...s, step: Math.max(s.step, event.step), streaming: null, usage: { ...event.usage } },
+        'step_end',
+      );
     case 'run.finished': {
-      const next: RunSnapshot = { ...s, status: event.status, termination: event.termination, usage: { ...event.usage }, streaming: null };
+      const next: RunSnapshot = {
+        ...s,
+        status: event.status,
+        termination: event.termination,
+        usage: { ...event.usage },
+        streaming: null,
+      };
       if (event.status !== 'done') return inferPhase(next, 'after_tool_execute'); // suspended once its round settled
       return inferPhase({ ...next, finishedAt: event.at, await: null }, 'run_end');
     }
@@ -133,7 +177,10 @@ function callPhase(from: ToolCallStatus, to: ToolCallStatus): Phase {
   return from === 'running' ? 'after_tool_execute' : 'tool_gate';
 }
 
-function applyDelta(s: RunSnapshot, event: EventOf<'text.delta'> | EventOf<'reasoning.delta'>): RunSnapshot {
+function applyDelta(
+  s: RunSnapshot,
+  event: EventOf<'text.delta'> | EventOf<'reasoning.delta'>,
+): RunSnapshot {
   const current =
     s.streaming?.messageId === event.messageId
       ? s.streaming

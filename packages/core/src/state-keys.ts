@@ -36,7 +36,10 @@ export function buildKeyRegistry(defs: readonly StateKeyDefinition[]): KeyRegist
   return map;
 }
 
-export function initialState(registry: KeyRegistry, thread: Record<string, JsonValue>): StateScopes {
+export function initialState(
+  registry: KeyRegistry,
+  thread: Record<string, JsonValue>,
+): StateScopes {
   const run: Record<string, JsonValue> = {};
   const threadState: Record<string, JsonValue> = {};
   for (const def of registry.values()) {
@@ -50,15 +53,25 @@ export function initialState(registry: KeyRegistry, thread: Record<string, JsonV
   return { run, thread: threadState };
 }
 
-function reduce(reducer: Reducer, current: JsonValue | undefined, value: JsonValue, key: string): JsonValue {
+function reduce(
+  reducer: Reducer,
+  current: JsonValue | undefined,
+  value: JsonValue,
+  key: string,
+): JsonValue {
   switch (reducer) {
     case 'sum':
     case 'max':
     case 'min': {
-      if (typeof value !== 'number') throw new StatePatchError(`state key "${key}" reduces numbers`);
+      if (typeof value !== 'number')
+        throw new StatePatchError(`state key "${key}" reduces numbers`);
       const base = typeof current === 'number' ? current : undefined;
       if (base === undefined) return value;
-      return reducer === 'sum' ? base + value : reducer === 'max' ? Math.max(base, value) : Math.min(base, value);
+      return reducer === 'sum'
+        ? base + value
+        : reducer === 'max'
+          ? Math.max(base, value)
+          : Math.min(base, value);
     }
     case 'append': {
       const list = Array.isArray(current) ? current : [];
@@ -96,10 +109,14 @@ export function applyPatches(
     const target = def.scope === 'run' ? run : thread;
     if (patch.op === 'reduce') {
       if (def.merge !== 'commutative' || def.reducer === undefined)
-        throw new StatePatchError(`state key "${patch.key}" is exclusive: use set/delete, not reduce`);
+        throw new StatePatchError(
+          `state key "${patch.key}" is exclusive: use set/delete, not reduce`,
+        );
       target[patch.key] = reduce(def.reducer, target[patch.key], patch.value, patch.key);
     } else if (def.merge === 'commutative') {
-      throw new StatePatchError(`state key "${patch.key}" is commutative: use reduce, not ${patch.op}`);
+      throw new StatePatchError(
+        `state key "${patch.key}" is commutative: use reduce, not ${patch.op}`,
+      );
     } else if (patch.op === 'set') {
       target[patch.key] = patch.value;
     } else {

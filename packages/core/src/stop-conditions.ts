@@ -51,7 +51,9 @@ function evaluateOne(
 ): string | null {
   switch (condition.type) {
     case 'max_rounds':
-      return cp.step >= condition.rounds ? `reached ${cp.step} of ${condition.rounds} rounds` : null;
+      return cp.step >= condition.rounds
+        ? `reached ${cp.step} of ${condition.rounds} rounds`
+        : null;
     case 'timeout': {
       if (cp.startedAt === null) return null;
       const elapsed = now - cp.startedAt;
@@ -81,7 +83,8 @@ function evaluateOne(
       const counts = new Map<string, number>();
       for (const sig of window) {
         const n = (counts.get(sig) ?? 0) + 1;
-        if (n >= threshold) return `identical call repeated ${n} times within ${condition.window}: ${sig.slice(0, 120)}`;
+        if (n >= threshold)
+          return `identical call repeated ${n} times within ${condition.window}: ${sig.slice(0, 120)}`;
         counts.set(sig, n);
       }
       return null;

@@ -12,14 +12,19 @@ export function demoTools(clock: Clock): ToolDefinition[] {
     description: 'Current weather for a city',
     inputSchema: z.object({ city: z.string().min(1) }),
     execute: async ({ city }) =>
-      toolResult.success({ city, forecast: city.length % 2 === 0 ? 'sunny' : 'cloudy', celsius: 10 + (city.length % 15) }),
+      toolResult.success({
+        city,
+        forecast: city.length % 2 === 0 ? 'sunny' : 'cloudy',
+        celsius: 10 + (city.length % 15),
+      }),
   });
   const deploy = defineTool({
     name: 'deploy_service',
     description: 'Deploys a service to an environment (needs a human approval)',
     inputSchema: z.object({ service: z.string(), environment: z.enum(['staging', 'production']) }),
     approval: {
-      message: (args) => `Deploy ${JSON.stringify(args['service'])} to ${JSON.stringify(args['environment'])}?`,
+      message: (args) =>
+        `Deploy ${JSON.stringify(args['service'])} to ${JSON.stringify(args['environment'])}?`,
       responseSchema: z.object({ comment: z.string().optional() }),
     },
     execute: async ({ service, environment }, ctx) =>
@@ -29,12 +34,18 @@ export function demoTools(clock: Clock): ToolDefinition[] {
     name: 'confirm_in_browser',
     description: 'Asks the user a yes/no question in their browser (client-side tool)',
     inputSchema: z.object({ question: z.string() }),
-    clientSide: { message: 'Answer in the browser', outputSchema: z.object({ answer: z.enum(['yes', 'no']) }) },
+    clientSide: {
+      message: 'Answer in the browser',
+      outputSchema: z.object({ answer: z.enum(['yes', 'no']) }),
+    },
   });
   const slowReport = defineTool({
     name: 'slow_report',
     description: 'Builds a report slowly; honors cancellation',
-    inputSchema: z.object({ topic: z.string(), ms: z.number().int().min(0).max(60_000).default(1_500) }),
+    inputSchema: z.object({
+      topic: z.string(),
+      ms: z.number().int().min(0).max(60_000).default(1_500),
+    }),
     execute: async ({ topic, ms }, ctx) => {
       await clock.sleep(ms, ctx.signal);
       return toolResult.success({ topic, pages: 3 });
@@ -54,17 +65,31 @@ function assistantScript(): ModelPort {
           text: 'Checking the weather first, then deploying.',
           toolCalls: [
             { name: 'get_weather', arguments: { city: 'Berlin' } },
-            { name: 'deploy_service', arguments: { service: 'checkout', environment: 'production' } },
+            {
+              name: 'deploy_service',
+              arguments: { service: 'checkout', environment: 'production' },
+            },
           ],
         };
       if (/report/i.test(userText))
-        return { text: 'Building the report.', toolCalls: [{ name: 'slow_report', arguments: { topic: userText.slice(0, 40) } }] };
+        return {
+          text: 'Building the report.',
+          toolCalls: [{ name: 'slow_report', arguments: { topic: userText.slice(0, 40) } }],
+        };
       if (/confirm|ask/i.test(userText))
-        return { text: 'Let me ask you.', toolCalls: [{ name: 'confirm_in_browser', arguments: { question: 'Proceed?' } }] };
-      return { text: 'Looking it up.', toolCalls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] };
+        return {
+          text: 'Let me ask you.',
+          toolCalls: [{ name: 'confirm_in_browser', arguments: { question: 'Proceed?' } }],
+        };
+      return {
+        text: 'Looking it up.',
+        toolCalls: [{ name: 'get_weather', arguments: { city: 'Paris' } }],
+      };
     }
     const results = request.messages.filter((m) => m.role === 'tool').slice(-4);
-    const summary = results.map((m) => (m.role === 'tool' ? `${m.toolName}: ${JSON.stringify(m.content)}` : '')).join('; ');
+    const summary = results
+      .map((m) => (m.role === 'tool' ? `${m.toolName}: ${JSON.stringify(m.content)}` : ''))
+      .join('; ');
     return { text: `All done. ${summary}` };
   });
 }
@@ -74,7 +99,8 @@ export function createDemoAgents(clock: Clock): AgentDefinition[] {
   return [
     {
       name: 'assistant',
-      description: 'Demo assistant: weather lookups, approval-gated deploys, client confirmations, slow reports',
+      description:
+        'Demo assistant: weather lookups, approval-gated deploys, client confirmations, slow reports',
       systemPrompt: 'You are a helpful operations assistant.',
       model: assistantScript(),
       tools,

@@ -16,7 +16,9 @@ function clockRunner(turns: ConstructorParameters<typeof ScriptedModel>[0]) {
 
 describe('cancellation', () => {
   it('while the model streams: the stream is aborted and the run ends Cancelled', async () => {
-    const { clock, runner } = clockRunner([{ text: 'a very long answer that streams slowly', chunkDelayMs: 100 }]);
+    const { clock, runner } = clockRunner([
+      { text: 'a very long answer that streams slowly', chunkDelayMs: 100 },
+    ]);
     const { runId, finished } = await runner.start(start);
     await flush();
     await clock.advance(250);
@@ -31,7 +33,9 @@ describe('cancellation', () => {
   });
 
   it('while a slow tool runs: the tool sees the abort and the call ends Cancelled', async () => {
-    const { clock, runner } = clockRunner([{ toolCalls: [{ id: 'slow', name: 'slow_report', arguments: { topic: 't', ms: 5000 } }] }]);
+    const { clock, runner } = clockRunner([
+      { toolCalls: [{ id: 'slow', name: 'slow_report', arguments: { topic: 't', ms: 5000 } }] },
+    ]);
     const { runId, finished } = await runner.start(start);
     await flush();
     expect((await runner.checkpoint(runId))?.calls['slow']?.status).toBe('running');
@@ -41,12 +45,20 @@ describe('cancellation', () => {
     expect(clock.pendingSleepers()).toBe(0);
     const tool = cp.messages.find((m) => m.role === 'tool');
     expect(tool).toMatchObject({ toolCallId: 'slow', isError: true });
-    const statuses = runner.events(runId).filter((e) => e.type === 'tool_call.status').map((e) => (e.type === 'tool_call.status' ? e.to : ''));
+    const statuses = runner
+      .events(runId)
+      .filter((e) => e.type === 'tool_call.status')
+      .map((e) => (e.type === 'tool_call.status' ? e.to : ''));
     expect(statuses).toEqual(['running', 'cancelled']);
   });
 
   it('while waiting: suspended calls become Cancelled and the run finishes', async () => {
-    const { runner } = runnerFor(agentWith([{ toolCalls: [{ id: 'a', name: 'ask' }] }], [suspendingTool('ask', 'replay_tool_call')]));
+    const { runner } = runnerFor(
+      agentWith(
+        [{ toolCalls: [{ id: 'a', name: 'ask' }] }],
+        [suspendingTool('ask', 'replay_tool_call')],
+      ),
+    );
     const { runId, finished } = await runner.start(start);
     await flush();
     expect((await runner.checkpoint(runId))?.status).toBe('waiting');
@@ -56,7 +68,11 @@ describe('cancellation', () => {
     expect(cp.termination).toEqual({ kind: 'cancelled' });
     expect(cp.calls['a']?.status).toBe('cancelled');
     const last = runner.events(runId).at(-1);
-    expect(last).toMatchObject({ type: 'run.finished', status: 'done', termination: { kind: 'cancelled' } });
+    expect(last).toMatchObject({
+      type: 'run.finished',
+      status: 'done',
+      termination: { kind: 'cancelled' },
+    });
     // Cancelling again is a no-op.
     await runner.cancel(runId);
     expect(runner.events(runId).at(-1)?.seq).toBe(last?.seq);
@@ -66,7 +82,9 @@ describe('cancellation', () => {
     const { runner } = runnerFor(agentWith([{ text: 'bye' }], []));
     const { runId, finished } = await runner.start(start);
     await finished;
-    await expect(runner.submitDecisions(runId, [{ decisionId: 'x', toolCallId: 'y', action: 'resume' }])).rejects.toMatchObject({
+    await expect(
+      runner.submitDecisions(runId, [{ decisionId: 'x', toolCallId: 'y', action: 'resume' }]),
+    ).rejects.toMatchObject({
       code: 'run_done',
     });
   });

@@ -43,7 +43,10 @@ describe('parallel state conflicts', () => {
     '%s: two writers of one exclusive key -> the earlier call wins, the later call is told',
     async (mode) => {
       const { runner } = runnerFor(agent(mode));
-      const { runId, finished } = await runner.start({ agent: 'test-agent', input: [{ role: 'user', content: 'go' }] });
+      const { runId, finished } = await runner.start({
+        agent: 'test-agent',
+        input: [{ role: 'user', content: 'go' }],
+      });
       const cp = await finished;
       expect(cp.state.thread['owner']).toBe('first');
       // The loser's patches are discarded as a unit, commutative contribution included.
@@ -60,7 +63,10 @@ describe('parallel state conflicts', () => {
 
   it('sequential mode has no conflicts: the last writer wins', async () => {
     const { runner } = runnerFor(agent('sequential'));
-    const { runId, finished } = await runner.start({ agent: 'test-agent', input: [{ role: 'user', content: 'go' }] });
+    const { runId, finished } = await runner.start({
+      agent: 'test-agent',
+      input: [{ role: 'user', content: 'go' }],
+    });
     const cp = await finished;
     expect(cp.state.thread['owner']).toBe('second');
     expect(cp.state.run['claims']).toEqual(['first', 'second']);

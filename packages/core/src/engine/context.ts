@@ -17,7 +17,8 @@ export interface EngineContext {
 export function buildEngineContext(agent: AgentDefinition): EngineContext {
   const tools = new Map<string, ToolDefinition>();
   for (const tool of agent.tools) {
-    if (tools.has(tool.name)) throw new Error(`agent ${agent.name} registers tool ${tool.name} twice`);
+    if (tools.has(tool.name))
+      throw new Error(`agent ${agent.name} registers tool ${tool.name} twice`);
     tools.set(tool.name, tool);
   }
   return {
@@ -30,7 +31,12 @@ export function buildEngineContext(agent: AgentDefinition): EngineContext {
 
 /** A context for data-only operations (create, decisions, cancel) where no agent code is loaded. */
 export function specContext(spec: AgentSpec): EngineContext {
-  return { agent: spec, tools: new Map(), plugins: [], registry: buildKeyRegistry(spec.stateKeys ?? []) };
+  return {
+    agent: spec,
+    tools: new Map(),
+    plugins: [],
+    registry: buildKeyRegistry(spec.stateKeys ?? []),
+  };
 }
 
 export function traitsOf(cp: Checkpoint): ExecutionModeTraits {

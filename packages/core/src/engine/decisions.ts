@@ -13,7 +13,10 @@ function sameDecision(a: Decision, b: Decision): boolean {
   );
 }
 
-function validatePayload(schema: Record<string, JsonValue>, payload: JsonValue | undefined): string | null {
+function validatePayload(
+  schema: Record<string, JsonValue>,
+  payload: JsonValue | undefined,
+): string | null {
   let validator: z.ZodType;
   try {
     validator = z.fromJSONSchema(schema);
@@ -22,7 +25,9 @@ function validatePayload(schema: Record<string, JsonValue>, payload: JsonValue |
   }
   const parsed = validator.safeParse(payload);
   if (parsed.success) return null;
-  return parsed.error.issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`).join('; ');
+  return parsed.error.issues
+    .map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`)
+    .join('; ');
 }
 
 export interface ReceiveResult {
@@ -49,25 +54,46 @@ export function receiveDecisions(draft: Draft, decisions: readonly Decision[]): 
       accepted.find((d) => d.decisionId === decision.decisionId);
     if (previous) {
       if (!sameDecision(previous, decision))
-        throw new DecisionError('decision_conflict', `decisionId ${decision.decisionId} was already used for a different decision`, { decisionId: decision.decisionId });
+        throw new DecisionError(
+          'decision_conflict',
+          `decisionId ${decision.decisionId} was already used for a different decision`,
+          { decisionId: decision.decisionId },
+        );
       duplicates.push(decision.decisionId);
       continue;
     }
     const call = cp.calls[decision.toolCallId];
     if (!call)
-      throw new DecisionError('call_unknown', `run ${cp.identity.runId} has no pending tool call ${decision.toolCallId}`, { toolCallId: decision.toolCallId });
+      throw new DecisionError(
+        'call_unknown',
+        `run ${cp.identity.runId} has no pending tool call ${decision.toolCallId}`,
+        { toolCallId: decision.toolCallId },
+      );
     const owner = claimed.get(call.id);
     if (owner !== undefined)
-      throw new DecisionError('decision_conflict', `tool call ${call.id} already has decision ${owner}`, { toolCallId: call.id, decisionId: owner });
+      throw new DecisionError(
+        'decision_conflict',
+        `tool call ${call.id} already has decision ${owner}`,
+        { toolCallId: call.id, decisionId: owner },
+      );
     if (call.status !== 'suspended')
-      throw new DecisionError('call_not_suspended', `tool call ${call.id} is ${call.status}, not suspended; only suspended calls take decisions`, { toolCallId: call.id, status: call.status });
+      throw new DecisionError(
+        'call_not_suspended',
+        `tool call ${call.id} is ${call.status}, not suspended; only suspended calls take decisions`,
+        { toolCallId: call.id, status: call.status },
+      );
     // A plain approval may omit the payload; when the payload becomes arguments or the result,
     // or when one is given, it must match the ticket's schema.
-    const payloadOptional = call.ticket?.resumeMode === 'replay_tool_call' && decision.payload === undefined;
+    const payloadOptional =
+      call.ticket?.resumeMode === 'replay_tool_call' && decision.payload === undefined;
     if (decision.action === 'resume' && call.ticket?.responseSchema && !payloadOptional) {
       const problem = validatePayload(call.ticket.responseSchema, decision.payload);
       if (problem)
-        throw new DecisionError('payload_invalid', `payload for ${call.id} does not match the ticket's response schema: ${problem}`, { toolCallId: call.id, responseSchema: call.ticket.responseSchema });
+        throw new DecisionError(
+          'payload_invalid',
+          `payload for ${call.id} does not match the ticket's response schema: ${problem}`,
+          { toolCallId: call.id, responseSchema: call.ticket.responseSchema },
+        );
     }
     claimed.set(call.id, decision.decisionId);
     accepted.push(decision);
@@ -101,7 +127,12 @@ export function applyDecisions(draft: Draft): Draft {
       draft.setCallStatus(call.id, 'cancelled');
       call.outcome = { status: 'cancelled', error: 'cancelled by decision' };
       call.completedAt = draft.now;
-      draft.emit({ type: 'tool_call.result', toolCallId: call.id, toolName: call.name, outcome: call.outcome });
+      draft.emit({
+        type: 'tool_call.result',
+        toolCallId: call.id,
+        toolName: call.name,
+        outcome: call.outcome,
+      });
       continue;
     }
     draft.setCallStatus(call.id, 'resuming');

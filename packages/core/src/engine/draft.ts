@@ -89,7 +89,8 @@ export class Draft {
     this.cp.state = applyPatches(this.ctx.registry, this.cp.state, patches);
     const byScope = { run: [] as StatePatch[], thread: [] as StatePatch[] };
     for (const p of patches) byScope[this.ctx.registry.get(p.key)?.scope ?? 'run'].push(p);
-    if (byScope.run.length > 0) this.emit({ type: 'state.delta', scope: 'run', patches: byScope.run });
+    if (byScope.run.length > 0)
+      this.emit({ type: 'state.delta', scope: 'run', patches: byScope.run });
     if (byScope.thread.length > 0)
       this.emit({ type: 'state.delta', scope: 'thread', patches: byScope.thread });
   }

@@ -1,4 +1,10 @@
-import type { Checkpoint, Decision, EventBody, CheckpointTrigger, ToolExecutionResult } from '@baton/protocol';
+import type {
+  Checkpoint,
+  Decision,
+  EventBody,
+  CheckpointTrigger,
+  ToolExecutionResult,
+} from '@baton/protocol';
 import type { AgentDefinition } from '../agent.ts';
 import type { InferenceRequest, InferenceResponse } from '../model.ts';
 import { buildEngineContext, specContext, type EngineContext } from './context.ts';
@@ -20,7 +26,12 @@ export interface Transition {
 }
 
 function done(draft: Draft): Transition {
-  return { checkpoint: draft.cp, events: draft.events, trigger: draft.trigger, next: plan(draft.cp) };
+  return {
+    checkpoint: draft.cp,
+    events: draft.events,
+    trigger: draft.trigger,
+    next: plan(draft.cp),
+  };
 }
 
 /**
@@ -60,12 +71,19 @@ export class Engine {
     return done(commitInference(new Draft(this.ctx, cp, now), response));
   }
 
-  prepareTools(cp: Checkpoint, now: number): Transition & { readonly invocations: readonly ToolInvocation[] } {
+  prepareTools(
+    cp: Checkpoint,
+    now: number,
+  ): Transition & { readonly invocations: readonly ToolInvocation[] } {
     const { draft, invocations } = prepareTools(new Draft(this.ctx, cp, now));
     return { ...done(draft), invocations };
   }
 
-  applyToolResults(cp: Checkpoint, results: readonly ToolExecutionResult[], now: number): Transition {
+  applyToolResults(
+    cp: Checkpoint,
+    results: readonly ToolExecutionResult[],
+    now: number,
+  ): Transition {
     return done(applyToolResults(new Draft(this.ctx, cp, now), results));
   }
 
@@ -74,7 +92,11 @@ export class Engine {
   }
 
   /** Validates and stores decisions in the inbox; throws a typed error and changes nothing when invalid. */
-  receiveDecisions(cp: Checkpoint, decisions: readonly Decision[], now: number): Transition & ReceiveResult {
+  receiveDecisions(
+    cp: Checkpoint,
+    decisions: readonly Decision[],
+    now: number,
+  ): Transition & ReceiveResult {
     const draft = new Draft(this.ctx, cp, now);
     const result = receiveDecisions(draft, decisions);
     return { ...done(draft), ...result };
@@ -113,7 +135,11 @@ export const runCommands = {
   create(spec: AgentSpec, input: CreateRunInput, now: number): Transition {
     return done(createCheckpoint(specContext(spec), input, now));
   },
-  receiveDecisions(cp: Checkpoint, decisions: readonly Decision[], now: number): Transition & ReceiveResult {
+  receiveDecisions(
+    cp: Checkpoint,
+    decisions: readonly Decision[],
+    now: number,
+  ): Transition & ReceiveResult {
     const draft = new Draft(specContext({ name: cp.identity.agent }), cp, now);
     const result = receiveDecisions(draft, decisions);
     return { ...done(draft), ...result };

@@ -28,7 +28,11 @@ export async function executeTool(
   if (!tool?.execute) {
     return {
       ...base,
-      result: { kind: 'error', message: `tool "${invocation.toolName}" cannot execute on the server`, code: 'tool_missing' },
+      result: {
+        kind: 'error',
+        message: `tool "${invocation.toolName}" cannot execute on the server`,
+        code: 'tool_missing',
+      },
       patches: [],
       finishedAt: opts.now(),
     };
@@ -37,7 +41,11 @@ export async function executeTool(
   if (!parsed.success) {
     return {
       ...base,
-      result: { kind: 'error', message: `invalid arguments: ${parsed.error.message}`, code: 'invalid_arguments' },
+      result: {
+        kind: 'error',
+        message: `invalid arguments: ${parsed.error.message}`,
+        code: 'invalid_arguments',
+      },
       patches: [],
       finishedAt: opts.now(),
     };

@@ -27,9 +27,13 @@ describe('plugin hooks', () => {
         run_end: () => (seen.push('run_end'), []),
       },
     };
-    const agent = agentWith([{ toolCalls: [{ name: 'echo' }] }, { text: 'done' }], [echo], { plugins: [recorder] });
+    const agent = agentWith([{ toolCalls: [{ name: 'echo' }] }, { text: 'done' }], [echo], {
+      plugins: [recorder],
+    });
     const { runner } = runnerFor(agent);
-    await (await runner.start(start)).finished;
+    await (
+      await runner.start(start)
+    ).finished;
     expect(seen).toEqual([
       'run_start',
       'step_start',
@@ -63,10 +67,18 @@ describe('plugin hooks', () => {
         ],
       },
     };
-    const other = defineTool({ name: 'other', description: 'o', inputSchema: z.object({}), execute: async () => toolResult.success(1) });
+    const other = defineTool({
+      name: 'other',
+      description: 'o',
+      inputSchema: z.object({}),
+      execute: async () => toolResult.success(1),
+    });
     const { runner } = runnerFor(agentWith(model, [echo, other], { plugins: [plugin] }));
     const cp = await (await runner.start(start)).finished;
-    expect(requests[0]?.messages.at(-1)).toMatchObject({ role: 'system', content: 'today is Sunday' });
+    expect(requests[0]?.messages.at(-1)).toMatchObject({
+      role: 'system',
+      content: 'today is Sunday',
+    });
     expect(requests[0]?.params).toEqual({ temperature: 0.1 });
     expect(requests[0]?.tools.map((t) => t.name)).toEqual(['other']);
     expect(requests[0]?.tools[0]?.inputSchema).toMatchObject({ type: 'object' });
@@ -76,7 +88,9 @@ describe('plugin hooks', () => {
 
   it('BeforeInference can skip inference -> BehaviorRequested', async () => {
     const { runner } = runnerFor(
-      agentWith([{ text: 'never' }], [], { plugins: [{ name: 's', hooks: { before_inference: () => [{ kind: 'skip_inference' }] } }] }),
+      agentWith([{ text: 'never' }], [], {
+        plugins: [{ name: 's', hooks: { before_inference: () => [{ kind: 'skip_inference' }] } }],
+      }),
     );
     const cp = await (await runner.start(start)).finished;
     expect(cp.termination).toEqual({ kind: 'behavior_requested' });
@@ -88,21 +102,37 @@ describe('plugin hooks', () => {
       name: 'edit',
       hooks: {
         after_inference: ({ response }) => [
-          { kind: 'edit_tool_calls', toolCalls: response.toolCalls.filter((c) => c.name !== 'forbidden') },
+          {
+            kind: 'edit_tool_calls',
+            toolCalls: response.toolCalls.filter((c) => c.name !== 'forbidden'),
+          },
         ],
       },
     };
     const { runner } = runnerFor(
-      agentWith([{ toolCalls: [{ name: 'forbidden' }, { name: 'echo', arguments: { value: 'v' } }] }, { text: 'ok' }], [echo], { plugins: [editing] }),
+      agentWith(
+        [
+          { toolCalls: [{ name: 'forbidden' }, { name: 'echo', arguments: { value: 'v' } }] },
+          { text: 'ok' },
+        ],
+        [echo],
+        { plugins: [editing] },
+      ),
     );
     const cp = await (await runner.start(start)).finished;
     expect(cp.messages.filter((m) => m.role === 'tool').map((m) => m.toolName)).toEqual(['echo']);
 
     const stopper: Plugin = {
       name: 'stop',
-      hooks: { after_inference: () => [{ kind: 'terminate', reason: { kind: 'stopped', code: 'policy', detail: 'no' } }] },
+      hooks: {
+        after_inference: () => [
+          { kind: 'terminate', reason: { kind: 'stopped', code: 'policy', detail: 'no' } },
+        ],
+      },
     };
-    const r2 = runnerFor(agentWith([{ toolCalls: [{ name: 'echo' }] }], [echo], { plugins: [stopper] }));
+    const r2 = runnerFor(
+      agentWith([{ toolCalls: [{ name: 'echo' }] }], [echo], { plugins: [stopper] }),
+    );
     const cp2 = await (await r2.runner.start(start)).finished;
     expect(cp2.termination).toEqual({ kind: 'stopped', code: 'policy', detail: 'no' });
   });
@@ -115,25 +145,53 @@ describe('plugin hooks', () => {
           kind === 'block'
             ? { kind: 'block', reason: 'not allowed' }
             : kind === 'suspend'
-              ? { kind: 'suspend', ticket: { reason: 'approval', message: 'ok?', resumeMode: 'replay_tool_call' } }
+              ? {
+                  kind: 'suspend',
+                  ticket: { reason: 'approval', message: 'ok?', resumeMode: 'replay_tool_call' },
+                }
               : { kind: 'set_result', result: toolResult.success('cached') },
       },
     });
     const script = [{ toolCalls: [{ id: 'x', name: 'echo' }] }, { text: 'ok' }];
-    const blocked = await (await runnerFor(agentWith(script, [echo], { plugins: [gate('set_result'), gate('suspend'), gate('block')] })).runner.start(start)).finished;
-    expect(blocked.messages.find((m) => m.role === 'tool')).toMatchObject({ isError: true, content: { error: 'blocked: not allowed' } });
+    const blocked = await (
+      await runnerFor(
+        agentWith(script, [echo], {
+          plugins: [gate('set_result'), gate('suspend'), gate('block')],
+        }),
+      ).runner.start(start)
+    ).finished;
+    expect(blocked.messages.find((m) => m.role === 'tool')).toMatchObject({
+      isError: true,
+      content: { error: 'blocked: not allowed' },
+    });
     expect(blocked.termination).toEqual({ kind: 'natural_end' });
 
-    const { runner } = runnerFor(agentWith(script, [echo], { plugins: [gate('set_result'), gate('suspend')] }));
+    const { runner } = runnerFor(
+      agentWith(script, [echo], { plugins: [gate('set_result'), gate('suspend')] }),
+    );
     const r = await runner.start(start);
     await new Promise((res) => setImmediate(res));
     expect((await runner.checkpoint(r.runId))?.status).toBe('waiting');
 
-    const cached = await (await runnerFor(agentWith(script, [echo], { plugins: [gate('set_result')] })).runner.start(start)).finished;
-    expect(cached.messages.find((m) => m.role === 'tool')).toMatchObject({ content: 'cached', isError: false });
+    const cached = await (
+      await runnerFor(agentWith(script, [echo], { plugins: [gate('set_result')] })).runner.start(
+        start,
+      )
+    ).finished;
+    expect(cached.messages.find((m) => m.role === 'tool')).toMatchObject({
+      content: 'cached',
+      isError: false,
+    });
 
-    const runBlock: Plugin = { name: 'rb', hooks: { tool_gate: () => ({ kind: 'block', reason: 'policy violation', terminateRun: true }) } };
-    const ended = await (await runnerFor(agentWith(script, [echo], { plugins: [runBlock] })).runner.start(start)).finished;
+    const runBlock: Plugin = {
+      name: 'rb',
+      hooks: {
+        tool_gate: () => ({ kind: 'block', reason: 'policy violation', terminateRun: true }),
+      },
+    };
+    const ended = await (
+      await runnerFor(agentWith(script, [echo], { plugins: [runBlock] })).runner.start(start)
+    ).finished;
     expect(ended.termination).toEqual({ kind: 'blocked', reason: 'policy violation' });
     expect(ended.status).toBe('done');
   });
@@ -171,7 +229,16 @@ describe('plugin hooks', () => {
     });
     const { runner } = runnerFor(
       agentWith(
-        [{ toolCalls: [{ id: 'u', name: 'nope' }, { id: 'i', name: 'strict', arguments: { n: 'x' } }, { id: 't', name: 'throws' }] }, { text: 'ok' }],
+        [
+          {
+            toolCalls: [
+              { id: 'u', name: 'nope' },
+              { id: 'i', name: 'strict', arguments: { n: 'x' } },
+              { id: 't', name: 'throws' },
+            ],
+          },
+          { text: 'ok' },
+        ],
         [strict, throwing],
       ),
     );
@@ -189,9 +256,14 @@ describe('plugin hooks', () => {
       name: 'bad',
       description: 'b',
       inputSchema: z.object({}),
-      execute: async () => ({ result: toolResult.success(1), patches: [{ op: 'set', key: 'nope', value: 1 }] }),
+      execute: async () => ({
+        result: toolResult.success(1),
+        patches: [{ op: 'set', key: 'nope', value: 1 }],
+      }),
     });
-    const { runner } = runnerFor(agentWith([{ toolCalls: [{ name: 'bad' }] }, { text: 'x' }], [bad]));
+    const { runner } = runnerFor(
+      agentWith([{ toolCalls: [{ name: 'bad' }] }, { text: 'x' }], [bad]),
+    );
     const cp = await (await runner.start(start)).finished;
     expect(cp.termination).toMatchObject({ kind: 'error' });
     expect(cp.status).toBe('done');

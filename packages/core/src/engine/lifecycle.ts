@@ -40,9 +40,11 @@ export function createCheckpoint(ctx: EngineContext, input: CreateRunInput, now:
   const history = input.history ?? [];
   const messages: Message[] = [
     ...history,
-    ...input.input.map(
-      (m, i): Message => ({ id: m.id ?? inputMessageId(input.identity.runId, i), role: m.role, content: m.content }),
-    ),
+    ...input.input.map((m, i): Message => ({
+      id: m.id ?? inputMessageId(input.identity.runId, i),
+      role: m.role,
+      content: m.content,
+    })),
   ];
   const cp: Checkpoint = {
     v: CHECKPOINT_VERSION,
@@ -110,7 +112,8 @@ export function startRun(draft: Draft): Draft {
   cp.startedAt = draft.now;
   cp.phase = 'run_start';
   draft.emit({ type: 'run.started', agent: cp.identity.agent, executionMode: cp.executionMode });
-  for (const message of cp.messages.slice(cp.historyLength)) draft.emit({ type: 'message.input', message });
+  for (const message of cp.messages.slice(cp.historyLength))
+    draft.emit({ type: 'message.input', message });
   draft.mark('user_message');
   const termination = applyCommonCommands(draft, runPhaseHooks(draft, 'run_start'));
   if (termination) finishRun(draft, termination);
@@ -126,7 +129,12 @@ export function finishRun(draft: Draft, reason: TerminationReason): Draft {
   if (reason.kind === 'suspended') {
     draft.setRunStatus('waiting');
     cp.termination = reason;
-    draft.emit({ type: 'run.finished', status: 'waiting', termination: reason, usage: { ...cp.usage } });
+    draft.emit({
+      type: 'run.finished',
+      status: 'waiting',
+      termination: reason,
+      usage: { ...cp.usage },
+    });
     draft.mark('run_finished');
     return draft;
   }
@@ -135,13 +143,24 @@ export function finishRun(draft: Draft, reason: TerminationReason): Draft {
     for (const call of draft.roundCalls()) {
       if (!isTerminalCallStatus(call.status)) {
         draft.setCallStatus(call.id, 'cancelled');
-        call.outcome = { status: 'cancelled', error: `run ended (${reason.kind}) before the call completed` };
+        call.outcome = {
+          status: 'cancelled',
+          error: `run ended (${reason.kind}) before the call completed`,
+        };
         call.completedAt = draft.now;
-        draft.emit({ type: 'tool_call.result', toolCallId: call.id, toolName: call.name, outcome: call.outcome });
+        draft.emit({
+          type: 'tool_call.result',
+          toolCallId: call.id,
+          toolName: call.name,
+          outcome: call.outcome,
+        });
       }
     }
-    const present = new Set(cp.messages.filter((m): m is ToolMessage => m.role === 'tool').map((m) => m.toolCallId));
-    for (const call of draft.roundCalls()) if (!present.has(call.id)) cp.messages.push(toolMessageFor(cp, call));
+    const present = new Set(
+      cp.messages.filter((m): m is ToolMessage => m.role === 'tool').map((m) => m.toolCallId),
+    );
+    for (const call of draft.roundCalls())
+      if (!present.has(call.id)) cp.messages.push(toolMessageFor(cp, call));
   }
   cp.phase = 'run_end';
   applyCommonCommands(draft, runPhaseHooks(draft, 'run_end'));
@@ -160,7 +179,11 @@ export function finishRun(draft: Draft, reason: TerminationReason): Draft {
  * A run that waited behind another on its thread was created with an old view of the thread;
  * before it starts, its history and thread state are replaced by the thread's current ones.
  */
-export function rebaseOnThread(cp: Checkpoint, history: readonly Message[], threadState: Record<string, JsonValue>): Checkpoint {
+export function rebaseOnThread(
+  cp: Checkpoint,
+  history: readonly Message[],
+  threadState: Record<string, JsonValue>,
+): Checkpoint {
   if (cp.status !== 'created') return cp;
   const own = cp.messages.slice(cp.historyLength);
   return {

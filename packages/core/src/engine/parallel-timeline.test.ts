@@ -29,7 +29,16 @@ function timelineAgent(mode: ExecutionMode, gates: ToolGates) {
     },
   });
   return agentWith(
-    [{ toolCalls: [{ name: 'tool_A', id: 'A' }, { name: 'tool_B', id: 'B' }, { name: 'tool_C', id: 'C' }] }, { text: 'all done' }],
+    [
+      {
+        toolCalls: [
+          { name: 'tool_A', id: 'A' },
+          { name: 'tool_B', id: 'B' },
+          { name: 'tool_C', id: 'C' },
+        ],
+      },
+      { text: 'all done' },
+    ],
     [approvalTool('tool_A'), approvalTool('tool_B'), toolC],
     { executionMode: mode },
   );
@@ -41,7 +50,10 @@ describe('seed t0–t7: tool_A and tool_B need approval, tool_C is normal', () =
     gates.release('tool_A');
     gates.release('tool_B');
     const { runner } = runnerFor(timelineAgent('parallel_streaming', gates));
-    const { runId, finished } = await runner.start({ agent: 'test-agent', input: [{ role: 'user', content: 'go' }] });
+    const { runId, finished } = await runner.start({
+      agent: 'test-agent',
+      input: [{ role: 'user', content: 'go' }],
+    });
     await flush();
     expect((await runner.checkpoint(runId))?.status).toBe('running'); // t2: C still running
     gates.release('tool_C');
@@ -54,7 +66,10 @@ describe('seed t0–t7: tool_A and tool_B need approval, tool_C is normal', () =
     const cp = await finished;
     expect(cp.termination).toEqual({ kind: 'natural_end' });
 
-    const rows = callTimeline(runner.store.commits.filter((c) => c.runId === runId), ['A', 'B', 'C']);
+    const rows = callTimeline(
+      runner.store.commits.filter((c) => c.runId === runId),
+      ['A', 'B', 'C'],
+    );
     expect(rows.map((r) => [...r.calls, r.derived])).toEqual([
       ['new', 'new', 'new', 'done'], // t0: calls observed, nothing started
       ['suspended', 'suspended', 'running', 'running'], // t1–t2: A, B intercepted, C executing
@@ -67,7 +82,10 @@ describe('seed t0–t7: tool_A and tool_B need approval, tool_C is normal', () =
       ['succeeded', 'succeeded', 'succeeded', 'done'], // t7: all terminal -> next step
     ]);
     // The run's own status is Waiting exactly on the waiting rows (t3, t5).
-    expect(rows.filter((r) => r.run === 'waiting').map((r) => r.derived)).toEqual(['waiting', 'waiting']);
+    expect(rows.filter((r) => r.run === 'waiting').map((r) => r.derived)).toEqual([
+      'waiting',
+      'waiting',
+    ]);
     const toolMessages = cp.messages.filter((m) => m.role === 'tool').map((m) => m.content);
     expect(toolMessages).toEqual([
       { tool: 'tool_A', attempt: 1 },
@@ -81,7 +99,10 @@ describe('seed t0–t7: tool_A and tool_B need approval, tool_C is normal', () =
     gates.release('tool_A');
     gates.release('tool_B');
     const { runner } = runnerFor(timelineAgent('parallel_streaming', gates));
-    const { runId, finished } = await runner.start({ agent: 'test-agent', input: [{ role: 'user', content: 'go' }] });
+    const { runId, finished } = await runner.start({
+      agent: 'test-agent',
+      input: [{ role: 'user', content: 'go' }],
+    });
     await flush();
     await runner.submitDecisions(runId, [{ decisionId: 'dA', toolCallId: 'A', action: 'resume' }]);
     await flush();
@@ -104,7 +125,10 @@ describe('seed t0–t7: tool_A and tool_B need approval, tool_C is normal', () =
     gates.release('tool_B');
     gates.release('tool_C');
     const { runner } = runnerFor(timelineAgent('parallel_batch_approval', gates));
-    const { runId, finished } = await runner.start({ agent: 'test-agent', input: [{ role: 'user', content: 'go' }] });
+    const { runId, finished } = await runner.start({
+      agent: 'test-agent',
+      input: [{ role: 'user', content: 'go' }],
+    });
     await flush();
     expect((await runner.checkpoint(runId))?.status).toBe('waiting');
     await runner.submitDecisions(runId, [{ decisionId: 'dA', toolCallId: 'A', action: 'resume' }]);

@@ -17,7 +17,8 @@ export function plan(cp: Checkpoint): Plan {
   if (cp.status === 'done') return { kind: 'done' };
   if (cp.cancelRequested) return { kind: 'cancel' };
   if (cp.status === 'created') return { kind: 'start' };
-  if (cp.status === 'waiting') return applicableDecisions(cp).length > 0 ? { kind: 'resume' } : { kind: 'wait' };
+  if (cp.status === 'waiting')
+    return applicableDecisions(cp).length > 0 ? { kind: 'resume' } : { kind: 'wait' };
   switch (cp.phase) {
     case 'run_start':
     case 'step_end':

@@ -37,7 +37,9 @@ export function applicableDecisions(cp: Checkpoint): Decision[] {
   const forSuspended = cp.inbox.filter((d) => suspended.some((c) => c.id === d.toolCallId));
   if (forSuspended.length === 0) return [];
   if (cp.executionMode === 'sequential') {
-    return calls(cp).some((c) => c.status === 'running' || c.status === 'resuming') ? [] : forSuspended;
+    return calls(cp).some((c) => c.status === 'running' || c.status === 'resuming')
+      ? []
+      : forSuspended;
   }
   if (cp.replayPolicy === 'batch_all_suspended') {
     const decided = new Set(forSuspended.map((d) => d.toolCallId));

@@ -20,18 +20,33 @@ describe('Sequential mode', () => {
       });
     const agent = agentWith(
       [
-        { toolCalls: [{ id: 'c1', name: 't1' }, { id: 'c2', name: 't2' }, { id: 'c3', name: 't3' }, { id: 'c4', name: 't4' }] },
+        {
+          toolCalls: [
+            { id: 'c1', name: 't1' },
+            { id: 'c2', name: 't2' },
+            { id: 'c3', name: 't3' },
+            { id: 'c4', name: 't4' },
+          ],
+        },
         { text: 'ok' },
       ],
       [tracked('t1'), tracked('t2', true), tracked('t3'), tracked('t4')],
     );
     const { runner } = runnerFor(agent);
-    const { runId, finished } = await runner.start({ agent: 'test-agent', input: [{ role: 'user', content: 'go' }] });
+    const { runId, finished } = await runner.start({
+      agent: 'test-agent',
+      input: [{ role: 'user', content: 'go' }],
+    });
     await flush();
     const cp = await runner.checkpoint(runId);
     expect(cp?.status).toBe('waiting');
     expect(executed).toEqual(['t1']);
-    expect(['c1', 'c2', 'c3', 'c4'].map((id) => cp?.calls[id]?.status)).toEqual(['succeeded', 'suspended', 'new', 'new']);
+    expect(['c1', 'c2', 'c3', 'c4'].map((id) => cp?.calls[id]?.status)).toEqual([
+      'succeeded',
+      'suspended',
+      'new',
+      'new',
+    ]);
     await runner.submitDecisions(runId, [{ decisionId: 'd', toolCallId: 'c2', action: 'resume' }]);
     await finished;
     expect(executed).toEqual(['t1', 't2', 't3', 't4']);
@@ -40,12 +55,23 @@ describe('Sequential mode', () => {
   it('failures do not stop execution in any mode', async () => {
     for (const mode of ['sequential', 'parallel_batch_approval', 'parallel_streaming'] as const) {
       const agent = agentWith(
-        [{ toolCalls: [{ id: 'f', name: 'failing' }, { id: 'e', name: 'echo', arguments: { value: 'x' } }] }, { text: 'ok' }],
+        [
+          {
+            toolCalls: [
+              { id: 'f', name: 'failing' },
+              { id: 'e', name: 'echo', arguments: { value: 'x' } },
+            ],
+          },
+          { text: 'ok' },
+        ],
         [failing, echo],
         { executionMode: mode },
       );
       const { runner } = runnerFor(agent);
-      const { finished } = await runner.start({ agent: 'test-agent', input: [{ role: 'user', content: 'go' }] });
+      const { finished } = await runner.start({
+        agent: 'test-agent',
+        input: [{ role: 'user', content: 'go' }],
+      });
       const cp = await finished;
       expect(cp.termination).toEqual({ kind: 'natural_end' });
       const tools = cp.messages.filter((m) => m.role === 'tool');
@@ -64,18 +90,43 @@ describe('Sequential mode', () => {
       inputSchema: z.object({}),
       execute: async (_args, ctx) => {
         const seen = (ctx.state.run['counter'] as number | undefined) ?? 0;
-        return { result: toolResult.success({ seen }), patches: [{ op: 'reduce', key: 'counter', value: 1 }] };
+        return {
+          result: toolResult.success({ seen }),
+          patches: [{ op: 'reduce', key: 'counter', value: 1 }],
+        };
       },
     });
     const seen: Record<string, unknown> = {};
     for (const mode of ['sequential', 'parallel_streaming'] as const) {
       const agent = agentWith(
-        [{ toolCalls: [{ id: 'a', name: 'bump' }, { id: 'b', name: 'bump' }] }, { text: 'ok' }],
+        [
+          {
+            toolCalls: [
+              { id: 'a', name: 'bump' },
+              { id: 'b', name: 'bump' },
+            ],
+          },
+          { text: 'ok' },
+        ],
         [counterTool],
-        { executionMode: mode, stateKeys: [{ key: 'counter', scope: 'run', merge: 'commutative', reducer: 'sum', persistent: true }] },
+        {
+          executionMode: mode,
+          stateKeys: [
+            {
+              key: 'counter',
+              scope: 'run',
+              merge: 'commutative',
+              reducer: 'sum',
+              persistent: true,
+            },
+          ],
+        },
       );
       const { runner } = runnerFor(agent);
-      const { finished } = await runner.start({ agent: 'test-agent', input: [{ role: 'user', content: 'go' }] });
+      const { finished } = await runner.start({
+        agent: 'test-agent',
+        input: [{ role: 'user', content: 'go' }],
+      });
       const cp = await finished;
       seen[mode] = cp.messages.filter((m) => m.role === 'tool').map((m) => m.content);
       expect(cp.state.run['counter']).toBe(2);

@@ -24,7 +24,12 @@ export function completeToolRound(draft: Draft): Draft {
     const perCall = draft.roundCalls().map((c) => ({ callId: c.id, patches: c.patches ?? [] }));
     const merged = mergeRoundPatches(draft.ctx.registry, perCall);
     for (const conflict of merged.conflicts) {
-      draft.emit({ type: 'state.conflict', key: conflict.key, winner: conflict.winner, rejected: conflict.rejected });
+      draft.emit({
+        type: 'state.conflict',
+        key: conflict.key,
+        winner: conflict.winner,
+        rejected: conflict.rejected,
+      });
     }
     for (const callId of merged.rejectedCalls) {
       const call = draft.call(callId);

@@ -1,4 +1,10 @@
-import type { JsonValue, SuspendTicket, ToolCallState, ToolExecutionResult, ToolResult } from '@baton/protocol';
+import type {
+  JsonValue,
+  SuspendTicket,
+  ToolCallState,
+  ToolExecutionResult,
+  ToolResult,
+} from '@baton/protocol';
 import type { GateDecision } from '../plugins.ts';
 import { combineGateDecisions } from '../plugins.ts';
 import type { ToolDefinition } from '../tools.ts';
@@ -36,7 +42,11 @@ export function invocationFor(draft: Pick<Draft, 'cp'>, call: ToolCallState): To
   };
 }
 
-function builtinGate(tool: ToolDefinition | undefined, call: ToolCallState, resuming: boolean): GateDecision | undefined {
+function builtinGate(
+  tool: ToolDefinition | undefined,
+  call: ToolCallState,
+  resuming: boolean,
+): GateDecision | undefined {
   if (!tool) return undefined;
   if (resuming) {
     // UseDecisionAsToolResult: the decision payload is the result; nothing executes.
@@ -50,7 +60,9 @@ function builtinGate(tool: ToolDefinition | undefined, call: ToolCallState, resu
       message: tool.clientSide.message ?? `Run ${tool.name} on the client and send its output`,
       parameters: call.arguments,
       resumeMode: 'use_decision_as_tool_result',
-      ...(tool.clientSide.outputSchema ? { responseSchema: toJsonSchema(tool.clientSide.outputSchema) } : {}),
+      ...(tool.clientSide.outputSchema
+        ? { responseSchema: toJsonSchema(tool.clientSide.outputSchema) }
+        : {}),
     };
     return { kind: 'suspend', ticket };
   }
@@ -64,7 +76,9 @@ function builtinGate(tool: ToolDefinition | undefined, call: ToolCallState, resu
       message,
       parameters: call.arguments,
       resumeMode: tool.resumeMode ?? 'replay_tool_call',
-      ...(tool.approval.responseSchema ? { responseSchema: toJsonSchema(tool.approval.responseSchema) } : {}),
+      ...(tool.approval.responseSchema
+        ? { responseSchema: toJsonSchema(tool.approval.responseSchema) }
+        : {}),
     };
     return { kind: 'suspend', ticket };
   }
@@ -76,7 +90,12 @@ export function settleCall(draft: Draft, call: ToolCallState, result: ToolResult
   if (result.kind === 'pending') {
     draft.setCallStatus(call.id, 'suspended');
     call.ticket = result.ticket;
-    draft.emit({ type: 'tool_call.suspended', toolCallId: call.id, toolName: call.name, ticket: result.ticket });
+    draft.emit({
+      type: 'tool_call.suspended',
+      toolCallId: call.id,
+      toolName: call.name,
+      ticket: result.ticket,
+    });
     return;
   }
   const failed = result.kind === 'error';
@@ -89,7 +108,8 @@ export function settleCall(draft: Draft, call: ToolCallState, result: ToolResult
         : { status: 'succeeded', output: result.output };
   call.completedAt = draft.now;
   draft.cp.counters.consecutiveErrors = failed ? draft.cp.counters.consecutiveErrors + 1 : 0;
-  const durationMs = call.startedAt === undefined ? undefined : Math.max(0, draft.now - call.startedAt);
+  const durationMs =
+    call.startedAt === undefined ? undefined : Math.max(0, draft.now - call.startedAt);
   draft.emit({
     type: 'tool_call.result',
     toolCallId: call.id,
@@ -104,19 +124,28 @@ function gateCall(draft: Draft, call: ToolCallState): 'execute' | 'settled' | 't
   const tool = draft.ctx.tools.get(call.name);
   const resuming = call.status === 'resuming';
   if (!tool) {
-    settleCall(draft, call, { kind: 'error', message: `tool "${call.name}" is not available to this agent`, code: 'tool_missing' });
+    settleCall(draft, call, {
+      kind: 'error',
+      message: `tool "${call.name}" is not available to this agent`,
+      code: 'tool_missing',
+    });
     return 'settled';
   }
   const decisions: (GateDecision | undefined)[] = [builtinGate(tool, call, resuming)];
   const gateHooks = draft.ctx.plugins.filter((p) => p.hooks.tool_gate);
   if (gateHooks.length > 0) {
     const base = hookContext(draft.cp, draft.now);
-    for (const plugin of gateHooks) decisions.push(plugin.hooks.tool_gate?.({ ...base, call, resuming }));
+    for (const plugin of gateHooks)
+      decisions.push(plugin.hooks.tool_gate?.({ ...base, call, resuming }));
   }
   const decision = combineGateDecisions(decisions);
   switch (decision.kind) {
     case 'block':
-      settleCall(draft, call, { kind: 'error', message: `blocked: ${decision.reason}`, code: 'blocked' });
+      settleCall(draft, call, {
+        kind: 'error',
+        message: `blocked: ${decision.reason}`,
+        code: 'blocked',
+      });
       if (decision.terminateRun) {
         finishRun(draft, { kind: 'blocked', reason: decision.reason });
         return 'terminated';
@@ -134,8 +163,14 @@ function gateCall(draft: Draft, call: ToolCallState): 'execute' | 'settled' | 't
   const args = resuming ? (call.replayArguments ?? call.arguments) : call.arguments;
   const parsed = tool.inputSchema.safeParse(args);
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-    settleCall(draft, call, { kind: 'error', message: `invalid arguments for ${call.name}: ${issues}`, code: 'invalid_arguments' });
+    const issues = parsed.error.issues
+      .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
+      .join('; ');
+    settleCall(draft, call, {
+      kind: 'error',
+      message: `invalid arguments for ${call.name}: ${issues}`,
+      code: 'invalid_arguments',
+    });
     return 'settled';
   }
   draft.setCallStatus(call.id, 'running');
@@ -198,7 +233,13 @@ export function applyToolResults(draft: Draft, results: readonly ToolExecutionRe
         }
       }
     }
-    draft.mark(replay === 'waiting' ? 'run_start_replay' : replay === 'running' ? 'decision_replay' : 'tool_results_committed');
+    draft.mark(
+      replay === 'waiting'
+        ? 'run_start_replay'
+        : replay === 'running'
+          ? 'decision_replay'
+          : 'tool_results_committed',
+    );
     for (const command of runPhaseHooks(draft, 'after_tool_execute', { call })) {
       if (command.kind === 'decision') {
         if (!cp.decisionLog.some((d) => d.decisionId === command.decision.decisionId)) {

@@ -1,4 +1,8 @@
-import type { LanguageModelV3StreamPart, LanguageModelV4StreamPart, LanguageModelV4Usage } from '@ai-sdk/provider';
+import type {
+  LanguageModelV3StreamPart,
+  LanguageModelV4StreamPart,
+  LanguageModelV4Usage,
+} from '@ai-sdk/provider';
 import { simulateReadableStream } from 'ai';
 import { MockLanguageModelV3, MockLanguageModelV4 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
@@ -14,10 +18,16 @@ const usageV4 = (input: number | undefined, output: number | undefined): Languag
 });
 
 function streamOf<T>(chunks: T[]): { stream: ReadableStream<T> } {
-  return { stream: simulateReadableStream({ chunks, initialDelayInMs: null, chunkDelayInMs: null }) };
+  return {
+    stream: simulateReadableStream({ chunks, initialDelayInMs: null, chunkDelayInMs: null }),
+  };
 }
 
-function finish(input = 12, output = 7, unified: 'stop' | 'tool-calls' = 'stop'): LanguageModelV4StreamPart {
+function finish(
+  input = 12,
+  output = 7,
+  unified: 'stop' | 'tool-calls' = 'stop',
+): LanguageModelV4StreamPart {
   return { type: 'finish', usage: usageV4(input, output), finishReason: { unified, raw: unified } };
 }
 
@@ -41,7 +51,9 @@ async function collect(stream: AsyncIterable<ModelStreamPart>): Promise<ModelStr
 
 describe('AiSdkModel', () => {
   it('is identified by provider and model id', () => {
-    const model = new AiSdkModel(new MockLanguageModelV4({ provider: 'openai.chat', modelId: 'gpt-x' }));
+    const model = new AiSdkModel(
+      new MockLanguageModelV4({ provider: 'openai.chat', modelId: 'gpt-x' }),
+    );
     expect(model.id).toBe('openai.chat:gpt-x');
   });
 
@@ -64,18 +76,30 @@ describe('AiSdkModel', () => {
         { type: 'tool-input-end', id: 'call-1' },
         { type: 'tool-call', toolCallId: 'call-1', toolName: 'echo', input: '{"value":"x"}' },
         { type: 'tool-call', toolCallId: 'call-2', toolName: 'noargs', input: '' },
-        { type: 'tool-call', toolCallId: 'call-3', toolName: 'web_search', input: '{}', providerExecuted: true },
+        {
+          type: 'tool-call',
+          toolCallId: 'call-3',
+          toolName: 'web_search',
+          input: '{}',
+          providerExecuted: true,
+        },
         finish(12, 7, 'tool-calls'),
       ]),
     });
-    const parts = await collect(new AiSdkModel(mock).stream(request(), new AbortController().signal));
+    const parts = await collect(
+      new AiSdkModel(mock).stream(request(), new AbortController().signal),
+    );
     expect(parts).toEqual([
       { type: 'reasoning-delta', delta: 'thinking' },
       { type: 'text-delta', delta: 'Hel' },
       { type: 'text-delta', delta: 'lo' },
       { type: 'tool-call', id: 'call-1', name: 'echo', arguments: { value: 'x' } },
       { type: 'tool-call', id: 'call-2', name: 'noargs', arguments: {} },
-      { type: 'finish', usage: { inputTokens: 12, outputTokens: 7, totalTokens: 19 }, finishReason: 'tool-calls' },
+      {
+        type: 'finish',
+        usage: { inputTokens: 12, outputTokens: 7, totalTokens: 19 },
+        finishReason: 'tool-calls',
+      },
     ]);
   });
 
@@ -96,9 +120,30 @@ describe('AiSdkModel', () => {
             { id: 'c3', name: 'note', arguments: {} },
           ],
         },
-        { id: 't1', role: 'tool', toolCallId: 'c1', toolName: 'deploy', content: { deployed: 'prod' }, isError: false },
-        { id: 't2', role: 'tool', toolCallId: 'c2', toolName: 'check', content: { error: 'health check failed' }, isError: true },
-        { id: 't3', role: 'tool', toolCallId: 'c3', toolName: 'note', content: 'plain failure', isError: true },
+        {
+          id: 't1',
+          role: 'tool',
+          toolCallId: 'c1',
+          toolName: 'deploy',
+          content: { deployed: 'prod' },
+          isError: false,
+        },
+        {
+          id: 't2',
+          role: 'tool',
+          toolCallId: 'c2',
+          toolName: 'check',
+          content: { error: 'health check failed' },
+          isError: true,
+        },
+        {
+          id: 't3',
+          role: 'tool',
+          toolCallId: 'c3',
+          toolName: 'note',
+          content: 'plain failure',
+          isError: true,
+        },
         { id: 'a2', role: 'assistant', content: '', toolCalls: [] },
         { id: 'u2', role: 'user', content: 'thanks' },
         { id: 'ctx', role: 'system', content: 'context for this step' },
@@ -121,9 +166,24 @@ describe('AiSdkModel', () => {
       {
         role: 'tool',
         content: [
-          { type: 'tool-result', toolCallId: 'c1', toolName: 'deploy', output: { type: 'json', value: { deployed: 'prod' } } },
-          { type: 'tool-result', toolCallId: 'c2', toolName: 'check', output: { type: 'error-json', value: { error: 'health check failed' } } },
-          { type: 'tool-result', toolCallId: 'c3', toolName: 'note', output: { type: 'error-text', value: 'plain failure' } },
+          {
+            type: 'tool-result',
+            toolCallId: 'c1',
+            toolName: 'deploy',
+            output: { type: 'json', value: { deployed: 'prod' } },
+          },
+          {
+            type: 'tool-result',
+            toolCallId: 'c2',
+            toolName: 'check',
+            output: { type: 'error-json', value: { error: 'health check failed' } },
+          },
+          {
+            type: 'tool-result',
+            toolCallId: 'c3',
+            toolName: 'note',
+            output: { type: 'error-text', value: 'plain failure' },
+          },
         ],
       },
       // the empty assistant message is dropped
@@ -148,22 +208,54 @@ describe('AiSdkModel', () => {
 
   it('passes tools as function tools with their JSON Schema, and params as call options', async () => {
     const mock = new MockLanguageModelV4({ doStream: streamOf([finish()]) });
-    const tool = describeTool(echoTool('lookup', { inputSchema: z.object({ q: z.string().describe('query'), limit: z.number().int().optional() }) }));
+    const tool = describeTool(
+      echoTool('lookup', {
+        inputSchema: z.object({
+          q: z.string().describe('query'),
+          limit: z.number().int().optional(),
+        }),
+      }),
+    );
     const signal = new AbortController().signal;
     await collect(
       new AiSdkModel(mock, { providerOptions: { openai: { store: false } } }).stream(
-        request({ tools: [tool], params: { temperature: 0.2, maxOutputTokens: 256, topP: 0.9, stopSequences: ['END'], seed: 7 } }),
+        request({
+          tools: [tool],
+          params: {
+            temperature: 0.2,
+            maxOutputTokens: 256,
+            topP: 0.9,
+            stopSequences: ['END'],
+            seed: 7,
+          },
+        }),
         signal,
       ),
     );
     const call = mock.doStreamCalls[0]!;
     expect(call.tools).toEqual([
-      { type: 'function', name: 'lookup', description: 'echoes its input (lookup)', inputSchema: tool.inputSchema },
+      {
+        type: 'function',
+        name: 'lookup',
+        description: 'echoes its input (lookup)',
+        inputSchema: tool.inputSchema,
+      },
     ]);
     expect(call.tools?.[0]).toMatchObject({
-      inputSchema: { type: 'object', properties: { q: { type: 'string', description: 'query' }, limit: { type: 'integer' } }, required: ['q'] },
+      inputSchema: {
+        type: 'object',
+        properties: { q: { type: 'string', description: 'query' }, limit: { type: 'integer' } },
+        required: ['q'],
+      },
     });
-    expect(call).toMatchObject({ temperature: 0.2, maxOutputTokens: 256, topP: 0.9, stopSequences: ['END'], seed: 7, providerOptions: { openai: { store: false } } });
+    expect(call).toMatchObject({
+      temperature: 0.2,
+      maxOutputTokens: 256,
+      topP: 0.9,
+      stopSequences: ['END'],
+      seed: 7,
+      providerOptions: { openai: { store: false } },
+    });
     expect(call.abortSignal).toBe(signal);
   });
 
@@ -171,7 +263,8 @@ describe('AiSdkModel', () => {
     const mock = new MockLanguageModelV4({ doStream: streamOf([finish()]) });
     await collect(new AiSdkModel(mock).stream(request(), new AbortController().signal));
     const call = mock.doStreamCalls[0]!;
-    for (const key of ['tools', 'temperature', 'maxOutputTokens', 'topP', 'stopSequences', 'seed']) expect(call).not.toHaveProperty(key);
+    for (const key of ['tools', 'temperature', 'maxOutputTokens', 'topP', 'stopSequences', 'seed'])
+      expect(call).not.toHaveProperty(key);
   });
 
   it('propagates abort: the provider sees the signal and a stalled stream is abandoned', async () => {
@@ -187,8 +280,13 @@ describe('AiSdkModel', () => {
     });
     const mock = new MockLanguageModelV4({ doStream: { stream: stalled } });
     const controller = new AbortController();
-    const iterator = new AiSdkModel(mock).stream(request(), controller.signal)[Symbol.asyncIterator]();
-    expect(await iterator.next()).toEqual({ done: false, value: { type: 'text-delta', delta: 'first' } });
+    const iterator = new AiSdkModel(mock)
+      .stream(request(), controller.signal)
+      [Symbol.asyncIterator]();
+    expect(await iterator.next()).toEqual({
+      done: false,
+      value: { type: 'text-delta', delta: 'first' },
+    });
     const pending = iterator.next();
     const reason = new Error('run cancelled');
     controller.abort(reason);
@@ -201,7 +299,9 @@ describe('AiSdkModel', () => {
     const mock = new MockLanguageModelV4({ doStream: streamOf([finish()]) });
     const controller = new AbortController();
     controller.abort(new Error('too late'));
-    await expect(collect(new AiSdkModel(mock).stream(request(), controller.signal))).rejects.toThrow('too late');
+    await expect(
+      collect(new AiSdkModel(mock).stream(request(), controller.signal)),
+    ).rejects.toThrow('too late');
     expect(mock.doStreamCalls).toHaveLength(0);
   });
 
@@ -211,10 +311,24 @@ describe('AiSdkModel', () => {
       return collect(new AiSdkModel(mock).stream(request(), new AbortController().signal));
     };
     expect(await run(finish(100, 20))).toEqual([
-      { type: 'finish', usage: { inputTokens: 100, outputTokens: 20, totalTokens: 120 }, finishReason: 'stop' },
+      {
+        type: 'finish',
+        usage: { inputTokens: 100, outputTokens: 20, totalTokens: 120 },
+        finishReason: 'stop',
+      },
     ]);
-    expect(await run({ type: 'finish', usage: usageV4(undefined, 5), finishReason: { unified: 'length', raw: undefined } })).toEqual([
-      { type: 'finish', usage: { inputTokens: 0, outputTokens: 5, totalTokens: 5 }, finishReason: 'length' },
+    expect(
+      await run({
+        type: 'finish',
+        usage: usageV4(undefined, 5),
+        finishReason: { unified: 'length', raw: undefined },
+      }),
+    ).toEqual([
+      {
+        type: 'finish',
+        usage: { inputTokens: 0, outputTokens: 5, totalTokens: 5 },
+        finishReason: 'length',
+      },
     ]);
   });
 
@@ -229,13 +343,23 @@ describe('AiSdkModel', () => {
     const seen: ModelStreamPart[] = [];
     await expect(
       (async () => {
-        for await (const part of new AiSdkModel(mock).stream(request(), new AbortController().signal)) seen.push(part);
+        for await (const part of new AiSdkModel(mock).stream(
+          request(),
+          new AbortController().signal,
+        ))
+          seen.push(part);
       })(),
     ).rejects.toThrow('model stream error: {"message":"overloaded","status":529}');
     expect(seen).toEqual([{ type: 'text-delta', delta: 'partial' }]);
 
-    const withError = new MockLanguageModelV4({ doStream: streamOf<LanguageModelV4StreamPart>([{ type: 'error', error: new TypeError('boom') }]) });
-    await expect(collect(new AiSdkModel(withError).stream(request(), new AbortController().signal))).rejects.toThrow(TypeError);
+    const withError = new MockLanguageModelV4({
+      doStream: streamOf<LanguageModelV4StreamPart>([
+        { type: 'error', error: new TypeError('boom') },
+      ]),
+    });
+    await expect(
+      collect(new AiSdkModel(withError).stream(request(), new AbortController().signal)),
+    ).rejects.toThrow(TypeError);
   });
 
   it('keeps invalid tool input visible instead of guessing', () => {
@@ -256,17 +380,26 @@ describe('AiSdkModel', () => {
         { type: 'tool-call', toolCallId: 'c', toolName: 'echo', input: '{"value":"v"}' },
         {
           type: 'finish',
-          usage: { inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 2, text: 2, reasoning: 0 } },
+          usage: {
+            inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 },
+            outputTokens: { total: 2, text: 2, reasoning: 0 },
+          },
           finishReason: { unified: 'stop', raw: 'stop' },
         },
       ]),
     });
     const model = new AiSdkModel(mock);
     expect(model.id).toBe('legacy:m3');
-    expect(await collect(model.stream(request({ system: 's' }), new AbortController().signal))).toEqual([
+    expect(
+      await collect(model.stream(request({ system: 's' }), new AbortController().signal)),
+    ).toEqual([
       { type: 'text-delta', delta: 'hi' },
       { type: 'tool-call', id: 'c', name: 'echo', arguments: { value: 'v' } },
-      { type: 'finish', usage: { inputTokens: 3, outputTokens: 2, totalTokens: 5 }, finishReason: 'stop' },
+      {
+        type: 'finish',
+        usage: { inputTokens: 3, outputTokens: 2, totalTokens: 5 },
+        finishReason: 'stop',
+      },
     ]);
     expect(mock.doStreamCalls[0]!.prompt[0]).toEqual({ role: 'system', content: 's' });
   });
@@ -288,7 +421,10 @@ describe('AiSdkModel', () => {
     });
     const agent = agentWith(new AiSdkModel(mock), [echoTool()], { systemPrompt: 'Be brief.' });
     const { runner } = runnerFor(agent);
-    const { runId, finished } = await runner.start({ agent: 'test-agent', input: [{ role: 'user', content: 'echo ping' }] });
+    const { runId, finished } = await runner.start({
+      agent: 'test-agent',
+      input: [{ role: 'user', content: 'echo ping' }],
+    });
     const cp = await finished;
 
     expect(cp.status).toBe('done');
@@ -296,7 +432,11 @@ describe('AiSdkModel', () => {
     expect(cp.step).toBe(2);
     expect(cp.usage).toEqual({ inputTokens: 30, outputTokens: 7, totalTokens: 37 });
     expect(cp.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
-    expect(cp.messages[2]).toMatchObject({ toolCallId: 'call-a', content: { echoed: 'ping' }, isError: false });
+    expect(cp.messages[2]).toMatchObject({
+      toolCallId: 'call-a',
+      content: { echoed: 'ping' },
+      isError: false,
+    });
     expect(cp.messages[3]).toMatchObject({ role: 'assistant', content: 'Echo said ping.' });
     const deltas = runner.events(runId).filter((e) => e.type === 'text.delta');
     expect(deltas.map((e) => e.delta)).toEqual(['Let me echo.', 'Echo said ', 'ping.']);
@@ -315,7 +455,14 @@ describe('AiSdkModel', () => {
       },
       {
         role: 'tool',
-        content: [{ type: 'tool-result', toolCallId: 'call-a', toolName: 'echo', output: { type: 'json', value: { echoed: 'ping' } } }],
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: 'call-a',
+            toolName: 'echo',
+            output: { type: 'json', value: { echoed: 'ping' } },
+          },
+        ],
       },
     ]);
   });

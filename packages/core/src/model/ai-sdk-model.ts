@@ -65,7 +65,9 @@ export class AiSdkModel implements ModelPort {
       ...(params.topP !== undefined ? { topP: params.topP } : {}),
       ...(params.stopSequences !== undefined ? { stopSequences: [...params.stopSequences] } : {}),
       ...(params.seed !== undefined ? { seed: params.seed } : {}),
-      ...(this.options.providerOptions !== undefined ? { providerOptions: this.options.providerOptions } : {}),
+      ...(this.options.providerOptions !== undefined
+        ? { providerOptions: this.options.providerOptions }
+        : {}),
       ...(this.options.headers !== undefined ? { headers: this.options.headers } : {}),
       ...(signal !== undefined ? { abortSignal: signal } : {}),
     };
@@ -103,7 +105,8 @@ export class AiSdkModel implements ModelPort {
     } finally {
       if (onAbort) signal.removeEventListener('abort', onAbort);
       // Stop the provider when we leave early (abort, error part, consumer stopped).
-      if (!done) await reader.cancel(signal.aborted ? signal.reason : undefined).catch(() => undefined);
+      if (!done)
+        await reader.cancel(signal.aborted ? signal.reason : undefined).catch(() => undefined);
       reader.releaseLock();
     }
   }
@@ -117,9 +120,18 @@ function toModelPart(part: StreamPart): ModelStreamPart | null {
       return part.delta === '' ? null : { type: 'reasoning-delta', delta: part.delta };
     case 'tool-call':
       if (part.providerExecuted === true) return null;
-      return { type: 'tool-call', id: part.toolCallId, name: part.toolName, arguments: parseArguments(part.input) };
+      return {
+        type: 'tool-call',
+        id: part.toolCallId,
+        name: part.toolName,
+        arguments: parseArguments(part.input),
+      };
     case 'finish':
-      return { type: 'finish', usage: toUsage(part.usage), finishReason: finishReasonOf(part.finishReason) };
+      return {
+        type: 'finish',
+        usage: toUsage(part.usage),
+        finishReason: finishReasonOf(part.finishReason),
+      };
     case 'error':
       throw toError(part.error);
     default:
@@ -134,7 +146,8 @@ export function parseArguments(input: string): JsonObject {
   if (input.trim() === '') return {};
   try {
     const value: unknown = JSON.parse(input);
-    if (value !== null && typeof value === 'object' && !Array.isArray(value)) return value as JsonObject;
+    if (value !== null && typeof value === 'object' && !Array.isArray(value))
+      return value as JsonObject;
   } catch {
     // fall through
   }
@@ -150,7 +163,11 @@ function tokens(value: unknown): number {
 }
 
 function toUsage(usage: unknown): Usage {
-  const u = (usage ?? {}) as { inputTokens?: unknown; outputTokens?: unknown; totalTokens?: unknown };
+  const u = (usage ?? {}) as {
+    inputTokens?: unknown;
+    outputTokens?: unknown;
+    totalTokens?: unknown;
+  };
   const inputTokens = tokens(u.inputTokens);
   const outputTokens = tokens(u.outputTokens);
   const total = tokens(u.totalTokens);
@@ -159,7 +176,12 @@ function toUsage(usage: unknown): Usage {
 
 function finishReasonOf(reason: unknown): string {
   if (typeof reason === 'string') return reason;
-  if (reason !== null && typeof reason === 'object' && 'unified' in reason && typeof reason.unified === 'string')
+  if (
+    reason !== null &&
+    typeof reason === 'object' &&
+    'unified' in reason &&
+    typeof reason.unified === 'string'
+  )
     return reason.unified;
   return 'unknown';
 }
@@ -187,15 +209,22 @@ function toFunctionTool(tool: ToolDescriptor): LanguageModelV4FunctionTool {
 
 function toToolOutput(content: JsonValue, isError: boolean): LanguageModelV4ToolResultOutput {
   if (!isError) return { type: 'json', value: content };
-  return typeof content === 'string' ? { type: 'error-text', value: content } : { type: 'error-json', value: content };
+  return typeof content === 'string'
+    ? { type: 'error-text', value: content }
+    : { type: 'error-json', value: content };
 }
 
-function toPrompt(request: InferenceRequest, systemMessages: 'in-place' | 'hoist'): LanguageModelV4Prompt {
+function toPrompt(
+  request: InferenceRequest,
+  systemMessages: 'in-place' | 'hoist',
+): LanguageModelV4Prompt {
   const head: LanguageModelV4Message[] = [];
   const body: LanguageModelV4Message[] = [];
-  if (request.system !== undefined && request.system !== '') head.push({ role: 'system', content: request.system });
+  if (request.system !== undefined && request.system !== '')
+    head.push({ role: 'system', content: request.system });
   for (const message of request.messages) {
-    if (message.role === 'system' && systemMessages === 'hoist') head.push({ role: 'system', content: message.content });
+    if (message.role === 'system' && systemMessages === 'hoist')
+      head.push({ role: 'system', content: message.content });
     else appendMessage(body, message);
   }
   return [...head, ...body];
@@ -214,7 +243,12 @@ function appendMessage(prompt: LanguageModelV4Message[], message: Message): void
       const content: Extract<LanguageModelV4Message, { role: 'assistant' }>['content'] = [];
       if (message.content !== '') content.push({ type: 'text', text: message.content });
       for (const call of message.toolCalls)
-        content.push({ type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.arguments });
+        content.push({
+          type: 'tool-call',
+          toolCallId: call.id,
+          toolName: call.name,
+          input: call.arguments,
+        });
       if (content.length > 0) prompt.push({ role: 'assistant', content });
       return;
     }
@@ -226,7 +260,8 @@ function appendMessage(prompt: LanguageModelV4Message[], message: Message): void
         output: toToolOutput(message.content, message.isError),
       };
       const last = prompt.at(-1);
-      if (last?.role === 'tool') prompt[prompt.length - 1] = { ...last, content: [...last.content, part] };
+      if (last?.role === 'tool')
+        prompt[prompt.length - 1] = { ...last, content: [...last.content, part] };
       else prompt.push({ role: 'tool', content: [part] });
       return;
     }

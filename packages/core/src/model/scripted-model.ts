@@ -5,7 +5,11 @@ import type { Clock } from '../ports.ts';
 export interface ScriptedTurn {
   readonly text?: string;
   readonly reasoning?: string;
-  readonly toolCalls?: readonly { readonly name: string; readonly arguments?: JsonObject; readonly id?: string }[];
+  readonly toolCalls?: readonly {
+    readonly name: string;
+    readonly arguments?: JsonObject;
+    readonly id?: string;
+  }[];
   readonly usage?: Partial<Usage>;
   /** Delay before each streamed chunk, through the clock (so tests can use a fake clock). */
   readonly chunkDelayMs?: number;
@@ -73,7 +77,11 @@ export class ScriptedModel implements ModelPort {
     const output = turn.usage?.outputTokens ?? Math.max(1, Math.ceil((turn.text ?? '').length / 4));
     yield {
       type: 'finish',
-      usage: { inputTokens: input, outputTokens: output, totalTokens: turn.usage?.totalTokens ?? input + output },
+      usage: {
+        inputTokens: input,
+        outputTokens: output,
+        totalTokens: turn.usage?.totalTokens ?? input + output,
+      },
       finishReason: (turn.toolCalls?.length ?? 0) > 0 ? 'tool-calls' : 'stop',
     };
   }

@@ -6,11 +6,17 @@ import { agentWith, echoTool, flush, runnerFor } from '../testing/fixtures.ts';
 describe('InProcessRunner', () => {
   it('runs a tool round and ends naturally', async () => {
     const agent = agentWith(
-      [{ text: 'calling', toolCalls: [{ name: 'echo', arguments: { value: 'hi' } }] }, { text: 'done' }],
+      [
+        { text: 'calling', toolCalls: [{ name: 'echo', arguments: { value: 'hi' } }] },
+        { text: 'done' },
+      ],
       [echoTool()],
     );
     const { runner } = runnerFor(agent);
-    const { runId, finished } = await runner.start({ agent: 'test-agent', input: [{ role: 'user', content: 'go' }] });
+    const { runId, finished } = await runner.start({
+      agent: 'test-agent',
+      input: [{ role: 'user', content: 'go' }],
+    });
     const cp = await finished;
     expect(cp.status).toBe('done');
     expect(cp.termination).toEqual({ kind: 'natural_end' });
@@ -35,15 +41,24 @@ describe('InProcessRunner', () => {
       [deploy],
     );
     const { runner } = runnerFor(agent);
-    const { runId, finished } = await runner.start({ agent: 'test-agent', input: [{ role: 'user', content: 'deploy' }] });
+    const { runId, finished } = await runner.start({
+      agent: 'test-agent',
+      input: [{ role: 'user', content: 'deploy' }],
+    });
     await flush();
     let cp = await runner.checkpoint(runId);
     expect(cp?.status).toBe('waiting');
     const callId = cp!.round[0]!;
-    await runner.submitDecisions(runId, [{ decisionId: 'd1', toolCallId: callId, action: 'resume' }]);
+    await runner.submitDecisions(runId, [
+      { decisionId: 'd1', toolCallId: callId, action: 'resume' },
+    ]);
     cp = await finished;
     expect(cp.status).toBe('done');
     const toolMessage = cp.messages.find((m) => m.role === 'tool');
-    expect(toolMessage).toMatchObject({ toolCallId: callId, content: { deployed: 'prod' }, isError: false });
+    expect(toolMessage).toMatchObject({
+      toolCallId: callId,
+      content: { deployed: 'prod' },
+      isError: false,
+    });
   });
 });

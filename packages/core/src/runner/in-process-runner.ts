@@ -80,13 +80,19 @@ export class InProcessRunner {
   }
 
   /** Creates the run and starts driving it; resolves once it is durably created. */
-  async start(request: StartRunRequest): Promise<{ runId: string; threadId: string; turnId: string; finished: Promise<Checkpoint> }> {
+  async start(
+    request: StartRunRequest,
+  ): Promise<{ runId: string; threadId: string; turnId: string; finished: Promise<Checkpoint> }> {
     const engine = this.engines.get(request.agent);
     if (!engine) throw new UnknownAgentError(request.agent, [...this.engines.keys()]);
     const runId = this.ids();
     const threadId = request.threadId ?? `thread-${runId}`;
     const thread = this.threads.get(threadId);
-    if (thread.activeRunId) throw new BatonError('thread_busy', `thread ${threadId} already has active run ${thread.activeRunId}`);
+    if (thread.activeRunId)
+      throw new BatonError(
+        'thread_busy',
+        `thread ${threadId} already has active run ${thread.activeRunId}`,
+      );
     const turnId = `turn-${thread.runIds.length + 1}`;
     const t = engine.create(
       {
@@ -119,7 +125,10 @@ export class InProcessRunner {
     return { runId, threadId, turnId, finished: run.finished };
   }
 
-  async submitDecisions(runId: string, decisions: readonly Decision[]): Promise<{ accepted: number; duplicates: number }> {
+  async submitDecisions(
+    runId: string,
+    decisions: readonly Decision[],
+  ): Promise<{ accepted: number; duplicates: number }> {
     const run = this.requireLive(runId);
     const t = run.engine.receiveDecisions(run.checkpoint, decisions, this.clock.now());
     if (t.accepted.length > 0) await this.commit(run, t);
@@ -146,7 +155,13 @@ export class InProcessRunner {
   }
 
   private async commit(run: LiveRun, t: Transition): Promise<void> {
-    const result = await this.store.commit(run.checkpoint.identity.runId, run.version, t.checkpoint, t.events, t.trigger);
+    const result = await this.store.commit(
+      run.checkpoint.identity.runId,
+      run.version,
+      t.checkpoint,
+      t.events,
+      t.trigger,
+    );
     run.version = result.version;
     run.checkpoint = t.checkpoint;
     this.publish(result.events);
@@ -161,13 +176,20 @@ export class InProcessRunner {
         if (await this.advance(run, next.kind, now)) return run.checkpoint;
       } catch (error) {
         // A throwing hook or a broken invariant is a runtime error: the run ends with Error.
-        await this.commit(run, engine.fail(run.checkpoint, (error as Error).message, this.clock.now()));
+        await this.commit(
+          run,
+          engine.fail(run.checkpoint, (error as Error).message, this.clock.now()),
+        );
       }
     }
   }
 
   /** Performs one planned action; returns true when the run is finished. */
-  private async advance(run: LiveRun, kind: ReturnType<Engine['plan']>['kind'], now: number): Promise<boolean> {
+  private async advance(
+    run: LiveRun,
+    kind: ReturnType<Engine['plan']>['kind'],
+    now: number,
+  ): Promise<boolean> {
     const { engine } = run;
     {
       switch (kind) {
@@ -222,7 +244,10 @@ export class InProcessRunner {
       }
     } catch (error) {
       if (run.checkpoint.cancelRequested || run.abort.signal.aborted) return; // plan() now says cancel
-      await this.commit(run, engine.fail(run.checkpoint, `model failed: ${(error as Error).message}`, this.clock.now()));
+      await this.commit(
+        run,
+        engine.fail(run.checkpoint, `model failed: ${(error as Error).message}`, this.clock.now()),
+      );
       return;
     }
     await this.commit(run, engine.commitInference(run.checkpoint, acc.result(), this.clock.now()));
@@ -257,14 +282,20 @@ export class InProcessRunner {
     launch(prepared.invocations);
     while (inflight.size > 0) {
       run.wake = deferred();
-      const winner = await Promise.race([...inflight.values(), run.wake.promise.then(() => null)]).catch((error: unknown) => {
+      const winner = await Promise.race([
+        ...inflight.values(),
+        run.wake.promise.then(() => null),
+      ]).catch((error: unknown) => {
         if (run.abort.signal.aborted) return 'aborted' as const;
         throw error;
       });
       if (winner === 'aborted' || run.checkpoint.cancelRequested) return;
       if (winner) {
         inflight.delete(winner.key);
-        await this.commit(run, engine.applyToolResults(run.checkpoint, [winner.result], this.clock.now()));
+        await this.commit(
+          run,
+          engine.applyToolResults(run.checkpoint, [winner.result], this.clock.now()),
+        );
       }
       const next = engine.plan(run.checkpoint);
       if (next.kind === 'resume') {

@@ -1,4 +1,11 @@
-import type { Checkpoint, CheckpointTrigger, EventBody, Message, RunEvent, JsonValue } from '@baton/protocol';
+import type {
+  Checkpoint,
+  CheckpointTrigger,
+  EventBody,
+  Message,
+  RunEvent,
+  JsonValue,
+} from '@baton/protocol';
 import type { CommitResult, EventAppender, RunStore, StoredCheckpoint } from '../ports.ts';
 import { VersionConflictError } from '../ports.ts';
 
@@ -39,15 +46,25 @@ export class MemoryRunStore implements RunStore, EventAppender {
 
   create(checkpoint: Checkpoint, events: readonly EventBody[]): Promise<CommitResult> {
     const runId = checkpoint.identity.runId;
-    if (this.runs.has(runId)) return Promise.reject(new VersionConflictError(runId, 0, this.runs.get(runId)?.version ?? null));
+    if (this.runs.has(runId))
+      return Promise.reject(
+        new VersionConflictError(runId, 0, this.runs.get(runId)?.version ?? null),
+      );
     this.runs.set(runId, { checkpoint: structuredClone(checkpoint), version: 1 });
-    this.commits.push({ runId, version: 1, trigger: null, checkpoint: structuredClone(checkpoint) });
+    this.commits.push({
+      runId,
+      version: 1,
+      trigger: null,
+      checkpoint: structuredClone(checkpoint),
+    });
     return Promise.resolve({ version: 1, events: this.sequence(checkpoint, events) });
   }
 
   load(runId: string): Promise<StoredCheckpoint | null> {
     const stored = this.runs.get(runId);
-    return Promise.resolve(stored ? { checkpoint: structuredClone(stored.checkpoint), version: stored.version } : null);
+    return Promise.resolve(
+      stored ? { checkpoint: structuredClone(stored.checkpoint), version: stored.version } : null,
+    );
   }
 
   commit(
@@ -59,17 +76,25 @@ export class MemoryRunStore implements RunStore, EventAppender {
   ): Promise<CommitResult> {
     const stored = this.runs.get(runId);
     if (!stored || stored.version !== expectedVersion)
-      return Promise.reject(new VersionConflictError(runId, expectedVersion, stored?.version ?? null));
+      return Promise.reject(
+        new VersionConflictError(runId, expectedVersion, stored?.version ?? null),
+      );
     const version = expectedVersion + 1;
     this.runs.set(runId, { checkpoint: structuredClone(checkpoint), version });
     this.commits.push({ runId, version, trigger, checkpoint: structuredClone(checkpoint) });
     return Promise.resolve({ version, events: this.sequence(checkpoint, events) });
   }
 
-  append(runId: string, expectedVersion: number, events: readonly EventBody[]): Promise<readonly RunEvent[]> {
+  append(
+    runId: string,
+    expectedVersion: number,
+    events: readonly EventBody[],
+  ): Promise<readonly RunEvent[]> {
     const stored = this.runs.get(runId);
     if (!stored || stored.version !== expectedVersion)
-      return Promise.reject(new VersionConflictError(runId, expectedVersion, stored?.version ?? null));
+      return Promise.reject(
+        new VersionConflictError(runId, expectedVersion, stored?.version ?? null),
+      );
     return Promise.resolve(this.sequence(stored.checkpoint, events));
   }
 

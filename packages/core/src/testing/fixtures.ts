@@ -11,7 +11,13 @@ import { deferred, type Deferred } from '../runner/deferred.ts';
 export class ToolGates {
   private readonly gates = new Map<string, Deferred<void>>();
   readonly started: string[] = [];
-  readonly executions: { name: string; args: unknown; attempt: number; key: string; resume?: unknown }[] = [];
+  readonly executions: {
+    name: string;
+    args: unknown;
+    attempt: number;
+    key: string;
+    resume?: unknown;
+  }[] = [];
 
   gate(name: string): Deferred<void> {
     let d = this.gates.get(name);
@@ -37,12 +43,22 @@ export function echoTool(name = 'echo', opts: Partial<ToolDefinition> = {}): Too
   return { ...(base as ToolDefinition), ...opts };
 }
 
-export function agentWith(script: Script | ModelPort, tools: ToolDefinition[], extra: Partial<AgentDefinition> = {}): AgentDefinition {
-  const model = typeof script === 'function' || Array.isArray(script) ? new ScriptedModel(script as Script) : (script as ModelPort);
+export function agentWith(
+  script: Script | ModelPort,
+  tools: ToolDefinition[],
+  extra: Partial<AgentDefinition> = {},
+): AgentDefinition {
+  const model =
+    typeof script === 'function' || Array.isArray(script)
+      ? new ScriptedModel(script as Script)
+      : (script as ModelPort);
   return { name: extra.name ?? 'test-agent', model, tools, ...extra };
 }
 
-export function runnerFor(...agents: AgentDefinition[]): { runner: InProcessRunner; clock: ManualClock } {
+export function runnerFor(...agents: AgentDefinition[]): {
+  runner: InProcessRunner;
+  clock: ManualClock;
+} {
   const clock = new ManualClock(1_000);
   return { runner: new InProcessRunner({ agents, clock }), clock };
 }

@@ -15,7 +15,12 @@ export function suspendingTool(name: string, mode: ResumeMode): ToolDefinition {
         inputSchema: input,
         approval: { message: `Run ${name}?` },
         execute: async (args, ctx) =>
-          toolResult.success({ tool: name, args: args as JsonValue, attempt: ctx.attempt, resumed: ctx.resume !== undefined }),
+          toolResult.success({
+            tool: name,
+            args: args as JsonValue,
+            attempt: ctx.attempt,
+            resumed: ctx.resume !== undefined,
+          }),
       });
     case 'use_decision_as_tool_result':
       return defineTool({
@@ -37,7 +42,11 @@ export function suspendingTool(name: string, mode: ResumeMode): ToolDefinition {
                 reason: 'input',
                 message: `${name} needs a value`,
                 resumeMode: 'pass_decision_to_tool',
-                responseSchema: { type: 'object', properties: { value: { type: 'string' } }, required: ['value'] },
+                responseSchema: {
+                  type: 'object',
+                  properties: { value: { type: 'string' } },
+                  required: ['value'],
+                },
               }),
       });
   }
@@ -64,7 +73,11 @@ export function payloadFor(mode: ResumeMode): JsonValue | undefined {
   return undefined;
 }
 
-export function matrixAgentName(mode: ExecutionMode, policy: DecisionReplayPolicy, resume: ResumeMode): string {
+export function matrixAgentName(
+  mode: ExecutionMode,
+  policy: DecisionReplayPolicy,
+  resume: ResumeMode,
+): string {
   return `matrix:${mode}:${policy}:${resume}`;
 }
 
@@ -76,7 +89,11 @@ export function matrixAgents(): AgentDefinition[] {
   const agents: AgentDefinition[] = [];
   const modes: ExecutionMode[] = ['sequential', 'parallel_batch_approval', 'parallel_streaming'];
   const policies: DecisionReplayPolicy[] = ['immediate', 'batch_all_suspended'];
-  const resumes: ResumeMode[] = ['replay_tool_call', 'use_decision_as_tool_result', 'pass_decision_to_tool'];
+  const resumes: ResumeMode[] = [
+    'replay_tool_call',
+    'use_decision_as_tool_result',
+    'pass_decision_to_tool',
+  ];
   for (const mode of modes)
     for (const policy of policies)
       for (const resume of resumes)

@@ -11,7 +11,10 @@ export interface TimelineRow {
 }
 
 /** Per-commit statuses of the named calls (in order), consecutive duplicates removed. */
-export function callTimeline(commits: readonly CommitRecord[], callIds: readonly string[]): TimelineRow[] {
+export function callTimeline(
+  commits: readonly CommitRecord[],
+  callIds: readonly string[],
+): TimelineRow[] {
   const rows: TimelineRow[] = [];
   for (const { checkpoint } of commits) {
     const calls = callIds.map((id) => checkpoint.calls[id]?.status);

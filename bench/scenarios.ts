@@ -1,0 +1,10 @@
+/**
+ * The scenario registry. To add one (e.g. bench/latency.ts): export a `Scenario` (bench/lib.ts)
+ * from its own file and list it here. Scenarios run in this order; a scenario can read the
+ * results of earlier ones through `ctx.results` (e.g. to print a ratio against them).
+ */
+import type { Scenario } from './lib.ts';
+import { throughput } from './throughput.ts';
+import { inProcess } from './in-process.ts';
+
+export const scenarios: readonly Scenario[] = [throughput, inProcess];
