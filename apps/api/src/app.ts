@@ -9,6 +9,7 @@ import type { ApiContext } from './context.ts';
 import { errorMiddleware, notFoundHandler } from './errors.ts';
 import { IdempotencyStore } from './idempotency.ts';
 import { SseConnectionLimiter, rateLimit } from './limits.ts';
+import { protocolPlugins } from './adapters/plugins.ts';
 import { createApiLogger, httpLogger } from './logger.ts';
 import { ApiMetrics, EventMetricsObserver } from './metrics.ts';
 import { agentsRouter } from './routes/agents.ts';
@@ -36,6 +37,7 @@ export interface CreateAppOptions {
   /** API keys; built from config (API_KEYS, API_KEYS_FILE, ADMIN_KEYS) when absent. */
   readonly keys?: KeyStore;
   readonly clock?: Clock;
+  /** Extra routers; default: the front-end protocol adapters (protocolPlugins()). */
   readonly plugins?: readonly ApiPlugin[];
 }
 
@@ -100,13 +102,15 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     rateLimit(config.RATE_LIMIT_PER_MINUTE),
     express.json({ limit: config.BODY_LIMIT_BYTES, strict: true }),
   ];
-  const v1 = express.Router();
-  v1.use(runsRouter(context), eventsRouter(context), threadsRouter(context), agentsRouter(context));
-  app.use('/v1', ...api, v1);
-  for (const plugin of opts.plugins ?? []) {
+  // Plugins first: one under /v1 (e.g. /v1/ai-sdk) must not pass through /v1's auth and rate
+  // limit a second time.
+  for (const plugin of opts.plugins ?? protocolPlugins()) {
     if (plugin.public) app.use(plugin.path, plugin.router(context));
     else app.use(plugin.path, ...api, plugin.router(context));
   }
+  const v1 = express.Router();
+  v1.use(runsRouter(context), eventsRouter(context), threadsRouter(context), agentsRouter(context));
+  app.use('/v1', ...api, v1);
 
   app.use(notFoundHandler);
   app.use(errorMiddleware(logger));

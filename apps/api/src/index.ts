@@ -1,3 +1,4 @@
+export * from './adapters/plugins.ts';
 export * from './app.ts';
 export * from './auth.ts';
 export * from './config.ts';

@@ -3,13 +3,15 @@
  * (see config.ts); workers run separately (`node apps/worker/src/main.ts`).
  */
 import { safeUrl } from '@baton/worker';
+import { protocolPlugins } from './adapters/plugins.ts';
 import { loadApiConfig } from './config.ts';
 import { createApiLogger } from './logger.ts';
 import { startApi } from './server.ts';
 
 const config = loadApiConfig();
 const logger = createApiLogger(config.LOG_LEVEL);
-const api = await startApi({ config, logger });
+// Front-end protocols (AI SDK UI message stream, AG-UI); the same set createApp defaults to.
+const api = await startApi({ config, logger, plugins: protocolPlugins() });
 const publicUrl = config.PUBLIC_URL ?? api.url;
 logger.info(
   { url: publicUrl, redis: safeUrl(config.REDIS_URL), prefix: config.BATON_PREFIX },

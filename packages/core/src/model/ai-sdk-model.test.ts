@@ -280,9 +280,8 @@ describe('AiSdkModel', () => {
     });
     const mock = new MockLanguageModelV4({ doStream: { stream: stalled } });
     const controller = new AbortController();
-    const iterator = new AiSdkModel(mock)
-      .stream(request(), controller.signal)
-      [Symbol.asyncIterator]();
+    const stream = new AiSdkModel(mock).stream(request(), controller.signal);
+    const iterator = stream[Symbol.asyncIterator]();
     expect(await iterator.next()).toEqual({
       done: false,
       value: { type: 'text-delta', delta: 'first' },
