@@ -80,7 +80,10 @@ export class RunCommitter {
     const { identity } = after.checkpoint;
     const key = activeRunsKey(this.deps.keys);
     if (after.checkpoint.status !== 'done') {
-      await this.deps.redis.zadd(key, after.checkpoint.updatedAt, identity.runId);
+      // The reconciler only needs to know a run is unfinished and roughly since when; a status
+      // change is enough (it touches the score itself when it reschedules).
+      if (before.status !== after.checkpoint.status)
+        await this.deps.redis.zadd(key, after.checkpoint.updatedAt, identity.runId);
       return;
     }
     if (before.status !== 'done') await this.releaseThread(after.checkpoint, registry);

@@ -19,6 +19,17 @@ redis.call('DEL', KEYS[1])
 if redis.call('DEL', KEYS[2]) == 1 then return 1 end
 return 0`;
 
+// Releases only when nobody asked for the run meanwhile; otherwise clears the mark and keeps
+// the lease, so the holder makes one more pass itself instead of scheduling a job for it.
+const RELEASE_IF_IDLE_LUA = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+if redis.call('DEL', KEYS[2]) == 1 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 0
+end
+redis.call('DEL', KEYS[1])
+return 1`;
+
 const RENEW_LUA = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -37,11 +48,17 @@ export interface Lease {
   readonly token: string;
   /** Releases; true when another job asked for the run meanwhile (the caller must reschedule). */
   release(): Promise<boolean>;
+  /**
+   * Releases unless another job asked for the run meanwhile; then the mark is cleared, the lease
+   * kept, and false returned: the caller must look at the run again.
+   */
+  releaseIfIdle(): Promise<boolean>;
 }
 
 export class RunLeases {
   private readonly acquireScript: ScriptCall;
   private readonly releaseScript: ScriptCall;
+  private readonly releaseIfIdleScript: ScriptCall;
   private readonly renewScript: ScriptCall;
   private readonly keys: BatonKeys;
   readonly ttlMs: number;
@@ -52,6 +69,7 @@ export class RunLeases {
     this.acquireScript = defineScript(redis, 'batonLeaseAcquire', 2, ACQUIRE_LUA);
     this.releaseScript = defineScript(redis, 'batonLeaseRelease', 2, RELEASE_LUA);
     this.renewScript = defineScript(redis, 'batonLeaseRenew', 1, RENEW_LUA);
+    this.releaseIfIdleScript = defineScript(redis, 'batonLeaseReleaseIfIdle', 2, RELEASE_IF_IDLE_LUA);
   }
 
   /** The lease, renewed in the background until released; null when another job holds it. */
@@ -78,6 +96,14 @@ export class RunLeases {
         released = true;
         clearInterval(timer);
         return (await this.releaseScript(lease, pending, token)) === 1;
+      },
+      releaseIfIdle: async () => {
+        if (released) return true;
+        const result = await this.releaseIfIdleScript(lease, pending, token, this.ttlMs);
+        if (result === 0) return false;
+        released = true;
+        clearInterval(timer);
+        return true;
       },
     };
   }

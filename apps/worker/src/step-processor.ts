@@ -8,12 +8,15 @@ import {
   runCommands,
   type Engine,
   type ToolInvocation,
+  type Transition,
 } from '@baton/core';
 import { DelayedError, Job, WaitingChildrenError } from 'bullmq';
 import { runAuxKey, type Lease } from './run-lease.ts';
 import type { Loaded } from './run-committer.ts';
 import { toolJobId } from './queues.ts';
 import type { WorkerDeps } from './worker-deps.ts';
+
+class StaleInference extends Error {}
 
 type StepOutcome = 'busy' | 'missing' | 'waiting' | 'done' | 'continued' | 'delegated';
 
@@ -35,10 +38,12 @@ export class StepProcessor {
     const log = this.deps.logger.child({ runId: data.runId, jobId: job.id, reason: data.reason });
     const lease = await this.deps.leases.acquire(data.runId);
     if (!lease) {
-      // The holder will see our pending mark. If the holder is dead instead (its lease expires),
-      // nobody would: so this job comes back once the lease has had time to expire.
-      log.debug('run busy; retrying after the lease TTL');
-      if (token !== undefined) {
+      // The holder will see our pending mark and look at the run again. Only a retried job
+      // (its first attempt stalled: its worker died) may be facing a dead holder whose mark
+      // nobody reads; it comes back once that lease has had time to expire.
+      const retried = job.attemptsStarted > 1 || job.stalledCounter > 0;
+      log.debug({ retried }, 'run busy');
+      if (retried && token !== undefined) {
         await job.moveToDelayed(Date.now() + this.deps.leases.ttlMs + 100, token);
         throw new DelayedError();
       }
@@ -78,8 +83,10 @@ export class StepProcessor {
     const runId = lease.runId;
     const jobData = job.data as { parentOfStep?: number };
     let inferred = jobData.parentOfStep !== undefined;
+    // The state is carried from commit to commit; it is reloaded only when others may have
+    // changed it (after a model call, or when someone asked for the run while we held it).
+    let state: Loaded | null = await deps.committer.load(runId);
     for (;;) {
-      const state = await deps.committer.load(runId);
       if (!state) return 'missing';
       const engine = deps.registry.engine(state.checkpoint.identity.agent);
       if (!engine) {
@@ -89,20 +96,24 @@ export class StepProcessor {
       }
       const registry = engine.ctx.registry;
       const drained = await this.drainResults(engine, state);
-      if (drained) continue;
+      if (drained) {
+        state = drained;
+        continue;
+      }
       const next = engine.plan(state.checkpoint);
       const slog = log.child({ step: state.checkpoint.step, plan: next.kind });
       const now = deps.clock.now();
       switch (next.kind) {
         case 'done':
-          return 'done';
         case 'wait':
-          return 'waiting';
+          if (await lease.releaseIfIdle()) return next.kind === 'done' ? 'done' : 'waiting';
+          state = await deps.committer.load(runId);
+          break;
         case 'start': {
           // A run queued behind another on its thread starts from the thread as it is now.
           const { tenantId, threadId } = state.checkpoint.identity;
           const thread = await deps.threads.load(tenantId, threadId);
-          await deps.committer.commit(
+          state = await deps.committer.commit(
             state,
             (cp) => engine.start(rebaseOnThread(cp, thread.messages, thread.state), now),
             registry,
@@ -116,39 +127,45 @@ export class StepProcessor {
             await deps.queues.enqueueStep(state.checkpoint.identity, 'continue', state.version);
             return 'continued';
           }
-          await deps.committer.commit(state, (cp) => engine.beginStep(cp, now), registry);
+          state = await deps.committer.commit(state, (cp) => engine.beginStep(cp, now), registry);
           break;
         case 'infer':
           inferred = true;
           await deps.probe?.('before-infer', { runId, step: state.checkpoint.step });
-          await this.infer(engine, state, slog);
+          state = await this.infer(engine, state, slog);
           break;
         case 'resume':
-          await deps.committer.commit(state, (cp) => engine.applyDecisions(cp, now), registry);
+          state = await deps.committer.commit(state, (cp) => engine.applyDecisions(cp, now), registry);
           break;
         case 'finish_step':
-          await deps.committer.commit(state, (cp) => engine.finishStep(cp, now), registry);
+          state = await deps.committer.commit(state, (cp) => engine.finishStep(cp, now), registry);
           break;
         case 'cancel':
           deps.aborts.abort(runId);
-          await deps.committer.commit(state, (cp) => engine.cancel(cp, now), registry);
+          state = await deps.committer.commit(state, (cp) => engine.cancel(cp, now), registry);
           slog.info('run cancelled');
           break;
         case 'execute': {
-          const prepared = await deps.committer.commit(
-            state,
-            (cp) => engine.prepareTools(cp, now),
-            registry,
-          );
+          // Re-entering a round whose calls all run already changes nothing: no commit then.
+          const dry = engine.prepareTools(state.checkpoint, now);
+          const prepared: Loaded & { transition: Transition } =
+            dry.events.length === 0
+              ? { ...state, transition: dry }
+              : await deps.committer.commit(state, (cp) => engine.prepareTools(cp, now), registry);
+          state = prepared;
           const invocations =
             (prepared.transition as { invocations?: readonly ToolInvocation[] }).invocations ?? [];
           if (invocations.length === 0) break;
           if (!engine.ctx.tools.size || prepared.checkpoint.executionMode === 'sequential') {
-            await this.executeInline(engine, prepared, invocations);
+            // Results land in the mailbox; the next pass of this loop applies them.
+            // An aborted call (cancel) leaves the run for plan() to finish: look at it afresh.
+            if (await this.executeInline(engine, prepared, invocations))
+              state = await deps.committer.load(runId);
             break;
           }
           const outcome = await this.fanOut(job, token, prepared, invocations, release, slog);
           if (outcome) return outcome;
+          state = await deps.committer.load(runId);
           break;
         }
       }
@@ -156,31 +173,39 @@ export class StepProcessor {
   }
 
   /** Applies results recorded by tool jobs (in call order) before deciding anything else. */
-  private async drainResults(engine: Engine, state: Loaded): Promise<boolean> {
+  private async drainResults(engine: Engine, state: Loaded): Promise<Loaded | null> {
     const results = await this.deps.mailbox.pendingFor(state.checkpoint);
-    if (results.length === 0) return false;
-    await this.deps.committer.commit(
+    if (results.length === 0) return null;
+    return this.deps.committer.commit(
       state,
       (cp) => engine.applyToolResults(cp, results, this.deps.clock.now()),
       engine.ctx.registry,
     );
-    return true;
   }
 
-  private async infer(engine: Engine, state: Loaded, log: WorkerDeps['logger']): Promise<void> {
+  /** Streams the model (deltas appended as they come) and commits the assistant turn. */
+  private async infer(
+    engine: Engine,
+    state: Loaded,
+    log: WorkerDeps['logger'],
+  ): Promise<Loaded | null> {
     const { deps } = this;
-    const cp = state.checkpoint;
-    const request = engine.inferenceRequest(cp);
+    const request = engine.inferenceRequest(state.checkpoint);
     const messageId = assistantMessageId(request.runId, request.step);
-    const inferringKey = runAuxKey(deps.keys, request.runId, 'inferring');
     let version = state.version;
-    // A previous attempt of this step streamed deltas and died: tell clients to drop them.
-    const previous = await deps.redis.getset(inferringKey, `${request.step}`);
-    await deps.redis.pexpire(inferringKey, 86_400_000);
+    let marked = false;
     const append = async (body: Parameters<typeof deps.store.append>[2][number]): Promise<void> => {
+      if (!marked) {
+        marked = true;
+        // A previous attempt of this step streamed deltas and died: clients must drop them.
+        const key = runAuxKey(deps.keys, request.runId, 'inferring');
+        const previous = await deps.redis.set(key, `${request.step}`, 'PX', 86_400_000, 'GET');
+        if (previous === `${request.step}`) await append({ type: 'inference.reset', step: request.step, messageId });
+      }
       try {
         await deps.store.append(request.runId, version, [body]);
       } catch {
+        // A decision or cancel request committed meanwhile: append at the new version.
         const fresh = await deps.store.load(request.runId);
         if (!fresh) throw new Error(`run ${request.runId} disappeared`);
         version = fresh.version;
@@ -188,8 +213,6 @@ export class StepProcessor {
         await deps.store.append(request.runId, version, [body]);
       }
     };
-    if (previous === `${request.step}`)
-      await append({ type: 'inference.reset', step: request.step, messageId });
     const tracked = deps.aborts.track(request.runId);
     const acc = new InferenceAccumulator();
     const started = deps.clock.now();
@@ -207,35 +230,36 @@ export class StepProcessor {
       }
     } catch (error) {
       const fresh = await deps.committer.load(request.runId);
-      if (!fresh) return;
-      if (fresh.checkpoint.cancelRequested) return; // plan() says cancel next
+      if (!fresh || fresh.checkpoint.cancelRequested) return fresh; // plan() says cancel next
       // Aborted without a cancel: this process is shutting down; the job is retried elsewhere.
       if (tracked.signal.aborted)
         throw new Error('inference aborted: worker shutting down', { cause: error });
       log.warn({ err: error }, 'model failed');
-      await deps.committer.commit(
+      return deps.committer.commit(
         fresh,
         (c) => engine.fail(c, `model failed: ${(error as Error).message}`, deps.clock.now()),
         engine.ctx.registry,
       );
-      return;
     } finally {
       tracked.done();
     }
     log.debug({ ms: deps.clock.now() - started }, 'inference finished');
-    const fresh = await deps.committer.load(request.runId);
-    if (
-      !fresh ||
-      fresh.checkpoint.step !== request.step ||
-      fresh.checkpoint.phase !== 'before_inference'
-    )
-      return;
-    await deps.committer.commit(
-      fresh,
-      (c) => engine.commitInference(c, acc.result(), deps.clock.now()),
-      engine.ctx.registry,
-    );
-    await deps.redis.del(inferringKey);
+    const base = version === state.version ? state : await deps.committer.load(request.runId);
+    if (!base) return null;
+    try {
+      return await deps.committer.commit(
+        base,
+        (c) => {
+          // Someone else finished this inference (a duplicate job): ours is dropped.
+          if (c.step !== request.step || c.phase !== 'before_inference') throw new StaleInference();
+          return engine.commitInference(c, acc.result(), deps.clock.now());
+        },
+        engine.ctx.registry,
+      );
+    } catch (error) {
+      if (error instanceof StaleInference) return deps.committer.load(request.runId);
+      throw error;
+    }
   }
 
   /** Sequential mode: the call runs inside this job; its result is recorded before it is applied. */
@@ -243,7 +267,7 @@ export class StepProcessor {
     engine: Engine,
     state: Loaded,
     invocations: readonly ToolInvocation[],
-  ): Promise<void> {
+  ): Promise<boolean> {
     const { deps } = this;
     const runId = state.checkpoint.identity.runId;
     for (const invocation of invocations) {
@@ -266,7 +290,7 @@ export class StepProcessor {
           });
         } catch (error) {
           const fresh = await deps.store.load(runId);
-          if (tracked.signal.aborted && fresh?.checkpoint.cancelRequested) return; // plan() finishes the run
+          if (tracked.signal.aborted && fresh?.checkpoint.cancelRequested) return true;
           throw error;
         } finally {
           tracked.done();
@@ -274,6 +298,7 @@ export class StepProcessor {
         await deps.mailbox.record(runId, result);
       }
     }
+    return false;
   }
 
   /**

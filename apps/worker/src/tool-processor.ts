@@ -102,27 +102,30 @@ export class ToolProcessor {
     const lease = await deps.leases.acquire(runId);
     if (!lease) return; // the holder sees the pending mark and applies our result
     try {
-      const state = await deps.committer.load(runId);
-      if (!state) return;
-      const engine = deps.registry.engine(state.checkpoint.identity.agent);
-      if (!engine) return;
-      const results = await deps.mailbox.pendingFor(state.checkpoint);
-      let current = state;
-      if (results.length > 0) {
-        current = await deps.committer.commit(
-          state,
-          (cp) => engine.applyToolResults(cp, results, deps.clock.now()),
-          engine.ctx.registry,
-        );
+      let state = await deps.committer.load(runId);
+      for (;;) {
+        if (!state) return;
+        const engine = deps.registry.engine(state.checkpoint.identity.agent);
+        if (!engine) return;
+        const results = await deps.mailbox.pendingFor(state.checkpoint);
+        if (results.length > 0) {
+          state = await deps.committer.commit(
+            state,
+            (cp) => engine.applyToolResults(cp, results, deps.clock.now()),
+            engine.ctx.registry,
+          );
+        }
+        const next = engine.plan(state.checkpoint).kind;
+        // Calls still executing elsewhere drive the run themselves; anything else needs a step job.
+        const stillRunning = Object.values(state.checkpoint.calls).some((c) => c.status === 'running');
+        if (next !== 'wait' && next !== 'done' && !(next === 'execute' && stillRunning)) {
+          await deps.queues.enqueueStep({ runId, tenantId }, 'continue', state.version);
+          return;
+        }
+        // Another result may have landed while we held the lease: look again before leaving.
+        if (await lease.releaseIfIdle()) return;
+        state = await deps.committer.load(runId);
       }
-      const next = engine.plan(current.checkpoint).kind;
-      // Calls still executing elsewhere drive the run themselves; anything else needs a step job.
-      const stillRunning = Object.values(current.checkpoint.calls).some(
-        (c) => c.status === 'running',
-      );
-      const needsPass = next !== 'wait' && next !== 'done' && !(next === 'execute' && stillRunning);
-      if (needsPass)
-        await deps.queues.enqueueStep({ runId, tenantId }, 'continue', current.version);
     } finally {
       if (await lease.release()) {
         const current = await deps.store.load(runId);
