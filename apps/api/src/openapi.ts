@@ -10,6 +10,8 @@ import {
   SubmitDecisionsRequestSchema,
 } from '@baton/protocol';
 import { z } from 'zod';
+import { AgUiRunInputSchema } from './adapters/ag-ui/input.ts';
+import { ChatRequestSchema } from './adapters/ai-sdk/request.ts';
 import {
   AgentListSchema,
   CancelResponseSchema,
@@ -33,6 +35,8 @@ type Json = Record<string, unknown>;
 const REQUESTS = {
   CreateRunRequest: CreateRunRequestSchema,
   SubmitDecisionsRequest: SubmitDecisionsRequestSchema,
+  AiSdkChatRequest: ChatRequestSchema,
+  AgUiRunAgentInput: AgUiRunInputSchema,
 } as const;
 
 const RESPONSES = {
@@ -122,7 +126,13 @@ export function buildOpenApiDocument(): Json {
     },
     servers: [{ url: '/' }],
     security: secured,
-    tags: [{ name: 'runs' }, { name: 'threads' }, { name: 'agents' }, { name: 'ops' }],
+    tags: [
+      { name: 'runs' },
+      { name: 'threads' },
+      { name: 'agents' },
+      { name: 'protocols', description: 'Front-end protocols: AI SDK UI message stream, AG-UI' },
+      { name: 'ops' },
+    ],
     paths: {
       '/v1/runs': {
         post: {
@@ -290,6 +300,75 @@ export function buildOpenApiDocument(): Json {
             '200': json('AgentDescriptor', 'Agent'),
             ...commonErrors,
             '404': error('not_found'),
+          },
+        },
+      },
+      '/v1/ai-sdk/chat': {
+        post: {
+          tags: ['protocols'],
+          operationId: 'aiSdkChat',
+          summary: 'AI SDK chat (DefaultChatTransport): start a run or answer the waiting one',
+          description:
+            'The chat id is the thread. A last user message starts a run; a last assistant message with approval-responded / output-available tool parts answers the run waiting on the thread. The client major is the x-baton-ai-sdk-major header or body aiSdkMajor (6 or 7, default 7); the agent is body agent (default: PROTOCOL_DEFAULT_AGENT).',
+          parameters: [
+            {
+              name: 'x-baton-ai-sdk-major',
+              in: 'header',
+              required: false,
+              schema: { type: 'string', enum: ['6', '7'] },
+            },
+          ],
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: ref('AiSdkChatRequest') } },
+          },
+          responses: {
+            '200': {
+              description:
+                'UI message stream (header x-vercel-ai-ui-message-stream: v1): data: <chunk JSON> frames, then data: [DONE]',
+              content: { 'text/event-stream': { schema: { type: 'string' } } },
+            },
+            ...commonErrors,
+            '409': error('thread_busy, or a decision conflict'),
+            '422': error('unknown_agent or payload_invalid'),
+          },
+        },
+      },
+      '/v1/ai-sdk/chat/{id}/stream': {
+        get: {
+          tags: ['protocols'],
+          operationId: 'aiSdkResumeStream',
+          summary: "Resume the chat's streaming turn (useChat resume / reconnectToStream)",
+          parameters: [{ ...threadIdParam, description: 'Chat (thread) id' }],
+          responses: {
+            '200': {
+              description: 'The turn in progress, replayed from the event log, then live',
+              content: { 'text/event-stream': { schema: { type: 'string' } } },
+            },
+            '204': { description: 'Nothing is streaming on this chat' },
+            ...commonErrors,
+          },
+        },
+      },
+      '/v1/ag-ui': {
+        post: {
+          tags: ['protocols'],
+          operationId: 'agUiRun',
+          summary: 'AG-UI (HttpAgent): run the agent, or resume its interrupts',
+          description:
+            'A user message starts a run on the thread (agent: forwardedProps.agent, default PROTOCOL_DEFAULT_AGENT); resume entries answer the pending interrupts. Inputs AG-UI cannot serve are a RUN_ERROR event.',
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: ref('AgUiRunAgentInput') } },
+          },
+          responses: {
+            '200': {
+              description: 'AG-UI events as SSE: data: <event JSON> frames (no [DONE])',
+              content: { 'text/event-stream': { schema: { type: 'string' } } },
+            },
+            ...commonErrors,
+            '409': error('thread_busy, or a decision conflict'),
+            '422': error('unknown_agent or payload_invalid'),
           },
         },
       },

@@ -1,0 +1,88 @@
+import { Router, type RequestHandler } from 'express';
+import { principalOf } from '../../auth.ts';
+import type { ApiContext } from '../../context.ts';
+import {
+  RunStream,
+  loadThread,
+  sendFrames,
+  startRun,
+  threadIdOf,
+  type FrameSink,
+} from '../run-stream.ts';
+import { badRequest } from '../shared.ts';
+import { inputToCommands, runErrorFor } from './input.ts';
+import { createAgUiMapper, type AgUiMapperOptions } from './mapper.ts';
+import { AG_UI_SSE_HEADERS, agUiFrame } from './sse.ts';
+
+/**
+ * AG-UI route (mounted at /v1/ag-ui): POST / takes a RunAgentInput and answers with the AG-UI
+ * run as SSE. A user message starts a Baton run on the thread; `resume` entries answer the
+ * interrupts of the run waiting on it (the same Baton run continues). Inputs AG-UI cannot serve
+ * (e.g. no resume while interrupts are pending) are a RUN_ERROR stream; failures of the request
+ * itself (auth, thread busy, unknown agent, a refused decision) are the standard JSON error.
+ */
+export interface AgUiRouteOptions {
+  /** Agent for an input whose forwardedProps names none (default: config PROTOCOL_DEFAULT_AGENT). */
+  readonly defaultAgent?: string;
+}
+
+function agUiSink(opts: AgUiMapperOptions): FrameSink {
+  const mapper = createAgUiMapper(opts);
+  return {
+    map: (event) => mapper.map(event).map(agUiFrame),
+    end: () => mapper.end().map(agUiFrame),
+    error: (message) => [agUiFrame({ type: 'RUN_ERROR', message, code: 'internal' })],
+    get done() {
+      return mapper.done;
+    },
+  };
+}
+
+export function agUiRouter(ctx: ApiContext, opts: AgUiRouteOptions = {}): RequestHandler {
+  const router = Router();
+  const defaultAgent = opts.defaultAgent ?? ctx.config.PROTOCOL_DEFAULT_AGENT;
+
+  router.post('/', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const input: unknown = req.body;
+    if (input === undefined)
+      throw badRequest('this route needs a JSON body: send Content-Type: application/json');
+    const raw = input as { threadId?: unknown; forwardedProps?: { agent?: unknown } };
+    const threadId = threadIdOf(raw.threadId);
+    const thread = threadId === null ? null : await loadThread(ctx, tenantId, threadId);
+    const named = raw.forwardedProps?.agent;
+    const agent = typeof named === 'string' && named !== '' ? named : defaultAgent;
+    const command = inputToCommands(input, thread?.pending ?? null, { agent });
+
+    if (command.kind === 'error') {
+      sendFrames(res, AG_UI_SSE_HEADERS, [agUiFrame(runErrorFor(command))]);
+      return;
+    }
+    const base = {
+      threadId: command.threadId,
+      runId: command.protocolRunId,
+      threadMessages: thread?.messages ?? [],
+      state: thread?.state ?? {},
+    };
+
+    if (command.kind === 'start') {
+      const runId = await startRun(ctx, tenantId, command);
+      const stream = await RunStream.attach(ctx, tenantId, runId, 0);
+      stream.open(res, AG_UI_SSE_HEADERS, agUiSink(base));
+      return;
+    }
+
+    // Resume: attach first so the first resumed event reaches this response, then decide.
+    const history = thread?.active?.events ?? [];
+    const stream = await RunStream.attach(ctx, tenantId, command.runId, history.at(-1)?.seq ?? 0);
+    try {
+      await ctx.service.submitDecisions(tenantId, command.runId, command.decisions);
+    } catch (error) {
+      await stream.detach();
+      throw error;
+    }
+    stream.open(res, AG_UI_SSE_HEADERS, agUiSink({ ...base, history }));
+  });
+
+  return router;
+}

@@ -1,0 +1,237 @@
+import { foldSnapshot } from '@baton/core';
+import {
+  CreateRunRequestSchema,
+  IdSchema,
+  type Checkpoint,
+  type InputMessage,
+  type JsonValue,
+  type Message,
+  type RunEvent,
+  type RunSnapshot,
+} from '@baton/protocol';
+import type { Response } from 'express';
+import type { ApiContext } from '../context.ts';
+import { validationError } from '../errors.ts';
+import { formatComment } from '../sse.ts';
+import type { PendingRun } from './shared.ts';
+
+/**
+ * The I/O half of the protocol routes (the mappings themselves are pure, see README.md): find the
+ * run a thread waits on, start runs, and stream a run's events through a protocol mapper.
+ */
+
+/** A slow client whose unsent output exceeds this is dropped (as on the native event stream). */
+const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+
+/** What a thread looks like to a protocol request. */
+export interface ThreadView {
+  readonly threadId: string;
+  /** Conversation of the thread's finished runs (Baton keeps the history, not the client). */
+  readonly messages: Message[];
+  readonly state: Record<string, JsonValue>;
+  /** The thread's active run, with its event log so far (null when none is active). */
+  readonly active: {
+    readonly runId: string;
+    readonly checkpoint: Checkpoint;
+    readonly events: RunEvent[];
+    readonly snapshot: RunSnapshot;
+  } | null;
+  /** The active run when it waits for decisions (what the request mappers call PendingRun). */
+  readonly pending: PendingRun | null;
+}
+
+export async function loadThread(
+  ctx: ApiContext,
+  tenantId: string,
+  threadId: string,
+): Promise<ThreadView> {
+  const thread = await ctx.service.thread(tenantId, threadId);
+  const base = { threadId, messages: thread.messages, state: thread.state };
+  if (thread.activeRunId === null) return { ...base, active: null, pending: null };
+  const runId = thread.activeRunId;
+  const { checkpoint } = await ctx.service.load(tenantId, runId);
+  const events = await ctx.runtime.store.readEvents(runId);
+  const snapshot = foldSnapshot(events);
+  const pending =
+    checkpoint.status === 'waiting' && (snapshot.await?.calls.length ?? 0) > 0
+      ? { runId, await: snapshot.await }
+      : null;
+  return { ...base, active: { runId, checkpoint, events, snapshot }, pending };
+}
+
+/** A protocol thread id as a Baton id (null when it is not one). */
+export function threadIdOf(value: unknown): string | null {
+  const parsed = IdSchema.safeParse(value);
+  return parsed.success ? parsed.data : null;
+}
+
+/** Creates a run on the thread through the same validation and metrics as POST /v1/runs. */
+export async function startRun(
+  ctx: ApiContext,
+  tenantId: string,
+  command: { threadId: string; agent: string; input: InputMessage[] },
+): Promise<string> {
+  const parsed = CreateRunRequestSchema.safeParse({
+    agent: command.agent,
+    threadId: command.threadId,
+    input: { messages: command.input },
+  });
+  if (!parsed.success) throw validationError(parsed.error, 'body');
+  const created = await ctx.service.createRun(tenantId, parsed.data);
+  ctx.metrics.runsCreated.inc({ agent: parsed.data.agent });
+  return created.runId;
+}
+
+/** How one protocol turns events into SSE text. */
+export interface FrameSink {
+  /** Frames for one event. */
+  map(event: RunEvent): string[];
+  /** Frames that close the response when the events stop early (shutdown, disconnect). */
+  end(): string[];
+  /** Frames that report an error after the stream started (the protocol's error event). */
+  error(message: string): string[];
+  /** True once the protocol's terminal frame went out. */
+  readonly done: boolean;
+  /** Written after everything else (e.g. the AI SDK's `data: [DONE]`). */
+  readonly trailer?: string;
+}
+
+/**
+ * A subscription to one run's events that buffers until `open()` writes the response headers.
+ * Subscribe BEFORE submitting decisions (so the first resumed event cannot be missed), open the
+ * stream only once the decisions were accepted (so a refused decision is still a JSON error).
+ */
+export class RunStream {
+  private readonly ctx: ApiContext;
+  private readonly runId: string;
+  private buffer: RunEvent[] = [];
+  private sink: FrameSink | null = null;
+  private res: Response | null = null;
+  private unsubscribe: (() => Promise<void>) | null = null;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private release: (() => void) | null = null;
+  private finished = false;
+  private readonly finishHook = (): void => this.finish();
+
+  private constructor(ctx: ApiContext, runId: string) {
+    this.ctx = ctx;
+    this.runId = runId;
+  }
+
+  /** Subscribes to the run's events after `afterSeq` (the backlog is buffered). */
+  static async attach(
+    ctx: ApiContext,
+    tenantId: string,
+    runId: string,
+    afterSeq: number,
+  ): Promise<RunStream> {
+    const stream = new RunStream(ctx, runId);
+    // Counted against the tenant's stream limit before any work (a 429 is still a JSON error).
+    stream.release = ctx.sseLimiter.acquire(tenantId);
+    try {
+      stream.unsubscribe = await ctx.subscriber.subscribe(runId, afterSeq, (event) =>
+        stream.onEvent(event),
+      );
+    } catch (error) {
+      stream.release();
+      stream.release = null;
+      throw error;
+    }
+    return stream;
+  }
+
+  /** Drops the subscription without having written anything (the caller answers with JSON). */
+  async detach(): Promise<void> {
+    this.finished = true;
+    this.release?.();
+    this.release = null;
+    await this.unsubscribe?.().catch(() => undefined);
+  }
+
+  /** Writes the headers, flushes the buffered events and streams until the sink is done. */
+  open(res: Response, headers: Readonly<Record<string, string>>, sink: FrameSink): void {
+    if (this.finished) return;
+    this.res = res;
+    this.sink = sink;
+    res.status(200);
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    res.flushHeaders();
+    res.socket?.setNoDelay(true);
+    this.ctx.metrics.sseConnections.inc();
+    this.ctx.streams.add(this.finishHook);
+    res.on('close', this.finishHook);
+    // SSE comments: ignored by both protocols' parsers, they keep proxies from timing out.
+    this.heartbeat = setInterval(
+      () => this.write(formatComment('ping')),
+      this.ctx.config.SSE_HEARTBEAT_MS,
+    );
+    this.heartbeat.unref();
+    if (res.destroyed || res.closed) {
+      this.finish(); // the client left while the run was being prepared
+      return;
+    }
+    const backlog = this.buffer;
+    this.buffer = [];
+    for (const event of backlog) {
+      if (this.finished) break;
+      this.deliver(event);
+    }
+  }
+
+  private onEvent(event: RunEvent): void {
+    if (this.finished) return;
+    if (this.sink === null) this.buffer.push(event);
+    else this.deliver(event);
+  }
+
+  private deliver(event: RunEvent): void {
+    const sink = this.sink!;
+    try {
+      for (const frame of sink.map(event)) this.write(frame);
+    } catch (error) {
+      this.res?.req.log?.error({ err: error, runId: this.runId }, 'protocol mapping failed');
+      for (const frame of sink.error('internal error while streaming the run')) this.write(frame);
+      this.finish(false);
+      return;
+    }
+    this.ctx.metrics.eventLag.observe({ path: 'sse' }, Math.max(0, Date.now() - event.at) / 1000);
+    if (sink.done) this.finish();
+    else if ((this.res?.writableLength ?? 0) > MAX_BUFFERED_BYTES) this.finish(false);
+  }
+
+  private write(frame: string): void {
+    const res = this.res;
+    if (res === null || res.writableEnded || res.destroyed) return;
+    res.write(frame);
+  }
+
+  /** Ends the response (closing frames unless the sink already finished) and unsubscribes. */
+  finish(closeFrames = true): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.ctx.streams.delete(this.finishHook);
+    const { sink, res } = this;
+    if (sink !== null && res !== null) {
+      if (closeFrames && !sink.done) for (const frame of sink.end()) this.write(frame);
+      if (sink.trailer !== undefined) this.write(sink.trailer);
+      if (!res.writableEnded && !res.destroyed) res.end();
+      this.ctx.metrics.sseConnections.dec();
+    }
+    this.release?.();
+    this.release = null;
+    const unsubscribe = this.unsubscribe;
+    if (unsubscribe !== null) void unsubscribe().catch(() => undefined);
+  }
+}
+
+/** Writes a complete one-shot SSE response (e.g. AG-UI's RUN_ERROR for a refused input). */
+export function sendFrames(
+  res: Response,
+  headers: Readonly<Record<string, string>>,
+  frames: readonly string[],
+): void {
+  res.status(200);
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  res.end(frames.join(''));
+}
