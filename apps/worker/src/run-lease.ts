@@ -69,7 +69,12 @@ export class RunLeases {
     this.acquireScript = defineScript(redis, 'batonLeaseAcquire', 2, ACQUIRE_LUA);
     this.releaseScript = defineScript(redis, 'batonLeaseRelease', 2, RELEASE_LUA);
     this.renewScript = defineScript(redis, 'batonLeaseRenew', 1, RENEW_LUA);
-    this.releaseIfIdleScript = defineScript(redis, 'batonLeaseReleaseIfIdle', 2, RELEASE_IF_IDLE_LUA);
+    this.releaseIfIdleScript = defineScript(
+      redis,
+      'batonLeaseReleaseIfIdle',
+      2,
+      RELEASE_IF_IDLE_LUA,
+    );
   }
 
   /** The lease, renewed in the background until released; null when another job holds it. */

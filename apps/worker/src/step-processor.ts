@@ -135,7 +135,11 @@ export class StepProcessor {
           state = await this.infer(engine, state, slog);
           break;
         case 'resume':
-          state = await deps.committer.commit(state, (cp) => engine.applyDecisions(cp, now), registry);
+          state = await deps.committer.commit(
+            state,
+            (cp) => engine.applyDecisions(cp, now),
+            registry,
+          );
           break;
         case 'finish_step':
           state = await deps.committer.commit(state, (cp) => engine.finishStep(cp, now), registry);
@@ -200,7 +204,8 @@ export class StepProcessor {
         // A previous attempt of this step streamed deltas and died: clients must drop them.
         const key = runAuxKey(deps.keys, request.runId, 'inferring');
         const previous = await deps.redis.set(key, `${request.step}`, 'PX', 86_400_000, 'GET');
-        if (previous === `${request.step}`) await append({ type: 'inference.reset', step: request.step, messageId });
+        if (previous === `${request.step}`)
+          await append({ type: 'inference.reset', step: request.step, messageId });
       }
       try {
         await deps.store.append(request.runId, version, [body]);

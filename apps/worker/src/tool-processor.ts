@@ -117,7 +117,9 @@ export class ToolProcessor {
         }
         const next = engine.plan(state.checkpoint).kind;
         // Calls still executing elsewhere drive the run themselves; anything else needs a step job.
-        const stillRunning = Object.values(state.checkpoint.calls).some((c) => c.status === 'running');
+        const stillRunning = Object.values(state.checkpoint.calls).some(
+          (c) => c.status === 'running',
+        );
         if (next !== 'wait' && next !== 'done' && !(next === 'execute' && stillRunning)) {
           await deps.queues.enqueueStep({ runId, tenantId }, 'continue', state.version);
           return;
