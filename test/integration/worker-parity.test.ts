@@ -1,13 +1,8 @@
-import type {
-  Checkpoint,
-  DecisionReplayPolicy,
-  ExecutionMode,
-  ResumeMode,
-  RunEvent,
-} from '@baton/protocol';
+import type { Checkpoint, ResumeMode, RunEvent } from '@baton/protocol';
 import {
   ManualClock,
   InProcessRunner,
+  MATRIX_CASES,
   applicableDecisions,
   matrixAgentName,
   matrixAgents,
@@ -21,15 +16,6 @@ import {
   runLevelEvents,
 } from '../support/event-normalize.ts';
 import { startHarness, waitFor, type Harness } from '../support/worker-harness.ts';
-
-const modes: ExecutionMode[] = ['sequential', 'parallel_batch_approval', 'parallel_streaming'];
-const policies: DecisionReplayPolicy[] = ['immediate', 'batch_all_suspended'];
-const resumes: ResumeMode[] = [
-  'replay_tool_call',
-  'use_decision_as_tool_result',
-  'pass_decision_to_tool',
-];
-const cases = modes.flatMap((m) => policies.flatMap((p) => resumes.map((r) => [m, p, r] as const)));
 
 interface Outcome {
   readonly final: Checkpoint;
@@ -74,7 +60,7 @@ describe('distributed worker matches the in-process runner (mode × policy × re
     await h.stop();
   });
 
-  it.each(cases)('%s × %s × %s', async (mode, policy, resume) => {
+  it.each(MATRIX_CASES)('%s × %s × %s', async (mode, policy, resume) => {
     const agent = matrixAgentName(mode, policy, resume);
     const input = [{ role: 'user' as const, content: 'go' }];
 

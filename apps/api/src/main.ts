@@ -2,7 +2,7 @@
  * API process entry: `node apps/api/src/main.ts`. Configuration comes from the environment
  * (see config.ts); workers run separately (`node apps/worker/src/main.ts`).
  */
-import { safeUrl } from '@baton/worker';
+import { exitOnSignals, safeUrl } from '@baton/worker';
 import { protocolPlugins } from './adapters/plugins.ts';
 import { loadApiConfig } from './config.ts';
 import { createApiLogger } from './logger.ts';
@@ -19,18 +19,4 @@ logger.info(
 );
 process.stdout.write(`LISTENING ${publicUrl}\n`);
 
-let stopping = false;
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    api.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  });
-}
+exitOnSignals(logger, () => api.close());

@@ -13,3 +13,4 @@ export * from './run-committer.ts';
 export * from './run-service.ts';
 export * from './system-clock.ts';
 export * from './worker.ts';
+export * from './shutdown.ts';

@@ -8,6 +8,7 @@ import { loadWorkerConfig } from './config.ts';
 import { createLogger, safeUrl } from './logger.ts';
 import { systemClock } from './system-clock.ts';
 import { BatonWorker } from './worker.ts';
+import { exitOnSignals } from './shutdown.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 
 const config = loadWorkerConfig();
@@ -45,18 +46,4 @@ await worker.start();
 logger.info({ redis: safeUrl(config.REDIS_URL) }, 'ready');
 process.stdout.write(`READY ${worker.id}\n`);
 
-let stopping = false;
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    worker.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  });
-}
+exitOnSignals(logger, () => worker.stop());

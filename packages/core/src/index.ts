@@ -41,6 +41,7 @@ export {
 } from './model/ai-sdk-model.ts';
 export { createDemoAgents, demoTools } from './demo/demo-agents.ts';
 export {
+  MATRIX_CASES,
   matrixAgents,
   matrixAgentName,
   payloadFor,

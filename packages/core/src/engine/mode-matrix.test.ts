@@ -1,23 +1,18 @@
-import type { Checkpoint, DecisionReplayPolicy, ExecutionMode, ResumeMode } from '@baton/protocol';
+import type { Checkpoint } from '@baton/protocol';
 import { describe, expect, it } from 'vitest';
 import { flush, runnerFor } from '../testing/fixtures.ts';
-import { matrixAgentName, matrixAgents, payloadFor } from '../testing/scenario-agents.ts';
-
-const modes: ExecutionMode[] = ['sequential', 'parallel_batch_approval', 'parallel_streaming'];
-const policies: DecisionReplayPolicy[] = ['immediate', 'batch_all_suspended'];
-const resumes: ResumeMode[] = [
-  'replay_tool_call',
-  'use_decision_as_tool_result',
-  'pass_decision_to_tool',
-];
+import {
+  MATRIX_CASES,
+  matrixAgentName,
+  matrixAgents,
+  payloadFor,
+} from '../testing/scenario-agents.ts';
 
 function statuses(cp: Checkpoint | null): string[] {
   return ['S1', 'E', 'S2'].map((id) => cp?.calls[id]?.status ?? '-');
 }
 
-describe.each(
-  modes.flatMap((m) => policies.flatMap((p) => resumes.map((r) => [m, p, r] as const))),
-)('mode %s × policy %s × resume %s', (mode, policy, resume) => {
+describe.each(MATRIX_CASES)('mode %s × policy %s × resume %s', (mode, policy, resume) => {
   it('suspends, replays per policy and resumes per resume mode', async () => {
     const { runner } = runnerFor(...matrixAgents());
     const { runId, finished } = await runner.start({

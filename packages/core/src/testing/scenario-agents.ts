@@ -1,4 +1,12 @@
-import type { DecisionReplayPolicy, ExecutionMode, JsonValue, ResumeMode } from '@baton/protocol';
+import {
+  DecisionReplayPolicySchema,
+  ExecutionModeSchema,
+  ResumeModeSchema,
+  type DecisionReplayPolicy,
+  type ExecutionMode,
+  type JsonValue,
+  type ResumeMode,
+} from '@baton/protocol';
 import { z } from 'zod';
 import type { AgentDefinition } from '../agent.ts';
 import { ScriptedModel } from '../model/scripted-model.ts';
@@ -85,34 +93,33 @@ export function matrixAgentName(
  * Round 1 calls [S1 (suspends), echo, S2 (suspends)], round 2 ends naturally. One agent per
  * mode x policy x resume mode, shared by the in-process and the distributed suites.
  */
+/** Every execution mode × replay policy × resume mode, in a stable order. */
+export const MATRIX_CASES: readonly (readonly [ExecutionMode, DecisionReplayPolicy, ResumeMode])[] =
+  ExecutionModeSchema.options.flatMap((mode) =>
+    DecisionReplayPolicySchema.options.flatMap((policy) =>
+      ResumeModeSchema.options.map((resume) => [mode, policy, resume] as const),
+    ),
+  );
+
 export function matrixAgents(): AgentDefinition[] {
   const agents: AgentDefinition[] = [];
-  const modes: ExecutionMode[] = ['sequential', 'parallel_batch_approval', 'parallel_streaming'];
-  const policies: DecisionReplayPolicy[] = ['immediate', 'batch_all_suspended'];
-  const resumes: ResumeMode[] = [
-    'replay_tool_call',
-    'use_decision_as_tool_result',
-    'pass_decision_to_tool',
-  ];
-  for (const mode of modes)
-    for (const policy of policies)
-      for (const resume of resumes)
-        agents.push({
-          name: matrixAgentName(mode, policy, resume),
-          model: new ScriptedModel([
-            {
-              text: 'working',
-              toolCalls: [
-                { id: 'S1', name: 's1', arguments: { value: 'one' } },
-                { id: 'E', name: 'echo', arguments: { value: 'middle' } },
-                { id: 'S2', name: 's2', arguments: { value: 'two' } },
-              ],
-            },
-            { text: 'finished' },
-          ]),
-          tools: [suspendingTool('s1', resume), echo, suspendingTool('s2', resume)],
-          executionMode: mode,
-          replayPolicy: policy,
-        });
+  for (const [mode, policy, resume] of MATRIX_CASES)
+    agents.push({
+      name: matrixAgentName(mode, policy, resume),
+      model: new ScriptedModel([
+        {
+          text: 'working',
+          toolCalls: [
+            { id: 'S1', name: 's1', arguments: { value: 'one' } },
+            { id: 'E', name: 'echo', arguments: { value: 'middle' } },
+            { id: 'S2', name: 's2', arguments: { value: 'two' } },
+          ],
+        },
+        { text: 'finished' },
+      ]),
+      tools: [suspendingTool('s1', resume), echo, suspendingTool('s2', resume)],
+      executionMode: mode,
+      replayPolicy: policy,
+    });
   return agents;
 }
