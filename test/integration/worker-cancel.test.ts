@@ -76,17 +76,25 @@ describe('cancellation over real queues', () => {
       input: { messages: [{ role: 'user', content: 'deploy' }] },
     });
     await waitForStatus(h, runId, ['waiting']);
-    // Nothing of this run is queued, running or delayed anywhere: a waiting run holds no worker.
-    for (const queue of [h.client.queues.steps, h.client.queues.tools]) {
-      const live = await queue.getJobs([
-        'waiting',
-        'active',
-        'delayed',
-        'waiting-children',
-        'prioritized',
-      ]);
-      expect(live.filter((j) => (j.data as { runId?: string }).runId === runId)).toEqual([]);
-    }
+    // Nothing of this run stays queued, running or delayed anywhere: a waiting run holds no
+    // worker. (The job that committed Waiting may still be finishing when the status shows.)
+    const liveJobs = async (): Promise<number> => {
+      let n = 0;
+      for (const queue of [h.client.queues.steps, h.client.queues.tools]) {
+        const live = await queue.getJobs([
+          'waiting',
+          'active',
+          'delayed',
+          'waiting-children',
+          'prioritized',
+        ]);
+        n += live.filter((j) => (j.data as { runId?: string }).runId === runId).length;
+      }
+      return n;
+    };
+    await waitFor(async () => (await liveJobs()) === 0, 3_000, 'no live job for the waiting run');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await liveJobs()).toBe(0);
     await cancelAndMeasure('c', runId);
     const cp = (await h.client.store.load(runId))!.checkpoint;
     expect(Object.values(cp.calls).find((c) => c.name === 'deploy_service')?.status).toBe(
