@@ -6,5 +6,6 @@
 import type { Scenario } from './lib.ts';
 import { throughput } from './throughput.ts';
 import { inProcess } from './in-process.ts';
+import { latency } from './latency.ts';
 
-export const scenarios: readonly Scenario[] = [throughput, inProcess];
+export const scenarios: readonly Scenario[] = [throughput, inProcess, latency];
