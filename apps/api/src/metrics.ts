@@ -1,5 +1,5 @@
 import type { RunEvent } from '@baton/protocol';
-import type { BatonRuntime } from '@baton/worker';
+import { activeRunsKey, type BatonRuntime } from '@baton/worker';
 import type { RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -78,7 +78,7 @@ export class ApiMetrics {
     });
 
     const redis = runtime.redis;
-    const activeKey = `${runtime.keys.prefix}:active`;
+    const activeKey = activeRunsKey(runtime.keys);
     new Gauge({
       name: 'baton_runs',
       help: 'Runs not yet done, by status (all tenants)',

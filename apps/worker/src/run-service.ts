@@ -21,7 +21,7 @@ import type { BatonKeys } from './redis/keys.ts';
 import type { ListRunsQuery, RedisRunStore, RunPage } from './redis/redis-run-store.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import type { RedisThreadStore, ThreadSnapshot } from './redis/thread-store.ts';
-import { RunCommitter, type Loaded } from './run-committer.ts';
+import { activeRunsKey, RunCommitter, type Loaded } from './run-committer.ts';
 
 export interface RunServiceDeps {
   readonly redis: RedisClient;
@@ -100,7 +100,7 @@ export class RunService {
         deps.clock.now(),
       );
       const created = await deps.store.create(t.checkpoint, t.events);
-      await deps.redis.zadd(`${deps.keys.prefix}:active`, t.checkpoint.updatedAt, runId);
+      await deps.redis.zadd(activeRunsKey(deps.keys), t.checkpoint.updatedAt, runId);
       if (acquired.kind === 'acquired') {
         await deps.queues.enqueueStep({ runId, tenantId }, 'start', created.version);
         return { runId, threadId, turnId, status: 'created' };

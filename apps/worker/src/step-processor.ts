@@ -11,6 +11,7 @@ import {
   type Transition,
 } from '@baton/core';
 import { DelayedError, Job, WaitingChildrenError } from 'bullmq';
+import { releaseOrWake } from './lease-release.ts';
 import { runAuxKey, type Lease } from './run-lease.ts';
 import type { Loaded } from './run-committer.ts';
 import { toolJobId } from './queues.ts';
@@ -49,22 +50,8 @@ export class StepProcessor {
       }
       return 'busy';
     }
-    let released = false;
-    const release = async (): Promise<void> => {
-      if (released) return;
-      released = true;
-      if (await lease.release()) {
-        // Someone asked for the run while we held it: make sure a pass follows.
-        const current = await this.deps.store.load(data.runId);
-        if (current)
-          await this.deps.queues.enqueueStep(
-            { runId: data.runId, tenantId: data.tenantId },
-            'continue',
-            current.version,
-            true,
-          );
-      }
-    };
+    // Someone asked for the run while we held it: make sure a pass follows.
+    const release = (): Promise<void> => releaseOrWake(this.deps, lease, data.tenantId);
     try {
       return await this.run(job, token, lease, release, log);
     } finally {

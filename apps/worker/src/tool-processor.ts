@@ -1,6 +1,7 @@
 import { ToolJobSchema, type ToolExecutionResult } from '@baton/protocol';
 import { executeTool, invocationFor } from '@baton/core';
 import type { Job } from 'bullmq';
+import { releaseOrWake } from './lease-release.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 
 type ToolOutcome = 'stale' | 'recorded' | 'aborted';
@@ -129,11 +130,7 @@ export class ToolProcessor {
         state = await deps.committer.load(runId);
       }
     } finally {
-      if (await lease.release()) {
-        const current = await deps.store.load(runId);
-        if (current)
-          await deps.queues.enqueueStep({ runId, tenantId }, 'continue', current.version, true);
-      }
+      await releaseOrWake(deps, lease, tenantId);
     }
   }
 }
