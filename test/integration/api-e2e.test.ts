@@ -259,7 +259,7 @@ describe('API end to end (real Redis, real workers, real HTTP)', () => {
     const metrics = await anon.get<string>('/metrics');
     for (const name of [
       'baton_http_request_duration_seconds',
-      'baton_runs{status="waiting"}',
+      'baton_runs{activity="waiting"}',
       'baton_queue_jobs{queue="steps"',
       'baton_step_duration_seconds',
       'baton_tool_duration_seconds',

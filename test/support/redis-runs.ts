@@ -3,8 +3,10 @@
  * representative event bodies (including empty arrays/objects that must round-trip unchanged).
  */
 import { randomUUID } from 'node:crypto';
-import type { Checkpoint, EventBody, RunIdentity, RunStatus } from '@baton/protocol';
+import type { Checkpoint, EventBody, RunEvent, RunIdentity, RunStatus } from '@baton/protocol';
 import { Engine } from '@baton/core';
+import type { Redis } from 'ioredis';
+import type { RedisRunStore } from '../../apps/worker/src/redis/redis-run-store.ts';
 import { agentWith, echoTool } from '../../packages/core/src/testing/fixtures.ts';
 
 export interface TestRun {
@@ -78,4 +80,25 @@ export function trickyBodies(step = 0): EventBody[] {
 
 export function textDelta(step: number, delta: string): EventBody {
   return { type: 'text.delta', step, messageId: `m-${step}`, delta };
+}
+
+/**
+ * Appends deltas the way a worker does: as the run's lease holder (a fixed test token, taken if
+ * free) and as one inference attempt, so tests that only need "events outside a commit" read
+ * like they used to.
+ */
+export async function holderAppend(
+  store: RedisRunStore,
+  redis: Redis,
+  runId: string,
+  bodies: readonly EventBody[],
+): Promise<readonly RunEvent[]> {
+  const token = 'test-holder';
+  await redis.set(store.keys.run(runId).lease, token, 'PX', 60_000);
+  return store.appendDeltas(
+    runId,
+    token,
+    { step: 0, nonce: 'test', reset: { type: 'inference.reset', step: 0, messageId: 'm' } },
+    bodies,
+  );
 }

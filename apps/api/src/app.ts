@@ -53,12 +53,16 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   const { config } = opts;
   const logger = opts.logger ?? createApiLogger(config.LOG_LEVEL);
   const ownsRuntime = opts.runtime === undefined;
-  const runtime = opts.runtime ?? new BatonRuntime(config, logger, opts.clock);
+  const runtime = opts.runtime ?? new BatonRuntime(config, logger, opts.clock, 'api');
   const keys = opts.keys ?? new KeyStore(tenantKeyEntries(config), splitEntries(config.ADMIN_KEYS));
   if (keys.size === 0)
     logger.warn(
       'no API keys configured (API_KEYS / API_KEYS_FILE / ADMIN_KEYS): every /v1 request will be refused',
     );
+  // Requests fail fast while Redis is away (503); at start-up give it a moment to connect first,
+  // and refuse to start in strict durability mode against a Redis that cannot keep the promise.
+  if (await runtime.waitUntilReady(5_000)) await runtime.durability.check();
+  else logger.warn('redis is not reachable yet; requests get 503 until it is');
   const metrics = new ApiMetrics(runtime);
   const subscriber = new RunEventSubscriber({
     redis: runtime.redis,

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { MAX_DECISIONS_PER_REQUEST, MAX_INPUT_MESSAGES } from '@baton/protocol';
 import { z } from 'zod';
+import { runtimeConfigShape } from '@baton/worker';
 
 const bool = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true');
 
@@ -13,11 +14,8 @@ export const ApiConfigSchema = z.object({
   HOST: z.string().default('0.0.0.0'),
   /** URL printed in links and logs when the API sits behind a proxy (default: http://localhost:PORT). */
   PUBLIC_URL: z.url().optional(),
-  REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
-  BATON_PREFIX: z
-    .string()
-    .regex(/^[a-z0-9-]+$/i)
-    .default('baton'),
+  /** REDIS_URL, BATON_PREFIX, retention and durability: shared with the workers. */
+  ...runtimeConfigShape,
   /** Comma- or newline-separated `tenant:key` or `tenant:sha256:<hex>` entries. */
   API_KEYS: z.string().default(''),
   /** File with one `tenant:key` / `tenant:sha256:<hex>` entry per line (# comments allowed). */
@@ -45,9 +43,6 @@ export const ApiConfigSchema = z.object({
   IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().min(1).default(86_400),
   /** Observe every run's events (pub/sub pattern) for step/tool duration and lag metrics. */
   EVENT_METRICS: bool.default(true),
-  /** Must match the workers' values (shared stores). */
-  EVENT_RETENTION_SECONDS: z.coerce.number().int().min(1).default(86_400),
-  TOOL_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
   /**
    * Agent a front-end protocol request runs when it names none (AI SDK body `agent`, AG-UI
    * `forwardedProps.agent`); see apps/api/src/adapters.

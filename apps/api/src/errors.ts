@@ -1,4 +1,5 @@
 import { BatonError } from '@baton/core';
+import { isRedisUnavailable } from '@baton/worker';
 import type { ErrorBody, ErrorCode } from '@baton/protocol';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
@@ -15,6 +16,8 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   conflict: 409,
   idempotency_conflict: 409,
   run_done: 409,
+  run_cancelled: 409,
+  run_active: 409,
   thread_busy: 409,
   call_not_suspended: 409,
   call_unknown: 409,
@@ -25,6 +28,7 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   payload_invalid: 422,
   rate_limited: 429,
   internal: 500,
+  unavailable: 503,
 };
 
 export function statusFor(code: ErrorCode): number {
@@ -93,10 +97,23 @@ interface BodyParserError extends Error {
   limit?: number;
 }
 
+/** 503: Redis (or the durability it promises) cannot be used right now; retry shortly. */
+export class UnavailableError extends BatonError {
+  readonly retryAfterSeconds = 1;
+  constructor(
+    message = 'the store is unavailable right now (Redis is unreachable); retry shortly',
+  ) {
+    super('unavailable', message);
+  }
+}
+
 /** Converts anything thrown into a BatonError (unknown errors become 'internal'). */
 export function toBatonError(err: unknown): BatonError {
   if (err instanceof BatonError) return err;
   if (err instanceof ZodError) return validationError(err);
+  if (isRedisUnavailable(err)) return new UnavailableError();
+  if ((err as { code?: unknown } | null)?.code === 'unavailable')
+    return new UnavailableError((err as Error).message);
   if (err instanceof Error) {
     const e = err as BodyParserError;
     switch (e.type) {
@@ -150,7 +167,7 @@ export function errorMiddleware(logger: Logger): ErrorRequestHandler {
     const baton = toBatonError(err);
     const status = statusFor(baton.code);
     if (status >= 500) (req.log ?? logger).error({ err }, 'request failed');
-    if (baton instanceof RateLimitedError)
+    if (baton instanceof RateLimitedError || baton instanceof UnavailableError)
       res.setHeader('Retry-After', String(baton.retryAfterSeconds));
     if (baton.code === 'unauthorized' && req.originalUrl.startsWith('/admin'))
       res.setHeader('WWW-Authenticate', 'Basic realm="baton-admin", charset="UTF-8"');

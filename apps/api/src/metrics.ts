@@ -1,11 +1,10 @@
 import type { RunEvent } from '@baton/protocol';
-import { activeRunsKey, type BatonRuntime } from '@baton/worker';
+import { SUBSCRIBER_OPTIONS, type BatonRuntime } from '@baton/worker';
 import type { RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-const RUN_STATUSES = ['created', 'running', 'waiting'] as const;
 const QUEUE_STATES = [
   'waiting',
   'active',
@@ -14,8 +13,6 @@ const QUEUE_STATES = [
   'prioritized',
   'failed',
 ] as const;
-/** Cap on the active runs inspected per scrape. */
-const MAX_ACTIVE_SCAN = 10_000;
 
 /** Prometheus metrics of one API instance (its own registry: several instances may share a process). */
 export class ApiMetrics {
@@ -78,22 +75,20 @@ export class ApiMetrics {
     });
 
     const redis = runtime.redis;
-    const activeKey = activeRunsKey(runtime.keys);
+    const { keys } = runtime;
     new Gauge({
       name: 'baton_runs',
-      help: 'Runs not yet done, by status (all tenants)',
-      labelNames: ['status'],
+      help: 'Unfinished runs (all tenants): active ones should be moving, waiting ones wait for a decision or for their thread',
+      labelNames: ['activity'],
       registers,
+      // Two ZCARDs: the cost of a scrape does not grow with the number of runs.
       async collect() {
-        const ids = await redis.zrange(activeKey, '0', String(MAX_ACTIVE_SCAN - 1));
-        const counts: Record<string, number> = Object.fromEntries(RUN_STATUSES.map((s) => [s, 0]));
-        if (ids.length > 0) {
-          const pipeline = redis.pipeline();
-          for (const id of ids) pipeline.hget(runtime.keys.run(id).cp, 'status');
-          for (const [, status] of (await pipeline.exec()) ?? [])
-            if (typeof status === 'string' && status in counts) counts[status]! += 1;
-        }
-        for (const s of RUN_STATUSES) this.set({ status: s }, counts[s] ?? 0);
+        const [active, waiting] = await Promise.all([
+          redis.zcard(keys.activeRuns),
+          redis.zcard(keys.waitingRuns),
+        ]);
+        this.set({ activity: 'active' }, active);
+        this.set({ activity: 'waiting' }, waiting);
       },
     });
     new Gauge({
@@ -168,7 +163,10 @@ export class EventMetricsObserver {
 
   constructor(runtime: BatonRuntime, metrics: ApiMetrics, logger: Logger) {
     this.metrics = metrics;
-    this.sub = runtime.redis.duplicate({ connectionName: 'baton-api-metrics' });
+    this.sub = runtime.redis.duplicate({
+      ...SUBSCRIBER_OPTIONS,
+      connectionName: 'baton-api-metrics',
+    });
     this.sub.on('error', (err) => logger.warn({ err }, 'metrics subscriber error'));
     this.pattern = `${runtime.keys.prefix}:{run:*}:ch`;
     this.sub.on('pmessage', (_pattern: string, _channel: string, message: string) => {

@@ -4,7 +4,7 @@ import type { BatonKeys } from './redis/keys.ts';
 import type { RedisClient } from './redis/scripts.ts';
 
 export function agentsKey(keys: BatonKeys): string {
-  return `${keys.prefix}:agents`;
+  return keys.agentsKey();
 }
 
 export function describeAgent(

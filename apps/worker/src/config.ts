@@ -2,13 +2,37 @@ import { z } from 'zod';
 
 const bool = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true');
 
-/** Worker configuration from the environment; invalid values fail at startup with the variable named. */
-export const WorkerConfigSchema = z.object({
+/**
+ * Settings the API and the workers share because both write the same keys and queues; they must
+ * agree (see README, "Retention and durability").
+ */
+export const runtimeConfigShape = {
   REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
   BATON_PREFIX: z
     .string()
     .regex(/^[a-z0-9-]+$/i)
     .default('baton'),
+  /** How long a finished run (checkpoint, events, tool results) is kept. */
+  EVENT_RETENTION_SECONDS: z.coerce.number().int().min(1).default(86_400),
+  /** How long a thread (history, state) is kept after its last run finished. */
+  THREAD_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(7 * 86_400),
+  /** How long finished BullMQ jobs stay visible (Bull Board) before they are removed. */
+  JOB_RETENTION_SECONDS: z.coerce.number().int().min(1).default(3_600),
+  TOOL_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
+  /**
+   * 'strict': a 2xx means the write is on disk (Redis must run with appendonly yes and
+   * appendfsync always, or support WAITAOF); 'relaxed': whatever Redis is configured for.
+   */
+  BATON_DURABILITY: z.enum(['relaxed', 'strict']).default('relaxed'),
+};
+
+/** Worker configuration from the environment; invalid values fail at startup with the variable named. */
+export const WorkerConfigSchema = z.object({
+  ...runtimeConfigShape,
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
   TOOL_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
   /** How long a crashed holder keeps a run (and BullMQ keeps a job) before another worker takes over. */
@@ -17,8 +41,20 @@ export const WorkerConfigSchema = z.object({
   STALLED_INTERVAL_MS: z.coerce.number().int().min(100).default(10_000),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   RECONCILE_INTERVAL_MS: z.coerce.number().int().min(100).default(30_000),
-  EVENT_RETENTION_SECONDS: z.coerce.number().int().min(1).default(86_400),
-  TOOL_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
+  /** Runs the reconciler looks at per index per scan. */
+  RECONCILE_BATCH: z.coerce.number().int().min(1).max(10_000).default(200),
+  /**
+   * How often a job may lose its worker (crash, kill, a pause past JOB_LOCK_MS) before it is
+   * given up: a tool call then fails with code tool_crashed_worker, a step ends its run with an
+   * error that says so.
+   */
+  MAX_STALLS: z.coerce.number().int().min(1).max(100).default(3),
+  /** A run waiting for a decision longer than this ends with an error (0 = wait forever). */
+  RUN_MAX_WAIT_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(7 * 86_400),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   WORKER_ID: z.string().optional(),
   RECONCILER: bool.default(true),

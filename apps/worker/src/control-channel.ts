@@ -3,7 +3,7 @@ import type { BatonKeys } from './redis/keys.ts';
 import type { RedisClient } from './redis/scripts.ts';
 
 export function controlChannel(keys: BatonKeys): string {
-  return `${keys.prefix}:control`;
+  return keys.control;
 }
 
 export type ControlMessage = { readonly type: 'cancel'; readonly runId: string };

@@ -14,3 +14,5 @@ export * from './run-service.ts';
 export * from './system-clock.ts';
 export * from './worker.ts';
 export * from './shutdown.ts';
+export * from './redis/connection.ts';
+export * from './redis/durability.ts';

@@ -1,83 +1,253 @@
+import { randomUUID } from 'node:crypto';
+import { activityOf, runCommands } from '@baton/core';
 import type { Logger } from 'pino';
 import type { BatonQueues } from './queues.ts';
-import type { RedisRunStore } from './redis/redis-run-store.ts';
+import type { RedisRunStore, RunMeta } from './redis/redis-run-store.ts';
 import type { BatonKeys } from './redis/keys.ts';
 import type { RedisClient } from './redis/scripts.ts';
-import { activeRunsKey, type RunCommitter } from './run-committer.ts';
-import { runAuxKey } from './run-lease.ts';
+import type { RunCommitter } from './run-committer.ts';
+
+export interface ReconcilerDeps {
+  readonly redis: RedisClient;
+  readonly keys: BatonKeys;
+  readonly store: RedisRunStore;
+  readonly queues: BatonQueues;
+  readonly committer: RunCommitter;
+  readonly logger: Logger;
+  readonly now: () => number;
+  /** A run untouched for this long is checked for a live lease or job. */
+  readonly staleAfterMs: number;
+  /** Entries looked at per index per scan (bounds the work of one scan). */
+  readonly batch?: number;
+  /** A run that waits for a decision longer than this ends with an error (0 = never). */
+  readonly maxWaitMs?: number;
+  /** How long one scan may keep the cluster-wide scan lock. */
+  readonly lockMs?: number;
+}
+
+export interface ScanReport {
+  /** Runs given a fresh pass (they had work, no lease and no live job). */
+  readonly rescheduled: string[];
+  /** Idle runs moved out of the active index. */
+  readonly parked: number;
+  /** Runs found needing work in the waiting index (moved to the active one). */
+  readonly revived: number;
+  /** Runs ended because they waited longer than maxWaitMs. */
+  readonly expired: string[];
+  /** Finished runs whose keys expired and were dropped from the tenant and thread indexes. */
+  readonly collected: number;
+}
 
 /**
- * Finds runs that should be moving but have not been touched for a while (e.g. a crash between
- * a commit and the enqueue of the next job) and schedules a pass. A pass on a healthy run is a
- * no-op, so being wrong costs one cheap job, never a duplicate effect.
+ * Keeps every unfinished run moving, in bounded work per scan whatever the number of runs:
+ *
+ * - The active index holds runs that should be moving. Each scan takes the `batch` entries
+ *   untouched for longest (older than staleAfterMs) and, for each, either removes it (finished,
+ *   or idle: moved to the waiting index) or touches it and makes sure something drives it: its
+ *   lease is held, or a live job exists (the step job of its current version, or a tool job of
+ *   a running call; the job's state is asked, an id that exists is not enough), or else a fresh
+ *   pass is scheduled. Every entry visited moves to the back, so successive scans cover the
+ *   whole index.
+ * - The waiting index holds idle runs; they need nothing, so it is swept with a cursor (ZSCAN) a
+ *   batch per scan: a run that has work after all (a crash between a commit and its index update)
+ *   goes back to the active index, and one that waited past maxWaitMs is ended with an error.
+ * - The expiry index drops finished runs from the tenant and thread indexes once their keys are
+ *   gone, and finished jobs past their retention are cleaned from the queues.
+ *
+ * One worker scans at a time (a lock with a TTL); a pass on a healthy run is a no-op, so being
+ * wrong costs one cheap job, never a duplicate effect.
  */
 export class Reconciler {
-  private readonly deps: {
-    redis: RedisClient;
-    keys: BatonKeys;
-    store: RedisRunStore;
-    queues: BatonQueues;
-    committer: RunCommitter;
-    logger: Logger;
-    now: () => number;
-    staleAfterMs: number;
-  };
+  private readonly deps: ReconcilerDeps;
+  private readonly batch: number;
 
-  constructor(deps: Reconciler['deps']) {
+  constructor(deps: ReconcilerDeps) {
     this.deps = deps;
+    this.batch = deps.batch ?? 200;
   }
 
-  /** One scan; returns the run ids it rescheduled. */
-  async scan(limit = 500): Promise<string[]> {
-    const { deps } = this;
-    const cutoff = deps.now() - deps.staleAfterMs;
-    const stale = await deps.redis.zrangebyscore(
-      activeRunsKey(deps.keys),
+  /** One scan (skipped, with an empty report, while another worker is scanning). */
+  async scan(): Promise<ScanReport> {
+    const { redis, keys } = this.deps;
+    const token = randomUUID();
+    const lockKey = `${keys.prefix}:reconciler:lock`;
+    const got = await redis.set(lockKey, token, 'PX', this.deps.lockMs ?? 30_000, 'NX');
+    if (got === null) return { rescheduled: [], parked: 0, revived: 0, expired: [], collected: 0 };
+    try {
+      const active = await this.scanActive();
+      const waiting = await this.sweepWaiting();
+      const collected = await this.collect();
+      const report = { ...active, ...waiting, collected };
+      if (report.rescheduled.length + report.revived + report.expired.length > 0)
+        this.deps.logger.info(
+          {
+            rescheduled: report.rescheduled.length,
+            revived: report.revived,
+            expired: report.expired.length,
+          },
+          'reconciler acted',
+        );
+      return report;
+    } finally {
+      if ((await redis.get(lockKey)) === token) await redis.del(lockKey);
+    }
+  }
+
+  private async scanActive(): Promise<{ rescheduled: string[]; parked: number }> {
+    const { redis, keys, store, queues } = this.deps;
+    const now = this.deps.now();
+    const due = await redis.zrangebyscore(
+      keys.activeRuns,
       '-inf',
-      cutoff,
+      now - this.deps.staleAfterMs,
       'LIMIT',
       0,
-      limit,
+      this.batch,
     );
     const rescheduled: string[] = [];
-    for (const runId of stale) {
-      const stored = await deps.store.load(runId);
-      if (!stored) {
-        await deps.redis.zrem(activeRunsKey(deps.keys), runId);
+    let parked = 0;
+    for (const runId of due) {
+      const meta = await store.meta(runId);
+      if (!meta) {
+        await redis.zrem(keys.activeRuns, runId);
         continue;
       }
-      const { checkpoint } = stored;
-      if (checkpoint.status === 'done') {
-        // Finished but the thread was never released (crash right after the final commit).
-        await deps.committer.releaseThread(checkpoint);
-        await deps.redis.zrem(activeRunsKey(deps.keys), runId);
+      if (meta.status === 'done') {
+        await this.finish(runId);
         continue;
       }
-      const idle =
-        checkpoint.status === 'waiting' &&
-        checkpoint.inbox.length === 0 &&
-        !checkpoint.cancelRequested;
-      if (idle) continue;
-      const queuedBehindThread =
-        checkpoint.status === 'created' && !(await this.isActiveOnThread(checkpoint.identity));
-      if (queuedBehindThread) continue;
-      if (await deps.redis.exists(runAuxKey(deps.keys, runId, 'lease'))) continue;
-      await deps.queues.enqueueStep(checkpoint.identity, 'reconcile', stored.version, true);
-      // Touch the score so a run is not rescheduled on every scan while its pass is queued.
-      await deps.redis.zadd(activeRunsKey(deps.keys), deps.now(), runId);
+      if (await this.isIdle(runId, meta)) {
+        await redis.zadd(keys.waitingRuns, now, runId);
+        await redis.zrem(keys.activeRuns, runId);
+        parked += 1;
+        continue;
+      }
+      // Touched first: whatever happens next, this entry goes to the back of the scan order.
+      await redis.zadd(keys.activeRuns, now, runId);
+      if ((await redis.exists(keys.run(runId).lease)) === 1) continue;
+      if (await this.hasLiveJob(runId, meta)) continue;
+      await queues.enqueueStep({ runId, tenantId: meta.tenantId }, 'reconcile', meta.version, true);
       rescheduled.push(runId);
     }
-    if (rescheduled.length > 0)
-      deps.logger.info({ runs: rescheduled.length }, 'reconciler rescheduled runs');
-    return rescheduled;
+    return { rescheduled, parked };
   }
 
-  private async isActiveOnThread(identity: {
-    tenantId: string;
-    threadId: string;
-    runId: string;
-  }): Promise<boolean> {
-    const meta = this.deps.keys.thread(identity.tenantId, identity.threadId).meta;
-    return (await this.deps.redis.hget(meta, 'activeRunId')) === identity.runId;
+  private async sweepWaiting(): Promise<{ revived: number; expired: string[] }> {
+    const { redis, keys, store } = this.deps;
+    const cursorKey = `${keys.prefix}:reconciler:waiting-cursor`;
+    const cursor = (await redis.get(cursorKey)) ?? '0';
+    const [nextCursor, flat] = await redis.zscan(keys.waitingRuns, cursor, 'COUNT', this.batch);
+    await redis.set(cursorKey, nextCursor, 'EX', 86_400);
+    const now = this.deps.now();
+    let revived = 0;
+    const expired: string[] = [];
+    for (let i = 0; i < flat.length; i += 2) {
+      const runId = flat[i] as string;
+      const since = Number(flat[i + 1]);
+      const meta = await store.meta(runId);
+      if (!meta) {
+        await redis.zrem(keys.waitingRuns, runId);
+        continue;
+      }
+      if (meta.status === 'done') {
+        await this.finish(runId);
+        continue;
+      }
+      if (!(await this.isIdle(runId, meta))) {
+        // Immediately due for the active scan.
+        await redis.zadd(keys.activeRuns, now - this.deps.staleAfterMs, runId);
+        await redis.zrem(keys.waitingRuns, runId);
+        revived += 1;
+        continue;
+      }
+      const maxWait = this.deps.maxWaitMs ?? 0;
+      if (maxWait > 0 && meta.activity === 'waiting' && now - since > maxWait) {
+        if (await this.expireWait(runId, maxWait)) expired.push(runId);
+      }
+    }
+    return { revived, expired };
+  }
+
+  /** Ends a run that waited too long for a decision; false when it moved on meanwhile. */
+  private async expireWait(runId: string, maxWaitMs: number): Promise<boolean> {
+    const loaded = await this.deps.store.load(runId);
+    if (!loaded || activityOf(loaded.checkpoint) !== 'waiting') return false;
+    const seconds = Math.round(maxWaitMs / 1000);
+    const message = `no decision arrived within ${String(seconds)} s (RUN_MAX_WAIT_SECONDS); the run was ended`;
+    try {
+      await this.deps.committer.commitCommand(loaded, (cp) => {
+        if (activityOf(cp) !== 'waiting') throw new MovedOn();
+        return runCommands.fail(cp, message, this.deps.now());
+      });
+      return true;
+    } catch (error) {
+      if (error instanceof MovedOn || (error as { code?: string }).code === 'run_done')
+        return false;
+      throw error;
+    }
+  }
+
+  private async collect(): Promise<number> {
+    const { redis, keys, store, queues } = this.deps;
+    const now = this.deps.now();
+    const due = await redis.zrangebyscore(keys.expiringRuns, '-inf', now, 'LIMIT', 0, this.batch);
+    let collected = 0;
+    for (const member of due) {
+      const [tenantId, threadId, runId] = JSON.parse(member) as [string, string, string];
+      const ttl = await redis.pttl(keys.run(runId).cp);
+      if (ttl > 0) {
+        // Still there (retention grew, or a clock skew): look again when it is due.
+        await redis.zadd(keys.expiringRuns, now + ttl, member);
+        continue;
+      }
+      if (ttl === -1) {
+        // The key exists without expiry: not a finished run any more; nothing to collect.
+        await redis.zrem(keys.expiringRuns, member);
+        continue;
+      }
+      await store.dropFromIndexes(tenantId, threadId, runId);
+      await redis.zrem(keys.expiringRuns, member);
+      collected += 1;
+    }
+    await queues.cleanFinished(this.batch);
+    return collected;
+  }
+
+  /** Whatever a finished run still owes (thread release, indexes, failed jobs); idempotent. */
+  private async finish(runId: string): Promise<void> {
+    const loaded = await this.deps.store.load(runId);
+    if (loaded) await this.deps.committer.finished(loaded.checkpoint);
+    else await this.deps.redis.zrem(this.deps.keys.activeRuns, runId);
+  }
+
+  /**
+   * Idle: waiting for a decision (core's activityOf, stored with every commit), or created and
+   * queued behind another run of its thread (promoted when that run releases the thread).
+   */
+  private async isIdle(runId: string, meta: RunMeta): Promise<boolean> {
+    if (meta.activity === 'waiting') return true;
+    if (meta.status !== 'created') return false;
+    const thread = this.deps.keys.thread(meta.tenantId, meta.threadId);
+    const [active, queued] = await Promise.all([
+      this.deps.redis.hget(thread.meta, 'activeRunId'),
+      this.deps.redis.lpos(thread.queue, runId),
+    ]);
+    return active !== runId && queued !== null;
+  }
+
+  private async hasLiveJob(runId: string, meta: RunMeta): Promise<boolean> {
+    const { queues, store } = this.deps;
+    if ((await queues.liveStepJob(runId, meta.version)) !== null) return true;
+    const loaded = await store.load(runId);
+    if (!loaded) return false;
+    const { checkpoint: cp } = loaded;
+    for (const id of cp.round) {
+      const call = cp.calls[id];
+      if (call?.status === 'running' && (await queues.liveToolJob(runId, call.id, call.attempt)))
+        return true;
+    }
+    return false;
   }
 }
+
+class MovedOn extends Error {}

@@ -1,21 +1,26 @@
 import type { Checkpoint } from '@baton/protocol';
-import { VersionConflictError, type Transition } from '@baton/core';
+import {
+  RunDoneError,
+  VersionConflictError,
+  activityOf,
+  persistentThreadState,
+  type KeyRegistry,
+  type Transition,
+} from '@baton/core';
 import type { Logger } from 'pino';
 import type { BatonQueues } from './queues.ts';
 import type { RedisRunStore } from './redis/redis-run-store.ts';
 import type { RedisThreadStore } from './redis/thread-store.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import type { BatonKeys } from './redis/keys.ts';
-import { persistentThreadState, type KeyRegistry } from '@baton/core';
-
-export function activeRunsKey(keys: BatonKeys): string {
-  return `${keys.prefix}:active`;
-}
+import type { Lease } from './run-lease.ts';
 
 export interface Loaded {
   checkpoint: Checkpoint;
   version: number;
 }
+
+export type Committed = Loaded & { transition: Transition };
 
 export interface CommitterDeps {
   readonly store: RedisRunStore;
@@ -25,13 +30,31 @@ export interface CommitterDeps {
   readonly keys: BatonKeys;
   readonly now: () => number;
   readonly logger: Logger;
+  /** Seconds a finished run's keys live (the store's retention). */
+  readonly retentionSeconds: number;
+}
+
+/** Member of the expiring-runs index: enough to drop the run from its tenant and thread indexes. */
+export function expiringMember(cp: Checkpoint): string {
+  const { tenantId, threadId, runId } = cp.identity;
+  return JSON.stringify([tenantId, threadId, runId]);
 }
 
 /**
- * Commits transitions with compare-and-set. A transition is a pure function of the checkpoint,
- * so on a version conflict it is recomputed against the fresh checkpoint instead of failing.
- * Side duties of a commit live here too: the active-run index and releasing the thread when a
- * run finishes (which may start the next queued run on that thread).
+ * Commits transitions, and keeps the global run indexes and the thread in step with them.
+ *
+ * Two kinds of writers, two rules:
+ * - A worker commits under its lease (`commitFenced`): one attempt, fenced on the lease token.
+ *   A version conflict means someone else (a decision, a cancel request) wrote the run meanwhile;
+ *   the transition was computed from what is now stale state, so it is dropped and the caller
+ *   re-plans from a fresh load. It is never re-applied to the fresh checkpoint.
+ * - The control plane (decisions, cancel requests) commits a command computed from its own input
+ *   (`commitCommand`): on a conflict the command is recomputed against the fresh checkpoint, which
+ *   is what a CAS retry loop is for.
+ *
+ * Index order makes every crash window harmless: a run is added to the active index before the
+ * commit that gives it work and removed from it after the commit that leaves it idle, so at worst
+ * the reconciler looks at a run that needs nothing.
  */
 export class RunCommitter {
   private readonly deps: CommitterDeps;
@@ -44,28 +67,63 @@ export class RunCommitter {
     return this.deps.store.load(runId);
   }
 
-  async commit(
+  /** Null when the run moved on meanwhile (conflict, or done): reload and re-plan. */
+  async commitFenced(
+    current: Loaded,
+    t: Transition,
+    lease: Lease,
+    registry?: KeyRegistry,
+  ): Promise<Committed | null> {
+    lease.check();
+    try {
+      const { version } = await this.deps.store.commit(
+        current.checkpoint.identity.runId,
+        current.version,
+        t.checkpoint,
+        t.events,
+        t.trigger,
+        lease.token,
+      );
+      const next = { checkpoint: t.checkpoint, version, transition: t };
+      await this.afterCommit(current.checkpoint, next.checkpoint, registry);
+      return next;
+    } catch (error) {
+      if (error instanceof VersionConflictError || error instanceof RunDoneError) return null;
+      if ((error as { code?: string }).code === 'lease_lost') lease.markLost('a commit was fenced');
+      throw error;
+    }
+  }
+
+  /**
+   * A control-plane command: `compute` is re-run on the fresh checkpoint after a conflict; it may
+   * throw to refuse (e.g. the run finished meanwhile).
+   */
+  async commitCommand(
     current: Loaded,
     compute: (cp: Checkpoint) => Transition,
     registry?: KeyRegistry,
-  ): Promise<Loaded & { transition: Transition }> {
+  ): Promise<Committed> {
     let state = current;
     for (let attempt = 0; ; attempt += 1) {
       const t = compute(state.checkpoint);
+      const runId = state.checkpoint.identity.runId;
+      // Before the commit that gives the run work, so a crash right after it cannot hide the run.
+      if (activityOf(t.checkpoint) === 'active' && activityOf(state.checkpoint) !== 'active')
+        await this.deps.redis.zadd(this.deps.keys.activeRuns, this.deps.now(), runId);
       try {
         const { version } = await this.deps.store.commit(
-          state.checkpoint.identity.runId,
+          runId,
           state.version,
           t.checkpoint,
           t.events,
           t.trigger,
         );
         const next = { checkpoint: t.checkpoint, version, transition: t };
-        await this.afterCommit(state.checkpoint, next, registry);
+        await this.afterCommit(state.checkpoint, next.checkpoint, registry);
         return next;
       } catch (error) {
         if (!(error instanceof VersionConflictError) || attempt >= 20) throw error;
-        const fresh = await this.deps.store.load(state.checkpoint.identity.runId);
+        const fresh = await this.deps.store.load(runId);
         if (!fresh) throw error;
         state = fresh;
       }
@@ -74,20 +132,40 @@ export class RunCommitter {
 
   private async afterCommit(
     before: Checkpoint,
-    after: Loaded,
+    after: Checkpoint,
     registry?: KeyRegistry,
   ): Promise<void> {
-    const { identity } = after.checkpoint;
-    const key = activeRunsKey(this.deps.keys);
-    if (after.checkpoint.status !== 'done') {
-      // The reconciler only needs to know a run is unfinished and roughly since when; a status
-      // change is enough (it touches the score itself when it reschedules).
-      if (before.status !== after.checkpoint.status)
-        await this.deps.redis.zadd(key, after.checkpoint.updatedAt, identity.runId);
-      return;
+    const was = activityOf(before);
+    const is = activityOf(after);
+    if (was === is) return;
+    const { redis, keys } = this.deps;
+    const runId = after.identity.runId;
+    if (is === 'active') {
+      await redis.zadd(keys.activeRuns, this.deps.now(), runId);
+      await redis.zrem(keys.waitingRuns, runId);
+    } else if (is === 'waiting') {
+      await redis.zadd(keys.waitingRuns, this.deps.now(), runId);
+      await redis.zrem(keys.activeRuns, runId);
+    } else {
+      await this.finished(after, registry);
     }
-    if (before.status !== 'done') await this.releaseThread(after.checkpoint, registry);
-    await this.deps.redis.zrem(key, identity.runId);
+  }
+
+  /**
+   * Everything a finished run owes: its place in the expiry index, the thread's release (which
+   * may start the next queued run), its failed jobs removed, and leaving the live indexes. Each
+   * part is idempotent, so the reconciler repeats it for a run whose worker died half-way.
+   */
+  async finished(cp: Checkpoint, registry?: KeyRegistry): Promise<void> {
+    const { redis, keys } = this.deps;
+    const runId = cp.identity.runId;
+    // The thread first: the next turn of a conversation waits for it.
+    await this.releaseThread(cp, registry);
+    const expiresAt = (cp.finishedAt ?? this.deps.now()) + this.deps.retentionSeconds * 1000;
+    await redis.zadd(keys.expiringRuns, expiresAt, expiringMember(cp));
+    await this.deps.queues.removeFailedJobs(await redis.smembers(keys.run(runId).failed));
+    await redis.zrem(keys.activeRuns, runId);
+    await redis.zrem(keys.waitingRuns, runId);
   }
 
   /** Idempotent: a second release of the same run appends nothing and promotes nobody. */
@@ -103,12 +181,15 @@ export class RunCommitter {
     );
     if (promoted) {
       const next = await this.deps.store.load(promoted);
-      if (next)
+      if (next) {
+        await this.deps.redis.zadd(this.deps.keys.activeRuns, this.deps.now(), promoted);
+        await this.deps.redis.zrem(this.deps.keys.waitingRuns, promoted);
         await this.deps.queues.enqueueStep(
           { runId: promoted, tenantId: identity.tenantId },
           'start',
           next.version,
         );
+      }
       this.deps.logger.info(
         { runId: identity.runId, promoted },
         'thread released; next queued run started',

@@ -1,26 +1,38 @@
 import { randomUUID } from 'node:crypto';
 import type { BatonKeys } from './redis/keys.ts';
+import { LeaseLostError } from './redis/redis-run-store.ts';
 import { defineScript, type RedisClient, type ScriptCall } from './redis/scripts.ts';
 
 /**
- * Single-flight per run. Exactly one job (step or tool drain) may advance a run at a time; a job
- * that finds the lease taken leaves a "pending" mark instead of waiting, and the holder sees the
- * mark when it releases and schedules another pass. So no wake-up is ever lost and no worker
- * blocks on another. A crashed holder's lease expires after its TTL.
+ * Single-flight per run, with fencing. Exactly one job (step or tool drain) may advance a run at a
+ * time; a job that finds the lease taken leaves a "pending" mark instead of waiting, and the holder
+ * sees the mark when it releases and makes another pass. So no wake-up is ever lost and no worker
+ * blocks on another. A crashed or paused holder's lease expires after its TTL.
+ *
+ * The token is also the fencing token: every write a worker makes for the run (commit, delta
+ * append) carries it and the write script refuses it unless it is still the run's lease. A holder
+ * that was paused past its TTL therefore cannot write anything when it wakes up, and learns that
+ * it lost the run from the first refused write or the first refused renewal, whichever comes first.
+ *
+ * KEYS: lease, pending   ARGV: token, ttlMs, pendingTtlMs   Reply: 1 acquired | 0 busy (mark left)
  */
 const ACQUIRE_LUA = `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
 redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
 return 0`;
 
+/** KEYS: lease, pending   ARGV: token   Reply: -1 not ours | 1 released, someone asked | 0 released */
 const RELEASE_LUA = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 redis.call('DEL', KEYS[1])
 if redis.call('DEL', KEYS[2]) == 1 then return 1 end
 return 0`;
 
-// Releases only when nobody asked for the run meanwhile; otherwise clears the mark and keeps
-// the lease, so the holder makes one more pass itself instead of scheduling a job for it.
+/**
+ * Releases only when nobody asked for the run meanwhile; otherwise clears the mark and keeps the
+ * lease, so the holder makes one more pass itself instead of scheduling a job for it.
+ * KEYS: lease, pending   ARGV: token, ttlMs   Reply: -1 not ours | 0 kept (look again) | 1 released
+ */
 const RELEASE_IF_IDLE_LUA = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 if redis.call('DEL', KEYS[2]) == 1 then
@@ -30,27 +42,29 @@ end
 redis.call('DEL', KEYS[1])
 return 1`;
 
+/** KEYS: lease   ARGV: token, ttlMs   Reply: 1 renewed | 0 not ours any more */
 const RENEW_LUA = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1`;
 
-export function runAuxKey(
-  keys: BatonKeys,
-  runId: string,
-  suffix: 'lease' | 'pending' | 'results' | 'inferring' | 'parent',
-): string {
-  return keys.run(runId).cp.replace(/:cp$/, `:${suffix}`);
-}
-
 export interface Lease {
   readonly runId: string;
+  /** The fencing token every write for the run must carry. */
   readonly token: string;
+  /** Aborts when the lease is lost: in-flight model calls and tools stop at once. */
+  readonly signal: AbortSignal;
+  readonly lost: boolean;
+  /** Records that the lease is gone (a fenced write was refused) and aborts `signal`. */
+  markLost(why: string): void;
+  /** Throws LeaseLostError when the lease is lost. */
+  check(): void;
   /** Releases; true when another job asked for the run meanwhile (the caller must reschedule). */
   release(): Promise<boolean>;
   /**
    * Releases unless another job asked for the run meanwhile; then the mark is cleared, the lease
-   * kept, and false returned: the caller must look at the run again.
+   * kept, and false returned: the caller must look at the run again. Throws LeaseLostError when
+   * the lease is not ours any more.
    */
   releaseIfIdle(): Promise<boolean>;
 }
@@ -80,36 +94,77 @@ export class RunLeases {
   /** The lease, renewed in the background until released; null when another job holds it. */
   async acquire(runId: string): Promise<Lease | null> {
     const token = randomUUID();
-    const lease = runAuxKey(this.keys, runId, 'lease');
-    const pending = runAuxKey(this.keys, runId, 'pending');
+    const { lease: leaseKey, pending } = this.keys.run(runId);
+    const ttl = this.ttlMs;
     // The pending mark outlives the lease so a holder that crashes still leaves it for the next one.
-    const got = await this.acquireScript(lease, pending, token, this.ttlMs, this.ttlMs * 4);
+    const got = await this.acquireScript(leaseKey, pending, token, ttl, ttl * 4);
     if (got !== 1) return null;
+    const controller = new AbortController();
+    // Until a renewal succeeds, the lease is only known to be ours for one TTL from now: a
+    // renewal that cannot reach Redis before then must assume another worker took the run.
+    let validUntil = Date.now() + ttl;
+    let released = false;
+    const markLost = (why: string): void => {
+      if (controller.signal.aborted) return;
+      clearInterval(timer);
+      controller.abort(new LeaseLostError(runId, why));
+    };
     const timer = setInterval(
       () => {
-        this.renewScript(lease, token, this.ttlMs).catch(() => undefined);
+        if (Date.now() >= validUntil) {
+          markLost('lease expired before it could be renewed');
+          return;
+        }
+        const attemptAt = Date.now();
+        this.renewScript(leaseKey, token, ttl).then(
+          (ok) => {
+            if (ok === 1) validUntil = attemptAt + ttl;
+            else markLost('renewal refused: another worker holds the run');
+          },
+          () => {
+            if (Date.now() >= validUntil) markLost('renewal failed until the lease expired');
+          },
+        );
       },
-      Math.max(50, Math.floor(this.ttlMs / 3)),
+      Math.max(50, Math.floor(ttl / 3)),
     );
     timer.unref();
-    let released = false;
-    return {
+    const stop = (): void => {
+      released = true;
+      clearInterval(timer);
+    };
+    const lease: Lease = {
       runId,
       token,
+      signal: controller.signal,
+      get lost() {
+        return controller.signal.aborted;
+      },
+      markLost,
+      check: () => {
+        if (controller.signal.aborted) throw new LeaseLostError(runId);
+      },
       release: async () => {
         if (released) return false;
-        released = true;
-        clearInterval(timer);
-        return (await this.releaseScript(lease, pending, token)) === 1;
+        stop();
+        return (await this.releaseScript(leaseKey, pending, token)) === 1;
       },
       releaseIfIdle: async () => {
         if (released) return true;
-        const result = await this.releaseIfIdleScript(lease, pending, token, this.ttlMs);
-        if (result === 0) return false;
-        released = true;
-        clearInterval(timer);
+        const result = await this.releaseIfIdleScript(leaseKey, pending, token, ttl);
+        if (result === -1) {
+          stop();
+          markLost('lease taken over before release');
+          throw new LeaseLostError(runId, 'lease taken over before release');
+        }
+        if (result === 0) {
+          validUntil = Date.now() + ttl;
+          return false;
+        }
+        stop();
         return true;
       },
     };
+    return lease;
   }
 }

@@ -21,7 +21,8 @@ import type { BatonKeys } from './redis/keys.ts';
 import type { ListRunsQuery, RedisRunStore, RunPage } from './redis/redis-run-store.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import type { RedisThreadStore, ThreadSnapshot } from './redis/thread-store.ts';
-import { activeRunsKey, RunCommitter, type Loaded } from './run-committer.ts';
+import type { Durability } from './redis/durability.ts';
+import type { RunCommitter, Loaded } from './run-committer.ts';
 
 export interface RunServiceDeps {
   readonly redis: RedisClient;
@@ -30,6 +31,7 @@ export interface RunServiceDeps {
   readonly threads: RedisThreadStore;
   readonly queues: BatonQueues;
   readonly committer: RunCommitter;
+  readonly durability: Durability;
   readonly clock: Clock;
   readonly ids?: () => string;
 }
@@ -46,6 +48,12 @@ export interface CreatedRun {
 export class RunNotFoundError extends BatonError {
   constructor(runId: string) {
     super('run_not_found', `run ${runId} was not found`);
+  }
+}
+
+export class ThreadNotFoundError extends BatonError {
+  constructor(threadId: string) {
+    super('not_found', `thread ${threadId} was not found`);
   }
 }
 
@@ -75,6 +83,7 @@ export class RunService {
     const runId = this.ids();
     const threadId = request.threadId ?? this.ids();
     const strategy = request.options?.multitask ?? 'reject';
+    if (request.threadId !== undefined) await this.settleActiveRun(tenantId, threadId);
     const acquired = await deps.threads.acquire(tenantId, threadId, runId, strategy);
     if (acquired.kind === 'busy')
       throw new BatonError(
@@ -99,18 +108,39 @@ export class RunService {
         },
         deps.clock.now(),
       );
+      // Indexed before it exists, so no crash can leave a run nobody looks at (the reconciler
+      // drops an entry whose run never came to be).
+      const index = acquired.kind === 'acquired' ? deps.keys.activeRuns : deps.keys.waitingRuns;
+      await deps.redis.zadd(index, t.checkpoint.updatedAt, runId);
       const created = await deps.store.create(t.checkpoint, t.events);
-      await deps.redis.zadd(activeRunsKey(deps.keys), t.checkpoint.updatedAt, runId);
       if (acquired.kind === 'acquired') {
         await deps.queues.enqueueStep({ runId, tenantId }, 'start', created.version);
+        await deps.durability.acknowledge();
         return { runId, threadId, turnId, status: 'created' };
       }
       if (acquired.kind === 'interrupt') await this.cancel(tenantId, acquired.activeRunId);
+      await deps.durability.acknowledge();
       return { runId, threadId, turnId, status: 'created', queuedBehind: acquired.activeRunId };
     } catch (error) {
       await deps.threads.release(tenantId, threadId, runId, [], null).catch(() => undefined);
       throw error;
     }
+  }
+
+  /**
+   * A run that finished releases its thread right after its final commit; a client that saw
+   * run.finished and starts the next turn at once must not find the thread still held by it, nor
+   * by a run whose keys are gone. Both are released here first (release is idempotent).
+   */
+  private async settleActiveRun(tenantId: string, threadId: string): Promise<void> {
+    const { deps } = this;
+    const active = await deps.redis.hget(deps.keys.thread(tenantId, threadId).meta, 'activeRunId');
+    if (!active) return;
+    const meta = await deps.store.meta(active);
+    if (meta && meta.status !== 'done') return;
+    const loaded = meta ? await deps.store.load(active) : null;
+    if (loaded) await deps.committer.finished(loaded.checkpoint);
+    else await deps.threads.release(tenantId, threadId, active, [], null);
   }
 
   async load(tenantId: string, runId: string): Promise<Loaded> {
@@ -119,7 +149,12 @@ export class RunService {
     return stored;
   }
 
-  /** Validates against the run's tickets and stores them durably; all or nothing. */
+  /**
+   * Validates against the run's tickets and stores them durably; all or nothing. A decision
+   * resent with the same id and body gets its original answer, whatever happened since; a new
+   * one for a finished run, or for a run being cancelled, is refused (409), never accepted and
+   * then dropped.
+   */
   async submitDecisions(
     tenantId: string,
     runId: string,
@@ -138,10 +173,14 @@ export class RunService {
     });
     if (committed)
       await this.deps.queues.enqueueStep({ runId, tenantId }, 'decision', committed.version);
+    await this.deps.durability.acknowledge();
     return { ...result, status: (committed ?? loaded).checkpoint.status };
   }
 
-  /** Idempotent. A created run ends at once; a running or waiting one is told to stop everywhere. */
+  /**
+   * Idempotent. A created run ends at once; a running or waiting one records the request (an
+   * event) and is told to stop everywhere; it ends Cancelled at its next phase boundary.
+   */
   async cancel(tenantId: string, runId: string): Promise<{ status: Checkpoint['status'] }> {
     const loaded = await this.load(tenantId, runId);
     if (loaded.checkpoint.status === 'done') return { status: 'done' };
@@ -149,12 +188,47 @@ export class RunService {
       cp.status === 'done' || cp.cancelRequested
         ? null
         : runCommands.requestCancel(cp, this.deps.clock.now()),
-    );
-    const current = committed ?? loaded;
+    ).catch((error: unknown) => {
+      if (error instanceof RunDoneError) return null;
+      throw error;
+    });
+    const current = committed ?? (await this.load(tenantId, runId));
     await broadcastCancel(this.deps.redis, this.deps.keys, runId);
     if (current.checkpoint.status !== 'done')
       await this.deps.queues.enqueueStep({ runId, tenantId }, 'cancel', current.version);
+    await this.deps.durability.acknowledge();
     return { status: current.checkpoint.status };
+  }
+
+  /** Deletes a finished run (409 run_active for one that has not finished: cancel it first). */
+  async deleteRun(tenantId: string, runId: string): Promise<void> {
+    const outcome = await this.deps.store.deleteRun(runId, tenantId);
+    if (outcome === 'not_found') throw new RunNotFoundError(runId);
+    if (outcome === 'active')
+      throw new BatonError(
+        'run_active',
+        `run ${runId} has not finished; cancel it (POST /v1/runs/${runId}/cancel) and delete it once it is done`,
+        { runId },
+      );
+    await this.deps.durability.acknowledge();
+  }
+
+  /**
+   * Deletes a thread and its (finished) runs. Refused with 409 thread_busy while a run is active
+   * or queued on it.
+   */
+  async deleteThread(tenantId: string, threadId: string): Promise<{ runs: number }> {
+    const outcome = await this.deps.threads.delete(tenantId, threadId);
+    if (outcome.kind === 'missing') throw new ThreadNotFoundError(threadId);
+    if (outcome.kind === 'busy')
+      throw new BatonError(
+        'thread_busy',
+        `thread ${threadId} has an active or queued run (${outcome.runId}); cancel it and delete the thread once it is done`,
+        { threadId, activeRunId: outcome.runId },
+      );
+    for (const runId of outcome.runIds) await this.deps.store.deleteRun(runId, tenantId);
+    await this.deps.durability.acknowledge();
+    return { runs: outcome.runIds.length };
   }
 
   async events(tenantId: string, runId: string, afterSeq = 0): Promise<RunEvent[]> {
@@ -176,8 +250,7 @@ export class RunService {
   ): Promise<Loaded | null> {
     let noop = false;
     const committed = await this.deps.committer
-      .commit(loaded, (cp) => {
-        if (cp.status === 'done') throw new RunDoneError(cp.identity.runId);
+      .commitCommand(loaded, (cp) => {
         const t = compute(cp);
         if (t === null) {
           noop = true;

@@ -1,4 +1,5 @@
-import { JOB_PAYLOAD_VERSION, StepJobSchema, type ToolExecutionResult } from '@baton/protocol';
+import { randomUUID } from 'node:crypto';
+import { StepJobSchema, type ToolExecutionResult } from '@baton/protocol';
 import {
   InferenceAccumulator,
   assistantMessageId,
@@ -7,25 +8,46 @@ import {
   rebaseOnThread,
   runCommands,
   type Engine,
+  type InferenceRequest,
+  type InferenceResponse,
   type ToolInvocation,
   type Transition,
 } from '@baton/core';
-import { DelayedError, Job, WaitingChildrenError } from 'bullmq';
+import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
+import { fanOutToolCalls } from './fan-out.ts';
 import { releaseOrWake } from './lease-release.ts';
-import { runAuxKey, type Lease } from './run-lease.ts';
+import { LeaseLostError } from './redis/redis-run-store.ts';
+import type { Lease } from './run-lease.ts';
 import type { Loaded } from './run-committer.ts';
-import { toolJobId } from './queues.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 
-class StaleInference extends Error {}
+export type StepOutcome =
+  'busy' | 'missing' | 'waiting' | 'done' | 'continued' | 'delegated' | 'lease_lost';
 
-type StepOutcome = 'busy' | 'missing' | 'waiting' | 'done' | 'continued' | 'delegated';
+/** A model answer that was obtained for `request` and not yet committed. */
+interface PendingInference {
+  readonly step: number;
+  readonly request: string;
+  readonly response: InferenceResponse;
+}
+
+type InferOutcome =
+  | { readonly kind: 'answered'; readonly response: InferenceResponse }
+  /** Cancelled or changed meanwhile: look at the run again. */
+  | { readonly kind: 'replan' }
+  | { readonly kind: 'failed'; readonly message: string };
 
 /**
  * One pass over one run: holds the run's lease, derives what to do from the checkpoint (so any
  * worker can pick up any run at any point), performs at most one inference round, and hands the
  * next round to a new job. In the parallel modes tool calls become child jobs and this job waits
  * for them in BullMQ's waiting-children state, holding no lease and no worker slot.
+ *
+ * Every write is fenced on the lease (see RunLeases). When a commit meets a version conflict
+ * (a decision or cancel request landed meanwhile), the pass re-plans from a fresh load: the
+ * transition it computed is dropped, never re-applied to the fresh checkpoint. The only effect
+ * result carried across a re-plan is a model answer, and only into a plan that asks for exactly
+ * the same inference.
  */
 export class StepProcessor {
   private readonly deps: WorkerDeps;
@@ -53,15 +75,35 @@ export class StepProcessor {
     // Someone asked for the run while we held it: make sure a pass follows.
     const release = (): Promise<void> => releaseOrWake(this.deps, lease, data.tenantId);
     try {
-      return await this.run(job, token, lease, release, log);
+      return await this.run(job, token, data.expectedVersion, lease, release, log);
+    } catch (error) {
+      if (!(error instanceof LeaseLostError) && !lease.lost) throw error;
+      await this.afterLeaseLost(lease, data.tenantId, log);
+      return 'lease_lost';
     } finally {
       await release();
     }
   }
 
+  /**
+   * This job stopped writing the moment its lease went. Another worker usually owns the run by
+   * then; if nobody does (the lease simply ran out), a fresh pass is scheduled so the run moves on.
+   */
+  private async afterLeaseLost(
+    lease: Lease,
+    tenantId: string,
+    log: WorkerDeps['logger'],
+  ): Promise<void> {
+    const { deps } = this;
+    log.warn('lease lost: another worker owns the run now; this pass stops without writing');
+    if ((await deps.redis.exists(deps.keys.run(lease.runId).lease)) === 1) return;
+    await deps.queues.enqueueStep({ runId: lease.runId, tenantId }, 'reconcile', 0, true);
+  }
+
   private async run(
     job: Job,
     token: string | undefined,
+    jobVersion: number,
     lease: Lease,
     release: () => Promise<void>,
     log: WorkerDeps['logger'],
@@ -70,26 +112,31 @@ export class StepProcessor {
     const runId = lease.runId;
     const jobData = job.data as { parentOfStep?: number };
     let inferred = jobData.parentOfStep !== undefined;
+    let pending: PendingInference | null = null;
+    const commit = (state: Loaded, t: Transition, engine?: Engine): Promise<Loaded | null> =>
+      this.commit(state, t, lease, engine);
     // The state is carried from commit to commit; it is reloaded only when others may have
-    // changed it (after a model call, or when someone asked for the run while we held it).
+    // changed it (a conflict, after a model call, or when someone asked for the run meanwhile).
     let state: Loaded | null = await deps.committer.load(runId);
     for (;;) {
+      lease.check();
       if (!state) return 'missing';
-      const engine = deps.registry.engine(state.checkpoint.identity.agent);
+      const { checkpoint: cp } = state;
+      const engine = deps.registry.engine(cp.identity.agent);
+      const now = deps.clock.now();
       if (!engine) {
-        const message = `no worker agent named ${state.checkpoint.identity.agent} is registered on this worker`;
-        await deps.committer.commit(state, (cp) => runCommands.fail(cp, message, deps.clock.now()));
-        return 'done';
-      }
-      const registry = engine.ctx.registry;
-      const drained = await this.drainResults(engine, state);
-      if (drained) {
-        state = drained;
+        const message = `no worker agent named ${cp.identity.agent} is registered on this worker`;
+        state = await commit(state, runCommands.fail(cp, message, now));
         continue;
       }
-      const next = engine.plan(state.checkpoint);
-      const slog = log.child({ step: state.checkpoint.step, plan: next.kind });
-      const now = deps.clock.now();
+      const results = await deps.mailbox.pendingFor(cp);
+      if (results.length > 0) {
+        // Results recorded by tool jobs are applied (in call order) before anything else.
+        state = await commit(state, engine.applyToolResults(cp, results, now), engine);
+        continue;
+      }
+      const next = engine.plan(cp);
+      const slog = log.child({ step: cp.step, plan: next.kind });
       switch (next.kind) {
         case 'done':
         case 'wait':
@@ -98,284 +145,219 @@ export class StepProcessor {
           break;
         case 'start': {
           // A run queued behind another on its thread starts from the thread as it is now.
-          const { tenantId, threadId } = state.checkpoint.identity;
+          const { tenantId, threadId } = cp.identity;
           const thread = await deps.threads.load(tenantId, threadId);
-          state = await deps.committer.commit(
-            state,
-            (cp) => engine.start(rebaseOnThread(cp, thread.messages, thread.state), now),
-            registry,
-          );
+          const rebased = rebaseOnThread(cp, thread.messages, thread.state);
+          state = await commit(state, engine.start(rebased, now), engine);
           break;
         }
         case 'step':
           if (inferred) {
             // One round per job: the next round is a new job, so runs interleave fairly.
             await release();
-            await deps.queues.enqueueStep(state.checkpoint.identity, 'continue', state.version);
+            await deps.queues.enqueueStep(
+              cp.identity,
+              'continue',
+              state.version,
+              state.version === jobVersion,
+            );
             return 'continued';
           }
-          state = await deps.committer.commit(state, (cp) => engine.beginStep(cp, now), registry);
+          state = await commit(state, engine.beginStep(cp, now), engine);
           break;
-        case 'infer':
-          inferred = true;
-          await deps.probe?.('before-infer', { runId, step: state.checkpoint.step });
-          state = await this.infer(engine, state, slog);
+        case 'infer': {
+          const request = engine.inferenceRequest(cp);
+          const key = JSON.stringify(request);
+          if (!pending || pending.step !== cp.step || pending.request !== key) {
+            pending = null;
+            if (inferred) {
+              // A second model call in one job only after a re-plan changed the request: hand
+              // the run to a fresh job instead of looping here.
+              await release();
+              await deps.queues.enqueueStep(cp.identity, 'continue', state.version, true);
+              return 'continued';
+            }
+            inferred = true;
+            await deps.probe?.('before-infer', { runId, step: cp.step });
+            const outcome = await this.infer(engine, request, lease, slog);
+            if (outcome.kind === 'replan') {
+              state = await deps.committer.load(runId);
+              break;
+            }
+            if (outcome.kind === 'failed') {
+              state = await commit(state, engine.fail(cp, outcome.message, deps.clock.now()));
+              break;
+            }
+            pending = { step: cp.step, request: key, response: outcome.response };
+            await deps.probe?.('after-infer', { runId, step: cp.step });
+          }
+          const t = engine.commitInference(cp, pending.response, deps.clock.now());
+          state = await commit(state, t, engine);
+          if (state?.checkpoint === t.checkpoint) pending = null;
           break;
+        }
         case 'resume':
-          state = await deps.committer.commit(
-            state,
-            (cp) => engine.applyDecisions(cp, now),
-            registry,
-          );
+          state = await commit(state, engine.applyDecisions(cp, now), engine);
           break;
         case 'finish_step':
-          state = await deps.committer.commit(state, (cp) => engine.finishStep(cp, now), registry);
+          state = await commit(state, engine.finishStep(cp, now), engine);
           break;
         case 'cancel':
           deps.aborts.abort(runId);
-          state = await deps.committer.commit(state, (cp) => engine.cancel(cp, now), registry);
+          state = await commit(state, engine.cancel(cp, now), engine);
           slog.info('run cancelled');
           break;
         case 'execute': {
           // Re-entering a round whose calls all run already changes nothing: no commit then.
-          const dry = engine.prepareTools(state.checkpoint, now);
-          const prepared: Loaded & { transition: Transition } =
-            dry.events.length === 0
-              ? { ...state, transition: dry }
-              : await deps.committer.commit(state, (cp) => engine.prepareTools(cp, now), registry);
-          state = prepared;
-          const invocations =
-            (prepared.transition as { invocations?: readonly ToolInvocation[] }).invocations ?? [];
-          if (invocations.length === 0) break;
-          if (!engine.ctx.tools.size || prepared.checkpoint.executionMode === 'sequential') {
+          const t = engine.prepareTools(cp, now);
+          if (t.events.length > 0) {
+            const prepared = await commit(state, t, engine);
+            // A conflict re-plans like everywhere else: these invocations were for stale state.
+            if (prepared?.checkpoint !== t.checkpoint) {
+              state = prepared;
+              break;
+            }
+            state = prepared;
+          }
+          if (t.invocations.length === 0) break;
+          if (!engine.ctx.tools.size || state.checkpoint.executionMode === 'sequential') {
             // Results land in the mailbox; the next pass of this loop applies them.
             // An aborted call (cancel) leaves the run for plan() to finish: look at it afresh.
-            if (await this.executeInline(engine, prepared, invocations))
+            if (await this.executeInline(engine, state, t.invocations, lease))
               state = await deps.committer.load(runId);
             break;
           }
-          const outcome = await this.fanOut(job, token, prepared, invocations, release, slog);
-          if (outcome) return outcome;
-          state = await deps.committer.load(runId);
-          break;
+          const outcome = await fanOutToolCalls(deps, job, state, t.invocations, slog);
+          if (outcome === 'recorded') {
+            state = await deps.committer.load(runId);
+            break;
+          }
+          if (outcome === 'children') {
+            // Let the children (and decisions) advance the run while this job waits.
+            await release();
+            if (token !== undefined && (await job.moveToWaitingChildren(token)))
+              throw new WaitingChildrenError();
+          }
+          return 'delegated';
         }
       }
     }
   }
 
-  /** Applies results recorded by tool jobs (in call order) before deciding anything else. */
-  private async drainResults(engine: Engine, state: Loaded): Promise<Loaded | null> {
-    const results = await this.deps.mailbox.pendingFor(state.checkpoint);
-    if (results.length === 0) return null;
-    return this.deps.committer.commit(
-      state,
-      (cp) => engine.applyToolResults(cp, results, this.deps.clock.now()),
-      engine.ctx.registry,
-    );
+  /** A fenced commit; on a conflict the fresh checkpoint comes back for the caller to re-plan. */
+  private async commit(
+    state: Loaded,
+    t: Transition,
+    lease: Lease,
+    engine?: Engine,
+  ): Promise<Loaded | null> {
+    const committed = await this.deps.committer.commitFenced(state, t, lease, engine?.ctx.registry);
+    await this.deps.probe?.('after-commit', {
+      runId: lease.runId,
+      trigger: t.trigger,
+      committed: committed !== null,
+    });
+    return committed ?? (await this.deps.committer.load(lease.runId));
   }
 
-  /** Streams the model (deltas appended as they come) and commits the assistant turn. */
+  /** Streams the model; deltas are appended as they come, fenced on the lease. */
   private async infer(
     engine: Engine,
-    state: Loaded,
+    request: InferenceRequest,
+    lease: Lease,
     log: WorkerDeps['logger'],
-  ): Promise<Loaded | null> {
+  ): Promise<InferOutcome> {
     const { deps } = this;
-    const request = engine.inferenceRequest(state.checkpoint);
     const messageId = assistantMessageId(request.runId, request.step);
-    let version = state.version;
-    let marked = false;
-    const append = async (body: Parameters<typeof deps.store.append>[2][number]): Promise<void> => {
-      if (!marked) {
-        marked = true;
-        // A previous attempt of this step streamed deltas and died: clients must drop them.
-        const key = runAuxKey(deps.keys, request.runId, 'inferring');
-        const previous = await deps.redis.set(key, `${request.step}`, 'PX', 86_400_000, 'GET');
-        if (previous === `${request.step}`)
-          await append({ type: 'inference.reset', step: request.step, messageId });
-      }
-      try {
-        await deps.store.append(request.runId, version, [body]);
-      } catch {
-        // A decision or cancel request committed meanwhile: append at the new version.
-        const fresh = await deps.store.load(request.runId);
-        if (!fresh) throw new Error(`run ${request.runId} disappeared`);
-        version = fresh.version;
-        if (fresh.checkpoint.cancelRequested) deps.aborts.abort(request.runId);
-        await deps.store.append(request.runId, version, [body]);
-      }
+    const attempt = {
+      step: request.step,
+      nonce: randomUUID().slice(0, 8),
+      reset: { type: 'inference.reset' as const, step: request.step, messageId },
     };
     const tracked = deps.aborts.track(request.runId);
+    const signal = AbortSignal.any([tracked.signal, lease.signal]);
     const acc = new InferenceAccumulator();
     const started = deps.clock.now();
     try {
-      for await (const part of engine.agent.model.stream(request, tracked.signal)) {
+      for await (const part of engine.agent.model.stream(request, signal)) {
         acc.push(part);
         if (part.type === 'text-delta' || part.type === 'reasoning-delta') {
-          await append({
-            type: part.type === 'text-delta' ? 'text.delta' : 'reasoning.delta',
-            step: request.step,
-            messageId,
-            delta: part.delta,
-          });
+          await deps.store.appendDeltas(request.runId, lease.token, attempt, [
+            {
+              type: part.type === 'text-delta' ? 'text.delta' : 'reasoning.delta',
+              step: request.step,
+              messageId,
+              delta: part.delta,
+            },
+          ]);
         }
       }
     } catch (error) {
+      if (error instanceof LeaseLostError || lease.lost) {
+        lease.markLost('a delta append was fenced');
+        throw new LeaseLostError(request.runId);
+      }
       const fresh = await deps.committer.load(request.runId);
-      if (!fresh || fresh.checkpoint.cancelRequested) return fresh; // plan() says cancel next
+      // Cancelled (plan() says cancel next), finished, or the append found the run done.
+      if (!fresh || fresh.checkpoint.cancelRequested || fresh.checkpoint.status === 'done')
+        return { kind: 'replan' };
       // Aborted without a cancel: this process is shutting down; the job is retried elsewhere.
       if (tracked.signal.aborted)
         throw new Error('inference aborted: worker shutting down', { cause: error });
       log.warn({ err: error }, 'model failed');
-      return deps.committer.commit(
-        fresh,
-        (c) => engine.fail(c, `model failed: ${(error as Error).message}`, deps.clock.now()),
-        engine.ctx.registry,
-      );
+      return { kind: 'failed', message: `model failed: ${(error as Error).message}` };
     } finally {
       tracked.done();
     }
     log.debug({ ms: deps.clock.now() - started }, 'inference finished');
-    const base = version === state.version ? state : await deps.committer.load(request.runId);
-    if (!base) return null;
-    try {
-      return await deps.committer.commit(
-        base,
-        (c) => {
-          // Someone else finished this inference (a duplicate job): ours is dropped.
-          if (c.step !== request.step || c.phase !== 'before_inference') throw new StaleInference();
-          return engine.commitInference(c, acc.result(), deps.clock.now());
-        },
-        engine.ctx.registry,
-      );
-    } catch (error) {
-      if (error instanceof StaleInference) return deps.committer.load(request.runId);
-      throw error;
-    }
+    return { kind: 'answered', response: acc.result() };
   }
 
-  /** Sequential mode: the call runs inside this job; its result is recorded before it is applied. */
+  /**
+   * Sequential mode: the calls run inside this job; each result is recorded in the mailbox before
+   * it is applied. Returns true when a call was aborted by a cancel (look at the run afresh).
+   */
   private async executeInline(
     engine: Engine,
     state: Loaded,
     invocations: readonly ToolInvocation[],
+    lease: Lease,
   ): Promise<boolean> {
     const { deps } = this;
     const runId = state.checkpoint.identity.runId;
     for (const invocation of invocations) {
-      if (!(await deps.mailbox.get(runId, invocation.toolCallId, invocation.attempt))) {
-        let result: ToolExecutionResult;
-        const tracked = deps.aborts.track(runId);
-        try {
-          await deps.probe?.('before-tool', {
-            runId,
-            toolCallId: invocation.toolCallId,
-            attempt: invocation.attempt,
-            idempotencyKey: invocation.idempotencyKey,
-            inline: true,
-          });
-          result = await executeTool(engine.ctx.tools.get(invocation.toolName), invocation, {
-            identity: state.checkpoint.identity,
-            state: state.checkpoint.state,
-            signal: tracked.signal,
-            now: () => deps.clock.now(),
-          });
-        } catch (error) {
-          const fresh = await deps.store.load(runId);
-          if (tracked.signal.aborted && fresh?.checkpoint.cancelRequested) return true;
-          throw error;
-        } finally {
-          tracked.done();
-        }
-        await deps.mailbox.record(runId, result);
+      if (await deps.mailbox.get(runId, invocation.toolCallId, invocation.attempt)) continue;
+      let result: ToolExecutionResult;
+      const tracked = deps.aborts.track(runId);
+      try {
+        await deps.probe?.('before-tool', {
+          runId,
+          toolCallId: invocation.toolCallId,
+          attempt: invocation.attempt,
+          idempotencyKey: invocation.idempotencyKey,
+          inline: true,
+        });
+        result = await executeTool(engine.ctx.tools.get(invocation.toolName), invocation, {
+          identity: state.checkpoint.identity,
+          state: state.checkpoint.state,
+          signal: AbortSignal.any([tracked.signal, lease.signal]),
+          now: () => deps.clock.now(),
+          sleep: (ms, signal) => deps.clock.sleep(ms, signal),
+        });
+      } catch (error) {
+        lease.check();
+        const fresh = await deps.store.load(runId);
+        if (tracked.signal.aborted && fresh?.checkpoint.cancelRequested) return true;
+        throw error;
+      } finally {
+        tracked.done();
       }
+      // The result is genuine even if the lease went meanwhile: recording it (first writer wins
+      // per attempt) spares the new holder a second execution. Applying it is fenced.
+      await deps.mailbox.record(runId, result);
+      lease.check();
     }
     return false;
-  }
-
-  /**
-   * Parallel modes: each call becomes a child job of this step job. Returns an outcome when this
-   * job must stop here (it waits for its children), or null to keep going in this pass.
-   */
-  private async fanOut(
-    job: Job,
-    token: string | undefined,
-    state: Loaded,
-    invocations: readonly ToolInvocation[],
-    release: () => Promise<void>,
-    log: WorkerDeps['logger'],
-  ): Promise<StepOutcome | null> {
-    const { deps } = this;
-    const { identity } = state.checkpoint;
-    const self = { id: job.id ?? '', queue: job.queueQualifiedName };
-    const parentKey = runAuxKey(deps.keys, identity.runId, 'parent');
-    // A replay joins the round's waiting parent when there is one (BullMQ accepts a child for a
-    // parent in waiting-children), so the round stays one flow in Bull Board.
-    let parent = self;
-    const recorded = await deps.redis.get(parentKey);
-    if (recorded) {
-      const candidate = JSON.parse(recorded) as { id: string; queue: string; step: number };
-      if (candidate.step === state.checkpoint.step && candidate.id !== self.id) {
-        const parentJob = await Job.fromId(deps.queues.steps, candidate.id);
-        if (parentJob && (await parentJob.getState()) === 'waiting-children')
-          parent = { id: candidate.id, queue: candidate.queue };
-      }
-    }
-    let added = 0;
-    for (const inv of invocations) {
-      const jobId = toolJobId(identity.runId, inv.toolCallId, inv.attempt);
-      const existing = await Job.fromId(deps.queues.tools, jobId);
-      if (existing) {
-        const jobState = await existing.getState();
-        if (jobState === 'failed') {
-          // The tool job gave up (crashed or stalled too often): that is the call's result.
-          await deps.mailbox.record(identity.runId, {
-            toolCallId: inv.toolCallId,
-            attempt: inv.attempt,
-            result: {
-              kind: 'error',
-              message: `tool job failed: ${existing.failedReason || 'unknown'}`,
-              code: 'tool_job_failed',
-            },
-            patches: [],
-            startedAt: deps.clock.now(),
-            finishedAt: deps.clock.now(),
-          });
-          added = -1;
-          break;
-        }
-        continue;
-      }
-      await deps.queues.addToolChild(
-        {
-          v: JOB_PAYLOAD_VERSION,
-          kind: 'tool',
-          runId: identity.runId,
-          tenantId: identity.tenantId,
-          step: state.checkpoint.step,
-          toolCallId: inv.toolCallId,
-          attempt: inv.attempt,
-        },
-        parent,
-      );
-      added += 1;
-    }
-    if (added < 0) return null; // a failure was recorded: drain it in this pass
-    if (added === 0) return 'delegated'; // every call already has a job; their results drive the run
-    log.debug({ children: added, parent: parent.id }, 'tool calls fanned out');
-    if (parent !== self) return 'delegated';
-    await deps.redis.set(
-      parentKey,
-      JSON.stringify({ ...self, step: state.checkpoint.step }),
-      'PX',
-      86_400_000,
-    );
-    await job.updateData({ ...job.data, parentOfStep: state.checkpoint.step });
-    // Let the children (and decisions) advance the run while this job waits.
-    await release();
-    if (token !== undefined && (await job.moveToWaitingChildren(token)))
-      throw new WaitingChildrenError();
-    return 'delegated';
   }
 }
 

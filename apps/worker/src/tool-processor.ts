@@ -1,7 +1,9 @@
 import { ToolJobSchema, type ToolExecutionResult } from '@baton/protocol';
 import { executeTool, invocationFor } from '@baton/core';
 import type { Job } from 'bullmq';
+import { failedToolJobResult } from './fan-out.ts';
 import { releaseOrWake } from './lease-release.ts';
+import { LeaseLostError } from './redis/redis-run-store.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 
 type ToolOutcome = 'stale' | 'recorded' | 'aborted';
@@ -62,6 +64,7 @@ export class ToolProcessor {
           state: stored.checkpoint.state,
           signal: tracked.signal,
           now: () => deps.clock.now(),
+          sleep: (ms, signal) => deps.clock.sleep(ms, signal),
         });
       } catch (error) {
         if (tracked.signal.aborted) {
@@ -71,22 +74,15 @@ export class ToolProcessor {
           log.info('tool aborted by cancellation');
           return 'aborted';
         }
-        if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
-          result = {
-            toolCallId: data.toolCallId,
-            attempt: data.attempt,
-            result: {
-              kind: 'error',
-              message: `tool execution failed: ${(error as Error).message}`,
-              code: 'tool_job_failed',
-            },
-            patches: [],
-            startedAt: deps.clock.now(),
-            finishedAt: deps.clock.now(),
-          };
-        } else {
-          throw error;
-        }
+        // executeTool turns the tool's own errors into results; what reaches here is Baton's
+        // (Redis, a probe): retried, and on the last attempt the call's result says so.
+        if (job.attemptsMade + 1 < (job.opts.attempts ?? 1)) throw error;
+        result = failedToolJobResult(
+          { toolCallId: data.toolCallId, toolName: call.name, attempt: data.attempt },
+          (error as Error).message,
+          job.stalledCounter,
+          deps.clock.now(),
+        );
       } finally {
         tracked.done();
       }
@@ -110,11 +106,11 @@ export class ToolProcessor {
         if (!engine) return;
         const results = await deps.mailbox.pendingFor(state.checkpoint);
         if (results.length > 0) {
-          state = await deps.committer.commit(
-            state,
-            (cp) => engine.applyToolResults(cp, results, deps.clock.now()),
-            engine.ctx.registry,
-          );
+          const t = engine.applyToolResults(state.checkpoint, results, deps.clock.now());
+          const committed = await deps.committer.commitFenced(state, t, lease, engine.ctx.registry);
+          // A conflict: look at the fresh checkpoint (its own pending results) instead.
+          state = committed ?? (await deps.committer.load(runId));
+          continue;
         }
         const next = engine.plan(state.checkpoint).kind;
         // Calls still executing elsewhere drive the run themselves; anything else needs a step job.
@@ -129,6 +125,10 @@ export class ToolProcessor {
         if (await lease.releaseIfIdle()) return;
         state = await deps.committer.load(runId);
       }
+    } catch (error) {
+      // Another worker owns the run now; it applies what is in the mailbox.
+      if (!(error instanceof LeaseLostError)) throw error;
+      deps.logger.warn({ runId }, 'lease lost while applying tool results');
     } finally {
       await releaseOrWake(deps, lease, tenantId);
     }

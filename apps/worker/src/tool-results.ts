@@ -5,7 +5,6 @@ import {
 } from '@baton/protocol';
 import type { BatonKeys } from './redis/keys.ts';
 import type { RedisClient } from './redis/scripts.ts';
-import { runAuxKey } from './run-lease.ts';
 
 /**
  * Durable mailbox of tool results, keyed by call and attempt. The first result recorded for an
@@ -16,9 +15,13 @@ export class ToolResultMailbox {
   private readonly redis: RedisClient;
   private readonly keys: BatonKeys;
 
-  constructor(redis: RedisClient, keys: BatonKeys) {
+  private readonly ttlSeconds: number;
+
+  /** `ttlSeconds`: how long an unapplied result is kept (results are applied within moments). */
+  constructor(redis: RedisClient, keys: BatonKeys, ttlSeconds = 86_400) {
     this.redis = redis;
     this.keys = keys;
+    this.ttlSeconds = ttlSeconds;
   }
 
   private field(toolCallId: string, attempt: number): string {
@@ -27,10 +30,10 @@ export class ToolResultMailbox {
 
   /** Records the result unless one exists; returns the result that is on record. */
   async record(runId: string, result: ToolExecutionResult): Promise<ToolExecutionResult> {
-    const key = runAuxKey(this.keys, runId, 'results');
+    const key = this.keys.run(runId).results;
     const field = this.field(result.toolCallId, result.attempt);
     const stored = await this.redis.hsetnx(key, field, JSON.stringify(result));
-    await this.redis.expire(key, 7 * 86_400);
+    await this.redis.expire(key, this.ttlSeconds);
     if (stored === 1) return result;
     return (await this.get(runId, result.toolCallId, result.attempt)) ?? result;
   }
@@ -41,7 +44,7 @@ export class ToolResultMailbox {
     attempt: number,
   ): Promise<ToolExecutionResult | null> {
     const raw = await this.redis.hget(
-      runAuxKey(this.keys, runId, 'results'),
+      this.keys.run(runId).results,
       this.field(toolCallId, attempt),
     );
     return raw === null ? null : ToolExecutionResultSchema.parse(JSON.parse(raw));
@@ -55,13 +58,13 @@ export class ToolResultMailbox {
     });
     if (running.length === 0) return [];
     const raw = await this.redis.hmget(
-      runAuxKey(this.keys, cp.identity.runId, 'results'),
+      this.keys.run(cp.identity.runId).results,
       ...running.map((c) => this.field(c.id, c.attempt)),
     );
     return raw.flatMap((r) => (r === null ? [] : [ToolExecutionResultSchema.parse(JSON.parse(r))]));
   }
 
   async clear(runId: string): Promise<void> {
-    await this.redis.del(runAuxKey(this.keys, runId, 'results'));
+    await this.redis.del(this.keys.run(runId).results);
   }
 }

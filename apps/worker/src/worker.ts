@@ -5,10 +5,14 @@ import { Redis } from 'ioredis';
 import type { AgentDefinition, Clock } from '@baton/core';
 import type { Logger } from 'pino';
 import { AgentRegistry } from './agent-registry.ts';
-import type { WorkerConfig } from './config.ts';
+import type { WorkerConfig, runtimeConfigShape } from './config.ts';
+import type { z } from 'zod';
+import { onJobFailed } from './job-failures.ts';
+import { SUBSCRIBER_OPTIONS, reconnectDelay, redisOptions } from './redis/connection.ts';
+import { Durability } from './redis/durability.ts';
 import { AbortRegistry, listenForControl } from './control-channel.ts';
 import { BatonQueues, STEP_QUEUE, TOOL_QUEUE, bullPrefix } from './queues.ts';
-import { Reconciler } from './reconciler.ts';
+import { Reconciler, type ScanReport } from './reconciler.ts';
 import { BatonKeys } from './redis/keys.ts';
 import { RedisRunStore } from './redis/redis-run-store.ts';
 import { RedisThreadStore } from './redis/thread-store.ts';
@@ -29,9 +33,14 @@ export interface BatonWorkerOptions {
   readonly probe?: WorkerDeps['probe'];
 }
 
+/** The settings a runtime needs (the API's and the workers' configs both have them). */
+export type RuntimeConfig = z.infer<z.ZodObject<typeof runtimeConfigShape>>;
+
 /** Connections and stores shared by a worker process and the API (no job processing). */
 export class BatonRuntime {
   readonly redis: Redis;
+  readonly durability: Durability;
+  readonly config: RuntimeConfig;
   readonly keys: BatonKeys;
   readonly store: RedisRunStore;
   readonly threads: RedisThreadStore;
@@ -41,22 +50,40 @@ export class BatonRuntime {
   readonly connection: ConnectionOptions;
   readonly clock: Clock;
 
+  /**
+   * `role` picks the connection behaviour: 'api' fails fast during a Redis outage (503), a
+   * 'worker' waits it out; both reconnect within about a second of Redis returning.
+   */
   constructor(
-    config: Pick<
-      WorkerConfig,
-      'REDIS_URL' | 'BATON_PREFIX' | 'EVENT_RETENTION_SECONDS' | 'TOOL_ATTEMPTS'
-    >,
+    config: RuntimeConfig,
     logger: Logger,
     clock: Clock = systemClock,
+    role: 'api' | 'worker' = 'worker',
   ) {
     this.clock = clock;
-    // BullMQ needs maxRetriesPerRequest: null on its blocking connections; we use it everywhere.
-    this.redis = new Redis(config.REDIS_URL, {
-      maxRetriesPerRequest: null,
-      connectionName: 'baton',
+    this.config = config;
+    this.redis = new Redis(config.REDIS_URL, redisOptions(role, 'baton'));
+    let down = false;
+    this.redis.on('error', (err) => {
+      // One line per outage, not one per reconnect attempt.
+      if (!down) logger.error({ err }, 'redis unavailable');
+      down = true;
     });
-    this.redis.on('error', (err) => logger.error({ err }, 'redis error'));
-    this.connection = { url: config.REDIS_URL, maxRetriesPerRequest: null };
+    this.redis.on('ready', () => {
+      if (down) logger.info('redis available again');
+      down = false;
+    });
+    // BullMQ's own connections get the same reconnect policy (its default backs off to 20 s).
+    const bull = redisOptions(role, 'baton-bull');
+    this.connection = {
+      url: config.REDIS_URL,
+      connectionName: 'baton-bull',
+      retryStrategy: reconnectDelay,
+      maxRetriesPerRequest: bull.maxRetriesPerRequest ?? null,
+      ...(bull.enableOfflineQueue === false ? { enableOfflineQueue: false } : {}),
+      ...(bull.commandTimeout === undefined ? {} : { commandTimeout: bull.commandTimeout }),
+    };
+    this.durability = new Durability(this.redis, config.BATON_DURABILITY);
     this.keys = new BatonKeys(config.BATON_PREFIX);
     const now = (): number => clock.now();
     this.store = new RedisRunStore({
@@ -65,11 +92,17 @@ export class BatonRuntime {
       now,
       retentionSeconds: config.EVENT_RETENTION_SECONDS,
     });
-    this.threads = new RedisThreadStore({ redis: this.redis, prefix: config.BATON_PREFIX, now });
+    this.threads = new RedisThreadStore({
+      redis: this.redis,
+      prefix: config.BATON_PREFIX,
+      now,
+      ttlSeconds: config.THREAD_TTL_SECONDS,
+    });
     this.queues = new BatonQueues({
       connection: this.connection,
       prefix: config.BATON_PREFIX,
       toolAttempts: config.TOOL_ATTEMPTS,
+      jobRetentionSeconds: config.JOB_RETENTION_SECONDS,
     });
     for (const q of [this.queues.steps, this.queues.tools])
       q.on('error', (err) => logger.error({ err, queue: q.name }, 'queue error'));
@@ -82,6 +115,7 @@ export class BatonRuntime {
       keys: this.keys,
       now,
       logger,
+      retentionSeconds: config.EVENT_RETENTION_SECONDS,
     });
     this.service = new RunService({
       redis: this.redis,
@@ -90,7 +124,23 @@ export class BatonRuntime {
       threads: this.threads,
       queues: this.queues,
       committer: this.committer,
+      durability: this.durability,
       clock,
+    });
+  }
+
+  /** Resolves true once the main connection is ready, false after `timeoutMs` without it. */
+  async waitUntilReady(timeoutMs: number): Promise<boolean> {
+    if (this.redis.status === 'ready') return true;
+    return new Promise<boolean>((resolve) => {
+      const done = (ok: boolean): void => {
+        clearTimeout(timer);
+        this.redis.off('ready', onReady);
+        resolve(ok);
+      };
+      const onReady = (): void => done(true);
+      const timer = setTimeout(() => done(false), timeoutMs);
+      this.redis.on('ready', onReady);
     });
   }
 
@@ -135,7 +185,7 @@ export class BatonWorker {
       threads: rt.threads,
       committer: rt.committer,
       leases: new RunLeases(rt.redis, rt.keys, config.LEASE_TTL_MS),
-      mailbox: new ToolResultMailbox(rt.redis, rt.keys),
+      mailbox: new ToolResultMailbox(rt.redis, rt.keys, config.EVENT_RETENTION_SECONDS),
       queues: rt.queues,
       registry: this.registry,
       aborts: this.aborts,
@@ -143,8 +193,12 @@ export class BatonWorker {
       logger: this.logger,
       ...(this.opts.probe ? { probe: this.opts.probe } : {}),
     };
+    await rt.durability.check();
     await this.registry.advertise(rt.redis, rt.keys, this.id, rt.clock.now());
-    this.controlSubscriber = rt.redis.duplicate({ connectionName: 'baton-control' });
+    this.controlSubscriber = rt.redis.duplicate({
+      ...SUBSCRIBER_OPTIONS,
+      connectionName: 'baton-control',
+    });
     this.controlSubscriber.on('error', (err) =>
       this.logger.error({ err }, 'control subscriber error'),
     );
@@ -159,7 +213,9 @@ export class BatonWorker {
       prefix: bullPrefix(config.BATON_PREFIX),
       lockDuration: config.JOB_LOCK_MS,
       stalledInterval: config.STALLED_INTERVAL_MS,
-      maxStalledCount: 2,
+      // Losing the worker is not the job's failure: it is retried this often, then given up with
+      // a reason that says so (see job-failures.ts).
+      maxStalledCount: config.MAX_STALLS,
     };
     this.stepWorker = new Worker(STEP_QUEUE, (job, token) => steps.process(job, token), {
       ...common,
@@ -171,17 +227,12 @@ export class BatonWorker {
     });
     for (const w of [this.stepWorker, this.toolWorker]) {
       w.on('error', (err) => this.logger.error({ err, queue: w.name }, 'worker error'));
-      w.on('failed', (job, err) =>
-        this.logger.warn(
-          {
-            err,
-            jobId: job?.id,
-            queue: w.name,
-            runId: (job?.data as { runId?: string } | undefined)?.runId,
-          },
-          'job failed',
-        ),
-      );
+      w.on('failed', (job, err) => {
+        if (!job) return;
+        onJobFailed(deps, w.name, job, err).catch((e: unknown) =>
+          this.logger.warn({ err: e, jobId: job.id }, 'could not handle a failed job'),
+        );
+      });
     }
     this.timers.push(
       setInterval(() => {
@@ -200,6 +251,9 @@ export class BatonWorker {
         logger: this.logger,
         now: () => rt.clock.now(),
         staleAfterMs: Math.max(config.LEASE_TTL_MS * 2, 1_000),
+        batch: config.RECONCILE_BATCH,
+        maxWaitMs: config.RUN_MAX_WAIT_SECONDS * 1000,
+        lockMs: Math.max(config.RECONCILE_INTERVAL_MS * 3, 5_000),
       });
       this.timers.push(
         setInterval(() => {
@@ -217,9 +271,9 @@ export class BatonWorker {
     );
   }
 
-  /** Runs one reconciler scan now (tests, admin). */
-  async reconcile(): Promise<string[]> {
-    return this.reconciler ? this.reconciler.scan() : [];
+  /** Runs one reconciler scan now (tests, admin); null when this worker runs no reconciler. */
+  async reconcile(): Promise<ScanReport | null> {
+    return this.reconciler ? this.reconciler.scan() : null;
   }
 
   /**

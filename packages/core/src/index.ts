@@ -15,6 +15,7 @@ export { executeTool, type ExecuteToolOptions } from './engine/execute-tool.ts';
 export { assistantMessageId, buildInferenceRequest } from './engine/inference.ts';
 export { inputMessageId, rebaseOnThread, type CreateRunInput } from './engine/lifecycle.ts';
 export { plan, type Plan } from './engine/plan.ts';
+export { activityOf, type Activity } from './engine/activity.ts';
 export {
   applicableDecisions,
   roundState,

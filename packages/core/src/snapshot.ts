@@ -47,6 +47,7 @@ export function emptySnapshot(
     toolCalls: [],
     usage: { ...ZERO_USAGE },
     decisions: [],
+    cancelRequested: false,
   };
 }
 
@@ -146,6 +147,20 @@ export function applyEvent(snapshot: RunSnapshot, event: RunEvent): RunSnapshot 
       };
       return { ...s, decisions: [...s.decisions, entry] };
     }
+    case 'decision.discarded': {
+      const { decision } = event;
+      if (s.decisions.some((d) => d.decisionId === decision.decisionId)) return s;
+      const entry = {
+        decisionId: decision.decisionId,
+        toolCallId: decision.toolCallId,
+        action: decision.action,
+        at: event.at,
+        discarded: event.reason,
+      };
+      return { ...s, decisions: [...s.decisions, entry] };
+    }
+    case 'run.cancel_requested':
+      return { ...s, cancelRequested: true };
     case 'step.finished':
       return inferPhase(
         { ...s, step: Math.max(s.step, event.step), streaming: null, usage: { ...event.usage } },

@@ -51,6 +51,11 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType> {
   readonly clientSide?: { readonly message?: string; readonly outputSchema?: z.ZodType };
   /** How a Pending result or approval is resumed; defaults per kind of suspension. */
   readonly resumeMode?: ResumeMode;
+  /**
+   * Longest one execution may take; past it the tool's signal aborts and the call fails with
+   * code 'tool_timeout' (the model sees the error). Unset: no limit of Baton's own.
+   */
+  readonly timeoutMs?: number;
   readonly execute?: (args: z.infer<I>, ctx: ToolContext) => Promise<ToolReturn | ToolResult>;
 }
 

@@ -11,6 +11,8 @@ export const ErrorCodeSchema = z.enum([
   'idempotency_conflict',
   'run_not_found',
   'run_done',
+  'run_cancelled',
+  'run_active',
   'thread_busy',
   'unknown_agent',
   'call_not_suspended',
@@ -21,6 +23,7 @@ export const ErrorCodeSchema = z.enum([
   'rate_limited',
   'payload_too_large',
   'internal',
+  'unavailable',
 ]);
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
 

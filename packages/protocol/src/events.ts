@@ -64,6 +64,14 @@ export const EventBodySchema = z.discriminatedUnion('type', [
     durationMs: z.number().nonnegative().optional(),
   }),
   z.object({ type: z.literal('decision.applied'), decision: DecisionSchema }),
+  /** An accepted decision the run ended without applying (it was cancelled or failed first). */
+  z.object({
+    type: z.literal('decision.discarded'),
+    decision: DecisionSchema,
+    reason: z.string(),
+  }),
+  /** A cancel was requested; the run ends Cancelled at its next phase boundary. */
+  z.object({ type: z.literal('run.cancel_requested') }),
   z.object({
     type: z.literal('state.delta'),
     scope: z.enum(['run', 'thread']),

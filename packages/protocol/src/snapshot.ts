@@ -72,6 +72,8 @@ export const AppliedDecisionSchema = z.object({
   toolCallId: z.string(),
   action: DecisionActionSchema,
   at: z.number(),
+  /** Set when the run ended before applying this accepted decision: why. */
+  discarded: z.string().optional(),
 });
 export type AppliedDecision = z.infer<typeof AppliedDecisionSchema>;
 
@@ -116,5 +118,7 @@ export const RunSnapshotSchema = z.object({
   /** Cumulative usage as of the last step.finished / run.finished. */
   usage: UsageSchema,
   decisions: z.array(AppliedDecisionSchema),
+  /** A cancel was requested and the run has not ended yet (or ended Cancelled). */
+  cancelRequested: z.boolean(),
 });
 export type RunSnapshot = z.infer<typeof RunSnapshotSchema>;

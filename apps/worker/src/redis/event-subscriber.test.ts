@@ -4,6 +4,7 @@ import type { EventBody, RunEvent } from '@baton/protocol';
 import { uniquePrefix } from '../../../../test/support/redis.ts';
 import {
   createdRun,
+  holderAppend,
   nextCheckpoint,
   textDelta,
   trickyBodies,
@@ -54,7 +55,7 @@ async function startRun(): Promise<{
         const bodies: EventBody[] = Array.from({ length: Math.min(room, 1 + (i % 4)) }, (_, j) =>
           textDelta(i, `d${j}`),
         );
-        log.push(...(await store.append(runId, version, bodies)));
+        log.push(...(await holderAppend(store, redis, runId, bodies)));
       } else {
         const bodies = trickyBodies(i).slice(0, Math.min(room, 1 + (i % 5)));
         cp = nextCheckpoint(cp, { status: 'running' });
@@ -153,9 +154,7 @@ describe('RunEventSubscriber', () => {
     expect(c.events).toEqual([...log, ...extra]);
 
     // and the next real commit continues from there
-    const more = await store.append(runId, (await store.load(runId))!.version, [
-      textDelta(10, 'after'),
-    ]);
+    const more = await holderAppend(store, redis, runId, [textDelta(10, 'after')]);
     expect(more[0]!.seq).toBe(9);
     await expect.poll(() => c.events.length).toBe(9);
     expect(c.events[8]).toEqual(more[0]);

@@ -57,6 +57,21 @@ export interface RunKeys {
   readonly events: string;
   /** Pub/sub channel. */
   readonly channel: string;
+  /** Lease / fencing token. */
+  readonly lease: string;
+  /** "Asked for while leased" mark. */
+  readonly pending: string;
+  /** Tool-result mailbox. */
+  readonly results: string;
+  /** The step job waiting for the round's tool child jobs. */
+  readonly parent: string;
+  /** Failed BullMQ jobs of the run. */
+  readonly failed: string;
+}
+
+/** Every key of a run that must expire with it (the channel is not a key). */
+export function runDataKeys(k: RunKeys): string[] {
+  return [k.cp, k.events, k.lease, k.pending, k.results, k.parent, k.failed];
 }
 
 export interface ThreadKeys {
@@ -78,7 +93,16 @@ export class BatonKeys {
 
   run(runId: string): RunKeys {
     const base = `${this.prefix}:{run:${keyPart(runId)}}`;
-    return { cp: `${base}:cp`, events: `${base}:events`, channel: `${base}:ch` };
+    return {
+      cp: `${base}:cp`,
+      events: `${base}:events`,
+      channel: `${base}:ch`,
+      lease: `${base}:lease`,
+      pending: `${base}:pending`,
+      results: `${base}:results`,
+      parent: `${base}:parent`,
+      failed: `${base}:failed`,
+    };
   }
 
   /** Channel of one run (what RunEventSubscriber subscribes to). */
@@ -98,7 +122,38 @@ export class BatonKeys {
     };
   }
 
+  /** Every key of a thread (they expire together), in the order the thread scripts take them. */
+  threadDataKeys(tenantId: string, threadId: string): string[] {
+    const k = this.thread(tenantId, threadId);
+    return [k.meta, k.queue, k.runs, k.released, k.messages, k.state];
+  }
+
   tenantRuns(tenantId: string): string {
     return `${this.prefix}:{tenant:${keyPart(tenantId)}}:runs`;
+  }
+
+  /** Runs that should be moving (the reconciler's work list). */
+  get activeRuns(): string {
+    return `${this.prefix}:runs:active`;
+  }
+
+  /** Idle runs: waiting for a decision or queued behind their thread's active run. */
+  get waitingRuns(): string {
+    return `${this.prefix}:runs:waiting`;
+  }
+
+  /** Finished runs by the time their keys expire (index clean-up). */
+  get expiringRuns(): string {
+    return `${this.prefix}:runs:gc`;
+  }
+
+  /** Cancel broadcasts to every worker. */
+  get control(): string {
+    return `${this.prefix}:control`;
+  }
+
+  /** Agent adverts (see agent-registry). */
+  agentsKey(): string {
+    return `${this.prefix}:agents`;
   }
 }

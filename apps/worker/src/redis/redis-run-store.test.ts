@@ -5,11 +5,12 @@ import { MemoryRunStore, VersionConflictError } from '@baton/core';
 import { uniquePrefix } from '../../../../test/support/redis.ts';
 import {
   createdRun,
+  holderAppend,
   nextCheckpoint,
   textDelta,
   trickyBodies,
 } from '../../../../test/support/redis-runs.ts';
-import { InvalidCursorError, RedisRunStore } from './redis-run-store.ts';
+import { InvalidCursorError, LeaseLostError, RedisRunStore } from './redis-run-store.ts';
 import { BatonKeys, keyPart } from './keys.ts';
 
 const url = inject('redisUrl');
@@ -37,6 +38,11 @@ describe('keys', () => {
       cp: 'p:{run:r1}:cp',
       events: 'p:{run:r1}:events',
       channel: 'p:{run:r1}:ch',
+      lease: 'p:{run:r1}:lease',
+      pending: 'p:{run:r1}:pending',
+      results: 'p:{run:r1}:results',
+      parent: 'p:{run:r1}:parent',
+      failed: 'p:{run:r1}:failed',
     });
     expect(keys.thread('t', 'th').runs).toBe('p:{thread:t:th}:runs');
     expect(keys.tenantRuns('t')).toBe('p:{tenant:t}:runs');
@@ -95,7 +101,10 @@ describe('RedisRunStore', () => {
         trickyBodies(1),
         'run_start_replay',
       );
-      const c = await s.append(run.checkpoint.identity.runId, 2, [textDelta(1, 'hi')]);
+      const c =
+        s instanceof MemoryRunStore
+          ? await s.append(run.checkpoint.identity.runId, 2, [textDelta(1, 'hi')])
+          : await holderAppend(s, redis, run.checkpoint.identity.runId, [textDelta(1, 'hi')]);
       results.push(JSON.stringify([a, b, c]));
     }
     expect(results[1]).toBe(results[0]);
@@ -123,7 +132,15 @@ describe('RedisRunStore', () => {
     await expect(
       store.commit(runId, 1, nextCheckpoint(cp2), [textDelta(2, 'b')], 'assistant_turn_committed'),
     ).rejects.toThrow(VersionConflictError);
-    await expect(store.append(runId, 1, [textDelta(2, 'b')])).rejects.toThrow(VersionConflictError);
+    // deltas are fenced on the lease, not the version: no lease, no write
+    await expect(
+      store.appendDeltas(
+        runId,
+        'not-the-holder',
+        { step: 2, nonce: 'x', reset: { type: 'inference.reset', step: 2, messageId: 'm' } },
+        [textDelta(2, 'b')],
+      ),
+    ).rejects.toThrow(LeaseLostError);
     await expect(
       store.commit(
         'missing',
@@ -175,7 +192,9 @@ describe('RedisRunStore', () => {
     let cp = run.checkpoint;
     let version = 1;
     for (let i = 0; i < 10; i += 1) {
-      all.push(...(await store.append(runId, version, [textDelta(i, 'x'), textDelta(i, 'y')])));
+      all.push(
+        ...(await holderAppend(store, redis, runId, [textDelta(i, 'x'), textDelta(i, 'y')])),
+      );
       cp = nextCheckpoint(cp, { status: 'running' });
       const r = await store.commit(
         runId,
@@ -215,7 +234,7 @@ describe('RedisRunStore', () => {
         'run_start_replay',
       );
       returned.push(...committed.events);
-      returned.push(...(await store.append(runId, 2, [textDelta(1, '')])));
+      returned.push(...(await holderAppend(store, redis, runId, [textDelta(1, '')])));
 
       // the bodies round-trip unchanged (no {} for [] and vice versa)
       const bodies = committed.events.map(

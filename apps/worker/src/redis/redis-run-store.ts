@@ -6,9 +6,9 @@ import type {
   RunEvent,
   RunStatus,
 } from '@baton/protocol';
-import { VersionConflictError } from '@baton/core';
-import type { CommitResult, EventAppender, RunStore, StoredCheckpoint } from '@baton/core';
-import { BatonKeys } from './keys.ts';
+import { RunDoneError, VersionConflictError, activityOf } from '@baton/core';
+import type { CommitResult, RunStore, StoredCheckpoint } from '@baton/core';
+import { BatonKeys, runDataKeys, type RunKeys } from './keys.ts';
 import { defineScript, type RedisClient, type ScriptCall } from './scripts.ts';
 
 /**
@@ -29,17 +29,35 @@ for i = first, #ARGV do
 end
 `;
 
-/** Terminal runs keep their checkpoint and stream for retentionSeconds. */
+/**
+ * A finished run keeps every key for `retention` seconds. Expects, in scope: retention, and the
+ * run's keys as KEYS (all of them are the run's: cp, events, lease, pending, results, parent, failed).
+ */
 const RETENTION_LUA = `
-if redis.call('HGET', cp, 'status') == 'done' then
-  redis.call('EXPIRE', cp, retention)
-  redis.call('EXPIRE', stream, retention)
+if redis.call('HGET', KEYS[1], 'status') == 'done' then
+  for i = 1, #KEYS do redis.call('EXPIRE', KEYS[i], retention) end
 end
 `;
 
 /**
- * KEYS: cp, events
- * ARGV: channel, data, status, tenant, agent, threadId, createdAt, updatedAt, env, at, retention, bodies…
+ * The guards every write to an existing run passes, in this order, so a caller learns the most
+ * useful reason: the run is gone (-1), finished (-3: a done run takes no event at all), the
+ * writer's lease is not the current one (-2: fencing; '' = an unfenced control-plane write such
+ * as a decision), or the version moved (0). Expects, in scope: cp, lease, fence.
+ * Sets `current` (the stored version).
+ */
+const GUARDS_LUA = `
+local current = redis.call('HGET', cp, 'version')
+if not current then return {-1, -1} end
+current = tonumber(current)
+if redis.call('HGET', cp, 'status') == 'done' then return {-3, current} end
+if fence ~= '' and redis.call('GET', lease) ~= fence then return {-2, current} end
+`;
+
+/**
+ * KEYS: cp, events, lease, pending, results, parent, failed
+ * ARGV: channel, data, status, tenant, agent, threadId, createdAt, updatedAt, env, at, retention,
+ *       activity, bodies…
  * Reply: {1, 1, eventJson…} | {0, actualVersion}
  */
 const CREATE_LUA = `
@@ -48,10 +66,10 @@ local current = redis.call('HGET', cp, 'version')
 if current then return {0, tonumber(current)} end
 -- a stream without a checkpoint is a leftover (cannot happen unless keys were deleted by hand)
 redis.call('DEL', stream)
-local channel, env, at, retention, first = ARGV[1], ARGV[9], ARGV[10], ARGV[11], 12
+local channel, env, at, retention, first = ARGV[1], ARGV[9], ARGV[10], ARGV[11], 13
 redis.call('HSET', cp, 'version', 1, 'seq', 0, 'data', ARGV[2], 'status', ARGV[3], 'tenant', ARGV[4],
   'agent', ARGV[5], 'threadId', ARGV[6], 'createdAt', ARGV[7], 'updatedAt', ARGV[8], 'env', env,
-  'lastTrigger', '')
+  'lastTrigger', '', 'activity', ARGV[12])
 local out = {1, 1}
 ${APPEND_EVENTS_LUA}
 ${RETENTION_LUA}
@@ -59,19 +77,19 @@ return out
 `;
 
 /**
- * KEYS: cp, events
- * ARGV: channel, expectedVersion, data, status, updatedAt, trigger ('' = none), env, at, retention, bodies…
- * Reply: {1, newVersion, eventJson…} | {0, actualVersion (-1 = no such run)}
+ * KEYS: cp, events, lease, pending, results, parent, failed
+ * ARGV: channel, expectedVersion, fence ('' = unfenced), data, status, activity, updatedAt,
+ *       trigger ('' = none), env, at, retention, bodies…
+ * Reply: {1, newVersion, eventJson…} | {code, actualVersion} (codes: see GUARDS_LUA)
  */
 const COMMIT_LUA = `
-local cp, stream = KEYS[1], KEYS[2]
-local current = redis.call('HGET', cp, 'version')
-if not current then return {0, -1} end
-if tonumber(current) ~= tonumber(ARGV[2]) then return {0, tonumber(current)} end
-local version = tonumber(current) + 1
-local channel, env, at, retention, first = ARGV[1], ARGV[7], ARGV[8], ARGV[9], 10
-redis.call('HSET', cp, 'version', version, 'data', ARGV[3], 'status', ARGV[4], 'updatedAt', ARGV[5],
-  'lastTrigger', ARGV[6], 'env', env)
+local cp, stream, lease, fence = KEYS[1], KEYS[2], KEYS[3], ARGV[3]
+${GUARDS_LUA}
+if current ~= tonumber(ARGV[2]) then return {0, current} end
+local version = current + 1
+local channel, env, at, retention, first = ARGV[1], ARGV[9], ARGV[10], ARGV[11], 12
+redis.call('HSET', cp, 'version', version, 'data', ARGV[4], 'status', ARGV[5], 'activity', ARGV[6],
+  'updatedAt', ARGV[7], 'lastTrigger', ARGV[8], 'env', env)
 local out = {1, version}
 ${APPEND_EVENTS_LUA}
 ${RETENTION_LUA}
@@ -79,23 +97,51 @@ return out
 `;
 
 /**
- * Events outside a commit (text deltas), fenced on the version; the envelope ids come from the
- * stored checkpoint (field env), like MemoryRunStore.append uses the stored checkpoint's identity.
- * KEYS: cp, events
- * ARGV: channel, expectedVersion, at, retention, bodies…
- * Reply: {1, version, eventJson…} | {0, actualVersion (-1 = no such run)}
+ * Events outside a commit (text deltas): fenced on the lease, never on the version, so a decision
+ * committed meanwhile does not interrupt a stream, while a writer that lost its lease is refused
+ * and nothing lands after run.finished. The envelope ids come from the stored checkpoint.
+ * `marker` ('<step>:<nonce>') names the inference attempt; the first append of a new attempt of
+ * a step that already streamed deltas emits `resetBody` first (clients drop the old deltas).
+ * KEYS: cp, events, lease
+ * ARGV: channel, fence, at, marker, stepPrefix ('<step>:'), resetBody ('' = none), bodies…
+ * Reply: {1, version, eventJson…} | {code, actualVersion} (codes: see GUARDS_LUA)
  */
 const APPEND_LUA = `
-local cp, stream = KEYS[1], KEYS[2]
-local current = redis.call('HGET', cp, 'version')
-if not current then return {0, -1} end
-if tonumber(current) ~= tonumber(ARGV[2]) then return {0, tonumber(current)} end
-local channel, at, retention, first = ARGV[1], ARGV[3], ARGV[4], 5
+local cp, stream, lease, fence = KEYS[1], KEYS[2], KEYS[3], ARGV[2]
+if fence == '' then return redis.error_reply('append needs a fencing token') end
+${GUARDS_LUA}
+local channel, at, marker, stepPrefix, resetBody = ARGV[1], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local env = redis.call('HGET', cp, 'env')
-local out = {1, tonumber(current)}
+local out = {1, current}
+local first = 7
+local previous = redis.call('HGET', cp, 'stream')
+if previous ~= marker then
+  redis.call('HSET', cp, 'stream', marker)
+  if previous and resetBody ~= '' and string.sub(previous, 1, #stepPrefix) == stepPrefix then
+    local seq = redis.call('HINCRBY', cp, 'seq', 1)
+    local json = '{"seq":' .. seq .. ',' .. env .. ',"at":' .. at .. ',' .. resetBody
+    redis.call('XADD', stream, '0-' .. seq, 'e', json)
+    redis.call('PUBLISH', channel, json)
+    out[#out + 1] = json
+  end
+end
 ${APPEND_EVENTS_LUA}
-${RETENTION_LUA}
 return out
+`;
+
+/**
+ * Deletes a finished run's keys (DELETE /v1/runs/:id). A run that is not done is refused: its
+ * workers would recreate what was deleted.
+ * KEYS: cp, events, lease, pending, results, parent, failed
+ * ARGV: tenant
+ * Reply: 1 deleted | 0 no such run (or another tenant's) | -1 not done
+ */
+const DELETE_LUA = `
+local tenant = redis.call('HGET', KEYS[1], 'tenant')
+if not tenant or tenant ~= ARGV[1] then return 0 end
+if redis.call('HGET', KEYS[1], 'status') ~= 'done' then return -1 end
+redis.call('DEL', unpack(KEYS))
+return 1
 `;
 
 export interface RedisRunStoreOptions {
@@ -153,7 +199,39 @@ export class CorruptCheckpointError extends Error {
   }
 }
 
+/**
+ * A fenced write was refused: the writer's lease is no longer the run's current one (it expired
+ * while the writer was paused, partitioned or slow, and maybe another worker holds the run now).
+ * The writer must stop working on the run at once.
+ */
+export class LeaseLostError extends Error {
+  readonly code = 'lease_lost';
+  constructor(runId: string, why = 'a fenced write was refused') {
+    super(
+      `run ${runId}: this worker's lease is no longer current (${why}); it must not write the run`,
+    );
+    this.name = 'LeaseLostError';
+  }
+}
+
+/** Reply codes of the write scripts (GUARDS_LUA). */
+const WRITTEN = 1;
+const VERSION_MOVED = 0;
+const NO_RUN = -1;
+const FENCED = -2;
+const FINISHED = -3;
+
 type ScriptReply = [number, number, ...string[]];
+
+/** What the reconciler needs to know about a run without parsing its checkpoint. */
+export interface RunMeta {
+  readonly status: RunStatus;
+  readonly activity: 'active' | 'waiting' | 'done';
+  readonly version: number;
+  readonly tenantId: string;
+  readonly threadId: string;
+  readonly updatedAt: number;
+}
 
 const MAX_LIMIT = 1000;
 
@@ -162,7 +240,7 @@ const MAX_LIMIT = 1000;
  * version, events sequenced gaplessly from 1 per run and stored atomically with the commit,
  * envelope {seq, runId, threadId, turnId, at} followed by the body's fields.
  */
-export class RedisRunStore implements RunStore, EventAppender {
+export class RedisRunStore implements RunStore {
   readonly keys: BatonKeys;
   private readonly redis: RedisClient;
   private readonly now: () => number;
@@ -171,6 +249,7 @@ export class RedisRunStore implements RunStore, EventAppender {
   private readonly createScript: ScriptCall;
   private readonly commitScript: ScriptCall;
   private readonly appendScript: ScriptCall;
+  private readonly deleteScript: ScriptCall;
 
   constructor(opts: RedisRunStoreOptions) {
     this.redis = opts.redis;
@@ -180,9 +259,10 @@ export class RedisRunStore implements RunStore, EventAppender {
     if (!Number.isInteger(this.retentionSeconds) || this.retentionSeconds <= 0)
       throw new Error('RedisRunStore: retentionSeconds must be a positive integer');
     this.validateOnLoad = opts.validateOnLoad ?? false;
-    this.createScript = defineScript(this.redis, 'batonRunCreate', 2, CREATE_LUA);
-    this.commitScript = defineScript(this.redis, 'batonRunCommit', 2, COMMIT_LUA);
-    this.appendScript = defineScript(this.redis, 'batonRunAppend', 2, APPEND_LUA);
+    this.createScript = defineScript(this.redis, 'batonRunCreate2', 7, CREATE_LUA);
+    this.commitScript = defineScript(this.redis, 'batonRunCommit2', 7, COMMIT_LUA);
+    this.appendScript = defineScript(this.redis, 'batonRunAppend2', 3, APPEND_LUA);
+    this.deleteScript = defineScript(this.redis, 'batonRunDelete', 7, DELETE_LUA);
   }
 
   /** Pub/sub channel of a run (RunEventSource, used by RunEventSubscriber). */
@@ -194,8 +274,7 @@ export class RedisRunStore implements RunStore, EventAppender {
     const id = checkpoint.identity;
     const k = this.keys.run(id.runId);
     const reply = (await this.createScript(
-      k.cp,
-      k.events,
+      ...runDataKeys(k),
       k.channel,
       JSON.stringify(checkpoint),
       checkpoint.status,
@@ -207,9 +286,10 @@ export class RedisRunStore implements RunStore, EventAppender {
       envelopeIds(checkpoint),
       this.atArg(),
       this.retentionSeconds,
+      activityOf(checkpoint),
       ...events.map(bodyTail),
     )) as ScriptReply;
-    if (reply[0] !== 1) throw new VersionConflictError(id.runId, 0, reply[1]);
+    if (reply[0] !== WRITTEN) throw new VersionConflictError(id.runId, 0, reply[1]);
     // Indexes live in other slots (tenant, thread), so they are written after the run exists.
     // ZADD is idempotent; a crash in between leaves an unlisted (but fully working) run.
     await Promise.all([
@@ -246,12 +326,19 @@ export class RedisRunStore implements RunStore, EventAppender {
     return this.decode(runId, data ?? null, version ?? null, this.validateOnLoad);
   }
 
+  /**
+   * Compare-and-set on the version. With `fence` (the writer's lease token) the write is refused
+   * inside the script unless that lease is still the run's current one (LeaseLostError); without,
+   * it is a control-plane write (decisions, cancel requests) that only needs the version. A run
+   * that is done takes no write at all (RunDoneError).
+   */
   async commit(
     runId: string,
     expectedVersion: number,
     checkpoint: Checkpoint,
     events: readonly EventBody[],
     trigger: CheckpointTrigger | null,
+    fence = '',
   ): Promise<CommitResult> {
     if (checkpoint.identity.runId !== runId)
       throw new Error(
@@ -259,12 +346,13 @@ export class RedisRunStore implements RunStore, EventAppender {
       );
     const k = this.keys.run(runId);
     const reply = (await this.commitScript(
-      k.cp,
-      k.events,
+      ...runDataKeys(k),
       k.channel,
       expectedVersion,
+      fence,
       JSON.stringify(checkpoint),
       checkpoint.status,
+      activityOf(checkpoint),
       checkpoint.updatedAt,
       trigger ?? '',
       envelopeIds(checkpoint),
@@ -272,29 +360,88 @@ export class RedisRunStore implements RunStore, EventAppender {
       this.retentionSeconds,
       ...events.map(bodyTail),
     )) as ScriptReply;
-    if (reply[0] !== 1)
-      throw new VersionConflictError(runId, expectedVersion, reply[1] < 0 ? null : reply[1]);
+    refused(runId, expectedVersion, reply);
     return { version: reply[1], events: parseEvents(reply) };
   }
 
-  async append(
+  /**
+   * Text/reasoning deltas of the inference attempt `marker` ('<step>:<nonce>'), fenced on the
+   * lease. The first append of a new attempt of a step that already streamed appends `reset`
+   * before them.
+   */
+  async appendDeltas(
     runId: string,
-    expectedVersion: number,
+    fence: string,
+    attempt: { readonly step: number; readonly nonce: string; readonly reset: EventBody },
     events: readonly EventBody[],
   ): Promise<readonly RunEvent[]> {
     const k = this.keys.run(runId);
     const reply = (await this.appendScript(
       k.cp,
       k.events,
+      k.lease,
       k.channel,
-      expectedVersion,
+      fence,
       this.atArg(),
-      this.retentionSeconds,
+      `${attempt.step}:${attempt.nonce}`,
+      `${attempt.step}:`,
+      bodyTail(attempt.reset),
       ...events.map(bodyTail),
     )) as ScriptReply;
-    if (reply[0] !== 1)
-      throw new VersionConflictError(runId, expectedVersion, reply[1] < 0 ? null : reply[1]);
+    refused(runId, reply[1], reply);
     return parseEvents(reply);
+  }
+
+  /**
+   * Deletes a finished run of `tenantId` and its index entries. 'not_found' for a missing run or
+   * another tenant's (no existence leak); 'active' for a run that has not finished.
+   */
+  async deleteRun(runId: string, tenantId: string): Promise<'deleted' | 'not_found' | 'active'> {
+    const k = this.keys.run(runId);
+    const threadId = await this.redis.hget(k.cp, 'threadId');
+    const reply = (await this.deleteScript(...runDataKeys(k), tenantId)) as number;
+    if (reply === 0) return 'not_found';
+    if (reply === -1) return 'active';
+    await this.dropFromIndexes(tenantId, threadId ?? '', runId);
+    return 'deleted';
+  }
+
+  /** Removes a run from the tenant and thread indexes (its keys are gone or going). */
+  async dropFromIndexes(tenantId: string, threadId: string, runId: string): Promise<void> {
+    const thread = this.keys.thread(tenantId, threadId);
+    await Promise.all([
+      this.redis.zrem(this.keys.tenantRuns(tenantId), runId),
+      this.redis.zrem(thread.runs, runId),
+      this.redis.hdel(thread.released, runId),
+      this.redis.zrem(this.keys.activeRuns, runId),
+      this.redis.zrem(this.keys.waitingRuns, runId),
+    ]);
+  }
+
+  /** The run's summary fields, without its checkpoint (null when it does not exist). */
+  async meta(runId: string): Promise<RunMeta | null> {
+    const [status, activity, version, tenant, threadId, updatedAt] = await this.redis.hmget(
+      this.keys.run(runId).cp,
+      'status',
+      'activity',
+      'version',
+      'tenant',
+      'threadId',
+      'updatedAt',
+    );
+    if (!status || !version || !tenant) return null;
+    return {
+      status: status as RunStatus,
+      activity: (activity ?? 'active') as RunMeta['activity'],
+      version: Number(version),
+      tenantId: tenant,
+      threadId: threadId ?? '',
+      updatedAt: Number(updatedAt),
+    };
+  }
+
+  runKeys(runId: string): RunKeys {
+    return this.keys.run(runId);
   }
 
   /** Events with seq > afterSeq, in order (at most `limit`). */
@@ -465,6 +612,24 @@ function bodyTail(body: EventBody): string {
   if (json === undefined || !json.startsWith('{') || json.length < 3)
     throw new Error('event body must be a non-empty object');
   return json.slice(1);
+}
+
+/** Throws the typed error for a refused write (see GUARDS_LUA); returns for a written one. */
+function refused(runId: string, expectedVersion: number, reply: ScriptReply): void {
+  switch (reply[0]) {
+    case WRITTEN:
+      return;
+    case VERSION_MOVED:
+      throw new VersionConflictError(runId, expectedVersion, reply[1]);
+    case NO_RUN:
+      throw new VersionConflictError(runId, expectedVersion, null);
+    case FENCED:
+      throw new LeaseLostError(runId);
+    case FINISHED:
+      throw new RunDoneError(runId);
+    default:
+      throw new Error(`run ${runId}: unexpected script reply ${JSON.stringify(reply)}`);
+  }
 }
 
 function parseEvents(reply: ScriptReply): RunEvent[] {

@@ -27,13 +27,24 @@ export class RunAlreadyReleasedError extends Error {
 }
 
 /**
- * KEYS: meta, queue, runs, released
- * ARGV: runId, strategy, now
+ * A thread lives while it has an active or queued run, and THREAD_TTL after its last release.
+ * Expects, in scope: ttl ('0' = keep while live) and KEYS = every key of the thread.
+ */
+const THREAD_TTL_LUA = `
+local live = redis.call('HEXISTS', KEYS[1], 'activeRunId') == 1 or redis.call('LLEN', KEYS[2]) > 0
+for i = 1, #KEYS do
+  if live then redis.call('PERSIST', KEYS[i]) else redis.call('EXPIRE', KEYS[i], ttl) end
+end
+`;
+
+/**
+ * KEYS: meta, queue, runs, released, messages, state
+ * ARGV: runId, strategy, now, ttl
  * Reply: {'acquired'} | {'busy', active} | {'queued', position, active} | {'interrupt', active} | {'released'}
  */
 const ACQUIRE_LUA = `
 local meta, queue, runs, released = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local runId, strategy, now = ARGV[1], ARGV[2], ARGV[3]
+local runId, strategy, now, ttl = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if redis.call('HEXISTS', released, runId) == 1 then return {'released'} end
 local active = redis.call('HGET', meta, 'activeRunId')
 if active == runId then return {'acquired'} end
@@ -45,36 +56,39 @@ end
 if not active or active == '' then
   redis.call('HSET', meta, 'activeRunId', runId)
   redis.call('ZADD', runs, 'NX', now, runId)
+  ${THREAD_TTL_LUA}
   return {'acquired'}
 end
 if strategy == 'reject' then return {'busy', active} end
 if strategy == 'enqueue' then
   local n = redis.call('RPUSH', queue, runId)
   redis.call('ZADD', runs, 'NX', now, runId)
+  ${THREAD_TTL_LUA}
   return {'queued', n, active}
 end
 if strategy == 'interrupt' then
   redis.call('LPUSH', queue, runId)
   redis.call('ZADD', runs, 'NX', now, runId)
+  ${THREAD_TTL_LUA}
   return {'interrupt', active}
 end
 return redis.error_reply('unknown multitask strategy ' .. strategy)
 `;
 
 /**
- * KEYS: meta, queue, messages, state, released
- * ARGV: runId, setState ('1'|'0'), stateJson, messageJson…
+ * KEYS: meta, queue, runs, released, messages, state
+ * ARGV: runId, setState ('1'|'0'), stateJson, ttl, messageJson…
  * Reply: {first (1|0), next ('' = none)}
  */
 const RELEASE_LUA = `
-local meta, queue, messages, state, released = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local runId = ARGV[1]
+local meta, queue, released, messages, state = KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6]
+local runId, ttl = ARGV[1], ARGV[4]
 local prev = redis.call('HGET', released, runId)
 if prev then return {0, prev} end
 local nextRun = ''
 if redis.call('HGET', meta, 'activeRunId') == runId then
   -- only the active run writes the thread: a queued run that never started adds nothing
-  for i = 4, #ARGV do redis.call('RPUSH', messages, ARGV[i]) end
+  for i = 5, #ARGV do redis.call('RPUSH', messages, ARGV[i]) end
   if ARGV[2] == '1' then redis.call('SET', state, ARGV[3]) end
   local n = redis.call('LPOP', queue)
   if n then
@@ -88,7 +102,26 @@ else
   redis.call('LREM', queue, 0, runId)
 end
 redis.call('HSET', released, runId, nextRun)
+${THREAD_TTL_LUA}
 return {1, nextRun}
+`;
+
+/**
+ * Deletes a thread that has no active or queued run (DELETE /v1/threads/:id).
+ * KEYS: meta, queue, runs, released, messages, state
+ * Reply: {'deleted', runId…} | {'busy', activeRunId} | {'missing'}
+ */
+const DELETE_LUA = `
+if redis.call('EXISTS', unpack(KEYS)) == 0 then return {'missing'} end
+local active = redis.call('HGET', KEYS[1], 'activeRunId')
+if active and active ~= '' then return {'busy', active} end
+local queued = redis.call('LINDEX', KEYS[2], 0)
+if queued then return {'busy', queued} end
+local runs = redis.call('ZRANGE', KEYS[3], 0, -1)
+redis.call('DEL', unpack(KEYS))
+local out = {'deleted'}
+for i = 1, #runs do out[#out + 1] = runs[i] end
+return out
 `;
 
 export interface RedisThreadStoreOptions {
@@ -96,6 +129,8 @@ export interface RedisThreadStoreOptions {
   readonly prefix?: string;
   /** Score of a run in the thread's run index when acquire() sees it first (default Date.now). */
   readonly now?: () => number;
+  /** Seconds a thread is kept after its last run released it (default 7 days). */
+  readonly ttlSeconds?: number;
 }
 
 /**
@@ -108,13 +143,17 @@ export class RedisThreadStore {
   private readonly now: () => number;
   private readonly acquireScript: ScriptCall;
   private readonly releaseScript: ScriptCall;
+  private readonly deleteScript: ScriptCall;
+  private readonly ttlSeconds: number;
 
   constructor(opts: RedisThreadStoreOptions) {
     this.redis = opts.redis;
     this.keys = new BatonKeys(opts.prefix);
     this.now = opts.now ?? Date.now;
-    this.acquireScript = defineScript(this.redis, 'batonThreadAcquire', 4, ACQUIRE_LUA);
-    this.releaseScript = defineScript(this.redis, 'batonThreadRelease', 5, RELEASE_LUA);
+    this.ttlSeconds = opts.ttlSeconds ?? 7 * 86_400;
+    this.acquireScript = defineScript(this.redis, 'batonThreadAcquire2', 6, ACQUIRE_LUA);
+    this.releaseScript = defineScript(this.redis, 'batonThreadRelease2', 6, RELEASE_LUA);
+    this.deleteScript = defineScript(this.redis, 'batonThreadDelete', 6, DELETE_LUA);
   }
 
   /**
@@ -129,15 +168,12 @@ export class RedisThreadStore {
     runId: string,
     strategy: MultitaskStrategy,
   ): Promise<AcquireResult> {
-    const k = this.keys.thread(tenantId, threadId);
     const reply = (await this.acquireScript(
-      k.meta,
-      k.queue,
-      k.runs,
-      k.released,
+      ...this.scriptKeys(tenantId, threadId),
       runId,
       strategy,
       this.now(),
+      this.ttlSeconds,
     )) as [string, ...(string | number)[]];
     switch (reply[0]) {
       case 'acquired':
@@ -169,19 +205,36 @@ export class RedisThreadStore {
     appendMessages: readonly Message[],
     threadState: Record<string, JsonValue> | null,
   ): Promise<string | null> {
-    const k = this.keys.thread(tenantId, threadId);
     const reply = (await this.releaseScript(
-      k.meta,
-      k.queue,
-      k.messages,
-      k.state,
-      k.released,
+      ...this.scriptKeys(tenantId, threadId),
       runId,
       threadState === null ? '0' : '1',
       threadState === null ? '' : JSON.stringify(threadState),
+      this.ttlSeconds,
       ...appendMessages.map((m) => JSON.stringify(m)),
     )) as [number, string];
     return reply[1] === '' ? null : reply[1];
+  }
+
+  /**
+   * Deletes a thread with no active or queued run; returns the ids of its runs (the caller
+   * deletes those), 'busy' with the run that holds it, or 'missing'.
+   */
+  async delete(
+    tenantId: string,
+    threadId: string,
+  ): Promise<
+    { kind: 'deleted'; runIds: string[] } | { kind: 'busy'; runId: string } | { kind: 'missing' }
+  > {
+    const reply = (await this.deleteScript(...this.scriptKeys(tenantId, threadId))) as string[];
+    if (reply[0] === 'deleted') return { kind: 'deleted', runIds: reply.slice(1) };
+    if (reply[0] === 'busy') return { kind: 'busy', runId: reply[1] ?? '' };
+    return { kind: 'missing' };
+  }
+
+  /** KEYS of every thread script, in the order the scripts expect. */
+  private scriptKeys(tenantId: string, threadId: string): string[] {
+    return this.keys.threadDataKeys(tenantId, threadId);
   }
 
   /** A consistent snapshot of the thread (one MULTI on one slot). */

@@ -132,11 +132,12 @@ function sameContent(a: Decision, b: Decision): boolean {
 }
 
 function expectedReceive(cp: Checkpoint, batch: readonly Decision[]): Expected {
-  if (cp.status === 'done') return { ok: false, code: 'run_done' };
+  // First every id is checked against what was seen (the log, then earlier in the batch): a
+  // resent decision is a duplicate whatever the run's state, a reused id with another body a
+  // conflict.
   const known = new Map<string, Decision>(cp.decisionLog.map((d) => [d.decisionId, d]));
-  const claimed = new Set(cp.inbox.map((d) => d.toolCallId));
-  const accepted: string[] = [];
   const duplicates: string[] = [];
+  const fresh: Decision[] = [];
   for (const d of batch) {
     const previous = known.get(d.decisionId);
     if (previous) {
@@ -144,7 +145,16 @@ function expectedReceive(cp: Checkpoint, batch: readonly Decision[]): Expected {
       duplicates.push(d.decisionId);
       continue;
     }
-    const call = cp.calls[d.toolCallId];
+    known.set(d.decisionId, d);
+    fresh.push(d);
+  }
+  if (fresh.length === 0 && batch.length > 0) return { ok: true, accepted: [], duplicates };
+  if (cp.status === 'done') return { ok: false, code: 'run_done' };
+  if (cp.cancelRequested) return { ok: false, code: 'run_cancelled' };
+  const claimed = new Set(cp.inbox.map((d) => d.toolCallId));
+  const accepted: string[] = [];
+  for (const d of fresh) {
+    const call = Object.hasOwn(cp.calls, d.toolCallId) ? cp.calls[d.toolCallId] : undefined;
     if (!call) return { ok: false, code: 'call_unknown' };
     if (claimed.has(call.id)) return { ok: false, code: 'decision_conflict' };
     if (call.status !== 'suspended') return { ok: false, code: 'call_not_suspended' };
@@ -160,7 +170,6 @@ function expectedReceive(cp: Checkpoint, batch: readonly Decision[]): Expected {
     )
       return { ok: false, code: 'payload_invalid' };
     claimed.add(call.id);
-    known.set(d.decisionId, d);
     accepted.push(d.decisionId);
   }
   return { ok: true, accepted, duplicates };
@@ -300,6 +309,7 @@ class Tracker {
 const TERMINAL = new Set<ToolCallStatus>(['succeeded', 'failed', 'cancelled']);
 const ERROR_CODES = new Set([
   'run_done',
+  'run_cancelled',
   'call_unknown',
   'call_not_suspended',
   'decision_conflict',
@@ -631,7 +641,7 @@ describe('decisions: typed rejections leave the checkpoint untouched', () => {
       [{ decisionId: 'x', toolCallId: callId(1, 0), action: 'resume' }],
       'run_done',
     );
-    // Even a decision that would be a duplicate is refused on a done run.
+    // An empty batch has nothing to resend: refused like a new decision.
     rejectWith(done, engine, [], 'run_done');
   });
 

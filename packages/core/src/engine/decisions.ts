@@ -42,16 +42,13 @@ export interface ReceiveResult {
  */
 export function receiveDecisions(draft: Draft, decisions: readonly Decision[]): ReceiveResult {
   const { cp } = draft;
-  if (cp.status === 'done') throw new RunDoneError(cp.identity.runId);
-  const accepted: Decision[] = [];
   const duplicates: string[] = [];
-  const claimed = new Map<string, string>();
-  for (const d of cp.inbox) claimed.set(d.toolCallId, d.decisionId);
+  const fresh: Decision[] = [];
   for (const decision of decisions) {
     // An id repeated inside the batch counts as already seen too (else it could claim a second call).
     const previous =
       cp.decisionLog.find((d) => d.decisionId === decision.decisionId) ??
-      accepted.find((d) => d.decisionId === decision.decisionId);
+      fresh.find((d) => d.decisionId === decision.decisionId);
     if (previous) {
       if (!sameDecision(previous, decision))
         throw new DecisionError(
@@ -62,7 +59,24 @@ export function receiveDecisions(draft: Draft, decisions: readonly Decision[]): 
       duplicates.push(decision.decisionId);
       continue;
     }
-    const call = cp.calls[decision.toolCallId];
+    fresh.push(decision);
+  }
+  // A resent decision gets its original answer whatever happened since; a new one needs a run
+  // that can still apply it.
+  if (fresh.length === 0 && duplicates.length > 0) return { accepted: [], duplicates };
+  if (cp.status === 'done') throw new RunDoneError(cp.identity.runId);
+  if (cp.cancelRequested)
+    throw new DecisionError(
+      'run_cancelled',
+      `run ${cp.identity.runId} is being cancelled; it accepts no more decisions`,
+    );
+  const accepted: Decision[] = [];
+  const claimed = new Map<string, string>();
+  for (const d of cp.inbox) claimed.set(d.toolCallId, d.decisionId);
+  for (const decision of fresh) {
+    const call = Object.hasOwn(cp.calls, decision.toolCallId)
+      ? cp.calls[decision.toolCallId]
+      : undefined;
     if (!call)
       throw new DecisionError(
         'call_unknown',

@@ -25,6 +25,19 @@ export interface Transition {
   readonly next: Plan;
 }
 
+/**
+ * The durable cancel request, itself an event. A run no worker has started yet is finished right
+ * here; a running or waiting one is told to stop at its next phase boundary.
+ */
+function requestCancel(draft: Draft): Draft {
+  const { cp } = draft;
+  if (cp.status === 'done' || cp.cancelRequested) return draft;
+  cp.cancelRequested = true;
+  draft.emit({ type: 'run.cancel_requested' });
+  if (cp.status === 'created') return finishRun(draft, { kind: 'cancelled' });
+  return draft;
+}
+
 function done(draft: Draft): Transition {
   return {
     checkpoint: draft.cp,
@@ -108,9 +121,7 @@ export class Engine {
 
   /** Durable cancel request; honored by cancel() at the next boundary (or at once when idle). */
   requestCancel(cp: Checkpoint, now: number): Transition {
-    const draft = new Draft(this.ctx, cp, now);
-    if (draft.cp.status !== 'done') draft.cp.cancelRequested = true;
-    return done(draft);
+    return done(requestCancel(new Draft(this.ctx, cp, now)));
   }
 
   cancel(cp: Checkpoint, now: number): Transition {
@@ -151,11 +162,6 @@ export const runCommands = {
     return done(finishRun(draft, { kind: 'error', message }));
   },
   requestCancel(cp: Checkpoint, now: number): Transition {
-    const draft = new Draft(specContext({ name: cp.identity.agent }), cp, now);
-    if (draft.cp.status === 'done') return done(draft);
-    // A run no worker has started yet is finished right here; a running one is told to stop.
-    if (draft.cp.status === 'created') return done(finishRun(draft, { kind: 'cancelled' }));
-    draft.cp.cancelRequested = true;
-    return done(draft);
+    return done(requestCancel(new Draft(specContext({ name: cp.identity.agent }), cp, now)));
   },
 };

@@ -8,7 +8,11 @@ export interface ExecuteToolOptions {
   readonly state: StateScopes;
   readonly signal: AbortSignal;
   readonly now: () => number;
+  /** Timer for the tool's timeoutMs (the driver's Clock.sleep); without it no timeout applies. */
+  readonly sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
+
+class ToolTimeout extends Error {}
 
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -50,29 +54,62 @@ export async function executeTool(
       finishedAt: opts.now(),
     };
   }
+  // The tool gets its own signal: it aborts on the caller's abort (cancel, lost lease, shutdown)
+  // and on the tool's own timeout, which is a tool failure, not an abort of the run.
+  const own = new AbortController();
+  const forward = (): void => own.abort(opts.signal.reason);
+  if (opts.signal.aborted) forward();
+  else opts.signal.addEventListener('abort', forward, { once: true });
+  const timer = new AbortController();
+  const limit = tool.timeoutMs;
+  const timedOut =
+    limit !== undefined && opts.sleep
+      ? opts.sleep(limit, timer.signal).then(
+          () => {
+            own.abort(new ToolTimeout());
+            throw new ToolTimeout();
+          },
+          () => new Promise<never>(() => undefined),
+        )
+      : null;
   try {
+    const running = tool.execute(parsed.data, {
+      identity: opts.identity,
+      toolCallId: invocation.toolCallId,
+      idempotencyKey: invocation.idempotencyKey,
+      attempt: invocation.attempt,
+      signal: own.signal,
+      state: opts.state,
+      ...(invocation.resume ? { resume: invocation.resume } : {}),
+    });
     const returned = normalizeToolReturn(
-      await tool.execute(parsed.data, {
-        identity: opts.identity,
-        toolCallId: invocation.toolCallId,
-        idempotencyKey: invocation.idempotencyKey,
-        attempt: invocation.attempt,
-        signal: opts.signal,
-        state: opts.state,
-        ...(invocation.resume ? { resume: invocation.resume } : {}),
-      }),
+      await (timedOut ? Promise.race([running, timedOut]) : running),
     );
     // Round-trip through JSON so the result is exactly what a remote worker would deliver.
     const result = JSON.parse(JSON.stringify(returned.result)) as ToolExecutionResult['result'];
     return { ...base, result, patches: [...(returned.patches ?? [])], finishedAt: opts.now() };
   } catch (error) {
     if (opts.signal.aborted) throw error;
+    if (error instanceof ToolTimeout || own.signal.reason instanceof ToolTimeout)
+      return {
+        ...base,
+        result: {
+          kind: 'error',
+          message: `tool "${invocation.toolName}" did not finish within its timeout of ${String(limit)} ms`,
+          code: 'tool_timeout',
+        },
+        patches: [],
+        finishedAt: opts.now(),
+      };
     return {
       ...base,
       result: { kind: 'error', message: errorMessage(error), code: 'tool_threw' },
       patches: [],
       finishedAt: opts.now(),
     };
+  } finally {
+    timer.abort();
+    opts.signal.removeEventListener('abort', forward);
   }
 }
 

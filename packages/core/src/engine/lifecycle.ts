@@ -162,6 +162,14 @@ export function finishRun(draft: Draft, reason: TerminationReason): Draft {
     for (const call of draft.roundCalls())
       if (!present.has(call.id)) cp.messages.push(toolMessageFor(cp, call));
   }
+  // Accepted decisions the run will never apply are recorded as such, not silently dropped.
+  for (const decision of cp.inbox)
+    draft.emit({
+      type: 'decision.discarded',
+      decision,
+      reason: `run ended (${reason.kind}) before the decision could be applied`,
+    });
+  cp.inbox = [];
   cp.phase = 'run_end';
   applyCommonCommands(draft, runPhaseHooks(draft, 'run_end'));
   cp.state = dropEphemeral(draft.ctx.registry, cp.state);

@@ -273,6 +273,7 @@ export class InProcessRunner {
             state: run.checkpoint.state,
             signal: run.abort.signal,
             now: () => this.clock.now(),
+            sleep: (ms, signal) => this.clock.sleep(ms, signal),
           }).then((result) => ({ key, result })),
         );
       }

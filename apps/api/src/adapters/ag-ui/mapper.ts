@@ -426,6 +426,8 @@ export function createAgUiMapper(opts: AgUiMapperOptions): AgUiMapper {
       case 'tool_call.status':
       case 'tool_call.suspended':
       case 'decision.applied':
+      case 'decision.discarded':
+      case 'run.cancel_requested':
       case 'state.conflict':
         return;
     }

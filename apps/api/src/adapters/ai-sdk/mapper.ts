@@ -241,6 +241,8 @@ export function createUiStreamMapper(opts: UiStreamMapperOptions): UiStreamMappe
       case 'phase':
       case 'tool_call.status':
       case 'decision.applied':
+      case 'decision.discarded':
+      case 'run.cancel_requested':
       case 'state.delta':
       case 'state.conflict':
         return;

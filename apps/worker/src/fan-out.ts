@@ -1,0 +1,114 @@
+import { JOB_PAYLOAD_VERSION, type ToolExecutionResult } from '@baton/protocol';
+import type { ToolInvocation } from '@baton/core';
+import { Job } from 'bullmq';
+import { STALLED_TOO_OFTEN, toolJobId } from './queues.ts';
+import type { Loaded } from './run-committer.ts';
+import type { WorkerDeps } from './worker-deps.ts';
+
+/**
+ * 'children': this job became the round's parent and must wait for its children;
+ * 'delegated': every call already has a job (or joined another parent); their results drive the run;
+ * 'recorded': a call's job had failed for good, its failure is now the call's result: apply it.
+ */
+export type FanOutOutcome = 'children' | 'delegated' | 'recorded';
+
+/**
+ * What a tool job that failed for good means for its call. A job fails (rather than completing
+ * with the tool's own error, see ToolProcessor) only when the worker running it kept dying or
+ * hanging, or when Baton itself could not run it: neither is the tool's failure, and the model is
+ * told which one happened.
+ */
+export function failedToolJobResult(
+  inv: Pick<ToolInvocation, 'toolCallId' | 'toolName' | 'attempt'>,
+  failedReason: string,
+  stalls: number,
+  now: number,
+): ToolExecutionResult {
+  const crashed = failedReason === STALLED_TOO_OFTEN;
+  return {
+    toolCallId: inv.toolCallId,
+    attempt: inv.attempt,
+    result: crashed
+      ? {
+          kind: 'error',
+          code: 'tool_crashed_worker',
+          message: `tool ${inv.toolName} did not finish: the worker running it died or stopped responding ${String(stalls)} times (crash, out of memory, kill); Baton stopped retrying it`,
+        }
+      : {
+          kind: 'error',
+          code: 'tool_job_failed',
+          message: `tool ${inv.toolName} could not be run: ${failedReason || 'unknown error'}`,
+        },
+    patches: [],
+    startedAt: now,
+    finishedAt: now,
+  };
+}
+
+/**
+ * Parallel modes: each call becomes a child job of the step job, so the step waits for the round
+ * in BullMQ's waiting-children state, holding no lease and no worker slot. A replay joins the
+ * round's waiting parent when there is one (BullMQ accepts a child for a parent in
+ * waiting-children), so the round stays one flow in Bull Board.
+ */
+export async function fanOutToolCalls(
+  deps: WorkerDeps,
+  job: Job,
+  state: Loaded,
+  invocations: readonly ToolInvocation[],
+  log: WorkerDeps['logger'],
+): Promise<FanOutOutcome> {
+  const { identity, step } = state.checkpoint;
+  const self = { id: job.id ?? '', queue: job.queueQualifiedName };
+  const parentKey = deps.keys.run(identity.runId).parent;
+  let parent = self;
+  const recorded = await deps.redis.get(parentKey);
+  if (recorded) {
+    const candidate = JSON.parse(recorded) as { id: string; queue: string; step: number };
+    if (candidate.step === step && candidate.id !== self.id) {
+      const parentJob = await Job.fromId(deps.queues.steps, candidate.id);
+      if (parentJob && (await parentJob.getState()) === 'waiting-children')
+        parent = { id: candidate.id, queue: candidate.queue };
+    }
+  }
+  let added = 0;
+  for (const inv of invocations) {
+    const existing = await Job.fromId(
+      deps.queues.tools,
+      toolJobId(identity.runId, inv.toolCallId, inv.attempt),
+    );
+    if (existing) {
+      if ((await existing.getState()) === 'failed') {
+        await deps.mailbox.record(
+          identity.runId,
+          failedToolJobResult(
+            inv,
+            existing.failedReason,
+            existing.stalledCounter,
+            deps.clock.now(),
+          ),
+        );
+        return 'recorded';
+      }
+      continue;
+    }
+    await deps.queues.addToolChild(
+      {
+        v: JOB_PAYLOAD_VERSION,
+        kind: 'tool',
+        runId: identity.runId,
+        tenantId: identity.tenantId,
+        step,
+        toolCallId: inv.toolCallId,
+        attempt: inv.attempt,
+      },
+      parent,
+    );
+    added += 1;
+  }
+  if (added === 0 || parent !== self) return 'delegated';
+  log.debug({ children: added, parent: parent.id }, 'tool calls fanned out');
+  await deps.redis.set(parentKey, JSON.stringify({ ...self, step }), 'PX', 86_400_000);
+  await job.updateData({ ...job.data, parentOfStep: step });
+  return 'children';
+}

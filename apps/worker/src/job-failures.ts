@@ -1,0 +1,59 @@
+import { runCommands } from '@baton/core';
+import type { Job } from 'bullmq';
+import { STALLED_TOO_OFTEN, STEP_QUEUE } from './queues.ts';
+import type { WorkerDeps } from './worker-deps.ts';
+
+/**
+ * A job failed for good (its retries are used up, or its worker kept dying). What that means:
+ * - The failure is remembered with the run, and the job is removed once the run has finished:
+ *   a finished run leaves no failed jobs behind (while it lives, Bull Board shows them).
+ * - A step job whose worker died or hung MAX_STALLS times ends its run with an error that says
+ *   so, instead of taking down worker after worker. (A tool job's failure becomes its call's
+ *   result when the round's parent job goes on: see fan-out.ts.)
+ * - Any other failed step job leaves the run to the reconciler, which schedules a fresh pass.
+ */
+export async function onJobFailed(
+  deps: WorkerDeps,
+  queue: string,
+  job: Job,
+  error: Error,
+): Promise<void> {
+  if ((await job.getState()) !== 'failed') return; // another attempt is scheduled
+  const runId = (job.data as { runId?: unknown }).runId;
+  if (typeof runId !== 'string' || job.id === undefined) return;
+  const entry = `${queue}:${job.id}`;
+  const log = deps.logger.child({ runId, jobId: job.id, queue });
+  log.warn({ err: error, reason: job.failedReason, stalls: job.stalledCounter }, 'job failed');
+  const keys = deps.keys.run(runId);
+  const meta = await deps.store.meta(runId);
+  if (!meta || meta.status === 'done') {
+    await deps.queues.removeFailedJobs([entry]);
+    return;
+  }
+  await deps.redis.sadd(keys.failed, entry);
+  // The run may have finished between the two reads (its clean-up saw no entry yet).
+  if ((await deps.store.meta(runId))?.status === 'done') {
+    await deps.queues.removeFailedJobs([entry]);
+    return;
+  }
+  if (queue !== STEP_QUEUE || job.failedReason !== STALLED_TOO_OFTEN) return;
+  const lease = await deps.leases.acquire(runId);
+  if (!lease) return; // someone is driving the run right now: it is not stuck on this job
+  try {
+    const loaded = await deps.committer.load(runId);
+    if (!loaded || loaded.checkpoint.status === 'done') return;
+    const message =
+      `step ${String(loaded.checkpoint.step)} of this run stopped its worker ` +
+      `${String(job.stalledCounter)} times (crash, out of memory, or a hang past JOB_LOCK_MS); ` +
+      'the run was ended so that it cannot take down more workers';
+    const engine = deps.registry.engine(loaded.checkpoint.identity.agent);
+    const now = deps.clock.now();
+    const t = engine
+      ? engine.fail(loaded.checkpoint, message, now)
+      : runCommands.fail(loaded.checkpoint, message, now);
+    await deps.committer.commitFenced(loaded, t, lease, engine?.ctx.registry);
+    log.error({ step: loaded.checkpoint.step }, 'run ended: its step kept killing workers');
+  } finally {
+    await lease.release();
+  }
+}
