@@ -303,7 +303,10 @@ describe('SIGKILL of a worker process', () => {
       expect(kills).toBe(4);
       await c.spawn(); // a healthy worker (pausing nowhere) takes it from here
       const cp = await waitDone(c, created.runId);
-      expect(cp.termination).toEqual({ kind: 'natural_end' });
+      expect(
+        cp.termination,
+        JSON.stringify(await c.client.store.readEvents(created.runId)),
+      ).toEqual({ kind: 'natural_end' });
       const toolMessages = cp.messages.filter((m) => m.role === 'tool');
       expect(toolMessages).toHaveLength(1);
       expect(toolMessages[0]).toMatchObject({ toolCallId: callId, isError: true });
@@ -324,6 +327,53 @@ describe('SIGKILL of a worker process', () => {
         10_000,
         'the failed tool job to be removed',
       );
+    },
+  );
+
+  it(
+    '(f) a step that kills every worker that runs it: the run ends with an error that says so',
+    { timeout: 60_000 },
+    async () => {
+      const c = cluster();
+      let victim = await c.spawn({ pause: { 'before-infer': 60_000 } });
+      const created = await c.client.service.createRun(TENANT, {
+        agent: 'assistant',
+        input: { messages: [{ role: 'user', content: 'weather in Minsk?' }] },
+      });
+      await victim.onProbe('before-infer', (p) => p['runId'] === created.runId);
+      let kills = 0;
+      for (;;) {
+        victim.kill('SIGKILL');
+        await victim.waitForExit();
+        kills += 1;
+        expect(kills).toBeLessThanOrEqual(5);
+        victim = await c.spawn({ pause: { 'before-infer': 60_000 } });
+        const current = victim;
+        const next = await waitFor(
+          async () => {
+            if (
+              current.probes.some((p) => p.point === 'before-infer' && p['runId'] === created.runId)
+            )
+              return 'again' as const;
+            return (await c.client.store.load(created.runId))?.checkpoint.status === 'done'
+              ? ('ended' as const)
+              : null;
+          },
+          15_000,
+          'the step to be retried or the run to end',
+        );
+        if (next === 'ended') break;
+      }
+      // MAX_STALLS (3) losses are retried; the fourth is the end.
+      expect(kills).toBe(4);
+      const cp = (await c.client.store.load(created.runId))!.checkpoint;
+      expect(cp.termination).toMatchObject({
+        kind: 'error',
+        message: expect.stringMatching(
+          /stopped its worker \d+ times .* so that it cannot take down more workers/,
+        ) as unknown,
+      });
+      expect((await auditRun(c.client, created.runId)).events.at(-1)?.type).toBe('run.finished');
     },
   );
 

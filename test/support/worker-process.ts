@@ -328,6 +328,11 @@ export async function auditRun(
     problems.push(`duplicate step.started: ${stepsStarted.join(',')}`);
   if (cp.termination?.kind === 'natural_end' && assistantSteps.length !== stepsStarted.length)
     problems.push(`${assistantSteps.length} message.assistant for ${stepsStarted.length} steps`);
+  const stepsFinished = events
+    .filter((e) => e.type === 'step.finished')
+    .map((e) => e['step'] as number);
+  if (new Set(stepsFinished).size !== stepsFinished.length)
+    problems.push(`duplicate step.finished: ${stepsFinished.join(',')}`);
   const resultsPerCall: Record<string, number> = {};
   for (const e of events)
     if (e.type === 'tool_call.result')

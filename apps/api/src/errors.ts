@@ -18,6 +18,7 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   run_done: 409,
   run_cancelled: 409,
   run_active: 409,
+  event_log_rewound: 409,
   thread_busy: 409,
   call_not_suspended: 409,
   call_unknown: 409,

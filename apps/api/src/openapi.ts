@@ -15,6 +15,7 @@ import { ChatRequestSchema } from './adapters/ai-sdk/request.ts';
 import {
   AgentListSchema,
   CancelResponseSchema,
+  DeleteThreadResponseSchema,
   CreateRunResponseSchema,
   DecisionsResponseSchema,
   EventsQuerySchema,
@@ -46,6 +47,7 @@ const RESPONSES = {
   RunEvent: RunEventSchema,
   DecisionsResponse: DecisionsResponseSchema,
   CancelResponse: CancelResponseSchema,
+  DeleteThreadResponse: DeleteThreadResponseSchema,
   Thread: ThreadResponseSchema,
   AgentList: AgentListSchema,
   AgentDescriptor: AgentDescriptorSchema,
@@ -112,6 +114,7 @@ const commonErrors: Json = {
   '400': error('Malformed JSON, unknown fields or invalid values (details.issues lists each path)'),
   '401': error('Missing or invalid API key'),
   '429': error('Rate limited; see Retry-After'),
+  '503': error('unavailable: Redis cannot be reached right now; retry after Retry-After'),
 };
 
 export function buildOpenApiDocument(): Json {
@@ -183,6 +186,18 @@ export function buildOpenApiDocument(): Json {
             '404': error('run_not_found'),
           },
         },
+        delete: {
+          tags: ['runs'],
+          operationId: 'deleteRun',
+          summary: 'Delete a finished run and its events now (204)',
+          parameters: [runIdParam],
+          responses: {
+            '204': { description: 'Deleted' },
+            ...commonErrors,
+            '404': error('run_not_found'),
+            '409': error('run_active: the run has not finished; cancel it first'),
+          },
+        },
       },
       '/v1/runs/{id}/events': {
         get: {
@@ -237,7 +252,9 @@ export function buildOpenApiDocument(): Json {
             '202': json('DecisionsResponse', 'Decisions stored'),
             ...commonErrors,
             '404': error('run_not_found'),
-            '409': error('run_done, call_not_suspended, call_unknown or decision_conflict'),
+            '409': error(
+              'run_done, run_cancelled, call_not_suspended, call_unknown or decision_conflict',
+            ),
             '413': error('Too many decisions'),
             '422': error("payload_invalid: payload does not match the ticket's response schema"),
           },
@@ -266,6 +283,18 @@ export function buildOpenApiDocument(): Json {
             '200': json('Thread', 'Thread'),
             ...commonErrors,
             '404': error('not_found'),
+          },
+        },
+        delete: {
+          tags: ['threads'],
+          operationId: 'deleteThread',
+          summary: 'Delete a thread, its history and its finished runs',
+          parameters: [threadIdParam],
+          responses: {
+            '200': json('DeleteThreadResponse', 'Deleted'),
+            ...commonErrors,
+            '404': error('not_found'),
+            '409': error('thread_busy: a run is active or queued on the thread'),
           },
         },
       },

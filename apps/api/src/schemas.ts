@@ -80,6 +80,12 @@ export const DecisionsResponseSchema = z.object({
   status: RunStatusSchema,
 });
 
+export const DeleteThreadResponseSchema = z.object({
+  threadId: z.string(),
+  /** How many finished runs of the thread were deleted with it. */
+  deletedRuns: z.number().int().nonnegative(),
+});
+
 export const CancelResponseSchema = z.object({
   runId: z.string(),
   status: RunStatusSchema,

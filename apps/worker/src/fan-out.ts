@@ -1,7 +1,7 @@
 import { JOB_PAYLOAD_VERSION, type ToolExecutionResult } from '@baton/protocol';
 import type { ToolInvocation } from '@baton/core';
 import { Job } from 'bullmq';
-import { STALLED_TOO_OFTEN, toolJobId } from './queues.ts';
+import { STALLED_TOO_OFTEN, TOOL_QUEUE, toolJobId } from './queues.ts';
 import type { Loaded } from './run-committer.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 
@@ -73,10 +73,8 @@ export async function fanOutToolCalls(
   }
   let added = 0;
   for (const inv of invocations) {
-    const existing = await Job.fromId(
-      deps.queues.tools,
-      toolJobId(identity.runId, inv.toolCallId, inv.attempt),
-    );
+    const jobId = toolJobId(identity.runId, inv.toolCallId, inv.attempt);
+    const existing = await Job.fromId(deps.queues.tools, jobId);
     if (existing) {
       if ((await existing.getState()) === 'failed') {
         await deps.mailbox.record(
@@ -88,6 +86,9 @@ export async function fanOutToolCalls(
             deps.clock.now(),
           ),
         );
+        // Remembered here too: the worker that failed it may have died before it could say so,
+        // and the run's clean-up removes what is listed.
+        await deps.redis.sadd(deps.keys.run(identity.runId).failed, `${TOOL_QUEUE}:${jobId}`);
         return 'recorded';
       }
       continue;

@@ -11,7 +11,18 @@ import { BatonWorker } from './worker.ts';
 import { exitOnSignals } from './shutdown.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 
-const config = loadWorkerConfig();
+/** Start-up problems are the operator's to fix: one line that says what, no stack trace. */
+function fatal(error: unknown): never {
+  process.stderr.write(`baton-worker: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+}
+
+let config: ReturnType<typeof loadWorkerConfig>;
+try {
+  config = loadWorkerConfig();
+} catch (error) {
+  fatal(error);
+}
 const logger = createLogger('baton-worker', config.LOG_LEVEL);
 const agents = loadAgents(
   (process.env['BATON_AGENTS'] ?? 'demo')
@@ -42,7 +53,10 @@ if (process.env['BATON_PROBES'] === '1') {
 }
 
 const worker = new BatonWorker({ config, agents, logger, ...(probe ? { probe } : {}) });
-await worker.start();
+await worker.start().catch(async (error: unknown) => {
+  await worker.stop(0).catch(() => undefined);
+  fatal(error);
+});
 logger.info({ redis: safeUrl(config.REDIS_URL) }, 'ready');
 process.stdout.write(`READY ${worker.id}\n`);
 

@@ -45,8 +45,10 @@ export class BatonQueues {
 
   constructor(opts: BatonQueuesOptions) {
     const prefix = bullPrefix(opts.prefix);
-    this.steps = new Queue(STEP_QUEUE, { connection: opts.connection, prefix });
-    this.tools = new Queue(TOOL_QUEUE, { connection: opts.connection, prefix });
+    // Nobody reads BullMQ's own event stream (Baton's events are its own log): keep it short.
+    const streams = { events: { maxLen: 100 } };
+    this.steps = new Queue(STEP_QUEUE, { connection: opts.connection, prefix, streams });
+    this.tools = new Queue(TOOL_QUEUE, { connection: opts.connection, prefix, streams });
     this.flows = new FlowProducer({ connection: opts.connection, prefix });
     this.toolAttempts = opts.toolAttempts ?? 3;
     this.jobRetentionSeconds = opts.jobRetentionSeconds ?? 3600;
@@ -102,6 +104,15 @@ export class BatonQueues {
     return isLive(await job.getState()) ? jobId : null;
   }
 
+  /** Whether the job named '<queue>:<jobId>' exists and has not finished. */
+  async isLive(entry: string): Promise<boolean> {
+    const at = entry.indexOf(':');
+    if (at < 0) return false;
+    const queue = entry.slice(0, at) === TOOL_QUEUE ? this.tools : this.steps;
+    const job = await Job.fromId(queue, entry.slice(at + 1));
+    return job !== undefined && isLive(await job.getState());
+  }
+
   /** Whether the tool job of this call attempt exists and has not finished. */
   async liveToolJob(runId: string, toolCallId: string, attempt: number): Promise<boolean> {
     const job = await Job.fromId(this.tools, toolJobId(runId, toolCallId, attempt));
@@ -128,6 +139,7 @@ export class BatonQueues {
   async removeFailedJobs(entries: readonly string[]): Promise<void> {
     for (const entry of entries) {
       const at = entry.indexOf(':');
+      if (at < 0) continue;
       const queue = entry.slice(0, at) === TOOL_QUEUE ? this.tools : this.steps;
       const job = await Job.fromId(queue, entry.slice(at + 1));
       if (job && (await job.getState()) === 'failed') await job.remove().catch(() => undefined);

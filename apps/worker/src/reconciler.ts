@@ -235,8 +235,14 @@ export class Reconciler {
     return active !== runId && queued !== null;
   }
 
+  /**
+   * Something will drive the run: the job that last held its lease is still alive (a job whose
+   * worker died goes back to wait and is redelivered), a step job for its current version is
+   * queued, or a tool job of one of its running calls is.
+   */
   private async hasLiveJob(runId: string, meta: RunMeta): Promise<boolean> {
     const { queues, store } = this.deps;
+    if (meta.driver !== '' && (await queues.isLive(meta.driver))) return true;
     if ((await queues.liveStepJob(runId, meta.version)) !== null) return true;
     const loaded = await store.load(runId);
     if (!loaded) return false;

@@ -14,10 +14,20 @@ import { defineScript, type RedisClient, type ScriptCall } from './redis/scripts
  * that was paused past its TTL therefore cannot write anything when it wakes up, and learns that
  * it lost the run from the first refused write or the first refused renewal, whichever comes first.
  *
- * KEYS: lease, pending   ARGV: token, ttlMs, pendingTtlMs   Reply: 1 acquired | 0 busy (mark left)
+ * The holder's job is noted in the run's checkpoint hash (field `driver`, '<queue>:<jobId>'), so
+ * that when the holder dies the reconciler can ask whether that job is still alive (BullMQ moves
+ * a stalled job back to wait) before it schedules a pass of its own.
+ *
+ * KEYS: lease, pending, cp   ARGV: token, ttlMs, pendingTtlMs, driver ('' = none)
+ * Reply: 1 acquired | 0 busy (mark left)
  */
 const ACQUIRE_LUA = `
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[3]) == 1 then
+    redis.call('HSET', KEYS[3], 'driver', ARGV[4])
+  end
+  return 1
+end
 redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
 return 0`;
 
@@ -80,7 +90,7 @@ export class RunLeases {
   constructor(redis: RedisClient, keys: BatonKeys, ttlMs: number) {
     this.keys = keys;
     this.ttlMs = ttlMs;
-    this.acquireScript = defineScript(redis, 'batonLeaseAcquire', 2, ACQUIRE_LUA);
+    this.acquireScript = defineScript(redis, 'batonLeaseAcquire2', 3, ACQUIRE_LUA);
     this.releaseScript = defineScript(redis, 'batonLeaseRelease', 2, RELEASE_LUA);
     this.renewScript = defineScript(redis, 'batonLeaseRenew', 1, RENEW_LUA);
     this.releaseIfIdleScript = defineScript(
@@ -91,13 +101,16 @@ export class RunLeases {
     );
   }
 
-  /** The lease, renewed in the background until released; null when another job holds it. */
-  async acquire(runId: string): Promise<Lease | null> {
+  /**
+   * The lease, renewed in the background until released; null when another job holds it.
+   * `driver` ('<queue>:<jobId>') names the job that will hold it.
+   */
+  async acquire(runId: string, driver = ''): Promise<Lease | null> {
     const token = randomUUID();
-    const { lease: leaseKey, pending } = this.keys.run(runId);
+    const { lease: leaseKey, pending, cp } = this.keys.run(runId);
     const ttl = this.ttlMs;
     // The pending mark outlives the lease so a holder that crashes still leaves it for the next one.
-    const got = await this.acquireScript(leaseKey, pending, token, ttl, ttl * 4);
+    const got = await this.acquireScript(leaseKey, pending, cp, token, ttl, ttl * 4, driver);
     if (got !== 1) return null;
     const controller = new AbortController();
     // Until a renewal succeeds, the lease is only known to be ours for one TTL from now: a

@@ -15,6 +15,7 @@ import {
 } from '@baton/core';
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
 import { fanOutToolCalls } from './fan-out.ts';
+import { STEP_QUEUE } from './queues.ts';
 import { releaseOrWake } from './lease-release.ts';
 import { LeaseLostError } from './redis/redis-run-store.ts';
 import type { Lease } from './run-lease.ts';
@@ -59,7 +60,7 @@ export class StepProcessor {
   async process(job: Job, token: string | undefined): Promise<StepOutcome> {
     const data = StepJobSchema.parse(job.data);
     const log = this.deps.logger.child({ runId: data.runId, jobId: job.id, reason: data.reason });
-    const lease = await this.deps.leases.acquire(data.runId);
+    const lease = await this.deps.leases.acquire(data.runId, `${STEP_QUEUE}:${job.id ?? ''}`);
     if (!lease) {
       // The holder will see our pending mark and look at the run again. Only a retried job
       // (its first attempt stalled: its worker died) may be facing a dead holder whose mark
@@ -278,6 +279,7 @@ export class StepProcessor {
     const signal = AbortSignal.any([tracked.signal, lease.signal]);
     const acc = new InferenceAccumulator();
     const started = deps.clock.now();
+    let streamed = false;
     try {
       for await (const part of engine.agent.model.stream(request, signal)) {
         acc.push(part);
@@ -290,6 +292,10 @@ export class StepProcessor {
               delta: part.delta,
             },
           ]);
+          if (!streamed) {
+            streamed = true;
+            await deps.probe?.('after-delta', { runId: request.runId, step: request.step });
+          }
         }
       }
     } catch (error) {

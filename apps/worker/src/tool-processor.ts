@@ -2,6 +2,7 @@ import { ToolJobSchema, type ToolExecutionResult } from '@baton/protocol';
 import { executeTool, invocationFor } from '@baton/core';
 import type { Job } from 'bullmq';
 import { failedToolJobResult } from './fan-out.ts';
+import { TOOL_QUEUE } from './queues.ts';
 import { releaseOrWake } from './lease-release.ts';
 import { LeaseLostError } from './redis/redis-run-store.ts';
 import type { WorkerDeps } from './worker-deps.ts';
@@ -89,14 +90,14 @@ export class ToolProcessor {
       await deps.mailbox.record(data.runId, result);
       await deps.probe?.('after-tool-recorded', { runId: data.runId, toolCallId: data.toolCallId });
     }
-    await this.apply(data.runId, data.tenantId);
+    await this.apply(data.runId, data.tenantId, `${TOOL_QUEUE}:${job.id ?? ''}`);
     return 'recorded';
   }
 
   /** Applies recorded results now when nobody else is advancing the run. */
-  private async apply(runId: string, tenantId: string): Promise<void> {
+  private async apply(runId: string, tenantId: string, driver: string): Promise<void> {
     const { deps } = this;
-    const lease = await deps.leases.acquire(runId);
+    const lease = await deps.leases.acquire(runId, driver);
     if (!lease) return; // the holder sees the pending mark and applies our result
     try {
       let state = await deps.committer.load(runId);

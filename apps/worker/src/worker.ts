@@ -80,7 +80,9 @@ export class BatonRuntime {
       connectionName: 'baton-bull',
       retryStrategy: reconnectDelay,
       maxRetriesPerRequest: bull.maxRetriesPerRequest ?? null,
-      ...(bull.enableOfflineQueue === false ? { enableOfflineQueue: false } : {}),
+      // No enableOfflineQueue: false here: BullMQ closes its connections with QUIT, which must
+      // not throw while Redis is away. A bounded retry count and the command timeout still make
+      // an API request fail within seconds.
       ...(bull.commandTimeout === undefined ? {} : { commandTimeout: bull.commandTimeout }),
     };
     this.durability = new Durability(this.redis, config.BATON_DURABILITY);

@@ -13,6 +13,7 @@ export const ErrorCodeSchema = z.enum([
   'run_done',
   'run_cancelled',
   'run_active',
+  'event_log_rewound',
   'thread_busy',
   'unknown_agent',
   'call_not_suspended',

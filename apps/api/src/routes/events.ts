@@ -1,6 +1,6 @@
 import type { RunEvent } from '@baton/protocol';
 import { Router, type Request } from 'express';
-import { BatonError } from '@baton/core';
+import { BatonError, activityOf } from '@baton/core';
 import { principalOf } from '../auth.ts';
 import type { ApiContext } from '../context.ts';
 import { EventsQuerySchema } from '../schemas.ts';
@@ -46,9 +46,18 @@ export function eventsRouter(ctx: ApiContext): Router {
     const until = query.until ?? 'done';
     const { checkpoint } = await ctx.service.load(tenantId, runId);
     const lastSeq = await ctx.runtime.store.lastSeq(runId);
-    const idle =
-      checkpoint.status === 'done' ||
-      (until === 'suspended' && checkpoint.status === 'waiting' && checkpoint.inbox.length === 0);
+    if (after > lastSeq)
+      // The client saw events the log no longer has: Redis lost acknowledged writes (a restart
+      // without them). Its view must be rebuilt, not continued: the seqs after lastSeq will be
+      // reused for different events.
+      throw new BatonError(
+        'event_log_rewound',
+        `the run's event log ends at seq ${lastSeq} but Last-Event-ID/after is ${after}: the store lost events after a restart; drop what you received after seq ${lastSeq} and read again from there`,
+        { lastSeq, after },
+      );
+    // core's one idle predicate (a partly decided batch_all_suspended round is idle too).
+    const activity = activityOf(checkpoint);
+    const idle = activity === 'done' || (until === 'suspended' && activity === 'waiting');
     if (after >= lastSeq && idle) {
       // Nothing more will come: 204 also tells a browser EventSource not to reconnect.
       res.status(204).end();

@@ -18,6 +18,14 @@ export function threadsRouter(ctx: ApiContext): Router {
     res.json({ threadId, ...thread });
   });
 
+  /** Deletes the thread and its finished runs (409 thread_busy while a run is active or queued). */
+  router.delete('/threads/:id', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const threadId = parseId(req.params['id'], 'thread id');
+    const { runs } = await ctx.service.deleteThread(tenantId, threadId);
+    res.json({ threadId, deletedRuns: runs });
+  });
+
   router.get('/threads/:id/runs', async (req, res) => {
     const { tenantId } = principalOf(req);
     const threadId = parseId(req.params['id'], 'thread id');

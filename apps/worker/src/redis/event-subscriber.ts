@@ -159,6 +159,9 @@ export class RunEventSubscriber {
     }
     this.sub.on('message', this.onMessage);
     this.sub.on('ready', this.onReady);
+    // Connection errors are retried by ioredis (and reported by the main client); an unhandled
+    // 'error' event would only spam stderr during an outage.
+    if (this.ownsConnection) this.sub.on('error', () => undefined);
     if (this.sub.status === 'ready') this.connectedOnce = true;
   }
 

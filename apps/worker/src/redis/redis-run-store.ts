@@ -231,6 +231,8 @@ export interface RunMeta {
   readonly tenantId: string;
   readonly threadId: string;
   readonly updatedAt: number;
+  /** The job that last held the run's lease ('<queue>:<jobId>'; '' = none yet). */
+  readonly driver: string;
 }
 
 const MAX_LIMIT = 1000;
@@ -420,7 +422,7 @@ export class RedisRunStore implements RunStore {
 
   /** The run's summary fields, without its checkpoint (null when it does not exist). */
   async meta(runId: string): Promise<RunMeta | null> {
-    const [status, activity, version, tenant, threadId, updatedAt] = await this.redis.hmget(
+    const [status, activity, version, tenant, threadId, updatedAt, driver] = await this.redis.hmget(
       this.keys.run(runId).cp,
       'status',
       'activity',
@@ -428,6 +430,7 @@ export class RedisRunStore implements RunStore {
       'tenant',
       'threadId',
       'updatedAt',
+      'driver',
     );
     if (!status || !version || !tenant) return null;
     return {
@@ -437,6 +440,7 @@ export class RedisRunStore implements RunStore {
       tenantId: tenant,
       threadId: threadId ?? '',
       updatedAt: Number(updatedAt),
+      driver: driver ?? '',
     };
   }
 

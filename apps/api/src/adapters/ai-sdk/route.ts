@@ -1,3 +1,4 @@
+import { activityOf } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
 import { Router, type Request, type RequestHandler } from 'express';
 import { principalOf } from '../../auth.ts';
@@ -108,11 +109,9 @@ export function aiSdkRouter(ctx: ApiContext, opts: AiSdkRouteOptions = {}): Requ
     const threadId = parseId(req.params['id'], 'chat id');
     const thread = await loadThread(ctx, tenantId, threadId);
     const active = thread.active;
-    const idle =
-      active === null ||
-      active.checkpoint.status === 'done' ||
-      (active.checkpoint.status === 'waiting' && active.checkpoint.inbox.length === 0);
-    if (idle) {
+    // core's one idle predicate: a run waiting under batch_all_suspended with only some calls
+    // decided is idle too (nothing streams until the rest are decided).
+    if (active === null || activityOf(active.checkpoint) !== 'active') {
       res.status(204).end();
       return;
     }

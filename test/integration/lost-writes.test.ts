@@ -1,0 +1,116 @@
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-explicit-any -- HTTP replies are untyped JSON; each test asserts their shape */
+/**
+ * Relaxed durability: a host crash can lose Redis's last writes (appendfsync everysec loses up to
+ * a second). Simulated exactly: Redis is snapshotted, more writes are acknowledged, then it is
+ * killed -9 and restarts from the snapshot, a consistent past. Nothing may then wait forever:
+ * - a client that reconnects to a run's events with a Last-Event-ID the log no longer reaches
+ *   gets 409 event_log_rewound (with the log's last seq), not a silent stream of different events;
+ * - a decision that was lost can be sent again (same id) and the run goes on;
+ * - a run whose lost decision nobody resends ends after RUN_MAX_WAIT_SECONDS with an error that
+ *   says so, instead of waiting forever.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { hashKey, loadApiConfig, startApi, type RunningApi } from '@baton/api';
+import { ApiClient, eventsOf } from '../support/api-harness.ts';
+import { startRedisProcess, type RedisProcess } from '../support/redis-process.ts';
+import { silentLogger, testPrefix, waitFor } from '../support/worker-harness.ts';
+import { spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
+
+const KEY = 'lost-writes-key-1';
+let redis: RedisProcess;
+let api: RunningApi;
+let client: ApiClient;
+
+beforeAll(async () => {
+  redis = await startRedisProcess({ aof: 'off' });
+  const prefix = testPrefix();
+  await spawnWorker({
+    redisUrl: redis.url,
+    prefix,
+    agents: 'demo',
+    probes: false,
+    env: { RUN_MAX_WAIT_SECONDS: '3' },
+  });
+  const config = loadApiConfig({
+    REDIS_URL: redis.url,
+    BATON_PREFIX: prefix,
+    API_KEYS: `lost:sha256:${hashKey(KEY)}`,
+    LOG_LEVEL: 'silent',
+  });
+  api = await startApi({ config, port: 0, host: '127.0.0.1', logger: silentLogger });
+  client = new ApiClient(api.url, KEY);
+}, 60_000);
+
+afterAll(async () => {
+  await api?.close();
+  await stopAllWorkerProcesses();
+  await redis?.stop();
+});
+
+async function status(runId: string, wanted: string): Promise<Record<string, any>> {
+  return waitFor(
+    async () => {
+      const r = await client.get(`/v1/runs/${runId}`);
+      return r.status === 200 && r.body.status === wanted ? (r.body as Record<string, any>) : null;
+    },
+    20_000,
+    `run ${runId} to be ${wanted}`,
+  );
+}
+
+describe('writes lost in a Redis crash (relaxed durability)', () => {
+  it('are detected: rewound streams say so, decisions can be resent, nothing waits forever', async () => {
+    const a = await client.createRun('assistant', 'deploy please');
+    const b = await client.createRun('assistant', 'deploy please');
+    const waitingA = await status(a.runId, 'waiting');
+    const waitingB = await status(b.runId, 'waiting');
+
+    // The past Redis will come back to.
+    const admin = new Redis(redis.url);
+    await admin.save();
+    await admin.quit();
+
+    const decide = (runId: string, snapshot: Record<string, any>, id: string) =>
+      client.post(`/v1/runs/${runId}/decisions`, {
+        decisions: [
+          { decisionId: id, toolCallId: snapshot.await.calls[0].toolCallId, action: 'resume' },
+        ],
+      });
+    expect((await decide(a.runId, waitingA, 'd-a')).status).toBe(202);
+    expect((await decide(b.runId, waitingB, 'd-b')).status).toBe(202);
+    await status(a.runId, 'done');
+    const seen = await client.stream(`/v1/runs/${a.runId}/events`);
+    const lastSeen = Math.max(...eventsOf(seen).map((e) => e.seq));
+
+    await redis.kill('SIGKILL');
+    await redis.start();
+
+    // The log is back where the snapshot left it: the client is told, with where to resume.
+    const rewound = await waitFor(
+      async () => {
+        const r = await client.get(`/v1/runs/${a.runId}/events`, {
+          'last-event-id': String(lastSeen),
+        });
+        return r.status === 503 ? null : r;
+      },
+      10_000,
+      'the API to reach Redis again',
+    );
+    expect(rewound.status).toBe(409);
+    expect(rewound.body.error.code).toBe('event_log_rewound');
+    expect(rewound.body.error.details.lastSeq).toBeLessThan(lastSeen);
+
+    // The lost decision is simply sent again, and the run finishes.
+    expect((await client.get(`/v1/runs/${a.runId}`)).body.status).toBe('waiting');
+    const again = await decide(a.runId, waitingA, 'd-a');
+    expect(again.status).toBe(202);
+    expect(again.body.accepted).toEqual(['d-a']);
+    expect((await status(a.runId, 'done')).termination).toEqual({ kind: 'natural_end' });
+
+    // Nobody resends B's: it does not wait forever.
+    const ended = await status(b.runId, 'done');
+    expect(ended.termination.kind).toBe('error');
+    expect(ended.termination.message).toMatch(/no decision arrived within 3 s/);
+  }, 60_000);
+});
