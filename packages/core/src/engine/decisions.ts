@@ -1,6 +1,7 @@
 import type { Decision, JsonValue } from '@baton/protocol';
 import { z } from 'zod';
 import { DecisionError, RunDoneError } from '../errors.ts';
+import { own } from '../own.ts';
 import type { Draft } from './draft.ts';
 import { applicableDecisions } from './round-state.ts';
 import { settleRound } from './tool-round.ts';
@@ -62,7 +63,7 @@ export function receiveDecisions(draft: Draft, decisions: readonly Decision[]): 
       duplicates.push(decision.decisionId);
       continue;
     }
-    const call = cp.calls[decision.toolCallId];
+    const call = own(cp.calls, decision.toolCallId);
     if (!call)
       throw new DecisionError(
         'call_unknown',
