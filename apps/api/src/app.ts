@@ -2,7 +2,8 @@ import { BatonRuntime, RunEventSubscriber } from '@baton/worker';
 import type { Clock } from '@baton/core';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { BULL_BOARD_PATH, bullBoardRouter } from './admin.ts';
+import { BULL_BOARD_PATH, bullBoardGuard, bullBoardRouter } from './admin.ts';
+import { jsonBody } from './body.ts';
 import { KeyStore, authenticate, requireAdmin } from './auth.ts';
 import { splitEntries, tenantKeyEntries, type ApiConfig } from './config.ts';
 import type { ApiContext } from './context.ts';
@@ -95,12 +96,19 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   app.use(opsRouter(context));
 
   const auth = authenticate(keys);
-  app.use(BULL_BOARD_PATH, auth, requireAdmin, bullBoardRouter(runtime.queues, BULL_BOARD_PATH));
+  app.use(
+    BULL_BOARD_PATH,
+    auth,
+    requireAdmin,
+    jsonBody(config.BODY_LIMIT_BYTES),
+    bullBoardGuard(runtime.queues),
+    bullBoardRouter(runtime.queues, BULL_BOARD_PATH),
+  );
 
   const api: RequestHandler[] = [
     auth,
     rateLimit(config.RATE_LIMIT_PER_MINUTE),
-    express.json({ limit: config.BODY_LIMIT_BYTES, strict: true }),
+    jsonBody(config.BODY_LIMIT_BYTES),
   ];
   // Plugins first: one under /v1 (e.g. /v1/ai-sdk) must not pass through /v1's auth and rate
   // limit a second time.

@@ -42,6 +42,12 @@ export const ApiConfigSchema = z.object({
   SSE_HEARTBEAT_MS: z.coerce.number().int().min(50).default(15_000),
   /** Requests per tenant per minute on one API instance (0 = unlimited). */
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(0),
+  /** Time to receive a whole request (headers and body); slower clients get 408 and are cut. */
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /** Time to receive the request headers (at most REQUEST_TIMEOUT_MS). */
+  HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /** How long an idle keep-alive connection stays open; above typical proxy idle timeouts. */
+  KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(65_000),
   IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().min(1).default(86_400),
   /** Observe every run's events (pub/sub pattern) for step/tool duration and lag metrics. */
   EVENT_METRICS: bool.default(true),

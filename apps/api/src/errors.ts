@@ -90,7 +90,43 @@ export function validationError(error: ZodError, where = 'body'): BatonError {
 interface BodyParserError extends Error {
   type?: string;
   status?: number;
+  statusCode?: number;
   limit?: number;
+}
+
+/** The 4xx an error from express, body-parser or http-errors already carries, if any. */
+function clientStatusOf(err: BodyParserError): number | undefined {
+  const status = err.status ?? err.statusCode;
+  return typeof status === 'number' && status >= 400 && status < 500 ? status : undefined;
+}
+
+/** A 4xx from a library keeps its meaning: never an 'internal' 500 for the client's mistake. */
+function fromClientStatus(err: BodyParserError, status: number): BatonError {
+  if (err instanceof URIError || /decode param/i.test(err.message))
+    return new BatonError(
+      'bad_request',
+      'the URL contains a malformed %-escape; percent-encode ids with encodeURIComponent',
+    );
+  const code = (err as { code?: unknown }).code;
+  if ((typeof code === 'string' && code.startsWith('Z_')) || /decompression/i.test(err.message))
+    return new BatonError(
+      'bad_request',
+      'the request body does not match its Content-Encoding; send it uncompressed or really compressed',
+    );
+  switch (status) {
+    case 401:
+      return new BatonError('unauthorized', 'missing or invalid API key');
+    case 403:
+      return new BatonError('forbidden', 'this request is not allowed');
+    case 404:
+      return new BatonError('not_found', 'not found; see /openapi.json');
+    case 413:
+      return new BatonError('payload_too_large', 'request is too large');
+    case 429:
+      return new RateLimitedError('too many requests; retry later', 1);
+    default:
+      return new BatonError('bad_request', `bad request (${err.message.slice(0, 200)})`);
+  }
 }
 
 /** Converts anything thrown into a BatonError (unknown errors become 'internal'). */
@@ -125,6 +161,8 @@ export function toBatonError(err: unknown): BatonError {
         'bad_request',
         'cursor is invalid; pass the nextCursor of a previous page unchanged',
       );
+    const status = clientStatusOf(e);
+    if (status !== undefined) return fromClientStatus(e, status);
   }
   return new BatonError('internal', 'internal error');
 }
@@ -154,6 +192,9 @@ export function errorMiddleware(logger: Logger): ErrorRequestHandler {
       res.setHeader('Retry-After', String(baton.retryAfterSeconds));
     if (baton.code === 'unauthorized' && req.originalUrl.startsWith('/admin'))
       res.setHeader('WWW-Authenticate', 'Basic realm="baton-admin", charset="UTF-8"');
+    // A refused request whose body was never read: answer and hang up rather than keep reading
+    // what may be a slow trickle (401s and 429s come before the body parser).
+    if (!req.complete) res.setHeader('Connection', 'close');
     res.status(status).json(errorBody(baton));
   };
 }

@@ -6,6 +6,7 @@ export * from './errors.ts';
 export * from './events.ts';
 export * from './jobs.ts';
 export * from './json.ts';
+export * from './json-depth.ts';
 export * from './messages.ts';
 export * from './run-request.ts';
 export * from './stop-conditions.ts';
