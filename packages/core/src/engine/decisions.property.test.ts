@@ -633,7 +633,7 @@ describe('decisions: typed rejections leave the checkpoint untouched', () => {
           const err = rejectWith(
             cp,
             engine,
-            [{ decisionId: 'x', toolCallId: id, action } as Decision],
+            [{ decisionId: 'x', toolCallId: id, action }],
             'call_unknown',
           );
           expect(err.details).toEqual({ toolCallId: id });
