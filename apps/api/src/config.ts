@@ -63,18 +63,46 @@ export const ApiConfigSchema = z.object({
 });
 export type ApiConfig = z.infer<typeof ApiConfigSchema>;
 
+/**
+ * An operator mistake in the environment: main.ts prints its message as one line and exits 1,
+ * without a stack trace (the message names the variable and the fix).
+ */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Names that may hold secrets: their values are never echoed in an error. */
+const SECRET_VARIABLES = /KEY|SECRET|PASSWORD|TOKEN|REDIS_URL/;
+
 export function loadApiConfig(env: Record<string, string | undefined> = process.env): ApiConfig {
   const parsed = ApiConfigSchema.safeParse(env);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-    throw new Error(`invalid API configuration: ${problems}`);
+    const problems = parsed.error.issues.map((i) => {
+      const variable = i.path.join('.');
+      const value = env[variable];
+      const shown =
+        value === undefined || SECRET_VARIABLES.test(variable) ? '' : `=${JSON.stringify(value)}`;
+      return `${variable}${shown}: ${i.message}`;
+    });
+    throw new ConfigError(
+      `invalid configuration: ${problems.join('; ')}; fix the variable or unset it to use its default (see the README's configuration table)`,
+    );
   }
   return parsed.data;
 }
 
 /** Every tenant key entry from API_KEYS and API_KEYS_FILE. */
 export function tenantKeyEntries(config: Pick<ApiConfig, 'API_KEYS' | 'API_KEYS_FILE'>): string[] {
-  const fromFile = config.API_KEYS_FILE ? readFileSync(config.API_KEYS_FILE, 'utf8') : '';
+  let fromFile = '';
+  if (config.API_KEYS_FILE) {
+    try {
+      fromFile = readFileSync(config.API_KEYS_FILE, 'utf8');
+    } catch (error) {
+      throw new ConfigError(
+        `API_KEYS_FILE: cannot read ${config.API_KEYS_FILE} (${(error as NodeJS.ErrnoException).code ?? 'error'}); point it at a readable file or unset it`,
+      );
+    }
+  }
   return [...splitEntries(config.API_KEYS), ...splitEntries(fromFile)];
 }
 

@@ -28,19 +28,28 @@ export async function startApi(opts: StartApiOptions): Promise<RunningApi> {
       headersTimeout: Math.min(HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS),
       keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
       // Node checks the two timeouts above on this period (30 s by default).
-      connectionsCheckingInterval: Math.max(50, Math.min(HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS) / 4),
+      connectionsCheckingInterval: Math.max(
+        50,
+        Math.min(HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS) / 4,
+      ),
     },
     api.app,
   );
   const host = opts.host ?? opts.config.HOST;
   const port = opts.port ?? opts.config.PORT;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (error) {
+    // e.g. EADDRINUSE: release Redis so the caller can report and exit (or retry) cleanly.
+    await api.close();
+    throw error;
+  }
   const address = server.address() as AddressInfo;
   const shownHost =
     host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
