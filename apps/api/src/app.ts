@@ -4,6 +4,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { BULL_BOARD_PATH, bullBoardGuard, bullBoardRouter } from './admin.ts';
 import { jsonBody } from './body.ts';
+import { corsMiddleware, parseCorsOrigins } from './cors.ts';
 import { KeyStore, authenticate, requireAdmin } from './auth.ts';
 import { splitEntries, tenantKeyEntries, type ApiConfig } from './config.ts';
 import type { ApiContext } from './context.ts';
@@ -93,6 +94,8 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   app.set('query parser', 'simple');
   app.use(httpLogger(logger));
   app.use(metrics.middleware());
+  const corsHandler = corsMiddleware(parseCorsOrigins(config.CORS_ORIGINS));
+  if (corsHandler) app.use(corsHandler);
   app.use(opsRouter(context));
 
   const auth = authenticate(keys);

@@ -42,6 +42,8 @@ export const ApiConfigSchema = z.object({
   SSE_HEARTBEAT_MS: z.coerce.number().int().min(50).default(15_000),
   /** Requests per tenant per minute on one API instance (0 = unlimited). */
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(0),
+  /** Browser origins allowed to call the API: '' (none), '*' or a comma-separated list. */
+  CORS_ORIGINS: z.string().default(''),
   /** Time to receive a whole request (headers and body); slower clients get 408 and are cut. */
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   /** Time to receive the request headers (at most REQUEST_TIMEOUT_MS). */
