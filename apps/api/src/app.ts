@@ -14,6 +14,7 @@ import { SseConnectionLimiter, rateLimit } from './limits.ts';
 import { protocolPlugins } from './adapters/plugins.ts';
 import { createApiLogger, httpLogger } from './logger.ts';
 import { ApiMetrics, EventMetricsObserver } from './metrics.ts';
+import { metricsAuth } from './metrics-auth.ts';
 import { agentsRouter } from './routes/agents.ts';
 import { eventsRouter } from './routes/events.ts';
 import { opsRouter } from './routes/ops.ts';
@@ -96,6 +97,10 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   app.use(metrics.middleware());
   const corsHandler = corsMiddleware(parseCorsOrigins(config.CORS_ORIGINS));
   if (corsHandler) app.use(corsHandler);
+  app.use(
+    '/metrics',
+    metricsAuth({ keys, metricsKey: config.METRICS_KEY, public: config.METRICS_PUBLIC }),
+  );
   app.use(opsRouter(context));
 
   const auth = authenticate(keys);

@@ -42,6 +42,10 @@ export const ApiConfigSchema = z.object({
   SSE_HEARTBEAT_MS: z.coerce.number().int().min(50).default(15_000),
   /** Requests per tenant per minute on one API instance (0 = unlimited). */
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(0),
+  /** Bearer key for /metrics (admin keys work too); unset: admin keys only. */
+  METRICS_KEY: z.string().min(16, 'use at least 16 random characters').optional(),
+  /** Serve /metrics without any key (a scraper on a private network). */
+  METRICS_PUBLIC: bool.default(false),
   /** Browser origins allowed to call the API: '' (none), '*' or a comma-separated list. */
   CORS_ORIGINS: z.string().default(''),
   /** Time to receive a whole request (headers and body); slower clients get 408 and are cut. */
