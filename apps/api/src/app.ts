@@ -10,7 +10,7 @@ import { splitEntries, tenantKeyEntries, type ApiConfig } from './config.ts';
 import type { ApiContext } from './context.ts';
 import { errorMiddleware, notFoundHandler } from './errors.ts';
 import { IdempotencyStore } from './idempotency.ts';
-import { SseConnectionLimiter, rateLimit } from './limits.ts';
+import { AuthFailureLimiter, SseConnectionLimiter, rateLimit } from './limits.ts';
 import { protocolPlugins } from './adapters/plugins.ts';
 import { createApiLogger, httpLogger } from './logger.ts';
 import { ApiMetrics, EventMetricsObserver } from './metrics.ts';
@@ -51,6 +51,12 @@ export interface ApiApp {
   close(): Promise<void>;
 }
 
+/** TRUST_PROXY as express reads it: a boolean, a hop count, or subnets/addresses. */
+function trustProxy(value: string): boolean | number | string {
+  if (value === 'true' || value === 'false') return value === 'true';
+  return /^\d+$/.test(value) ? Number(value) : value;
+}
+
 /** Builds the express app from injected dependencies. */
 export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   const { config } = opts;
@@ -81,7 +87,12 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     keys,
     metrics,
     subscriber,
-    sseLimiter: new SseConnectionLimiter(config.SSE_MAX_PER_TENANT),
+    sseLimiter: new SseConnectionLimiter(
+      runtime.redis,
+      runtime.keys.prefix,
+      config.SSE_MAX_PER_TENANT,
+      config.SSE_LEASE_MS,
+    ),
     idempotency: new IdempotencyStore(
       runtime.redis,
       runtime.keys.prefix,
@@ -93,6 +104,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  if (config.TRUST_PROXY !== '') app.set('trust proxy', trustProxy(config.TRUST_PROXY));
   app.use(httpLogger(logger));
   app.use(metrics.middleware());
   const corsHandler = corsMiddleware(parseCorsOrigins(config.CORS_ORIGINS));
@@ -103,7 +115,10 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   );
   app.use(opsRouter(context));
 
-  const auth = authenticate(keys);
+  const auth = authenticate(
+    keys,
+    new AuthFailureLimiter(runtime.redis, runtime.keys.prefix, config.AUTH_FAILURES_PER_MINUTE),
+  );
   app.use(
     BULL_BOARD_PATH,
     auth,
@@ -115,7 +130,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
 
   const api: RequestHandler[] = [
     auth,
-    rateLimit(config.RATE_LIMIT_PER_MINUTE),
+    rateLimit(runtime.redis, runtime.keys.prefix, config.RATE_LIMIT_PER_MINUTE),
     jsonBody(config.BODY_LIMIT_BYTES),
   ];
   // Plugins first: one under /v1 (e.g. /v1/ai-sdk) must not pass through /v1's auth and rate
@@ -139,6 +154,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
       if (closed) return;
       closed = true;
       for (const finish of [...context.streams]) finish();
+      context.sseLimiter.close();
       await subscriber.close().catch(() => undefined);
       await observer?.close();
       if (ownsRuntime) await runtime.close();

@@ -95,9 +95,20 @@ declare module 'express-serve-static-core' {
   }
 }
 
-/** 401 without a valid key; sets req.principal. */
-export function authenticate(keys: KeyStore): RequestHandler {
-  return (req, _res, next) => {
+/** What authenticate needs of a failed-authentication limit (limits.ts: AuthFailureLimiter). */
+export interface AuthFailureLimit {
+  check(ip: string): Promise<void>;
+  failed(ip: string): Promise<Error | null>;
+}
+
+/**
+ * 401 without a valid key; sets req.principal. With a limit, an address that failed too often
+ * gets 429 before its key is checked.
+ */
+export function authenticate(keys: KeyStore, limit?: AuthFailureLimit): RequestHandler {
+  return async (req, _res, next) => {
+    const ip = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+    await limit?.check(ip);
     const key = presentedKey(req);
     if (key === null) {
       next(
@@ -110,7 +121,8 @@ export function authenticate(keys: KeyStore): RequestHandler {
     }
     const principal = keys.verify(key);
     if (!principal) {
-      next(new BatonError('unauthorized', 'invalid API key'));
+      const limited = await limit?.failed(ip);
+      next(limited ?? new BatonError('unauthorized', 'invalid API key'));
       return;
     }
     req.principal = principal;

@@ -37,11 +37,17 @@ export const ApiConfigSchema = z.object({
     .min(1)
     .max(MAX_DECISIONS_PER_REQUEST)
     .default(MAX_DECISIONS_PER_REQUEST),
-  /** Concurrent SSE streams per tenant on one API instance. */
+  /** Concurrent SSE streams per tenant, across all API instances. */
   SSE_MAX_PER_TENANT: z.coerce.number().int().min(1).default(100),
+  /** How long a stream's lease outlives its API instance (refreshed every third of it). */
+  SSE_LEASE_MS: z.coerce.number().int().min(300).default(30_000),
   SSE_HEARTBEAT_MS: z.coerce.number().int().min(50).default(15_000),
-  /** Requests per tenant per minute on one API instance (0 = unlimited). */
+  /** Requests per tenant per minute, across all API instances (0 = unlimited). */
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(0),
+  /** Failed authentications per client IP per minute before it gets 429 (0 = unlimited). */
+  AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(0).default(30),
+  /** express 'trust proxy': '' (client IP = socket), 'true', a hop count or a list of subnets. */
+  TRUST_PROXY: z.string().default(''),
   /** Bearer key for /metrics (admin keys work too); unset: admin keys only. */
   METRICS_KEY: z.string().min(16, 'use at least 16 random characters').optional(),
   /** Serve /metrics without any key (a scraper on a private network). */
