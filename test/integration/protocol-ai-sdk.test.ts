@@ -360,7 +360,9 @@ describe('AI SDK UI message stream against a live server', () => {
         const stored = structuredClone(page.messages);
         const continuation = page.sendMessage();
         await expect
-          .poll(async () => (await api.get(`/v1/runs/${runId}`)).body.status, { timeout: 5_000 })
+          .poll(async () => (await api.get<{ status: string }>(`/v1/runs/${runId}`)).body.status, {
+            timeout: 5_000,
+          })
           .toBe('running');
 
         // The reloaded page resumes while the approved tool still runs.
