@@ -69,7 +69,7 @@ describe('hardening: every bad input is a 4xx', () => {
   });
 
   it('a Content-Encoding the body does not have is a 400', async () => {
-    for (const encoding of ['gzip', 'deflate', 'br'])
+    for (const encoding of ['gzip', 'deflate', 'br', 'zzz'])
       expectError(
         await a.post('/v1/runs', '{"agent":"assistant"}', { 'content-encoding': encoding }),
         400,
