@@ -66,6 +66,34 @@ describe('error mapping', () => {
     );
   });
 
+  it('keeps the 4xx that express, body-parser and http-errors attach; never a 500 for them', () => {
+    const status = (props: object, message = 'x', base: Error = new Error(message)) =>
+      statusFor(toBatonError(Object.assign(base, props)).code);
+    // express' router: a malformed %-escape in a path parameter
+    const uri = toBatonError(
+      Object.assign(new URIError("Failed to decode param '%ZZ'"), { status: 400 }),
+    );
+    expect(uri).toMatchObject({ code: 'bad_request', message: expect.stringMatching(/%-escape/) });
+    // body-parser: a body that is not what its Content-Encoding says
+    const zlib = toBatonError(
+      Object.assign(new Error('incorrect header check'), { status: 400, code: 'Z_DATA_ERROR' }),
+    );
+    expect(zlib).toMatchObject({
+      code: 'bad_request',
+      message: expect.stringMatching(/Content-Encoding/),
+    });
+    expect(status({ status: 415 })).toBe(400);
+    expect(status({ statusCode: 413 })).toBe(413);
+    expect(status({ status: 404 })).toBe(404);
+    expect(status({ status: 403 })).toBe(403);
+    expect(status({ status: 401 })).toBe(401);
+    expect(status({ status: 429 })).toBe(429);
+    expect(status({ status: 405 })).toBe(400);
+    // a 5xx or no status stays internal
+    expect(status({ status: 503 })).toBe(500);
+    expect(status({})).toBe(500);
+  });
+
   it('names the path of every zod issue, including unknown fields', () => {
     const schema = z.strictObject({
       input: z.strictObject({ messages: z.array(z.strictObject({ content: z.string().min(1) })) }),

@@ -270,6 +270,7 @@ describe('StopConditionSchema', () => {
     ['bad flag', { type: 'content_match', pattern: 'x', flags: 'g' }],
     ['unknown extra field', { type: 'max_rounds', rounds: 3, extra: true }],
     ['window below 2', { type: 'loop_detection', window: 1 }],
+    ['window above 1000 (memory and CPU per step)', { type: 'loop_detection', window: 1_000_001 }],
     ['threshold below 2', { type: 'loop_detection', window: 3, threshold: 1 }],
     ['empty tool name', { type: 'stop_on_tool', toolName: '' }],
     ['missing field', { type: 'token_budget' }],

@@ -29,9 +29,9 @@ export const StopConditionSchema = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('loop_detection'),
     /** How many of the most recent tool calls are compared. */
-    window: z.number().int().min(2),
+    window: z.number().int().min(2).max(1_000),
     /** How many identical calls inside the window count as a loop (default 2). */
-    threshold: z.number().int().min(2).optional(),
+    threshold: z.number().int().min(2).max(1_000).optional(),
   }),
 ]);
 export type StopCondition = z.infer<typeof StopConditionSchema>;
