@@ -73,15 +73,14 @@ describe('error mapping', () => {
     const uri = toBatonError(
       Object.assign(new URIError("Failed to decode param '%ZZ'"), { status: 400 }),
     );
-    expect(uri).toMatchObject({ code: 'bad_request', message: expect.stringMatching(/%-escape/) });
+    expect(uri.code).toBe('bad_request');
+    expect(uri.message).toMatch(/%-escape/);
     // body-parser: a body that is not what its Content-Encoding says
     const zlib = toBatonError(
       Object.assign(new Error('incorrect header check'), { status: 400, code: 'Z_DATA_ERROR' }),
     );
-    expect(zlib).toMatchObject({
-      code: 'bad_request',
-      message: expect.stringMatching(/Content-Encoding/),
-    });
+    expect(zlib.code).toBe('bad_request');
+    expect(zlib.message).toMatch(/Content-Encoding/);
     expect(status({ status: 415 })).toBe(400);
     expect(status({ statusCode: 413 })).toBe(413);
     expect(status({ status: 404 })).toBe(404);
