@@ -256,7 +256,7 @@ const lines = [
         `  Admin key (Bull Board):    ${adminKey}   -> ${url}/admin/queues (user: anything, password: the key)`,
       ]
     : []),
-  `  OpenAPI: ${url}/openapi.json   metrics: ${url}/metrics   health: ${url}/readyz`,
+  `  OpenAPI: ${url}/openapi.json   metrics: ${url}/metrics (admin key as bearer)   health: ${url}/readyz`,
   '',
   'Try it (create -> watch events -> approve -> done):',
   `  export BATON=${url} KEY=${key}`,

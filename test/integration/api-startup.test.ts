@@ -93,5 +93,16 @@ describe('API start-up errors an operator can fix', () => {
     );
     expect(r.stdout).toMatch(/no API keys configured/);
     expect(r.stdout).toContain('LISTENING');
+    const adminOnly = await runApi(
+      {
+        PORT: '0',
+        REDIS_URL: inject('redisUrl'),
+        BATON_PREFIX: testPrefix(),
+        LOG_LEVEL: 'warn',
+        ADMIN_KEYS: 'ops:admin-secret-key-1',
+      },
+      /LISTENING/,
+    );
+    expect(adminOnly.stdout).toMatch(/no tenant API keys configured/);
   });
 });

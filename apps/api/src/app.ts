@@ -63,10 +63,15 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   const logger = opts.logger ?? createApiLogger(config.LOG_LEVEL);
   const ownsRuntime = opts.runtime === undefined;
   const runtime = opts.runtime ?? new BatonRuntime(config, logger, opts.clock);
-  const keys = opts.keys ?? new KeyStore(tenantKeyEntries(config), splitEntries(config.ADMIN_KEYS));
+  const tenantEntries = opts.keys === undefined ? tenantKeyEntries(config) : [];
+  const keys = opts.keys ?? new KeyStore(tenantEntries, splitEntries(config.ADMIN_KEYS));
   if (keys.size === 0)
     logger.warn(
       'no API keys configured (API_KEYS / API_KEYS_FILE / ADMIN_KEYS): every /v1 request will be refused',
+    );
+  else if (opts.keys === undefined && tenantEntries.length === 0)
+    logger.warn(
+      'no tenant API keys configured (API_KEYS / API_KEYS_FILE): only admin keys can call /v1',
     );
   const metrics = new ApiMetrics(runtime);
   const subscriber = new RunEventSubscriber({
