@@ -36,6 +36,7 @@ describe('error mapping', () => {
     ['idempotency_conflict', 409],
     ['call_unknown', 409],
     ['payload_too_large', 413],
+    ['unsupported_media_type', 415],
     ['payload_invalid', 422],
     ['unknown_agent', 422],
     ['rate_limited', 429],
@@ -81,7 +82,7 @@ describe('error mapping', () => {
     );
     expect(zlib.code).toBe('bad_request');
     expect(zlib.message).toMatch(/Content-Encoding/);
-    expect(status({ status: 415 })).toBe(400);
+    expect(status({ status: 415 })).toBe(415);
     expect(status({ statusCode: 413 })).toBe(413);
     expect(status({ status: 404 })).toBe(404);
     expect(status({ status: 403 })).toBe(403);

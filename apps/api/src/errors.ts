@@ -21,6 +21,7 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   decision_conflict: 409,
   illegal_transition: 409,
   payload_too_large: 413,
+  unsupported_media_type: 415,
   unknown_agent: 422,
   payload_invalid: 422,
   rate_limited: 429,
@@ -122,6 +123,11 @@ function fromClientStatus(err: BodyParserError, status: number): BatonError {
       return new BatonError('not_found', 'not found; see /openapi.json');
     case 413:
       return new BatonError('payload_too_large', 'request is too large');
+    case 415:
+      return new BatonError(
+        'unsupported_media_type',
+        `unsupported media type (${err.message.slice(0, 200)})`,
+      );
     case 429:
       return new RateLimitedError('too many requests; retry later', 1);
     default:
@@ -148,8 +154,12 @@ export function toBatonError(err: unknown): BatonError {
           { limitBytes: e.limit },
         );
       case 'encoding.unsupported':
+        return new BatonError(
+          'unsupported_media_type',
+          `${e.message}; send the body uncompressed, or gzip, deflate or br`,
+        );
       case 'charset.unsupported':
-        return new BatonError('bad_request', `${e.message}; send UTF-8 JSON`);
+        return new BatonError('unsupported_media_type', `${e.message}; send UTF-8 JSON`);
       case 'request.aborted':
         return new BatonError('bad_request', 'request was aborted by the client');
       default:

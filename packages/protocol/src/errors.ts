@@ -20,6 +20,7 @@ export const ErrorCodeSchema = z.enum([
   'illegal_transition',
   'rate_limited',
   'payload_too_large',
+  'unsupported_media_type',
   'internal',
 ]);
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
