@@ -47,12 +47,21 @@ describe('SSE connection leases (real Redis)', () => {
     }
   });
 
-  it('live leases are refreshed and outlast their TTL', async () => {
-    const limiter = new SseConnectionLimiter(redis, `${prefix}-y`, 1, 1_000);
+  it('a refresh moves every live lease of the instance past its TTL again', async () => {
+    const limiter = new SseConnectionLimiter(redis, `${prefix}-y`, 2, 60_000);
     try {
       await limiter.acquire('t');
-      await new Promise((r) => setTimeout(r, 2_500));
-      expect(await limiter.count('t')).toBe(1);
+      await limiter.acquire('t');
+      const key = `${prefix}-y:{sse:t}:leases`;
+      const before = await redis.zrange(key, 0, -1, 'WITHSCORES');
+      await new Promise((r) => setTimeout(r, 5));
+      await limiter.refresh();
+      const after = await redis.zrange(key, 0, -1, 'WITHSCORES');
+      expect(after.filter((_, i) => i % 2 === 0).sort()).toEqual(
+        before.filter((_, i) => i % 2 === 0).sort(),
+      );
+      const expiry = (list: string[]): number[] => list.filter((_, i) => i % 2 === 1).map(Number);
+      expect(Math.min(...expiry(after))).toBeGreaterThan(Math.max(...expiry(before)));
     } finally {
       limiter.close();
     }

@@ -172,7 +172,8 @@ export class SseConnectionLimiter {
     };
   }
 
-  private async refresh(): Promise<void> {
+  /** Extends every lease this instance holds (the heartbeat; public for tests). */
+  async refresh(): Promise<void> {
     await Promise.all(
       [...this.open].map(([tenantId, ids]) =>
         this.redis.eval(REFRESH, 1, this.key(tenantId), this.leaseMs, ...ids),
