@@ -53,10 +53,10 @@ describe('SSE connection leases (real Redis)', () => {
       await limiter.acquire('t');
       await limiter.acquire('t');
       const key = `${prefix}-y:{sse:t}:leases`;
-      const before = await redis.zrange(key, 0, -1, 'WITHSCORES');
+      const before = await redis.zrange(key, '0', '-1', 'WITHSCORES');
       await new Promise((r) => setTimeout(r, 5));
       await limiter.refresh();
-      const after = await redis.zrange(key, 0, -1, 'WITHSCORES');
+      const after = await redis.zrange(key, '0', '-1', 'WITHSCORES');
       expect(after.filter((_, i) => i % 2 === 0).sort()).toEqual(
         before.filter((_, i) => i % 2 === 0).sort(),
       );
