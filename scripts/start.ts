@@ -4,9 +4,10 @@
  * session, and stops everything on Ctrl-C / SIGTERM.
  *
  * Redis, first that works:
- *   1. REDIS_URL from the environment;
- *   2. 127.0.0.1:6379, if a Redis answers there;
- *   3. a private `redis-server` from PATH, in a temp directory (removed on exit);
+ *   1. REDIS_URL from the environment (used as told, with BATON_PREFIX or `baton`);
+ *   2. a private `redis-server` from PATH, in a temp directory (removed on exit);
+ *   3. 127.0.0.1:6379, if a Redis answers there: it may be someone else's, so it says so and
+ *      uses a prefix of its own (`BATON_PREFIX` if set, else `baton-start-<random>`);
  *   4. otherwise exit, naming the three ways to get Redis.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -28,10 +29,10 @@ const say = (line: string): void => void process.stdout.write(`${color(36, '[bat
 
 const MISSING_REDIS =
   'Baton needs Redis and none was found. Any one of these works:\n' +
-  '  1. REDIS_URL=redis://host:6379 npm start   (any Redis 6.2+ you can write to)\n' +
-  '  2. a Redis on 127.0.0.1:6379, e.g. `docker run -p 6379:6379 redis:7` or `brew services start redis`\n' +
-  '  3. `redis-server` on PATH (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis):\n' +
-  '     npm start then runs a private one in a temp directory';
+  '  1. `redis-server` on PATH (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis):\n' +
+  '     npm start then runs a private one in a temp directory\n' +
+  '  2. REDIS_URL=redis://host:6379 npm start   (any Redis 6.2+ you can write to)\n' +
+  '  3. a Redis on 127.0.0.1:6379, e.g. `docker run -p 6379:6379 redis:7` (used with a key prefix of its own)';
 
 async function answersPing(url: string): Promise<boolean> {
   const client = new Redis(url, {
@@ -78,6 +79,8 @@ function freePort(): Promise<number> {
 
 interface RedisChoice {
   url: string;
+  /** A key prefix this session must use (a Redis it was not told to use). */
+  prefix?: string;
   stop: () => Promise<void>;
 }
 
@@ -87,12 +90,16 @@ async function resolveRedis(): Promise<RedisChoice> {
     say(`Redis: REDIS_URL (${env.replace(/\/\/[^@]*@/, '//***@')})`);
     return { url: env, stop: async () => {} };
   }
-  if (await answersPing('redis://127.0.0.1:6379')) {
-    say('Redis: found one on 127.0.0.1:6379');
-    return { url: 'redis://127.0.0.1:6379', stop: async () => {} };
-  }
   const bin = await findOnPath('redis-server');
   if (!bin) {
+    if (await answersPing('redis://127.0.0.1:6379')) {
+      // Someone else's Redis, perhaps: never mix keys with another Baton or app silently.
+      const prefix = process.env['BATON_PREFIX'] ?? `baton-start-${randomBytes(4).toString('hex')}`;
+      say(
+        `Redis: no REDIS_URL and no redis-server on PATH; using the shared Redis on 127.0.0.1:6379 with key prefix "${prefix}" (set REDIS_URL and BATON_PREFIX to choose)`,
+      );
+      return { url: 'redis://127.0.0.1:6379', prefix, stop: async () => {} };
+    }
     process.stderr.write(`${MISSING_REDIS}\n`);
     process.exit(1);
   }
@@ -125,7 +132,7 @@ async function resolveRedis(): Promise<RedisChoice> {
     throw new Error(`the private redis-server (${bin}) did not start on port ${port}`);
   }
   say(
-    `Redis: no REDIS_URL and nothing on 127.0.0.1:6379, so started a private redis-server on port ${port} (data in ${dir}, removed on exit)`,
+    `Redis: no REDIS_URL, so started a private redis-server on port ${port} (data in ${dir}, removed on exit; set REDIS_URL to use another)`,
   );
   return {
     url,
@@ -167,6 +174,7 @@ const generated: string[] = [];
 const env: NodeJS.ProcessEnv = {
   ...process.env,
   REDIS_URL: redis.url,
+  ...(redis.prefix === undefined ? {} : { BATON_PREFIX: redis.prefix }),
   BATON_AGENTS: process.env['BATON_AGENTS'] ?? 'demo',
   LOG_LEVEL: process.env['LOG_LEVEL'] ?? 'warn',
 };
@@ -248,7 +256,7 @@ const lines = [
         `  Admin key (Bull Board):    ${adminKey}   -> ${url}/admin/queues (user: anything, password: the key)`,
       ]
     : []),
-  `  OpenAPI: ${url}/openapi.json   metrics: ${url}/metrics   health: ${url}/readyz`,
+  `  OpenAPI: ${url}/openapi.json   metrics: ${url}/metrics (admin key as bearer)   health: ${url}/readyz`,
   '',
   'Try it (create -> watch events -> approve -> done):',
   `  export BATON=${url} KEY=${key}`,

@@ -188,7 +188,7 @@ describe('API auth matrix and error codes', () => {
     await Promise.all(open);
     // slots are given back when streams close
     await new Promise((r) => setTimeout(r, 100));
-    expect(c.apis[0]!.api.context.sseLimiter.count('tenant-a')).toBe(0);
+    expect(await c.apis[0]!.api.context.sseLimiter.count('tenant-a')).toBe(0);
   });
 
   it('decision errors: payload 422, not suspended / conflict / unknown call 409, run done 409', async () => {

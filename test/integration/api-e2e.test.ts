@@ -256,7 +256,9 @@ describe('API end to end (real Redis, real workers, real HTTP)', () => {
       status: 'ok',
       checks: { redis: 'ok', queues: 'ok' },
     });
-    const metrics = await anon.get<string>('/metrics');
+    expect((await anon.get('/metrics')).status).toBe(401);
+    expect((await api.get('/metrics')).status).toBe(403);
+    const metrics = await api.withKey(KEYS.admin).get<string>('/metrics');
     for (const name of [
       'baton_http_request_duration_seconds',
       'baton_runs{activity="waiting"}',

@@ -14,7 +14,12 @@ import {
   type ApiCluster,
 } from '../support/api-harness.ts';
 import { createHeadlessChat, until } from '../support/ai-chat.ts';
-import { SEED_AGENT, seedAgent } from '../support/protocol-agents.ts';
+import {
+  GATED_SLOW_AGENT,
+  SEED_AGENT,
+  gatedSlowAgent,
+  seedAgent,
+} from '../support/protocol-agents.ts';
 
 /**
  * The AI SDK UI message stream against a live Baton (real Redis, real worker, real HTTP), driven
@@ -101,6 +106,7 @@ describe('AI SDK UI message stream against a live server', () => {
     c = await startApiCluster(inject('redisUrl'), [
       ...createDemoAgents(systemClock),
       seedAgent(systemClock),
+      gatedSlowAgent(systemClock),
     ]);
     base = c.apis[0]!.url;
     api = new ApiClient(base, KEYS.a);
@@ -327,6 +333,56 @@ describe('AI SDK UI message stream against a live server', () => {
           () => c.apis[0]!.api.context.subscriber.activeChannels === 0,
           'subscriptions to close',
         );
+      },
+      TIMEOUT,
+    );
+
+    it(
+      'resumeStream during a continuation (after an approval) rebuilds the whole assistant message',
+      async () => {
+        const id = chatId('resume-continuation');
+        const transport = (): never =>
+          new client.DefaultChatTransport({
+            api: chatUrl(),
+            headers,
+            body: { agent: GATED_SLOW_AGENT },
+          }) as never;
+        const page = createHeadlessChat(client.AbstractChat, { id, transport: transport() });
+        await page.sendMessage({ text: 'deploy it' });
+        const asked = partOf(page.lastMessage as Message, 'slow_deploy');
+        expect(asked['state']).toBe('approval-requested');
+        const runId = page.lastMessage!.id;
+        await page.addToolApprovalResponse({
+          id: (asked['approval'] as { id: string }).id,
+          approved: true,
+        });
+        // What the page stored before the reload: the approval answered, the turn not streamed.
+        const stored = structuredClone(page.messages);
+        const continuation = page.sendMessage();
+        await expect
+          .poll(async () => (await api.get<{ status: string }>(`/v1/runs/${runId}`)).body.status, {
+            timeout: 5_000,
+          })
+          .toBe('running');
+
+        // The reloaded page resumes while the approved tool still runs.
+        const reloaded = createHeadlessChat(
+          client.AbstractChat,
+          { id, transport: transport() },
+          stored,
+        );
+        await reloaded.resumeStream();
+        expect(reloaded.error).toBeUndefined();
+        const rebuilt = reloaded.lastMessage as Message;
+        expect(rebuilt.id).toBe(runId);
+        expect(partOf(rebuilt, 'slow_deploy')).toMatchObject({
+          state: 'output-available',
+          output: { target: 'x', deployed: true },
+        });
+        expect(texts(rebuilt)).toEqual(['Deploying slowly.', 'Deployed.']);
+        expect(reloaded.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
+        await continuation;
+        expect(page.error).toBeUndefined();
       },
       TIMEOUT,
     );

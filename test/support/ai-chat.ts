@@ -37,10 +37,12 @@ export type HeadlessChat = AbstractChat7<UIMessage>;
 export function createHeadlessChat(
   AbstractChat: unknown,
   init: Omit<ChatInit<UIMessage>, 'messages'>,
+  /** Messages the page restored (e.g. after a reload), as useChat's initial messages. */
+  messages: UIMessage[] = [],
 ): HeadlessChat {
   const Base = AbstractChat as ChatClass;
   class HeadlessChatImpl extends Base {}
-  return new HeadlessChatImpl({ ...init, state: new MemoryState() });
+  return new HeadlessChatImpl({ ...init, state: new MemoryState(messages) });
 }
 
 /** Polls until `check` holds (bounded). */

@@ -52,3 +52,36 @@ export function seedAgent(clock: Clock): AgentDefinition {
     stopConditions: [{ type: 'max_rounds', rounds: 4 }],
   };
 }
+
+/** Name of the agent whose approved tool then runs for a while (a slow continuation). */
+export const GATED_SLOW_AGENT = 'gated-slow';
+export const GATED_SLOW_MS = 1_500;
+
+/** One approval-gated tool that runs ~1.5 s once approved, then a closing text. */
+export function gatedSlowAgent(clock: Clock): AgentDefinition {
+  const slowDeploy = defineTool({
+    name: 'slow_deploy',
+    description: 'Deploys slowly, after an approval',
+    inputSchema: z.object({ target: z.string() }),
+    approval: { message: (args) => `Deploy ${JSON.stringify(args['target'])}?` },
+    execute: async ({ target }, ctx) => {
+      await clock.sleep(GATED_SLOW_MS, ctx.signal);
+      return toolResult.success({ target, deployed: true });
+    },
+  });
+  return {
+    name: GATED_SLOW_AGENT,
+    description: 'An approval, then a slow tool: the continuation streams for a while',
+    model: new ScriptedModel((request) =>
+      request.messages.at(-1)?.role === 'user'
+        ? {
+            text: 'Deploying slowly.',
+            toolCalls: [{ name: 'slow_deploy', arguments: { target: 'x' } }],
+          }
+        : { text: 'Deployed.' },
+    ),
+    tools: [slowDeploy],
+    executionMode: 'sequential',
+    stopConditions: [{ type: 'max_rounds', rounds: 4 }],
+  };
+}

@@ -2,16 +2,19 @@ import { BatonRuntime, RunEventSubscriber } from '@baton/worker';
 import type { Clock } from '@baton/core';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { BULL_BOARD_PATH, bullBoardRouter } from './admin.ts';
+import { BULL_BOARD_PATH, bullBoardGuard, bullBoardRouter } from './admin.ts';
+import { jsonBody } from './body.ts';
+import { corsMiddleware, parseCorsOrigins } from './cors.ts';
 import { KeyStore, authenticate, requireAdmin } from './auth.ts';
 import { splitEntries, tenantKeyEntries, type ApiConfig } from './config.ts';
 import type { ApiContext } from './context.ts';
 import { errorMiddleware, notFoundHandler } from './errors.ts';
 import { IdempotencyStore } from './idempotency.ts';
-import { SseConnectionLimiter, rateLimit } from './limits.ts';
+import { AuthFailureLimiter, SseConnectionLimiter, rateLimit } from './limits.ts';
 import { protocolPlugins } from './adapters/plugins.ts';
 import { createApiLogger, httpLogger } from './logger.ts';
 import { ApiMetrics, EventMetricsObserver } from './metrics.ts';
+import { metricsAuth } from './metrics-auth.ts';
 import { agentsRouter } from './routes/agents.ts';
 import { eventsRouter } from './routes/events.ts';
 import { opsRouter } from './routes/ops.ts';
@@ -48,16 +51,27 @@ export interface ApiApp {
   close(): Promise<void>;
 }
 
+/** TRUST_PROXY as express reads it: a boolean, a hop count, or subnets/addresses. */
+function trustProxy(value: string): boolean | number | string {
+  if (value === 'true' || value === 'false') return value === 'true';
+  return /^\d+$/.test(value) ? Number(value) : value;
+}
+
 /** Builds the express app from injected dependencies. */
 export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   const { config } = opts;
   const logger = opts.logger ?? createApiLogger(config.LOG_LEVEL);
   const ownsRuntime = opts.runtime === undefined;
   const runtime = opts.runtime ?? new BatonRuntime(config, logger, opts.clock, 'api');
-  const keys = opts.keys ?? new KeyStore(tenantKeyEntries(config), splitEntries(config.ADMIN_KEYS));
+  const tenantEntries = opts.keys === undefined ? tenantKeyEntries(config) : [];
+  const keys = opts.keys ?? new KeyStore(tenantEntries, splitEntries(config.ADMIN_KEYS));
   if (keys.size === 0)
     logger.warn(
       'no API keys configured (API_KEYS / API_KEYS_FILE / ADMIN_KEYS): every /v1 request will be refused',
+    );
+  else if (opts.keys === undefined && tenantEntries.length === 0)
+    logger.warn(
+      'no tenant API keys configured (API_KEYS / API_KEYS_FILE): only admin keys can call /v1',
     );
   // Requests fail fast while Redis is away (503); at start-up give it a moment to connect first,
   // and refuse to start in strict durability mode against a Redis that cannot keep the promise.
@@ -82,7 +96,12 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     keys,
     metrics,
     subscriber,
-    sseLimiter: new SseConnectionLimiter(config.SSE_MAX_PER_TENANT),
+    sseLimiter: new SseConnectionLimiter(
+      runtime.redis,
+      runtime.keys.prefix,
+      config.SSE_MAX_PER_TENANT,
+      config.SSE_LEASE_MS,
+    ),
     idempotency: new IdempotencyStore(
       runtime.redis,
       runtime.keys.prefix,
@@ -94,17 +113,34 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  if (config.TRUST_PROXY !== '') app.set('trust proxy', trustProxy(config.TRUST_PROXY));
   app.use(httpLogger(logger));
   app.use(metrics.middleware());
+  const corsHandler = corsMiddleware(parseCorsOrigins(config.CORS_ORIGINS));
+  if (corsHandler) app.use(corsHandler);
+  app.use(
+    '/metrics',
+    metricsAuth({ keys, metricsKey: config.METRICS_KEY, public: config.METRICS_PUBLIC }),
+  );
   app.use(opsRouter(context));
 
-  const auth = authenticate(keys);
-  app.use(BULL_BOARD_PATH, auth, requireAdmin, bullBoardRouter(runtime.queues, BULL_BOARD_PATH));
+  const auth = authenticate(
+    keys,
+    new AuthFailureLimiter(runtime.redis, runtime.keys.prefix, config.AUTH_FAILURES_PER_MINUTE),
+  );
+  app.use(
+    BULL_BOARD_PATH,
+    auth,
+    requireAdmin,
+    jsonBody(config.BODY_LIMIT_BYTES),
+    bullBoardGuard(runtime.queues),
+    bullBoardRouter(runtime.queues, BULL_BOARD_PATH),
+  );
 
   const api: RequestHandler[] = [
     auth,
-    rateLimit(config.RATE_LIMIT_PER_MINUTE),
-    express.json({ limit: config.BODY_LIMIT_BYTES, strict: true }),
+    rateLimit(runtime.redis, runtime.keys.prefix, config.RATE_LIMIT_PER_MINUTE),
+    jsonBody(config.BODY_LIMIT_BYTES),
   ];
   // Plugins first: one under /v1 (e.g. /v1/ai-sdk) must not pass through /v1's auth and rate
   // limit a second time.
@@ -127,6 +163,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
       if (closed) return;
       closed = true;
       for (const finish of [...context.streams]) finish();
+      context.sseLimiter.close();
       await subscriber.close().catch(() => undefined);
       await observer?.close();
       if (ownsRuntime) await runtime.close();

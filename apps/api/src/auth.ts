@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { BatonError } from '@baton/core';
 import type { Request, RequestHandler } from 'express';
+import { ConfigError } from './config.ts';
 
 /** Who is calling: every request is made on behalf of exactly one tenant. */
 export interface Principal {
@@ -40,18 +41,20 @@ export class KeyStore {
     const i = entry.indexOf(':');
     const what = admin ? 'ADMIN_KEYS' : 'API_KEYS';
     if (i <= 0 || i === entry.length - 1)
-      throw new Error(
+      throw new ConfigError(
         `${what}: an entry must look like name:key or name:sha256:<hex> (got one without a name or key)`,
       );
     const tenantId = entry.slice(0, i);
     const secret = entry.slice(i + 1);
     if (!TENANT_RE.test(tenantId))
-      throw new Error(
+      throw new ConfigError(
         `${what}: tenant "${tenantId}" may only contain letters, digits, ".", "_" and "-"`,
       );
     const hashed = HASHED_RE.exec(secret);
     if (!hashed && secret.length < 8)
-      throw new Error(`${what}: the key of tenant "${tenantId}" is shorter than 8 characters`);
+      throw new ConfigError(
+        `${what}: the key of tenant "${tenantId}" is shorter than 8 characters; use a longer random key`,
+      );
     const hex = hashed ? hashed[1]!.toLowerCase() : hashKey(secret);
     this.entries.push({ hash: Buffer.from(hex, 'hex'), principal: { tenantId, admin } });
   }
@@ -92,9 +95,20 @@ declare module 'express-serve-static-core' {
   }
 }
 
-/** 401 without a valid key; sets req.principal. */
-export function authenticate(keys: KeyStore): RequestHandler {
-  return (req, _res, next) => {
+/** What authenticate needs of a failed-authentication limit (limits.ts: AuthFailureLimiter). */
+export interface AuthFailureLimit {
+  check(ip: string): Promise<void>;
+  failed(ip: string): Promise<Error | null>;
+}
+
+/**
+ * 401 without a valid key; sets req.principal. With a limit, an address that failed too often
+ * gets 429 before its key is checked.
+ */
+export function authenticate(keys: KeyStore, limit?: AuthFailureLimit): RequestHandler {
+  return async (req, _res, next) => {
+    const ip = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+    await limit?.check(ip);
     const key = presentedKey(req);
     if (key === null) {
       next(
@@ -107,7 +121,8 @@ export function authenticate(keys: KeyStore): RequestHandler {
     }
     const principal = keys.verify(key);
     if (!principal) {
-      next(new BatonError('unauthorized', 'invalid API key'));
+      const limited = await limit?.failed(ip);
+      next(limited ?? new BatonError('unauthorized', 'invalid API key'));
       return;
     }
     req.principal = principal;

@@ -35,11 +35,29 @@ export const ApiConfigSchema = z.object({
     .min(1)
     .max(MAX_DECISIONS_PER_REQUEST)
     .default(MAX_DECISIONS_PER_REQUEST),
-  /** Concurrent SSE streams per tenant on one API instance. */
+  /** Concurrent SSE streams per tenant, across all API instances. */
   SSE_MAX_PER_TENANT: z.coerce.number().int().min(1).default(100),
+  /** How long a stream's lease outlives its API instance (refreshed every third of it). */
+  SSE_LEASE_MS: z.coerce.number().int().min(300).default(30_000),
   SSE_HEARTBEAT_MS: z.coerce.number().int().min(50).default(15_000),
-  /** Requests per tenant per minute on one API instance (0 = unlimited). */
+  /** Requests per tenant per minute, across all API instances (0 = unlimited). */
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(0),
+  /** Failed authentications per client IP per minute before it gets 429 (0 = unlimited). */
+  AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(0).default(30),
+  /** express 'trust proxy': '' (client IP = socket), 'true', a hop count or a list of subnets. */
+  TRUST_PROXY: z.string().default(''),
+  /** Bearer key for /metrics (admin keys work too); unset: admin keys only. */
+  METRICS_KEY: z.string().min(16, 'use at least 16 random characters').optional(),
+  /** Serve /metrics without any key (a scraper on a private network). */
+  METRICS_PUBLIC: bool.default(false),
+  /** Browser origins allowed to call the API: '' (none), '*' or a comma-separated list. */
+  CORS_ORIGINS: z.string().default(''),
+  /** Time to receive a whole request (headers and body); slower clients get 408 and are cut. */
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /** Time to receive the request headers (at most REQUEST_TIMEOUT_MS). */
+  HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /** How long an idle keep-alive connection stays open; above typical proxy idle timeouts. */
+  KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(65_000),
   IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().min(1).default(86_400),
   /** Observe every run's events (pub/sub pattern) for step/tool duration and lag metrics. */
   EVENT_METRICS: bool.default(true),
@@ -52,18 +70,46 @@ export const ApiConfigSchema = z.object({
 });
 export type ApiConfig = z.infer<typeof ApiConfigSchema>;
 
+/**
+ * An operator mistake in the environment: main.ts prints its message as one line and exits 1,
+ * without a stack trace (the message names the variable and the fix).
+ */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Names that may hold secrets: their values are never echoed in an error. */
+const SECRET_VARIABLES = /KEY|SECRET|PASSWORD|TOKEN|REDIS_URL/;
+
 export function loadApiConfig(env: Record<string, string | undefined> = process.env): ApiConfig {
   const parsed = ApiConfigSchema.safeParse(env);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-    throw new Error(`invalid API configuration: ${problems}`);
+    const problems = parsed.error.issues.map((i) => {
+      const variable = i.path.join('.');
+      const value = env[variable];
+      const shown =
+        value === undefined || SECRET_VARIABLES.test(variable) ? '' : `=${JSON.stringify(value)}`;
+      return `${variable}${shown}: ${i.message}`;
+    });
+    throw new ConfigError(
+      `invalid configuration: ${problems.join('; ')}; fix the variable or unset it to use its default (see the README's configuration table)`,
+    );
   }
   return parsed.data;
 }
 
 /** Every tenant key entry from API_KEYS and API_KEYS_FILE. */
 export function tenantKeyEntries(config: Pick<ApiConfig, 'API_KEYS' | 'API_KEYS_FILE'>): string[] {
-  const fromFile = config.API_KEYS_FILE ? readFileSync(config.API_KEYS_FILE, 'utf8') : '';
+  let fromFile = '';
+  if (config.API_KEYS_FILE) {
+    try {
+      fromFile = readFileSync(config.API_KEYS_FILE, 'utf8');
+    } catch (error) {
+      throw new ConfigError(
+        `API_KEYS_FILE: cannot read ${config.API_KEYS_FILE} (${(error as NodeJS.ErrnoException).code ?? 'error'}); point it at a readable file or unset it`,
+      );
+    }
+  }
   return [...splitEntries(config.API_KEYS), ...splitEntries(fromFile)];
 }
 

@@ -36,6 +36,7 @@ describe('error mapping', () => {
     ['idempotency_conflict', 409],
     ['call_unknown', 409],
     ['payload_too_large', 413],
+    ['unsupported_media_type', 415],
     ['payload_invalid', 422],
     ['unknown_agent', 422],
     ['rate_limited', 429],
@@ -64,6 +65,33 @@ describe('error mapping', () => {
     expect(toBatonError(Object.assign(new Error('x'), { code: 'invalid_cursor' })).code).toBe(
       'bad_request',
     );
+  });
+
+  it('keeps the 4xx that express, body-parser and http-errors attach; never a 500 for them', () => {
+    const status = (props: object, message = 'x', base: Error = new Error(message)) =>
+      statusFor(toBatonError(Object.assign(base, props)).code);
+    // express' router: a malformed %-escape in a path parameter
+    const uri = toBatonError(
+      Object.assign(new URIError("Failed to decode param '%ZZ'"), { status: 400 }),
+    );
+    expect(uri.code).toBe('bad_request');
+    expect(uri.message).toMatch(/%-escape/);
+    // body-parser: a body that is not what its Content-Encoding says
+    const zlib = toBatonError(
+      Object.assign(new Error('incorrect header check'), { status: 400, code: 'Z_DATA_ERROR' }),
+    );
+    expect(zlib.code).toBe('bad_request');
+    expect(zlib.message).toMatch(/Content-Encoding/);
+    expect(status({ status: 415 })).toBe(415);
+    expect(status({ statusCode: 413 })).toBe(413);
+    expect(status({ status: 404 })).toBe(404);
+    expect(status({ status: 403 })).toBe(403);
+    expect(status({ status: 401 })).toBe(401);
+    expect(status({ status: 429 })).toBe(429);
+    expect(status({ status: 405 })).toBe(400);
+    // a 5xx or no status stays internal
+    expect(status({ status: 503 })).toBe(500);
+    expect(status({})).toBe(500);
   });
 
   it('names the path of every zod issue, including unknown fields', () => {

@@ -25,6 +25,7 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   decision_conflict: 409,
   illegal_transition: 409,
   payload_too_large: 413,
+  unsupported_media_type: 415,
   unknown_agent: 422,
   payload_invalid: 422,
   rate_limited: 429,
@@ -95,6 +96,7 @@ export function validationError(error: ZodError, where = 'body'): BatonError {
 interface BodyParserError extends Error {
   type?: string;
   status?: number;
+  statusCode?: number;
   limit?: number;
 }
 
@@ -105,6 +107,46 @@ export class UnavailableError extends BatonError {
     message = 'the store is unavailable right now (Redis is unreachable); retry shortly',
   ) {
     super('unavailable', message);
+  }
+}
+
+/** The 4xx an error from express, body-parser or http-errors already carries, if any. */
+function clientStatusOf(err: BodyParserError): number | undefined {
+  const status = err.status ?? err.statusCode;
+  return typeof status === 'number' && status >= 400 && status < 500 ? status : undefined;
+}
+
+/** A 4xx from a library keeps its meaning: never an 'internal' 500 for the client's mistake. */
+function fromClientStatus(err: BodyParserError, status: number): BatonError {
+  if (err instanceof URIError || /decode param/i.test(err.message))
+    return new BatonError(
+      'bad_request',
+      'the URL contains a malformed %-escape; percent-encode ids with encodeURIComponent',
+    );
+  const code = (err as { code?: unknown }).code;
+  if ((typeof code === 'string' && code.startsWith('Z_')) || /decompression/i.test(err.message))
+    return new BatonError(
+      'bad_request',
+      'the request body does not match its Content-Encoding; send it uncompressed or really compressed',
+    );
+  switch (status) {
+    case 401:
+      return new BatonError('unauthorized', 'missing or invalid API key');
+    case 403:
+      return new BatonError('forbidden', 'this request is not allowed');
+    case 404:
+      return new BatonError('not_found', 'not found; see /openapi.json');
+    case 413:
+      return new BatonError('payload_too_large', 'request is too large');
+    case 415:
+      return new BatonError(
+        'unsupported_media_type',
+        `unsupported media type (${err.message.slice(0, 200)})`,
+      );
+    case 429:
+      return new RateLimitedError('too many requests; retry later', 1);
+    default:
+      return new BatonError('bad_request', `bad request (${err.message.slice(0, 200)})`);
   }
 }
 
@@ -130,8 +172,12 @@ export function toBatonError(err: unknown): BatonError {
           { limitBytes: e.limit },
         );
       case 'encoding.unsupported':
+        return new BatonError(
+          'unsupported_media_type',
+          `${e.message}; send the body uncompressed, or gzip, deflate or br`,
+        );
       case 'charset.unsupported':
-        return new BatonError('bad_request', `${e.message}; send UTF-8 JSON`);
+        return new BatonError('unsupported_media_type', `${e.message}; send UTF-8 JSON`);
       case 'request.aborted':
         return new BatonError('bad_request', 'request was aborted by the client');
       default:
@@ -143,6 +189,8 @@ export function toBatonError(err: unknown): BatonError {
         'bad_request',
         'cursor is invalid; pass the nextCursor of a previous page unchanged',
       );
+    const status = clientStatusOf(e);
+    if (status !== undefined) return fromClientStatus(e, status);
   }
   return new BatonError('internal', 'internal error');
 }
@@ -172,6 +220,9 @@ export function errorMiddleware(logger: Logger): ErrorRequestHandler {
       res.setHeader('Retry-After', String(baton.retryAfterSeconds));
     if (baton.code === 'unauthorized' && req.originalUrl.startsWith('/admin'))
       res.setHeader('WWW-Authenticate', 'Basic realm="baton-admin", charset="UTF-8"');
+    // A refused request whose body was never read: answer and hang up rather than keep reading
+    // what may be a slow trickle (401s and 429s come before the body parser).
+    if (!req.complete) res.setHeader('Connection', 'close');
     res.status(status).json(errorBody(baton));
   };
 }

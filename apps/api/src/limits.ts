@@ -1,67 +1,188 @@
+import { randomUUID } from 'node:crypto';
+import { keyPart } from '@baton/worker';
 import type { RequestHandler } from 'express';
+import type { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { RateLimitedError } from './errors.ts';
 
-/** Concurrent SSE streams per tenant on this instance; over the limit is a 429 with Retry-After. */
-export class SseConnectionLimiter {
-  private readonly max: number;
-  private readonly open = new Map<string, number>();
+/**
+ * Limits shared by every API instance through Redis, so N instances still allow one limit:
+ * requests per tenant per minute and failed authentications per client IP (rate-limiter-flexible,
+ * fixed one-minute windows), and open SSE streams per tenant (leases, below).
+ */
 
-  constructor(max: number) {
-    this.max = max;
-  }
+function isLimited(error: unknown): error is RateLimiterRes {
+  return error instanceof RateLimiterRes;
+}
 
-  count(tenantId: string): number {
-    return this.open.get(tenantId) ?? 0;
-  }
+function minuteLimiter(redis: Redis, keyPrefix: string, points: number): RateLimiterRedis {
+  return new RateLimiterRedis({
+    storeClient: redis,
+    keyPrefix,
+    points,
+    duration: 60,
+    // Redis down: each instance keeps limiting on its own rather than failing every request.
+    insuranceLimiter: new RateLimiterMemory({ keyPrefix, points, duration: 60 }),
+  });
+}
 
-  /** Takes a slot or throws 429; the returned function gives it back (idempotent). */
-  acquire(tenantId: string): () => void {
-    const current = this.count(tenantId);
-    if (current >= this.max)
+/** Requests per tenant per minute across all instances (0 = unlimited). */
+export function rateLimit(redis: Redis, prefix: string, limitPerMinute: number): RequestHandler {
+  const limiter =
+    limitPerMinute > 0 ? minuteLimiter(redis, `${prefix}:rl:tenant`, limitPerMinute) : null;
+  return async (req, _res, next) => {
+    const tenant = req.principal?.tenantId;
+    if (limiter === null || tenant === undefined) {
+      next();
+      return;
+    }
+    try {
+      await limiter.consume(keyPart(tenant));
+    } catch (error) {
+      if (!isLimited(error)) throw error;
       throw new RateLimitedError(
-        `tenant ${tenantId} already has ${current} open event streams (limit ${this.max}); close one or retry later`,
+        `rate limit of ${limitPerMinute} requests per minute exceeded`,
+        error.msBeforeNext / 1000,
+        { limitPerMinute },
+      );
+    }
+    next();
+  };
+}
+
+/**
+ * Failed authentications per client IP across all instances. An IP over the limit gets 429
+ * before its key is even checked, so keys cannot be guessed at any speed.
+ */
+export class AuthFailureLimiter {
+  private readonly limiter: RateLimiterRedis;
+  readonly perMinute: number;
+
+  constructor(redis: Redis, prefix: string, limitPerMinute: number) {
+    this.perMinute = limitPerMinute;
+    this.limiter = minuteLimiter(redis, `${prefix}:rl:authfail`, Math.max(1, limitPerMinute));
+  }
+
+  private refusal(msBeforeNext: number): RateLimitedError {
+    return new RateLimitedError(
+      `too many failed authentications from this address (limit ${this.perMinute} per minute); check the API key and retry later`,
+      msBeforeNext / 1000,
+      { limitPerMinute: this.perMinute },
+    );
+  }
+
+  /** Throws 429 when the address is already over the limit. */
+  async check(ip: string): Promise<void> {
+    if (this.perMinute <= 0) return;
+    const state = await this.limiter.get(keyPart(ip));
+    if (state !== null && state.consumedPoints >= this.perMinute)
+      throw this.refusal(state.msBeforeNext);
+  }
+
+  /** Counts one failure; the failure that crosses the limit is already answered 429. */
+  async failed(ip: string): Promise<RateLimitedError | null> {
+    if (this.perMinute <= 0) return null;
+    try {
+      const state = await this.limiter.penalty(keyPart(ip), 1);
+      return state.consumedPoints > this.perMinute ? this.refusal(state.msBeforeNext) : null;
+    } catch (error) {
+      if (isLimited(error)) return this.refusal(error.msBeforeNext);
+      throw error;
+    }
+  }
+}
+
+// Leases live in a ZSET per tenant: member = stream id, score = expiry (Redis server time, ms).
+// Acquire drops expired leases first, so the streams of a crashed instance stop counting once
+// their lease runs out; live instances refresh theirs on every heartbeat.
+const ACQUIRE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local n = redis.call('ZCARD', KEYS[1])
+if n >= tonumber(ARGV[3]) then return n end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return -1
+`;
+const REFRESH = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[i]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1
+`;
+const COUNT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+return redis.call('ZCARD', KEYS[1])
+`;
+
+/** Concurrent SSE streams per tenant across all API instances; over the limit is a 429. */
+export class SseConnectionLimiter {
+  private readonly redis: Redis;
+  private readonly prefix: string;
+  private readonly max: number;
+  private readonly leaseMs: number;
+  /** This instance's open leases: tenant -> stream ids. */
+  private readonly open = new Map<string, Set<string>>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(redis: Redis, prefix: string, max: number, leaseMs = 30_000) {
+    this.redis = redis;
+    this.prefix = prefix;
+    this.max = max;
+    this.leaseMs = leaseMs;
+    this.timer = setInterval(() => void this.refresh().catch(() => undefined), leaseMs / 3);
+    this.timer.unref();
+  }
+
+  private key(tenantId: string): string {
+    return `${this.prefix}:{sse:${keyPart(tenantId)}}:leases`;
+  }
+
+  /** Open streams of the tenant on all instances (live leases). */
+  async count(tenantId: string): Promise<number> {
+    return Number(await this.redis.eval(COUNT, 1, this.key(tenantId)));
+  }
+
+  /** Takes a lease or throws 429; the returned function gives it back (idempotent). */
+  async acquire(tenantId: string): Promise<() => void> {
+    const id = randomUUID();
+    const result = Number(
+      await this.redis.eval(ACQUIRE, 1, this.key(tenantId), this.leaseMs, id, this.max),
+    );
+    if (result >= 0)
+      throw new RateLimitedError(
+        `tenant ${tenantId} already has ${result} open event streams (limit ${this.max}); close one or retry later`,
         5,
         { limit: this.max },
       );
-    this.open.set(tenantId, current + 1);
+    let ids = this.open.get(tenantId);
+    if (!ids) this.open.set(tenantId, (ids = new Set()));
+    ids.add(id);
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      const n = this.count(tenantId) - 1;
-      if (n <= 0) this.open.delete(tenantId);
-      else this.open.set(tenantId, n);
+      ids.delete(id);
+      if (ids.size === 0 && this.open.get(tenantId) === ids) this.open.delete(tenantId);
+      void this.redis.zrem(this.key(tenantId), id).catch(() => undefined);
     };
   }
-}
 
-/** Fixed one-minute window of requests per tenant on this instance (0 = unlimited). */
-export function rateLimit(perMinute: number, now: () => number = Date.now): RequestHandler {
-  const windows = new Map<string, { start: number; count: number }>();
-  return (req, _res, next) => {
-    const tenant = req.principal?.tenantId;
-    if (perMinute <= 0 || tenant === undefined) {
-      next();
-      return;
-    }
-    const t = now();
-    let w = windows.get(tenant);
-    if (!w || t - w.start >= 60_000) {
-      if (windows.size > 10_000) windows.clear();
-      w = { start: t, count: 0 };
-      windows.set(tenant, w);
-    }
-    w.count += 1;
-    if (w.count > perMinute) {
-      next(
-        new RateLimitedError(
-          `rate limit of ${perMinute} requests per minute exceeded`,
-          (w.start + 60_000 - t) / 1000,
-          { limitPerMinute: perMinute },
-        ),
-      );
-      return;
-    }
-    next();
-  };
+  /** Extends every lease this instance holds (the heartbeat; public for tests). */
+  async refresh(): Promise<void> {
+    await Promise.all(
+      [...this.open].map(([tenantId, ids]) =>
+        this.redis.eval(REFRESH, 1, this.key(tenantId), this.leaseMs, ...ids),
+      ),
+    );
+  }
+
+  /** Stops refreshing (the instance's leases expire unless released). */
+  close(): void {
+    clearInterval(this.timer);
+  }
 }

@@ -32,8 +32,16 @@ export function httpLogger(logger: Logger): HttpLogger {
       res.setHeader('X-Request-Id', id);
       return id;
     },
-    customLogLevel: (_req, res, err) =>
-      err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
+    // A client's mistake is routine: info, and one short line (method, url, status, code).
+    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
+    serializers: {
+      req: (req: { id?: unknown; method?: string; url?: string }) => ({
+        id: req.id,
+        method: req.method,
+        url: typeof req.url === 'string' ? req.url.slice(0, 200) : req.url,
+      }),
+      res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),
+    },
     autoLogging: {
       ignore: (req) => req.url === '/healthz' || req.url === '/readyz' || req.url === '/metrics',
     },

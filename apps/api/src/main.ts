@@ -4,14 +4,32 @@
  */
 import { exitOnSignals, safeUrl } from '@baton/worker';
 import { protocolPlugins } from './adapters/plugins.ts';
-import { loadApiConfig } from './config.ts';
+import { loadApiConfig, type ApiConfig } from './config.ts';
 import { createApiLogger } from './logger.ts';
-import { startApi } from './server.ts';
+import { startApi, type RunningApi } from './server.ts';
+import { operatorMessage } from './startup.ts';
 
-const config = loadApiConfig();
+function exitWith(err: unknown, listen: { host: string; port: number }): never {
+  const message = operatorMessage(err, listen);
+  if (message === null) throw err;
+  process.stderr.write(`baton-api: ${message}\n`);
+  process.exit(1);
+}
+
+let config: ApiConfig;
+try {
+  config = loadApiConfig();
+} catch (error) {
+  exitWith(error, { host: process.env['HOST'] ?? '', port: Number(process.env['PORT']) });
+}
 const logger = createApiLogger(config.LOG_LEVEL);
-// Front-end protocols (AI SDK UI message stream, AG-UI); the same set createApp defaults to.
-const api = await startApi({ config, logger, plugins: protocolPlugins() });
+let api: RunningApi;
+try {
+  // Front-end protocols (AI SDK UI message stream, AG-UI); the same set createApp defaults to.
+  api = await startApi({ config, logger, plugins: protocolPlugins() });
+} catch (error) {
+  exitWith(error, { host: config.HOST, port: config.PORT });
+}
 const publicUrl = config.PUBLIC_URL ?? api.url;
 logger.info(
   { url: publicUrl, redis: safeUrl(config.REDIS_URL), prefix: config.BATON_PREFIX },

@@ -424,7 +424,8 @@ export function buildOpenApiDocument(): Json {
         get: {
           tags: ['ops'],
           operationId: 'metrics',
-          security: [],
+          description:
+            'Needs METRICS_KEY or an admin key as a bearer token, unless METRICS_PUBLIC=true',
           responses: {
             '200': {
               description: 'Prometheus text format',

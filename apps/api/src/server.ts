@@ -19,20 +19,37 @@ export interface RunningApi {
 /** Builds the app and listens; close() ends streams, stops the server and releases Redis. */
 export async function startApi(opts: StartApiOptions): Promise<RunningApi> {
   const api = await createApp(opts);
-  const server = createServer(api.app);
-  // Idle keep-alive sockets must outlive typical proxy timeouts; SSE streams send heartbeats.
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  server.requestTimeout = 0;
+  const { REQUEST_TIMEOUT_MS, HEADERS_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS } = opts.config;
+  // requestTimeout bounds receiving the request only: SSE responses may last as long as they
+  // like (heartbeats keep them alive), a client trickling its body may not.
+  const server = createServer(
+    {
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      headersTimeout: Math.min(HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS),
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      // Node checks the two timeouts above on this period (30 s by default).
+      connectionsCheckingInterval: Math.max(
+        50,
+        Math.min(HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS) / 4,
+      ),
+    },
+    api.app,
+  );
   const host = opts.host ?? opts.config.HOST;
   const port = opts.port ?? opts.config.PORT;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (error) {
+    // e.g. EADDRINUSE: release Redis so the caller can report and exit (or retry) cleanly.
+    await api.close();
+    throw error;
+  }
   const address = server.address() as AddressInfo;
   const shownHost =
     host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host;

@@ -1,5 +1,10 @@
 import type { JsonValue, StopCondition } from '@baton/protocol';
-import { StopConditionSchema, StopConditionsSchema } from '@baton/protocol';
+import {
+  MAX_CONTENT_MATCH_TEXT,
+  MAX_CONTENT_PATTERN_LENGTH,
+  StopConditionSchema,
+  StopConditionsSchema,
+} from '@baton/protocol';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -107,6 +112,21 @@ describe('evaluateStopConditions: boundaries', () => {
       fires({ type: 'content_match', pattern: 'a.b', flags: 's' }, { text: 'a\nb' }),
     ).not.toBeNull();
     expect(fires({ type: 'content_match', pattern: 'x' }, { text: '' })).toBeNull();
+  });
+
+  it('content_match runs in linear time: a pattern that backtracks exponentially in JS returns at once', () => {
+    const c: StopCondition = { type: 'content_match', pattern: '^(?:.|.){40}Q' };
+    expect(fires(c, { text: 'a'.repeat(60) })).toBeNull();
+    expect(
+      fires({ type: 'content_match', pattern: '(a|aa)+$b' }, { text: 'a'.repeat(5_000) }),
+    ).toBeNull();
+  });
+
+  it('content_match sees only the last MAX_CONTENT_MATCH_TEXT characters of the text', () => {
+    const c: StopCondition = { type: 'content_match', pattern: 'Q' };
+    const filler = 'a'.repeat(MAX_CONTENT_MATCH_TEXT);
+    expect(fires(c, { text: `Q${filler}` })).toBeNull();
+    expect(fires(c, { text: `${filler}Q` })).not.toBeNull();
   });
 
   it('loop_detection counts identical signatures inside the window (threshold defaults to 2)', () => {
@@ -250,6 +270,7 @@ describe('StopConditionSchema', () => {
     ['bad flag', { type: 'content_match', pattern: 'x', flags: 'g' }],
     ['unknown extra field', { type: 'max_rounds', rounds: 3, extra: true }],
     ['window below 2', { type: 'loop_detection', window: 1 }],
+    ['window above 1000 (memory and CPU per step)', { type: 'loop_detection', window: 1_000_001 }],
     ['threshold below 2', { type: 'loop_detection', window: 3, threshold: 1 }],
     ['empty tool name', { type: 'stop_on_tool', toolName: '' }],
     ['missing field', { type: 'token_budget' }],
@@ -260,9 +281,19 @@ describe('StopConditionSchema', () => {
   it('names the regex problem', () => {
     const parsed = StopConditionSchema.safeParse({ type: 'content_match', pattern: '[' });
     expect(parsed.success).toBe(false);
-    expect(parsed.error?.issues.map((i) => i.message)).toContain(
-      'pattern is not a valid regular expression',
-    );
+    expect(parsed.error?.issues[0]?.message).toMatch(/not a valid RE2 regular expression/);
+    expect(parsed.error?.issues[0]?.path).toEqual(['pattern']);
+  });
+
+  it.each<[string, string, RegExp]>([
+    ['lookahead', '(?=a)b', /lookaround are not supported/],
+    ['backreference', '(a)\\1', /not a valid RE2/],
+    ['too long', 'a'.repeat(MAX_CONTENT_PATTERN_LENGTH + 1), /the limit is 512/],
+    ['too large a program', '(?:a?){900}a{900}', /instructions \(limit 2000\)/],
+  ])('refuses a %s pattern with a message that says why', (_label, pattern, message) => {
+    const parsed = StopConditionSchema.safeParse({ type: 'content_match', pattern });
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues[0]?.message).toMatch(message);
   });
 
   it('caps the list at 20 conditions', () => {

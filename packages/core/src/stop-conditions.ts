@@ -1,4 +1,5 @@
 import type { Checkpoint, JsonValue, StopCondition, TerminationReason } from '@baton/protocol';
+import { compileContentPattern, contentMatches } from '@baton/protocol';
 
 /** Canonical signature of a tool call: name plus arguments with object keys sorted. */
 export function toolCallSignature(name: string, args: JsonValue): string {
@@ -73,10 +74,14 @@ function evaluateOne(
       return cp.counters.lastStepTools.includes(condition.toolName)
         ? `tool ${condition.toolName} was called`
         : null;
-    case 'content_match':
-      return new RegExp(condition.pattern, condition.flags).test(lastText)
+    case 'content_match': {
+      const compiled = compileContentPattern(condition.pattern, condition.flags);
+      // Only a checkpoint stored before patterns were RE2 can hold one that does not compile.
+      if (!compiled.ok) return null;
+      return contentMatches(compiled.pattern, lastText)
         ? `assistant output matched /${condition.pattern}/`
         : null;
+    }
     case 'loop_detection': {
       const threshold = condition.threshold ?? 2;
       const window = cp.counters.recentToolCalls.slice(-condition.window);

@@ -23,6 +23,7 @@ export const ErrorCodeSchema = z.enum([
   'illegal_transition',
   'rate_limited',
   'payload_too_large',
+  'unsupported_media_type',
   'internal',
   'unavailable',
 ]);

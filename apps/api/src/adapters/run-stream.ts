@@ -127,7 +127,7 @@ export class RunStream {
   ): Promise<RunStream> {
     const stream = new RunStream(ctx, runId);
     // Counted against the tenant's stream limit before any work (a 429 is still a JSON error).
-    stream.release = ctx.sseLimiter.acquire(tenantId);
+    stream.release = await ctx.sseLimiter.acquire(tenantId);
     try {
       stream.unsubscribe = await ctx.subscriber.subscribe(runId, afterSeq, (event) =>
         stream.onEvent(event),

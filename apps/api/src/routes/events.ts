@@ -63,7 +63,7 @@ export function eventsRouter(ctx: ApiContext): Router {
       res.status(204).end();
       return;
     }
-    const release = ctx.sseLimiter.acquire(tenantId);
+    const release = await ctx.sseLimiter.acquire(tenantId);
     const stream = new SseStream(res, ctx.config.SSE_HEARTBEAT_MS);
     ctx.metrics.sseConnections.inc();
     let unsubscribe: (() => Promise<void>) | undefined;

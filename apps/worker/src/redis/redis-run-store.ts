@@ -318,13 +318,11 @@ export class RedisRunStore implements RunStore {
 
   /** load(), but null when the run belongs to another tenant (no existence leak). */
   async loadForTenant(runId: string, tenantId: string): Promise<StoredCheckpoint | null> {
-    const [data, version, tenant] = await this.redis.hmget(
-      this.keys.run(runId).cp,
-      'data',
-      'version',
-      'tenant',
-    );
-    if (tenant !== tenantId) return null;
+    // The tenant field alone first: another tenant's run must cost what a missing one costs,
+    // whatever the size of its checkpoint.
+    const key = this.keys.run(runId).cp;
+    if ((await this.redis.hget(key, 'tenant')) !== tenantId) return null;
+    const [data, version] = await this.redis.hmget(key, 'data', 'version');
     return this.decode(runId, data ?? null, version ?? null, this.validateOnLoad);
   }
 

@@ -628,6 +628,30 @@ describe('decisions: typed rejections leave the checkpoint untouched', () => {
     expect(err.details).toEqual({ toolCallId: 'nope' });
   });
 
+  it('call_unknown for any id that names a prototype member rather than a call', () => {
+    const engine = new Engine(agent);
+    const { cp } = suspendedRun(engine, 'parallel_batch_approval', 2);
+    const prototypeKeys = [
+      ...Object.getOwnPropertyNames(Object.prototype),
+      ...Object.getOwnPropertyNames(Array.prototype),
+    ];
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...prototypeKeys),
+        fc.constantFrom('resume', 'cancel'),
+        (id, action) => {
+          const err = rejectWith(
+            cp,
+            engine,
+            [{ decisionId: 'x', toolCallId: id, action }],
+            'call_unknown',
+          );
+          expect(err.details).toEqual({ toolCallId: id });
+        },
+      ),
+    );
+  });
+
   it('run_done once the run has finished', () => {
     const engine = new Engine(agent);
     const { cp } = suspendedRun(engine, 'parallel_streaming', 2);

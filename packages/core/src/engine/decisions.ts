@@ -1,6 +1,7 @@
 import type { Decision, JsonValue } from '@baton/protocol';
 import { z } from 'zod';
 import { DecisionError, RunDoneError } from '../errors.ts';
+import { own } from '../own.ts';
 import type { Draft } from './draft.ts';
 import { applicableDecisions } from './round-state.ts';
 import { settleRound } from './tool-round.ts';
@@ -74,9 +75,7 @@ export function receiveDecisions(draft: Draft, decisions: readonly Decision[]): 
   const claimed = new Map<string, string>();
   for (const d of cp.inbox) claimed.set(d.toolCallId, d.decisionId);
   for (const decision of fresh) {
-    const call = Object.hasOwn(cp.calls, decision.toolCallId)
-      ? cp.calls[decision.toolCallId]
-      : undefined;
+    const call = own(cp.calls, decision.toolCallId);
     if (!call)
       throw new DecisionError(
         'call_unknown',

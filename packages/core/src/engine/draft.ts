@@ -7,6 +7,7 @@ import type {
   ToolCallState,
   ToolCallStatus,
 } from '@baton/protocol';
+import { own } from '../own.ts';
 import { assertRunTransition } from '../run-status.ts';
 import { applyPatches } from '../state-keys.ts';
 import { assertToolCallTransition } from '../tool-call-status.ts';
@@ -70,7 +71,7 @@ export class Draft {
   }
 
   call(id: string): ToolCallState {
-    const call = this.cp.calls[id];
+    const call = own(this.cp.calls, id);
     if (!call) throw new Error(`tool call ${id} is not part of run ${this.cp.identity.runId}`);
     return call;
   }

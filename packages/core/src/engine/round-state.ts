@@ -1,10 +1,14 @@
 import type { Checkpoint, Decision, ToolCallState } from '@baton/protocol';
+import { own } from '../own.ts';
 import { deriveRunStatus } from '../run-status.ts';
 
 export type RoundState = 'executing' | 'waiting' | 'complete';
 
 function calls(cp: Checkpoint): ToolCallState[] {
-  return cp.round.flatMap((id) => (cp.calls[id] ? [cp.calls[id]] : []));
+  return cp.round.flatMap((id) => {
+    const call = own(cp.calls, id);
+    return call ? [call] : [];
+  });
 }
 
 /**

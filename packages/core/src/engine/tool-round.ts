@@ -8,6 +8,7 @@ import type {
 import type { GateDecision } from '../plugins.ts';
 import { combineGateDecisions } from '../plugins.ts';
 import type { ToolDefinition } from '../tools.ts';
+import { own } from '../own.ts';
 import { toJsonSchema } from '../tools.ts';
 import { hookContext, traitsOf } from './context.ts';
 import type { Draft } from './draft.ts';
@@ -218,7 +219,7 @@ export function applyToolResults(draft: Draft, results: readonly ToolExecutionRe
   const sequential = !traitsOf(cp).concurrent;
   let termination = null;
   for (const r of results) {
-    const call = cp.calls[r.toolCallId];
+    const call = own(cp.calls, r.toolCallId);
     if (!call || call.status !== 'running' || call.attempt !== r.attempt) continue;
     cp.phase = 'after_tool_execute';
     const replay = call.replayOrigin;

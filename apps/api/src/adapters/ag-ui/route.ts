@@ -1,3 +1,4 @@
+import { IdSchema } from '@baton/protocol';
 import { Router, type RequestHandler } from 'express';
 import { principalOf } from '../../auth.ts';
 import type { ApiContext } from '../../context.ts';
@@ -9,22 +10,25 @@ import {
   threadIdOf,
   type FrameSink,
 } from '../run-stream.ts';
-import { badRequest } from '../shared.ts';
-import { inputToCommands, runErrorFor } from './input.ts';
+import { parseBody } from '../../validation.ts';
+import { AgUiRunInputSchema, inputToCommands, runErrorFor } from './input.ts';
 import { createAgUiMapper, type AgUiMapperOptions } from './mapper.ts';
 import { AG_UI_SSE_HEADERS, agUiFrame } from './sse.ts';
 
 /**
  * AG-UI route (mounted at /v1/ag-ui): POST / takes a RunAgentInput and answers with the AG-UI
  * run as SSE. A user message starts a Baton run on the thread; `resume` entries answer the
- * interrupts of the run waiting on it (the same Baton run continues). Inputs AG-UI cannot serve
- * (e.g. no resume while interrupts are pending) are a RUN_ERROR stream; failures of the request
- * itself (auth, thread busy, unknown agent, a refused decision) are the standard JSON error.
+ * interrupts of the run waiting on it (the same Baton run continues). Valid inputs AG-UI cannot
+ * serve (e.g. no resume while interrupts are pending) are a RUN_ERROR stream; failures of the
+ * request itself (a malformed input, auth, thread busy, unknown agent, a refused decision) are
+ * the standard JSON error.
  */
 export interface AgUiRouteOptions {
   /** Agent for an input whose forwardedProps names none (default: config PROTOCOL_DEFAULT_AGENT). */
   readonly defaultAgent?: string;
 }
+
+const RouteInputSchema = AgUiRunInputSchema.extend({ threadId: IdSchema });
 
 function agUiSink(opts: AgUiMapperOptions): FrameSink {
   const mapper = createAgUiMapper(opts);
@@ -44,9 +48,9 @@ export function agUiRouter(ctx: ApiContext, opts: AgUiRouteOptions = {}): Reques
 
   router.post('/', async (req, res) => {
     const { tenantId } = principalOf(req);
-    const input: unknown = req.body;
-    if (input === undefined)
-      throw badRequest('this route needs a JSON body: send Content-Type: application/json');
+    // A body that is not a RunAgentInput is the client's bug, answered like every other bad
+    // input (400 JSON naming each field); RUN_ERROR is for valid inputs AG-UI cannot serve.
+    const input = parseBody(RouteInputSchema, req);
     const raw = input as { threadId?: unknown; forwardedProps?: { agent?: unknown } };
     const threadId = threadIdOf(raw.threadId);
     const thread = threadId === null ? null : await loadThread(ctx, tenantId, threadId);

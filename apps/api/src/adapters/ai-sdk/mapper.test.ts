@@ -81,6 +81,8 @@ const T2 = 'text:r1:step:2';
 interface Row {
   readonly name: string;
   readonly history?: readonly RunEvent[];
+  /** A resumed stream: earlier suspensions up to this seq are replayed into the message. */
+  readonly replayedThroughSeq?: number;
   readonly events: readonly RunEvent[];
   /** Call end() after the events (a stream that stops without run.finished). */
   readonly end?: boolean;
@@ -174,6 +176,25 @@ function rows(): Row[] {
       events: approved,
       v7: [
         { type: 'start', messageId: 'r1' },
+        { type: 'tool-output-available', toolCallId: 'call_1', output: { deployed: 'prod' } },
+        ...finalText('Done.'),
+      ],
+    },
+    {
+      name: 'resumed stream: the earlier turn and its suspension replayed into one message',
+      replayedThroughSeq: approvalEvents.at(-1)!.seq,
+      events: [...approvalEvents, ...approved],
+      v7: [
+        ...turn1Head,
+        { ...approvalRequest, reason: 'Deploy to prod?' },
+        { type: 'finish-step' },
+        { type: 'tool-output-available', toolCallId: 'call_1', output: { deployed: 'prod' } },
+        ...finalText('Done.'),
+      ],
+      v6: [
+        ...turn1Head,
+        approvalRequest,
+        { type: 'finish-step' },
         { type: 'tool-output-available', toolCallId: 'call_1', output: { deployed: 'prod' } },
         ...finalText('Done.'),
       ],
@@ -364,6 +385,9 @@ describe('createUiStreamMapper', () => {
           major,
           messageId: 'r1',
           ...(row.history ? { history: row.history } : {}),
+          ...(row.replayedThroughSeq === undefined
+            ? {}
+            : { replayedThroughSeq: row.replayedThroughSeq }),
         });
         const chunks = [
           ...row.events.flatMap((e) => mapper.map(e)),

@@ -21,6 +21,12 @@ export interface UiStreamMapperOptions {
   readonly messageId?: string;
   /** Events delivered to the client by earlier responses of the same run. */
   readonly history?: readonly RunEvent[];
+  /**
+   * A resumed stream replays the whole run into one message (the client resets its message on
+   * the first `start`, then rebuilds it): the suspensions of earlier turns, up to this seq, close
+   * their step instead of finishing the message.
+   */
+  readonly replayedThroughSeq?: number;
 }
 
 export interface UiStreamMapper {
@@ -232,7 +238,9 @@ export function createUiStreamMapper(opts: UiStreamMapperOptions): UiStreamMappe
         closeStep(out);
         return;
       case 'run.finished':
-        finish(event.termination, out);
+        if (event.status === 'waiting' && event.seq <= (opts.replayedThroughSeq ?? 0))
+          closeStep(out);
+        else finish(event.termination, out);
         return;
       case 'run.created':
       case 'run.started':

@@ -115,11 +115,16 @@ export function aiSdkRouter(ctx: ApiContext, opts: AiSdkRouteOptions = {}): Requ
       res.status(204).end();
       return;
     }
-    // Replay the turn in progress from the log (its start chunk onwards), then continue live.
-    const history = active.events.slice(0, turnStart(active.events));
-    const afterSeq = history.at(-1)?.seq ?? 0;
-    const stream = await RunStream.attach(ctx, tenantId, active.runId, afterSeq);
-    stream.open(res, AI_SDK_UI_STREAM_HEADERS, uiSink({ major, messageId: active.runId, history }));
+    // The client resets its assistant message on the first `start` of a resumed stream and
+    // rebuilds it from what follows (the SDK's replay semantics), so replay the whole run, the
+    // turns before the last suspension included, then continue live.
+    const replayedThroughSeq = active.events[turnStart(active.events) - 1]?.seq ?? 0;
+    const stream = await RunStream.attach(ctx, tenantId, active.runId, 0);
+    stream.open(
+      res,
+      AI_SDK_UI_STREAM_HEADERS,
+      uiSink({ major, messageId: active.runId, replayedThroughSeq }),
+    );
   });
 
   return router;

@@ -1,0 +1,44 @@
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import express from 'express';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { httpLogger } from './logger.ts';
+
+describe('httpLogger', () => {
+  it('logs a 4xx at info as one short line without headers or secrets', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(...chunk.toString().split('\n').filter(Boolean));
+        done();
+      },
+    });
+    const app = express();
+    app.use(httpLogger(pino({ level: 'info' }, sink)));
+    app.get('/x', (_req, res) => {
+      res.status(404).json({ error: { code: 'not_found', message: 'no' } });
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    await fetch(`http://127.0.0.1:${port}/x?q=1`, {
+      headers: {
+        authorization: 'Bearer super-secret-key-1',
+        'x-api-key': 'super-secret-key-2',
+        cookie: 'session=super-secret-3',
+        'user-agent': 'x'.repeat(500),
+      },
+    });
+    server.close();
+    expect(lines).toHaveLength(1);
+    const line = lines[0]!;
+    const entry = JSON.parse(line) as { level: number; req: unknown; res: unknown };
+    expect(entry.level).toBe(30);
+    expect(entry.req).toMatchObject({ method: 'GET', url: '/x?q=1' });
+    expect(entry.res).toEqual({ statusCode: 404 });
+    expect(line.length).toBeLessThan(400);
+    expect(line).not.toMatch(/super-secret/);
+  });
+});
