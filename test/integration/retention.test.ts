@@ -100,8 +100,9 @@ describe('retention', () => {
     const afterBytes = [...after.entries()]
       .filter(([k]) => !TRANSIENT.test(k))
       .reduce((sum, [, bytes]) => sum + bytes, 0);
+    const peakBytes = [...during.values()].reduce((sum, bytes) => sum + bytes, 0);
     console.info(
-      `[retention] base ${base.size} keys / ${baseBytes} B; peak ${during.size} keys; after ${after.size} keys / ${afterBytes} B`,
+      `[retention] base ${base.size} keys / ${baseBytes} B; peak ${during.size} keys / ${peakBytes} B (${Math.round((peakBytes - baseBytes) / runs.length)} B per finished run); after ${after.size} keys / ${afterBytes} B`,
     );
     // Same keys; memory within what the capped BullMQ event streams and hash encodings vary by.
     expect(afterBytes).toBeLessThan(baseBytes + 64 * 1024);
