@@ -7,14 +7,12 @@
  */
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { hashKey, loadApiConfig, startApi, type RunningApi } from '@baton/api';
 import { Durability } from '@baton/worker';
-import { ApiClient } from '../support/api-harness.ts';
 import { startRedisProcess, type RedisProcess } from '../support/redis-process.ts';
-import { silentLogger, testPrefix, waitFor } from '../support/worker-harness.ts';
+import { startProcessStack } from '../support/process-stack.ts';
+import { testPrefix, waitFor } from '../support/worker-harness.ts';
 import { spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
 
-const KEY = 'durable-tenant-key-1';
 const cleanups: (() => Promise<void>)[] = [];
 
 afterAll(async () => {
@@ -43,25 +41,10 @@ describe('strict durability', () => {
   it('a run and a decision acknowledged just before kill -9 of Redis survive its restart', async () => {
     const redis: RedisProcess = await startRedisProcess({ aof: 'always' });
     cleanups.push(() => redis.stop());
-    const prefix = testPrefix();
-    const env = { BATON_DURABILITY: 'strict' };
-    await spawnWorker({ redisUrl: redis.url, prefix, agents: 'demo', probes: false, env });
-    const config = loadApiConfig({
-      REDIS_URL: redis.url,
-      BATON_PREFIX: prefix,
-      API_KEYS: `durable:sha256:${hashKey(KEY)}`,
-      LOG_LEVEL: 'silent',
-      ...env,
-    });
-    const api: RunningApi = await startApi({
-      config,
-      port: 0,
-      host: '127.0.0.1',
-      logger: silentLogger,
-    });
-    cleanups.push(() => api.close());
-    expect(api.api.context.runtime.durability.strategy).toBe('fsync-always');
-    const client = new ApiClient(api.url, KEY);
+    const stack = await startProcessStack(redis.url, { env: { BATON_DURABILITY: 'strict' } });
+    cleanups.push(() => stack.stop());
+    expect(stack.api.api.context.runtime.durability.strategy).toBe('fsync-always');
+    const { client } = stack;
 
     // Acknowledged, then Redis dies at once.
     const created = await client.createRun('assistant', 'deploy please');

@@ -11,39 +11,24 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { hashKey, loadApiConfig, startApi, type RunningApi } from '@baton/api';
-import { ApiClient, eventsOf } from '../support/api-harness.ts';
+import { eventsOf, type ApiClient } from '../support/api-harness.ts';
+import { startProcessStack, type ProcessStack } from '../support/process-stack.ts';
 import { startRedisProcess, type RedisProcess } from '../support/redis-process.ts';
-import { silentLogger, testPrefix, waitFor } from '../support/worker-harness.ts';
-import { spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
+import { waitFor } from '../support/worker-harness.ts';
+import { stopAllWorkerProcesses } from '../support/worker-process.ts';
 
-const KEY = 'lost-writes-key-1';
 let redis: RedisProcess;
-let api: RunningApi;
+let stack: ProcessStack;
 let client: ApiClient;
 
 beforeAll(async () => {
   redis = await startRedisProcess({ aof: 'off' });
-  const prefix = testPrefix();
-  await spawnWorker({
-    redisUrl: redis.url,
-    prefix,
-    agents: 'demo',
-    probes: false,
-    env: { RUN_MAX_WAIT_SECONDS: '3' },
-  });
-  const config = loadApiConfig({
-    REDIS_URL: redis.url,
-    BATON_PREFIX: prefix,
-    API_KEYS: `lost:sha256:${hashKey(KEY)}`,
-    LOG_LEVEL: 'silent',
-  });
-  api = await startApi({ config, port: 0, host: '127.0.0.1', logger: silentLogger });
-  client = new ApiClient(api.url, KEY);
+  stack = await startProcessStack(redis.url, { workerEnv: { RUN_MAX_WAIT_SECONDS: '3' } });
+  client = stack.client;
 }, 60_000);
 
 afterAll(async () => {
-  await api?.close();
+  await stack?.stop();
   await stopAllWorkerProcesses();
   await redis?.stop();
 });

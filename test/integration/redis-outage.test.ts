@@ -6,40 +6,26 @@
  * reconnect backoff is capped near a second; BullMQ's default grows to 20 s).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashKey, loadApiConfig, startApi, type RunningApi } from '@baton/api';
-import { ApiClient } from '../support/api-harness.ts';
+import type { ApiClient } from '../support/api-harness.ts';
+import { startProcessStack, type ProcessStack } from '../support/process-stack.ts';
 import { startRedisProcess, type RedisProcess } from '../support/redis-process.ts';
-import { silentLogger, testPrefix, waitFor } from '../support/worker-harness.ts';
-import {
-  spawnWorker,
-  stopAllWorkerProcesses,
-  type WorkerProcess,
-} from '../support/worker-process.ts';
+import { waitFor } from '../support/worker-harness.ts';
+import { stopAllWorkerProcesses } from '../support/worker-process.ts';
 
-const KEY = 'outage-tenant-key-1';
 const OUTAGE_MS = 20_000;
 
 let redis: RedisProcess;
-let api: RunningApi;
-let worker: WorkerProcess;
+let stack: ProcessStack;
 let client: ApiClient;
 
 beforeAll(async () => {
   redis = await startRedisProcess({ aof: 'always' });
-  const prefix = testPrefix();
-  worker = await spawnWorker({ redisUrl: redis.url, prefix, agents: 'demo', probes: false });
-  const config = loadApiConfig({
-    REDIS_URL: redis.url,
-    BATON_PREFIX: prefix,
-    API_KEYS: `outage:sha256:${hashKey(KEY)}`,
-    LOG_LEVEL: 'silent',
-  });
-  api = await startApi({ config, port: 0, host: '127.0.0.1', logger: silentLogger });
-  client = new ApiClient(api.url, KEY);
+  stack = await startProcessStack(redis.url);
+  client = stack.client;
 }, 60_000);
 
 afterAll(async () => {
-  await api?.close();
+  await stack?.stop();
   await stopAllWorkerProcesses();
   await redis?.stop();
 });
@@ -93,7 +79,7 @@ describe('a 20 s Redis outage', () => {
     const get = await timed(() => client.get(`/v1/runs/${before.runId}`));
     expect(get.value.status).toBe(503);
     expect(get.ms).toBeLessThan(2_500);
-    expect(worker.isAlive()).toBe(true);
+    expect(stack.worker.isAlive()).toBe(true);
 
     await new Promise((r) => setTimeout(r, Math.max(0, OUTAGE_MS - (Date.now() - downAt))));
     await redis.start();

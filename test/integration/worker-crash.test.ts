@@ -91,6 +91,38 @@ afterEach(async () => {
   await stopAllWorkerProcesses();
 });
 
+/**
+ * Kills the worker paused at `point` again and again, each time starting a new one that pauses
+ * there too, until `ended` holds instead of the new worker reaching the point. Returns how many
+ * workers were killed.
+ */
+async function killEveryWorkerAt(
+  c: Cluster,
+  current: () => WorkerProcess,
+  replace: (w: WorkerProcess) => void,
+  point: string,
+  match: (p: { [k: string]: unknown }) => boolean,
+  ended: () => Promise<boolean>,
+): Promise<number> {
+  for (let kills = 1; ; kills += 1) {
+    current().kill('SIGKILL');
+    await current().waitForExit();
+    expect(kills).toBeLessThanOrEqual(5);
+    const next = await c.spawn({ pause: { [point]: 60_000 } });
+    replace(next);
+    // One poll for either outcome, no dangling promise.
+    const outcome = await waitFor(
+      async () => {
+        if (next.probes.some((p) => p.point === point && match(p))) return 'again' as const;
+        return (await ended()) ? ('ended' as const) : null;
+      },
+      15_000,
+      `a worker to reach ${point} again, or the end`,
+    );
+    if (outcome === 'ended') return kills;
+  }
+}
+
 afterAll(async () => {
   await stopAllWorkerProcesses();
   await Promise.all(clients.map((c) => c.close()));
@@ -275,29 +307,19 @@ describe('SIGKILL of a worker process', () => {
       const first = await victim.onProbe('before-tool', (p) => p['runId'] === created.runId);
       const callId = first['toolCallId'] as string;
       const jobId = `tool.${created.runId}.${callId}.${first['attempt'] as number}`;
-      let kills = 0;
       // Baton gives up on a job after its worker died more than MAX_STALLS (default 3) times.
-      for (;;) {
-        victim.kill('SIGKILL');
-        await victim.waitForExit();
-        kills += 1;
-        expect(kills).toBeLessThanOrEqual(5);
-        victim = await c.spawn({ pause: { 'before-tool': 60_000 } });
-        // Either the new victim picked the job up again, or BullMQ failed it: one poll, no dangling promise.
-        const current = victim;
-        const next = await waitFor(
-          async () => {
-            if (current.probes.some((p) => p.point === 'before-tool' && p['toolCallId'] === callId))
-              return 'again' as const;
-            return (await (await c.client.queues.tools.getJob(jobId))?.getState()) === 'failed'
-              ? ('failed' as const)
-              : null;
-          },
-          15_000,
-          'the tool job to be retried or failed',
-        );
-        if (next === 'failed') break;
-      }
+      const kills = await killEveryWorkerAt(
+        c,
+        () => victim,
+        (v) => (victim = v),
+        'before-tool',
+        (p) => p['toolCallId'] === callId,
+        async () => {
+          // Failed for good; or already failed, applied and removed with the finished run.
+          const job = await c.client.queues.tools.getJob(jobId);
+          return job === undefined || (await job.getState()) === 'failed';
+        },
+      );
       victim.kill('SIGKILL');
       await victim.waitForExit();
       expect(kills).toBe(4);
@@ -341,29 +363,14 @@ describe('SIGKILL of a worker process', () => {
         input: { messages: [{ role: 'user', content: 'weather in Minsk?' }] },
       });
       await victim.onProbe('before-infer', (p) => p['runId'] === created.runId);
-      let kills = 0;
-      for (;;) {
-        victim.kill('SIGKILL');
-        await victim.waitForExit();
-        kills += 1;
-        expect(kills).toBeLessThanOrEqual(5);
-        victim = await c.spawn({ pause: { 'before-infer': 60_000 } });
-        const current = victim;
-        const next = await waitFor(
-          async () => {
-            if (
-              current.probes.some((p) => p.point === 'before-infer' && p['runId'] === created.runId)
-            )
-              return 'again' as const;
-            return (await c.client.store.load(created.runId))?.checkpoint.status === 'done'
-              ? ('ended' as const)
-              : null;
-          },
-          15_000,
-          'the step to be retried or the run to end',
-        );
-        if (next === 'ended') break;
-      }
+      const kills = await killEveryWorkerAt(
+        c,
+        () => victim,
+        (v) => (victim = v),
+        'before-infer',
+        (p) => p['runId'] === created.runId,
+        async () => (await c.client.store.load(created.runId))?.checkpoint.status === 'done',
+      );
       // MAX_STALLS (3) losses are retried; the fourth is the end.
       expect(kills).toBe(4);
       const cp = (await c.client.store.load(created.runId))!.checkpoint;

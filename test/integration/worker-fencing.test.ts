@@ -14,7 +14,6 @@ import {
   spawnWorker,
   stopAllWorkerProcesses,
   type ProbeEvent,
-  type WorkerProcess,
 } from '../support/worker-process.ts';
 
 const TENANT = 't-fence';
@@ -61,70 +60,68 @@ async function waitStatus(
 }
 
 /**
- * Freezes `frozen` (already paused at its probe), lets `rescue` run until `until` holds, resumes
- * the frozen worker and gives it time to try its next writes. Returns the events as they were
- * before the resume, to compare with what is there after.
+ * A run of `agent` started on a cluster whose first worker pauses at `point` (for less time than
+ * it stays frozen: timers count the frozen time, so it carries on the moment it is resumed). The
+ * worker is frozen there (SIGSTOP), a rescuer is started and runs until `until` holds, then the
+ * frozen worker is resumed and given time to try its next writes (`expectRefusal`: until it logs
+ * that it lost the run). Returns the events as they were before the resume, to compare with
+ * what is there after.
  */
-async function freezeAndResume(
-  frozen: WorkerProcess,
-  client: BatonRuntime,
-  runId: string,
-  until: () => Promise<boolean>,
-  expectRefusal: boolean,
-): Promise<{ before: RunEvent[] }> {
+async function frozenAt(opts: {
+  agent: string;
+  content: string;
+  point: string;
+  match?: (p: ProbeEvent) => boolean;
+  until: 'waiting' | 'done';
+  expectRefusal: boolean;
+}): Promise<{ client: BatonRuntime; runId: string; before: RunEvent[]; probe: ProbeEvent }> {
+  const c = cluster();
+  const { client } = c;
+  const frozen = await c.spawn({ [opts.point]: 2_500 });
+  const { runId } = await client.service.createRun(TENANT, {
+    agent: opts.agent,
+    input: { messages: [{ role: 'user', content: opts.content }] },
+  });
+  const probe = await frozen.onProbe(
+    opts.point,
+    (p) => p['runId'] === runId && (opts.match?.(p) ?? true),
+  );
   frozen.kill('SIGSTOP');
-  await cluster0.spawn(); // the rescuer: no pauses
-  await waitFor(async () => ((await until()) ? true : null), 30_000, 'the rescuer to move on');
+  await c.spawn(); // the rescuer: no pauses
+  await waitStatus(client, runId, opts.until);
   const before = await client.store.readEvents(runId);
   frozen.kill('SIGCONT');
-  if (expectRefusal)
+  if (opts.expectRefusal)
     await waitFor(
       async () => (frozen.output().includes('lease lost') ? true : null),
       15_000,
       'the resumed worker to learn that it lost the run',
     );
   else await new Promise((r) => setTimeout(r, 1_500));
-  return { before };
-}
-
-// One cluster per test; the helper above spawns the rescuer into the current one. The frozen
-// worker pauses at its probe for less time than it stays frozen (timers count the frozen time),
-// so it carries on the moment it is resumed.
-let cluster0: ReturnType<typeof cluster>;
-
-function onRun(runId: string): (p: ProbeEvent) => boolean {
-  return (p) => p['runId'] === runId;
+  return { client, runId, before, probe };
 }
 
 describe('a worker paused past its lease (SIGSTOP) and resumed', () => {
   it('inside a model call: its late deltas and inference commit are refused; the run finishes once', async () => {
-    cluster0 = cluster();
-    const { client } = cluster0;
-    const frozen = await cluster0.spawn({ 'after-delta': 2_500 });
-    const created = await client.service.createRun(TENANT, {
-      agent: 'assistant',
-      input: { messages: [{ role: 'user', content: 'deploy please' }] },
-    });
-    const probe = await frozen.onProbe('after-delta', onRun(created.runId));
-    expect(probe['step']).toBe(1);
     // The rescuer re-infers step 1 and runs the round until the deploy approval.
-    const { before } = await freezeAndResume(
-      frozen,
-      client,
-      created.runId,
-      async () => (await statusOf(client, created.runId))?.status === 'waiting',
-      true,
-    );
+    const { client, runId, before, probe } = await frozenAt({
+      agent: 'assistant',
+      content: 'deploy please',
+      point: 'after-delta',
+      until: 'waiting',
+      expectRefusal: true,
+    });
+    expect(probe['step']).toBe(1);
     // Nothing the resumed worker tried reached the log or the checkpoint.
-    expect(await client.store.readEvents(created.runId)).toEqual(before);
-    const waiting = (await statusOf(client, created.runId))!;
+    expect(await client.store.readEvents(runId)).toEqual(before);
+    const waiting = (await statusOf(client, runId))!;
     const deploy = Object.values(waiting.calls).find((c) => c.status === 'suspended')!;
-    await client.service.submitDecisions(TENANT, created.runId, [
+    await client.service.submitDecisions(TENANT, runId, [
       { toolCallId: deploy.id, action: 'resume' },
     ]);
-    const cp = await waitStatus(client, created.runId, 'done');
+    const cp = await waitStatus(client, runId, 'done');
     expect(cp.termination).toEqual({ kind: 'natural_end' });
-    const audit = await auditRun(client, created.runId);
+    const audit = await auditRun(client, runId);
     expect(audit.problems).toEqual([]);
     expect(audit.assistantSteps).toEqual([1, 2]);
     // The frozen attempt's deltas were superseded: the rescuer's attempt announced a reset.
@@ -132,74 +129,48 @@ describe('a worker paused past its lease (SIGSTOP) and resumed', () => {
   });
 
   it('inside a sequential tool: the tool result is applied once, the step finishes once', async () => {
-    cluster0 = cluster();
-    const { client } = cluster0;
-    const frozen = await cluster0.spawn({ 'before-tool': 2_500 });
-    const created = await client.service.createRun(TENANT, {
+    const { client, runId, before } = await frozenAt({
       agent: 'assistant',
-      input: { messages: [{ role: 'user', content: 'weather in Lisbon?' }] },
+      content: 'weather in Lisbon?',
+      point: 'before-tool',
+      until: 'done',
+      expectRefusal: true,
     });
-    await frozen.onProbe('before-tool', onRun(created.runId));
-    const { before } = await freezeAndResume(
-      frozen,
-      client,
-      created.runId,
-      async () => (await statusOf(client, created.runId))?.status === 'done',
-      true,
-    );
-    expect(await client.store.readEvents(created.runId)).toEqual(before);
-    const cp = (await statusOf(client, created.runId))!;
+    expect(await client.store.readEvents(runId)).toEqual(before);
+    const cp = (await statusOf(client, runId))!;
     expect(cp.termination).toEqual({ kind: 'natural_end' });
     expect(cp.messages.filter((m) => m.role === 'tool')).toHaveLength(1);
     const thread = await client.threads.load(TENANT, cp.identity.threadId);
     expect(thread.messages.filter((m) => m.role === 'tool')).toHaveLength(1);
-    expect((await auditRun(client, created.runId)).problems).toEqual([]);
+    expect((await auditRun(client, runId)).problems).toEqual([]);
   });
 
   it('inside a parallel tool job: the redelivered job and the resumed one yield one result', async () => {
-    cluster0 = cluster();
-    const { client } = cluster0;
-    const frozen = await cluster0.spawn({ 'before-tool': 2_500 });
-    const created = await client.service.createRun(TENANT, {
+    const { client, runId, before } = await frozenAt({
       agent: 'parallel-assistant',
-      input: { messages: [{ role: 'user', content: 'weather in Oslo?' }] },
+      content: 'weather in Oslo?',
+      point: 'before-tool',
+      until: 'done',
+      expectRefusal: false,
     });
-    await frozen.onProbe('before-tool', onRun(created.runId));
-    const { before } = await freezeAndResume(
-      frozen,
-      client,
-      created.runId,
-      async () => (await statusOf(client, created.runId))?.status === 'done',
-      false,
-    );
-    expect(await client.store.readEvents(created.runId)).toEqual(before);
-    const audit = await auditRun(client, created.runId);
+    expect(await client.store.readEvents(runId)).toEqual(before);
+    const audit = await auditRun(client, runId);
     expect(audit.problems).toEqual([]);
     expect(Object.values(audit.resultsPerCall)).toEqual([1]);
   });
 
   it('right after a commit: its next commit is fenced, nothing lands after run.finished', async () => {
-    cluster0 = cluster();
-    const { client } = cluster0;
-    const frozen = await cluster0.spawn({ 'after-commit': 2_500 });
-    const created = await client.service.createRun(TENANT, {
+    const { client, runId, before } = await frozenAt({
       agent: 'assistant',
-      input: { messages: [{ role: 'user', content: 'weather in Rome?' }] },
+      content: 'weather in Rome?',
+      point: 'after-commit',
+      match: (p) => p['committed'] === true,
+      until: 'done',
+      expectRefusal: true,
     });
-    await frozen.onProbe(
-      'after-commit',
-      (p) => p['runId'] === created.runId && p['committed'] === true,
-    );
-    const { before } = await freezeAndResume(
-      frozen,
-      client,
-      created.runId,
-      async () => (await statusOf(client, created.runId))?.status === 'done',
-      true,
-    );
-    const after = await client.store.readEvents(created.runId);
+    const after = await client.store.readEvents(runId);
     expect(after).toEqual(before);
     expect(after.at(-1)?.type).toBe('run.finished');
-    expect((await auditRun(client, created.runId)).problems).toEqual([]);
+    expect((await auditRun(client, runId)).problems).toEqual([]);
   });
 });

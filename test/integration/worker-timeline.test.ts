@@ -4,16 +4,10 @@ import { ScriptedModel, defineTool, toolResult, type AgentDefinition } from '@ba
 import { systemClock, toolJobId } from '@baton/worker';
 import type { RunEvent } from '@baton/protocol';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { approvalTool } from '../../packages/core/src/testing/fixtures.ts';
 import { startHarness, waitFor, waitForStatus, type Harness } from '../support/worker-harness.ts';
 
-const approval = (name: string) =>
-  defineTool({
-    name,
-    description: `${name} needs approval`,
-    inputSchema: z.object({}),
-    approval: {},
-    execute: async () => toolResult.success({ tool: name }),
-  });
+const approval = approvalTool;
 
 const slowC = defineTool({
   name: 'tool_C',

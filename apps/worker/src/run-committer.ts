@@ -9,7 +9,7 @@ import {
 } from '@baton/core';
 import type { Logger } from 'pino';
 import type { BatonQueues } from './queues.ts';
-import type { RedisRunStore } from './redis/redis-run-store.ts';
+import { LeaseLostError, type RedisRunStore } from './redis/redis-run-store.ts';
 import type { RedisThreadStore } from './redis/thread-store.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import type { BatonKeys } from './redis/keys.ts';
@@ -76,20 +76,10 @@ export class RunCommitter {
   ): Promise<Committed | null> {
     lease.check();
     try {
-      const { version } = await this.deps.store.commit(
-        current.checkpoint.identity.runId,
-        current.version,
-        t.checkpoint,
-        t.events,
-        t.trigger,
-        lease.token,
-      );
-      const next = { checkpoint: t.checkpoint, version, transition: t };
-      await this.afterCommit(current.checkpoint, next.checkpoint, registry);
-      return next;
+      return await this.write(current, t, registry, lease.token);
     } catch (error) {
       if (error instanceof VersionConflictError || error instanceof RunDoneError) return null;
-      if ((error as { code?: string }).code === 'lease_lost') lease.markLost('a commit was fenced');
+      if (error instanceof LeaseLostError) lease.markLost('a commit was fenced');
       throw error;
     }
   }
@@ -111,16 +101,7 @@ export class RunCommitter {
       if (activityOf(t.checkpoint) === 'active' && activityOf(state.checkpoint) !== 'active')
         await this.deps.redis.zadd(this.deps.keys.activeRuns, this.deps.now(), runId);
       try {
-        const { version } = await this.deps.store.commit(
-          runId,
-          state.version,
-          t.checkpoint,
-          t.events,
-          t.trigger,
-        );
-        const next = { checkpoint: t.checkpoint, version, transition: t };
-        await this.afterCommit(state.checkpoint, next.checkpoint, registry);
-        return next;
+        return await this.write(state, t, registry);
       } catch (error) {
         if (!(error instanceof VersionConflictError) || attempt >= 20) throw error;
         const fresh = await this.deps.store.load(runId);
@@ -128,6 +109,25 @@ export class RunCommitter {
         state = fresh;
       }
     }
+  }
+
+  /** One compare-and-set commit of `t` over `current`, then the index and thread duties. */
+  private async write(
+    current: Loaded,
+    t: Transition,
+    registry: KeyRegistry | undefined,
+    fence?: string,
+  ): Promise<Committed> {
+    const { version } = await this.deps.store.commit(
+      current.checkpoint.identity.runId,
+      current.version,
+      t.checkpoint,
+      t.events,
+      t.trigger,
+      fence,
+    );
+    await this.afterCommit(current.checkpoint, t.checkpoint, registry);
+    return { checkpoint: t.checkpoint, version, transition: t };
   }
 
   private async afterCommit(

@@ -136,29 +136,9 @@ export function applyEvent(snapshot: RunSnapshot, event: RunEvent): RunSnapshot 
       return applySuspended(s, event);
     case 'tool_call.result':
       return applyResult(s, event);
-    case 'decision.applied': {
-      const { decision } = event;
-      if (s.decisions.some((d) => d.decisionId === decision.decisionId)) return s;
-      const entry = {
-        decisionId: decision.decisionId,
-        toolCallId: decision.toolCallId,
-        action: decision.action,
-        at: event.at,
-      };
-      return { ...s, decisions: [...s.decisions, entry] };
-    }
-    case 'decision.discarded': {
-      const { decision } = event;
-      if (s.decisions.some((d) => d.decisionId === decision.decisionId)) return s;
-      const entry = {
-        decisionId: decision.decisionId,
-        toolCallId: decision.toolCallId,
-        action: decision.action,
-        at: event.at,
-        discarded: event.reason,
-      };
-      return { ...s, decisions: [...s.decisions, entry] };
-    }
+    case 'decision.applied':
+    case 'decision.discarded':
+      return applyDecisionFate(s, event);
     case 'run.cancel_requested':
       return { ...s, cancelRequested: true };
     case 'step.finished':
@@ -178,6 +158,23 @@ export function applyEvent(snapshot: RunSnapshot, event: RunEvent): RunSnapshot 
       return inferPhase({ ...next, finishedAt: event.at, await: null }, 'run_end');
     }
   }
+}
+
+/** A decision's fate, recorded once: applied, or discarded with the reason. */
+function applyDecisionFate(
+  s: RunSnapshot,
+  event: EventOf<'decision.applied'> | EventOf<'decision.discarded'>,
+): RunSnapshot {
+  const { decision } = event;
+  if (s.decisions.some((d) => d.decisionId === decision.decisionId)) return s;
+  const entry = {
+    decisionId: decision.decisionId,
+    toolCallId: decision.toolCallId,
+    action: decision.action,
+    at: event.at,
+    ...(event.type === 'decision.discarded' ? { discarded: event.reason } : {}),
+  };
+  return { ...s, decisions: [...s.decisions, entry] };
 }
 
 function inferPhase(s: RunSnapshot, phase: Phase | null): RunSnapshot {

@@ -1,18 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { defineTool, toolResult, type ToolDefinition } from '../tools.ts';
-import { agentWith, flush, runnerFor } from '../testing/fixtures.ts';
+import { agentWith, approvalTool, flush, runnerFor } from '../testing/fixtures.ts';
 import { activityOf } from './activity.ts';
 import type { DecisionReplayPolicy, ExecutionMode } from '@baton/protocol';
-
-const approval = (name: string): ToolDefinition =>
-  defineTool({
-    name,
-    description: `${name} needs approval`,
-    inputSchema: z.object({}),
-    approval: {},
-    execute: async () => toolResult.success({ tool: name }),
-  });
 
 function twoApprovals(executionMode: ExecutionMode, replayPolicy: DecisionReplayPolicy) {
   return agentWith(
@@ -25,7 +14,7 @@ function twoApprovals(executionMode: ExecutionMode, replayPolicy: DecisionReplay
       },
       { text: 'done' },
     ],
-    [approval('A'), approval('B')],
+    [approvalTool('A'), approvalTool('B')],
     { executionMode, replayPolicy },
   );
 }

@@ -1,18 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { BatonError } from '../errors.ts';
-import { defineTool, toolResult } from '../tools.ts';
-import { agentWith, flush, runnerFor } from '../testing/fixtures.ts';
+import { agentWith, approvalTool, flush, runnerFor } from '../testing/fixtures.ts';
 import { Engine } from './engine.ts';
-
-const approval = (name: string) =>
-  defineTool({
-    name,
-    description: `${name} needs approval`,
-    inputSchema: z.object({}),
-    approval: {},
-    execute: async () => toolResult.success({ tool: name }),
-  });
 
 const agent = agentWith(
   [
@@ -24,7 +13,7 @@ const agent = agentWith(
     },
     { text: 'done' },
   ],
-  [approval('A'), approval('B')],
+  [approvalTool('A'), approvalTool('B')],
   { executionMode: 'parallel_batch_approval', replayPolicy: 'batch_all_suspended' },
 );
 

@@ -43,6 +43,17 @@ export function echoTool(name = 'echo', opts: Partial<ToolDefinition> = {}): Too
   return { ...(base as ToolDefinition), ...opts };
 }
 
+/** A tool that suspends for a human approval, then succeeds with `{ tool: name }`. */
+export function approvalTool(name: string): ToolDefinition {
+  return defineTool({
+    name,
+    description: `${name} needs approval`,
+    inputSchema: z.object({}),
+    approval: {},
+    execute: async () => toolResult.success({ tool: name }),
+  });
+}
+
 export function agentWith(
   script: Script | ModelPort,
   tools: ToolDefinition[],
