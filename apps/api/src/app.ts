@@ -4,6 +4,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { BULL_BOARD_PATH, bullBoardRouter } from './admin.ts';
 import { KeyStore, authenticate, requireAdmin } from './auth.ts';
+import { consoleRouter } from './console.ts';
 import { splitEntries, tenantKeyEntries, type ApiConfig } from './config.ts';
 import type { ApiContext } from './context.ts';
 import { errorMiddleware, notFoundHandler } from './errors.ts';
@@ -39,6 +40,8 @@ export interface CreateAppOptions {
   readonly clock?: Clock;
   /** Extra routers; default: the front-end protocol adapters (protocolPlugins()). */
   readonly plugins?: readonly ApiPlugin[];
+  /** Built run console served at /console (default: apps/console/dist); false: not served. */
+  readonly consoleDir?: string | false;
 }
 
 export interface ApiApp {
@@ -93,6 +96,8 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   app.use(httpLogger(logger));
   app.use(metrics.middleware());
   app.use(opsRouter(context));
+  // Static and unauthenticated: the console sends the person's key with each /v1 call.
+  if (opts.consoleDir !== false) app.use('/console', consoleRouter(opts.consoleDir));
 
   const auth = authenticate(keys);
   app.use(BULL_BOARD_PATH, auth, requireAdmin, bullBoardRouter(runtime.queues, BULL_BOARD_PATH));

@@ -2,7 +2,7 @@ import { createInterface, type Interface } from 'node:readline/promises';
 import type { BatonClient } from '@baton/client';
 import { isApiError } from '@baton/client';
 import type { AwaitedToolCall, DecisionInput, JsonObject, JsonValue } from '@baton/protocol';
-import { coerceField, fieldPrompt, payloadForm, FieldInputError } from './payload-form.ts';
+import { coerceField, fieldPrompt, payloadForm, FieldInputError } from '@baton/client';
 import type { Style } from './render.ts';
 
 export interface PromptIo {

@@ -1,9 +1,9 @@
 import type { JsonObject, JsonValue } from '@baton/protocol';
 
 /**
- * A decision payload form derived from a ticket's responseSchema (JSON Schema). Flat objects
- * get one question per property; anything else is asked as raw JSON. Shared in spirit with the
- * console's form, but terminal-shaped: questions in order, typed answers coerced here.
+ * A decision payload form derived from a suspended call's responseSchema (JSON Schema), for any
+ * UI that asks a person (the CLI's prompts, the console's form). Flat objects get one field per
+ * property; anything else is one raw-JSON field. Answers are typed text, coerced here.
  */
 export type FormField =
   | {
