@@ -1,3 +1,9 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BatonClient } from '@baton/client';
 import { createDemoAgents } from '@baton/core';
@@ -14,6 +20,9 @@ import { spawnApi, stopAllApiProcesses } from '../support/api-process.ts';
 import { ptyCli, runCli } from '../support/cli.ts';
 import { freePort } from '../support/redis.ts';
 import { startHarness, type Harness } from '../support/worker-harness.ts';
+
+const execFileAsync = promisify(execFile);
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** Every stdout line is one protocol event, in order, 1..N. */
 function jsonEvents(stdout: string): RunEvent[] {
@@ -165,6 +174,39 @@ describe('baton CLI against a real API and worker', () => {
       expect.arrayContaining(['assistant', 'parallel-assistant']),
     );
   });
+
+  it('the packed package (npm pack) installs and runs on its own, outside the repository', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-cli-pack-'));
+    try {
+      const npm = (args: string[], cwd: string): string =>
+        execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      const tarball = npm(
+        ['pack', '--pack-destination', dir, '--silent'],
+        join(REPO, 'packages', 'cli'),
+      )
+        .trim()
+        .split('\n')
+        .at(-1)!;
+      writeFileSync(join(dir, 'package.json'), '{"name":"pack-test","private":true}');
+      npm(['install', '--offline', '--no-audit', '--no-fund', '--silent', join(dir, tarball)], dir);
+      const { runId } = await client.runs.create({
+        agent: 'assistant',
+        input: { messages: [{ role: 'user', content: 'weather' }] },
+      });
+      // async: the API and the worker answering it live in this very process
+      const { stdout: out } = await execFileAsync(
+        join(dir, 'node_modules', '.bin', 'baton'),
+        ['runs', 'watch', runId, '--json'],
+        { cwd: dir, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 20_000 },
+      );
+      expect(jsonEvents(out).at(-1)).toMatchObject({ type: 'run.finished', status: 'done' });
+      // the bundle, not the workspace sources, ran
+      expect(existsSync(join(dir, 'node_modules', '@baton', 'cli', 'dist', 'baton.js'))).toBe(true);
+      expect(existsSync(join(dir, 'node_modules', '@baton', 'cli', 'src'))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it('exit codes: usage 2, auth 3, not found 4, refused 5, unreachable 6', async () => {
     expect((await runCli(['runs', 'frobnicate'], env)).code).toBe(2);
