@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -17,7 +17,7 @@ import {
 import { systemClock } from '@baton/worker';
 import { KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
 import { spawnApi, stopAllApiProcesses } from '../support/api-process.ts';
-import { ptyCli, runCli } from '../support/cli.ts';
+import { BATON_BIN, ptyCli, runCli } from '../support/cli.ts';
 import { freePort } from '../support/redis.ts';
 import { startHarness, type Harness } from '../support/worker-harness.ts';
 
@@ -207,6 +207,24 @@ describe('baton CLI against a real API and worker', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it('Ctrl-C (SIGINT) during a watch exits 130', async () => {
+    const { runId } = await client.runs.create({
+      agent: 'assistant',
+      input: { messages: [{ role: 'user', content: 'deploy please' }] },
+    });
+    const child = spawn(process.execPath, [BATON_BIN, 'runs', 'watch', runId, '--no-input'], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    await expect.poll(() => out, { timeout: 15_000 }).toContain('baton decide');
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+    await client.runs.cancel(runId);
+  });
 
   it('exit codes: usage 2, auth 3, not found 4, refused 5, unreachable 6', async () => {
     expect((await runCli(['runs', 'frobnicate'], env)).code).toBe(2);

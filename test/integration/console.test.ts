@@ -5,7 +5,9 @@ import { BatonClient } from '@baton/client';
 import { createDemoAgents } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
 import { systemClock } from '@baton/worker';
+import { startApi } from '@baton/api';
 import { KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
+import { silentLogger } from '../support/worker-harness.ts';
 import {
   SCREENSHOT_DIR,
   ensureConsoleBuilt,
@@ -181,4 +183,43 @@ describe('run console in a real Chromium', () => {
     expect(problems).toEqual([]);
     await page.context().close();
   });
+
+  it('follows a run across an API restart by itself, then approves through the new process', async () => {
+    const { runId } = await client.runs.create({
+      agent: 'assistant',
+      input: { messages: [{ role: 'user', content: 'deploy please' }] },
+    });
+    const { page, problems } = await openConsole();
+    await signIn(page);
+    await page.goto(`${url}/console/#/runs/${encodeURIComponent(runId)}`);
+    const waiting = page.getByRole('region', { name: 'Waiting for a decision' });
+    await waiting.getByRole('button', { name: 'Approve' }).waitFor();
+
+    const port = Number(new URL(url).port);
+    await c.apis[0]!.close();
+    await page.getByText(/reconnecting \(attempt \d+\)/).waitFor();
+    await shot(page, '8-run-reconnecting');
+    c.apis[0] = await startApi({ config: c.config, port, host: '127.0.0.1', logger: silentLogger });
+
+    await waiting.getByLabel('comment (optional)').fill('after the restart');
+    await waiting.getByRole('button', { name: 'Approve' }).click();
+    await expect
+      .poll(() => page.getByTestId('run-status').textContent(), { timeout: 20_000 })
+      .toContain('done');
+    await page.getByText('stream ended').waitFor();
+    const events: RunEvent[] = [];
+    for await (const e of client.runs.stream(runId)) events.push(e);
+    expect(events.find((e) => e.type === 'decision.applied')).toMatchObject({
+      decision: { payload: { comment: 'after the restart' } },
+    });
+    // the page saw every event exactly once: its counter is the log's length
+    await expect
+      .poll(() => page.locator('.facts div:nth-child(3) dd').textContent())
+      .toBe(String(events.length));
+    // the failed fetches while the API was down are the only console errors
+    expect(problems.filter((p) => !/ERR_CONNECTION_REFUSED|Failed to fetch|net::/.test(p))).toEqual(
+      [],
+    );
+    await page.context().close();
+  }, 60_000);
 });
