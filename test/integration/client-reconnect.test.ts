@@ -10,11 +10,11 @@ import { startHarness, type Harness } from '../support/worker-harness.ts';
 const KEY = 'reconnect-tenant-key-1';
 const TRIALS = 100;
 
-// A model that talks for minutes, one small delta every 8 ms: the stream is always mid-run when
+// A model that talks for minutes, one small delta every 20 ms: the stream is always mid-run when
 // an API process dies. The test cancels the run once every trial is done.
 const talker: AgentDefinition = {
   name: 'talker',
-  model: new ScriptedModel([{ text: 'ab'.repeat(30_000), chunkSize: 2, chunkDelayMs: 8 }], {
+  model: new ScriptedModel([{ text: 'ab'.repeat(30_000), chunkSize: 2, chunkDelayMs: 20 }], {
     clock: systemClock,
   }),
   tools: [],
