@@ -44,7 +44,9 @@ export function RunPage({
 
   const refresh = useCallback(async (): Promise<void> => {
     try {
-      setSnapshot(await client.runs.get(runId));
+      const next = await client.runs.get(runId);
+      // Answers can arrive out of order; an older snapshot must not hide a newer wait.
+      setSnapshot((old) => (old && old.lastSeq > next.lastSeq ? old : next));
     } catch (e) {
       if (!handleAuth(e, onUnauthorized)) setError(describeError(e));
     }
