@@ -1,7 +1,14 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-argument -- HTTP replies are untyped JSON; each test asserts their shape */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { BatonClient } from '@baton/client';
 import { createDemoAgents, matrixAgentName, matrixAgents, payloadFor } from '@baton/core';
-import type { ExecutionMode, ResumeMode, RunEvent, RunSnapshot } from '@baton/protocol';
+import type {
+  AwaitedToolCall,
+  DecisionInput,
+  ExecutionMode,
+  JsonValue,
+  ResumeMode,
+  RunEvent,
+} from '@baton/protocol';
 import { systemClock } from '@baton/worker';
 import {
   ApiClient,
@@ -13,38 +20,26 @@ import {
 } from '../support/api-harness.ts';
 
 /**
- * Drives a run over HTTP only, one SSE stream per turn: stream (until=suspended) from the last
- * seen event, then answer every awaited call, until the run is done. Returns all events seen.
+ * Drives a run over HTTP only with the typed client, one event stream per turn: stream
+ * (until=suspended) from the last seen event, then answer every awaited call, until the run is
+ * done. Returns all events seen. (The wire format itself, frames and stream ends, is asserted
+ * with raw HTTP in the first test.)
  */
 async function driveToDone(
-  api: ApiClient,
+  baton: BatonClient,
   runId: string,
-  payload: (
-    call: RunSnapshot['await'] extends infer A
-      ? A extends { calls: (infer C)[] }
-        ? C
-        : never
-      : never,
-  ) => unknown,
+  payload: (call: AwaitedToolCall) => JsonValue | undefined,
 ): Promise<RunEvent[]> {
   const all: RunEvent[] = [];
   for (let turn = 0; turn < 10; turn += 1) {
-    const last = all.at(-1)?.seq ?? 0;
-    const stream = await api.stream(`/v1/runs/${runId}/events?until=suspended`, {
-      headers: { 'last-event-id': String(last) },
-      timeoutMs: 15_000,
-    });
-    expect([200, 204]).toContain(stream.status);
-    if (stream.status === 200) {
-      expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
-      expect(stream.endedByServer).toBe(true);
-    }
-    all.push(...eventsOf(stream));
-    const snap = await api.get<RunSnapshot>(`/v1/runs/${runId}`);
-    expect(snap.status).toBe(200);
-    if (snap.body.status === 'done') return all;
-    if (snap.body.status !== 'waiting' || !snap.body.await) continue;
-    const decisions = snap.body.await.calls.map((call) => {
+    const stream = baton.runs.stream(runId, { until: 'suspended', after: all.at(-1)?.seq ?? 0 });
+    for await (const event of stream) all.push(event);
+    // the stream ended by itself: no reconnect was needed against a healthy API
+    expect(stream.reconnects).toBe(0);
+    const snap = await baton.runs.get(runId);
+    if (snap.status === 'done') return all;
+    if (snap.status !== 'waiting' || !snap.await) continue;
+    const decisions = snap.await.calls.map((call): DecisionInput => {
       const p = payload(call);
       return {
         toolCallId: call.toolCallId,
@@ -52,40 +47,42 @@ async function driveToDone(
         ...(p === undefined ? {} : { payload: p }),
       };
     });
-    const r = await api.post(`/v1/runs/${runId}/decisions`, { decisions });
-    expect(r.status).toBe(202);
-    expect(r.body.accepted).toHaveLength(decisions.length);
+    const r = await baton.runs.decide(runId, decisions);
+    expect(r.accepted).toHaveLength(decisions.length);
   }
   throw new Error('run did not finish in 10 turns');
 }
 
 describe('API end to end (real Redis, real workers, real HTTP)', () => {
   let c: ApiCluster;
+  /** Raw HTTP, for what the wire itself must look like (headers, SSE frames, statuses). */
   let api: ApiClient;
+  let baton: BatonClient;
   beforeAll(async () => {
     c = await startApiCluster(inject('redisUrl'), [
       ...createDemoAgents(systemClock),
       ...matrixAgents(),
     ]);
     api = new ApiClient(c.apis[0]!.url, KEYS.a);
+    baton = new BatonClient({ baseUrl: c.apis[0]!.url, apiKey: KEYS.a });
   });
   afterAll(async () => {
     await c.stop();
   });
 
   it('create -> SSE -> suspended -> decision -> done with the demo assistant', async () => {
-    const created = await api.post('/v1/runs', {
+    const created = await api.post<{ runId: string }>('/v1/runs', {
       agent: 'assistant',
       input: { messages: [{ role: 'user', content: 'deploy please' }] },
     });
     expect(created.status).toBe(202);
+    const runId = created.body.runId;
     expect(created.body).toMatchObject({
       status: 'created',
-      turnId: expect.any(String),
-      links: { events: `/v1/runs/${created.body.runId}/events` },
+      turnId: expect.any(String) as unknown,
+      links: { events: `/v1/runs/${runId}/events` },
     });
-    expect(created.headers.get('location')).toBe(`/v1/runs/${created.body.runId}`);
-    const runId = created.body.runId as string;
+    expect(created.headers.get('location')).toBe(`/v1/runs/${runId}`);
 
     const first = await api.stream(`/v1/runs/${runId}/events?until=suspended`);
     expect(first.endedByServer).toBe(true);
@@ -98,16 +95,16 @@ describe('API end to end (real Redis, real workers, real HTTP)', () => {
     }
     expect(firstEvents.at(-1)).toMatchObject({ type: 'run.finished', status: 'waiting' });
 
-    const snap = await api.get<RunSnapshot>(`/v1/runs/${runId}`);
-    expect(snap.body.status).toBe('waiting');
-    const awaited = snap.body.await!.calls[0]!;
+    const snap = await baton.runs.get(runId);
+    expect(snap.status).toBe('waiting');
+    const awaited = snap.await!.calls[0]!;
     expect(awaited).toMatchObject({
       toolName: 'deploy_service',
       reason: 'approval',
       resumeMode: 'replay_tool_call',
     });
     expect(awaited.responseSchema).toMatchObject({ type: 'object' });
-    expect(snap.body.toolCalls.map((t) => t.toolName)).toEqual(['get_weather', 'deploy_service']);
+    expect(snap.toolCalls.map((t) => t.toolName)).toEqual(['get_weather', 'deploy_service']);
 
     const decided = await api.post(`/v1/runs/${runId}/decisions`, {
       decisions: [
@@ -127,14 +124,14 @@ describe('API end to end (real Redis, real workers, real HTTP)', () => {
       termination: { kind: 'natural_end' },
     });
 
-    const done = await api.get<RunSnapshot>(`/v1/runs/${runId}`);
-    expect(done.body).toMatchObject({
+    const done = await baton.runs.get(runId);
+    expect(done).toMatchObject({
       status: 'done',
       phase: 'run_end',
       await: null,
       lastSeq: all.length,
     });
-    expect(done.body.usage.totalTokens).toBeGreaterThan(0);
+    expect(done.usage.totalTokens).toBeGreaterThan(0);
     // A stream of a finished run with nothing left to send: 204 (EventSource stops reconnecting)
     const after = await api.stream(`/v1/runs/${runId}/events`, {
       headers: { 'last-event-id': String(all.length) },
@@ -159,8 +156,11 @@ describe('API end to end (real Redis, real workers, real HTTP)', () => {
     it(`${mode}: every resume mode reaches done over HTTP`, async () => {
       for (const resume of resumes) {
         const agent = matrixAgentName(mode, 'batch_all_suspended', resume);
-        const { runId } = await api.createRun(agent, 'go');
-        const events = await driveToDone(api, runId, () => payloadFor(resume));
+        const { runId } = await baton.runs.create({
+          agent,
+          input: { messages: [{ role: 'user', content: 'go' }] },
+        });
+        const events = await driveToDone(baton, runId, () => payloadFor(resume));
         expectGapless(events);
         expect(events.at(-1)).toMatchObject({
           type: 'run.finished',
@@ -169,10 +169,10 @@ describe('API end to end (real Redis, real workers, real HTTP)', () => {
         });
         const applied = events.filter((e) => e.type === 'decision.applied');
         expect(applied.length).toBe(2);
-        const snap = await api.get<RunSnapshot>(`/v1/runs/${runId}`);
-        expect(snap.body.executionMode).toBe(mode);
+        const snap = await baton.runs.get(runId);
+        expect(snap.executionMode).toBe(mode);
         expect(
-          snap.body.toolCalls
+          snap.toolCalls
             .filter((t) => t.status === 'succeeded')
             .map((t) => t.toolCallId)
             .sort(),
@@ -182,71 +182,85 @@ describe('API end to end (real Redis, real workers, real HTTP)', () => {
   }
 
   it('parallel-assistant (parallel_streaming demo) end to end', async () => {
-    const { runId } = await api.createRun('parallel-assistant');
-    const events = await driveToDone(api, runId, () => undefined);
+    const { runId } = await baton.runs.create({
+      agent: 'parallel-assistant',
+      input: { messages: [{ role: 'user', content: 'deploy please' }] },
+    });
+    const events = await driveToDone(baton, runId, () => undefined);
     expectGapless(events);
     expect(events.at(-1)).toMatchObject({ type: 'run.finished', status: 'done' });
   });
 
   it('threads, runs listing and agents', async () => {
-    const agents = await api.get('/v1/agents');
-    expect(agents.status).toBe(200);
-    expect(agents.body.agents.map((a: { name: string }) => a.name)).toEqual(
+    const agents = await baton.agents.list();
+    expect(agents.map((a) => a.name)).toEqual(
       expect.arrayContaining(['assistant', 'parallel-assistant']),
     );
-    expect((await api.get('/v1/agents/assistant')).body.executionMode).toBe('sequential');
-    expect((await api.get('/v1/agents/nope')).status).toBe(404);
+    expect((await baton.agents.get('assistant')).executionMode).toBe('sequential');
+    await expect(baton.agents.get('nope')).rejects.toMatchObject({
+      code: 'not_found',
+      status: 404,
+    });
 
-    const first = await api.createRun('assistant', 'weather please', { threadId: 'conv-1' });
-    await driveToDone(api, first.runId, () => undefined);
-    const second = await api.createRun('assistant', 'and again', { threadId: 'conv-1' });
-    await driveToDone(api, second.runId, () => undefined);
+    const start = (content: string) =>
+      baton.runs.create({
+        agent: 'assistant',
+        threadId: 'conv-1',
+        input: { messages: [{ role: 'user', content }] },
+      });
+    const first = await start('weather please');
+    await driveToDone(baton, first.runId, () => undefined);
+    const second = await start('and again');
+    await driveToDone(baton, second.runId, () => undefined);
 
-    const thread = await api.get('/v1/threads/conv-1');
-    expect(thread.status).toBe(200);
-    expect(thread.body).toMatchObject({
+    const thread = await baton.threads.get('conv-1');
+    expect(thread).toMatchObject({
       threadId: 'conv-1',
       activeRunId: null,
       runIds: [first.runId, second.runId],
     });
-    expect(
-      thread.body.messages
-        .filter((m: { role: string }) => m.role === 'user')
-        .map((m: { content: string }) => m.content),
-    ).toEqual(['weather please', 'and again']);
-
-    const runs = await api.get('/v1/threads/conv-1/runs?limit=1');
-    expect(runs.body.runs.map((r: { runId: string }) => r.runId)).toEqual([second.runId]);
-    const page2 = await api.get(
-      `/v1/threads/conv-1/runs?limit=1&cursor=${encodeURIComponent(runs.body.nextCursor)}`,
-    );
-    expect(page2.body.runs.map((r: { runId: string }) => r.runId)).toEqual([first.runId]);
-    expect(page2.body.nextCursor).toBeNull();
-
-    const filtered = await api.get('/v1/runs?status=done&agent=assistant&thread=conv-1');
-    expect(filtered.body.runs.map((r: { runId: string }) => r.runId)).toEqual([
-      second.runId,
-      first.runId,
+    expect(thread.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual([
+      'weather please',
+      'and again',
     ]);
-    expect((await api.get('/v1/runs?status=waiting&thread=conv-1')).body.runs).toEqual([]);
-    expect((await api.get('/v1/threads/never-used')).status).toBe(404);
-    expect((await api.get('/v1/threads/never-used/runs')).status).toBe(404);
+
+    const runs = await baton.threads.runs('conv-1', { limit: 1 });
+    expect(runs.runs.map((r) => r.runId)).toEqual([second.runId]);
+    const page2 = await baton.threads.runs('conv-1', { limit: 1, cursor: runs.nextCursor! });
+    expect(page2.runs.map((r) => r.runId)).toEqual([first.runId]);
+    expect(page2.nextCursor).toBeNull();
+
+    const filtered = await baton.runs.list({
+      status: 'done',
+      agent: 'assistant',
+      thread: 'conv-1',
+    });
+    expect(filtered.runs.map((r) => r.runId)).toEqual([second.runId, first.runId]);
+    expect((await baton.runs.list({ status: 'waiting', thread: 'conv-1' })).runs).toEqual([]);
+    await expect(baton.threads.get('never-used')).rejects.toMatchObject({ code: 'not_found' });
+    await expect(baton.threads.runs('never-used')).rejects.toMatchObject({
+      code: 'not_found',
+      status: 404,
+    });
   });
 
   it('cancel is 202 and idempotent', async () => {
-    const { runId } = await api.createRun('assistant', 'report please');
-    const r1 = await api.post(`/v1/runs/${runId}/cancel`);
-    expect(r1.status).toBe(202);
+    const { runId } = await baton.runs.create({
+      agent: 'assistant',
+      input: { messages: [{ role: 'user', content: 'report please' }] },
+    });
+    expect((await baton.runs.cancel(runId)).runId).toBe(runId);
+    // an empty JSON body is accepted too
     const r2 = await api.post(`/v1/runs/${runId}/cancel`, {});
     expect(r2.status).toBe(202);
-    const stream = await api.stream(`/v1/runs/${runId}/events`);
-    expect(eventsOf(stream).at(-1)).toMatchObject({
+    const events: RunEvent[] = [];
+    for await (const e of baton.runs.stream(runId)) events.push(e);
+    expect(events.at(-1)).toMatchObject({
       type: 'run.finished',
       status: 'done',
       termination: { kind: 'cancelled' },
     });
-    const r3 = await api.post(`/v1/runs/${runId}/cancel`);
-    expect(r3).toMatchObject({ status: 202, body: { runId, status: 'done' } });
+    expect(await baton.runs.cancel(runId)).toEqual({ runId, status: 'done' });
   });
 
   it('serves /healthz, /readyz, /metrics and Bull Board for admins', async () => {

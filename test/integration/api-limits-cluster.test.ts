@@ -34,20 +34,25 @@ describe('limits shared by API instances through Redis', () => {
     SSE_LEASE_MS: '1000',
     AUTH_FAILURES_PER_MINUTE: '4',
   };
+  const spawnOther = (): Promise<ApiProcess> =>
+    spawnApi({
+      redisUrl: inject('redisUrl'),
+      prefix: c.h.prefix,
+      keys: c.config.API_KEYS,
+      env: { ...env, ADMIN_KEYS: c.config.ADMIN_KEYS },
+    });
+  const killOther = async (): Promise<void> => {
+    other?.kill('SIGKILL');
+    await other?.exited;
+  };
   beforeAll(async () => {
     c = await startApiCluster(inject('redisUrl'), createDemoAgents(systemClock), { env });
-    other = await spawnApi({
-      ...env,
-      REDIS_URL: inject('redisUrl'),
-      BATON_PREFIX: c.h.prefix,
-      API_KEYS: c.config.API_KEYS,
-      ADMIN_KEYS: c.config.ADMIN_KEYS,
-    });
+    other = await spawnOther();
     here = new ApiClient(c.apis[0]!.url, KEYS.a);
     there = new ApiClient(other.url, KEYS.a);
   });
   afterAll(async () => {
-    await other?.kill();
+    await killOther();
     await c?.stop();
   });
 
@@ -71,20 +76,14 @@ describe('limits shared by API instances through Redis', () => {
     expect(Number(third.headers.get('retry-after'))).toBeGreaterThan(0);
     await onHere;
     // the other process dies holding its stream: its lease expires instead of leaking
-    await other.kill();
+    await killOther();
     await expect
       .poll(() => c.apis[0]!.api.context.sseLimiter.count('tenant-b'), { timeout: 10_000 })
       .toBe(0);
     const after = await b.stream(path, { headers: last, timeoutMs: 500 });
     expect(after.status).toBe(200);
     await b.post(`/v1/runs/${runId}/cancel`);
-    other = await spawnApi({
-      ...env,
-      REDIS_URL: inject('redisUrl'),
-      BATON_PREFIX: c.h.prefix,
-      API_KEYS: c.config.API_KEYS,
-      ADMIN_KEYS: c.config.ADMIN_KEYS,
-    });
+    other = await spawnOther();
     there = new ApiClient(other.url, KEYS.a);
   });
 

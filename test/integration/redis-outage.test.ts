@@ -9,7 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../support/api-harness.ts';
 import { startProcessStack, type ProcessStack } from '../support/process-stack.ts';
 import { startRedisProcess, type RedisProcess } from '../support/redis-process.ts';
-import { waitFor } from '../support/worker-harness.ts';
+import { startHarness, waitFor } from '../support/worker-harness.ts';
+import { createDemoAgents } from '@baton/core';
+import { systemClock } from '@baton/worker';
 import { stopAllWorkerProcesses } from '../support/worker-process.ts';
 
 const OUTAGE_MS = 20_000;
@@ -107,4 +109,18 @@ describe('a 20 s Redis outage', () => {
     expect(readyAfterMs).toBeLessThan(2_000);
     expect(runsAfterMs).toBeLessThan(2_000);
   }, 60_000);
+
+  it('a worker stopped right after Redis came back (empty) still stops', async () => {
+    // BullMQ's forced close can wait forever on a connection Redis dropped; stop() must end.
+    const lost = await startRedisProcess({ aof: 'off' });
+    const h = await startHarness(lost.url, createDemoAgents(systemClock));
+    try {
+      await lost.kill('SIGKILL');
+      await new Promise((r) => setTimeout(r, 100));
+      await lost.start();
+      await h.stop();
+    } finally {
+      await lost.stop();
+    }
+  }, 20_000);
 });

@@ -6,6 +6,7 @@ import { BULL_BOARD_PATH, bullBoardGuard, bullBoardRouter } from './admin.ts';
 import { jsonBody } from './body.ts';
 import { corsMiddleware, parseCorsOrigins } from './cors.ts';
 import { KeyStore, authenticate, requireAdmin } from './auth.ts';
+import { consoleRouter } from './console.ts';
 import { splitEntries, tenantKeyEntries, type ApiConfig } from './config.ts';
 import type { ApiContext } from './context.ts';
 import { errorMiddleware, notFoundHandler } from './errors.ts';
@@ -42,6 +43,8 @@ export interface CreateAppOptions {
   readonly clock?: Clock;
   /** Extra routers; default: the front-end protocol adapters (protocolPlugins()). */
   readonly plugins?: readonly ApiPlugin[];
+  /** Built run console served at /console (default: apps/console/dist); false: not served. */
+  readonly consoleDir?: string | false;
 }
 
 export interface ApiApp {
@@ -123,6 +126,8 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     metricsAuth({ keys, metricsKey: config.METRICS_KEY, public: config.METRICS_PUBLIC }),
   );
   app.use(opsRouter(context));
+  // Static and unauthenticated: the console sends the person's key with each /v1 call.
+  if (opts.consoleDir !== false) app.use('/console', consoleRouter(opts.consoleDir));
 
   const auth = authenticate(
     keys,

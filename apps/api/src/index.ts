@@ -12,3 +12,4 @@ export * from './openapi.ts';
 export * from './schemas.ts';
 export * from './server.ts';
 export * from './sse.ts';
+export * from './console.ts';

@@ -295,7 +295,21 @@ export class BatonWorker {
     if (timedOut) {
       this.logger.warn({ graceMs }, 'grace period over; aborting in-flight work');
       this.aborts.abortAll('worker shutting down');
-      await Promise.all(workers.map((w) => w.close(true)));
+      // A forced close can wait forever on a blocking connection that Redis dropped (seen right
+      // after a Redis restart): a stop must end, so after another grace period the connections
+      // are cut. Nothing is lost: unfinished jobs are redelivered once their locks expire.
+      const forced = Promise.all(workers.map((w) => w.close(true)));
+      const stuck = await Promise.race([
+        forced.then(() => false),
+        new Promise<boolean>((resolve) =>
+          setTimeout(resolve, Math.max(graceMs, 1_000), true).unref(),
+        ),
+      ]);
+      if (stuck) {
+        // Not awaited: disconnecting can hang the same way; the process is leaving anyway.
+        this.logger.warn('queue connections did not close; disconnecting them');
+        for (const w of workers) void w.disconnect().catch(() => undefined);
+      }
     }
     await this.controlSubscriber?.quit().catch(() => undefined);
     await this.runtime.close();

@@ -18,3 +18,4 @@ export * from './usage.ts';
 export const PROTOCOL_VERSION = 1;
 export * from './snapshot.ts';
 export * from './agents.ts';
+export * from './http.ts';

@@ -1,0 +1,73 @@
+import type { BatonClient } from '@baton/client';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { KeyForm } from './key-form.tsx';
+import { NewRunPage } from './new-run-page.tsx';
+import { href, useRoute } from './route.ts';
+import { RunPage } from './run-page.tsx';
+import { RunsPage } from './runs-page.tsx';
+import { clientFor, forgetKey, storeKey, storedKey } from './session.ts';
+
+export function App() {
+  const [key, setKey] = useState(storedKey);
+  const client = useMemo<BatonClient | null>(() => (key ? clientFor(key) : null), [key]);
+  const route = useRoute();
+  const main = useRef<HTMLElement>(null);
+
+  // A page change moves focus to the new page's content, as a screen reader user expects.
+  useEffect(() => {
+    main.current?.querySelector<HTMLElement>('h1')?.focus();
+  }, [route, key]);
+
+  const signOut = (): void => {
+    forgetKey();
+    setKey(null);
+  };
+
+  return (
+    <>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <a class="brand" href={href({ page: 'runs' })}>
+          Baton console
+        </a>
+        {client && (
+          <nav aria-label="Main">
+            <a
+              href={href({ page: 'runs' })}
+              aria-current={route.page === 'runs' ? 'page' : undefined}
+            >
+              Runs
+            </a>
+            <a
+              href={href({ page: 'new' })}
+              aria-current={route.page === 'new' ? 'page' : undefined}
+            >
+              New run
+            </a>
+            <button type="button" class="link" onClick={signOut}>
+              Forget key
+            </button>
+          </nav>
+        )}
+      </header>
+      <main id="main" ref={main}>
+        {!client ? (
+          <KeyForm
+            onKey={(k) => {
+              storeKey(k);
+              setKey(k);
+            }}
+          />
+        ) : route.page === 'run' ? (
+          <RunPage key={route.runId} client={client} runId={route.runId} onUnauthorized={signOut} />
+        ) : route.page === 'new' ? (
+          <NewRunPage client={client} onUnauthorized={signOut} />
+        ) : (
+          <RunsPage client={client} onUnauthorized={signOut} />
+        )}
+      </main>
+    </>
+  );
+}

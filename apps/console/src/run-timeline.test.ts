@@ -1,0 +1,89 @@
+import type { RunEvent } from '@baton/protocol';
+import { describe, expect, it } from 'vitest';
+import { EMPTY_VIEW, foldEvent, type RunView } from './run-timeline.ts';
+
+const envelope = { runId: 'r', threadId: 't', turnId: 'u', at: 0 };
+let seq = 0;
+const ev = (body: object): RunEvent => ({ ...envelope, seq: ++seq, ...body }) as RunEvent;
+const fold = (events: RunEvent[]): RunView => events.reduce(foldEvent, EMPTY_VIEW);
+
+describe('foldEvent', () => {
+  it('streams text per message, drops a reset inference, keeps the committed message', () => {
+    seq = 0;
+    const view = fold([
+      ev({ type: 'run.created', agent: 'a', executionMode: 'sequential' }),
+      ev({ type: 'text.delta', step: 1, messageId: 'm1', delta: 'Hel' }),
+      ev({ type: 'inference.reset', step: 1, messageId: 'm1' }),
+      ev({ type: 'text.delta', step: 1, messageId: 'm2', delta: 'Hello ' }),
+      ev({ type: 'text.delta', step: 1, messageId: 'm2', delta: 'there' }),
+    ]);
+    expect(view.texts).toEqual([
+      { step: 1, messageId: 'm2', text: 'Hello there', streaming: true },
+    ]);
+    const done = foldEvent(
+      view,
+      ev({
+        type: 'message.assistant',
+        step: 1,
+        message: { id: 'm2', role: 'assistant', content: 'Hello there', toolCalls: [] },
+      }),
+    );
+    expect(done.texts).toEqual([
+      { step: 1, messageId: 'm2', text: 'Hello there', streaming: false },
+    ]);
+    // deltas do not clutter the timeline
+    expect(done.timeline.map((e) => e.type)).toEqual([
+      'run.created',
+      'inference.reset',
+      'message.assistant',
+    ]);
+  });
+
+  it('records every status a tool call went through, and its outcome', () => {
+    seq = 0;
+    const view = fold([
+      ev({
+        type: 'tool_call.created',
+        step: 1,
+        toolCallId: 'c',
+        toolName: 'deploy',
+        arguments: {},
+        index: 0,
+      }),
+      ev({
+        type: 'tool_call.status',
+        toolCallId: 'c',
+        toolName: 'deploy',
+        from: 'new',
+        to: 'suspended',
+      }),
+      ev({ type: 'run.status', from: 'running', to: 'waiting' }),
+      ev({
+        type: 'tool_call.status',
+        toolCallId: 'c',
+        toolName: 'deploy',
+        from: 'suspended',
+        to: 'cancelled',
+      }),
+      ev({
+        type: 'tool_call.result',
+        toolCallId: 'c',
+        toolName: 'deploy',
+        outcome: { status: 'cancelled' },
+      }),
+    ]);
+    expect(view.toolCalls[0]).toMatchObject({
+      statuses: ['new', 'suspended', 'cancelled'],
+      outcome: { status: 'cancelled' },
+    });
+    expect(view.status).toBe('waiting');
+  });
+
+  it('ignores an event it has already folded (a replay after a reconnect)', () => {
+    seq = 0;
+    const first = ev({ type: 'text.delta', step: 1, messageId: 'm', delta: 'x' });
+    const view = fold([first, first]);
+    expect(view.texts[0]!.text).toBe('x');
+    expect(view.lastSeq).toBe(1);
+  });
+});

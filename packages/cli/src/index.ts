@@ -1,0 +1,2 @@
+export * from './exit-codes.ts';
+export { createCli, type CliIo } from './program.ts';

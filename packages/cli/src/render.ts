@@ -1,0 +1,189 @@
+import type { RunEvent, RunSnapshot, RunSummary, AgentDescriptor } from '@baton/protocol';
+
+export interface Style {
+  readonly dim: (s: string) => string;
+  readonly bold: (s: string) => string;
+  readonly green: (s: string) => string;
+  readonly red: (s: string) => string;
+  readonly yellow: (s: string) => string;
+  readonly cyan: (s: string) => string;
+}
+
+const ansi =
+  (open: number, close: number) =>
+  (s: string): string =>
+    `\x1b[${open}m${s}\x1b[${close}m`;
+
+export const colors: Style = {
+  dim: ansi(2, 22),
+  bold: ansi(1, 22),
+  green: ansi(32, 39),
+  red: ansi(31, 39),
+  yellow: ansi(33, 39),
+  cyan: ansi(36, 39),
+};
+const id = (s: string): string => s;
+export const plain: Style = { dim: id, bold: id, green: id, red: id, yellow: id, cyan: id };
+
+function short(value: unknown, max = 80): string {
+  const text = JSON.stringify(value) ?? 'undefined';
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/**
+ * Turns a run's events into terminal text: assistant text streams inline as it arrives, every
+ * other event is one line. Stateful because a delta continues the current line.
+ */
+export class EventRenderer {
+  private readonly style: Style;
+  private inText = false;
+
+  constructor(style: Style) {
+    this.style = style;
+  }
+
+  /** Text to write for `event` ('' for events a person does not need to see). */
+  render(event: RunEvent): string {
+    const s = this.style;
+    if (event.type === 'text.delta') {
+      const prefix = this.inText ? '' : `${s.cyan('assistant')} `;
+      this.inText = true;
+      return prefix + event.delta;
+    }
+    const line = this.line(event);
+    if (line === '') return '';
+    const out = (this.inText ? '\n' : '') + line + '\n';
+    this.inText = false;
+    return out;
+  }
+
+  /** Ends a pending text line (before a prompt or at exit). */
+  flush(): string {
+    if (!this.inText) return '';
+    this.inText = false;
+    return '\n';
+  }
+
+  private line(event: RunEvent): string {
+    const s = this.style;
+    switch (event.type) {
+      case 'run.created':
+        return s.dim(`run ${event.runId} created (agent ${event.agent}, ${event.executionMode})`);
+      case 'run.started':
+        return s.dim(`run started on a worker`);
+      case 'run.status':
+        return s.dim(`status ${event.from} → ${event.to}`);
+      case 'message.input':
+        return `${s.bold('user')} ${typeof event.message.content === 'string' ? event.message.content : short(event.message.content)}`;
+      case 'step.started':
+        return s.dim(`— step ${event.step}`);
+      case 'inference.reset':
+        return s.yellow('(the partial answer above was discarded; the model starts again)');
+      case 'tool_call.created':
+        return `${s.bold('tool')} ${event.toolName} ${s.dim(short(event.arguments))} ${s.dim(`[${event.toolCallId}]`)}`;
+      case 'tool_call.status': {
+        const color =
+          event.to === 'succeeded'
+            ? s.green
+            : event.to === 'failed'
+              ? s.red
+              : event.to === 'suspended'
+                ? s.yellow
+                : s.dim;
+        return `  ${event.toolName} ${s.dim(event.from)} → ${color(event.to)}`;
+      }
+      case 'tool_call.suspended':
+        return `${s.yellow('⏸ needs a decision')} ${event.toolName}: ${event.ticket.message} ${s.dim(`(${event.ticket.reason})`)}`;
+      case 'tool_call.result': {
+        const o = event.outcome;
+        const detail =
+          o.status === 'succeeded'
+            ? s.dim(short(o.output, 100))
+            : o.status === 'failed'
+              ? s.red(o.error ?? 'failed')
+              : s.yellow('cancelled');
+        return `  ${event.toolName} ${o.status}: ${detail}`;
+      }
+      case 'decision.applied':
+        return `${s.bold('decision')} ${event.decision.action} ${s.dim(event.decision.toolCallId)}`;
+      case 'decision.discarded':
+        return s.yellow(
+          `decision ${event.decision.decisionId} not applied: ${event.reason} ${s.dim(event.decision.toolCallId)}`,
+        );
+      case 'run.cancel_requested':
+        return s.yellow('cancel requested; the run stops at its next step boundary');
+      case 'run.finished': {
+        if (event.status === 'waiting') return s.yellow('run is waiting for a decision');
+        const kind = event.termination.kind;
+        const ok = kind === 'natural_end' || kind === 'stopped' || kind === 'behavior_requested';
+        const why =
+          event.termination.kind === 'error'
+            ? `: ${event.termination.message}`
+            : event.termination.kind === 'blocked'
+              ? `: ${event.termination.reason}`
+              : '';
+        return (ok ? s.green : s.red)(
+          `run finished: ${kind}${why} (${event.usage.totalTokens} tokens)`,
+        );
+      }
+      case 'text.delta':
+      case 'message.assistant':
+      case 'reasoning.delta':
+      case 'phase':
+      case 'state.delta':
+      case 'state.conflict':
+      case 'step.finished':
+        return '';
+    }
+  }
+}
+
+/** `runs get`: a run snapshot for people. */
+export function renderSnapshot(snap: RunSnapshot, s: Style): string {
+  const lines = [
+    `${s.bold(snap.runId)}  ${statusText(snap.status, s)}  agent ${snap.agent}  thread ${snap.threadId}`,
+    `step ${snap.step}, phase ${snap.phase ?? '-'}, ${snap.usage.totalTokens} tokens${snap.termination ? `, ended: ${snap.termination.kind}` : ''}`,
+  ];
+  if (snap.lastAssistantMessage) lines.push(`assistant: ${snap.lastAssistantMessage}`);
+  for (const call of snap.toolCalls)
+    lines.push(`  ${call.toolName} ${s.dim(call.toolCallId)} ${call.status}`);
+  for (const call of snap.await?.calls ?? [])
+    lines.push(
+      `${s.yellow('waiting:')} ${call.toolName} ${s.dim(call.toolCallId)} ${call.message}\n  baton decide ${snap.runId} ${call.toolCallId} --approve | --deny`,
+    );
+  return lines.join('\n') + '\n';
+}
+
+function statusText(status: string, s: Style): string {
+  return status === 'done'
+    ? s.green(status)
+    : status === 'waiting'
+      ? s.yellow(status)
+      : s.cyan(status);
+}
+
+/** `runs list`: one line per run. */
+export function renderRunList(runs: readonly RunSummary[], s: Style): string {
+  if (runs.length === 0) return s.dim('no runs') + '\n';
+  return (
+    runs
+      .map(
+        (r) =>
+          `${r.runId}  ${statusText(r.status.padEnd(7), s)}  ${r.agent.padEnd(20)}  ${new Date(r.updatedAt).toISOString()}  ${s.dim(r.threadId)}`,
+      )
+      .join('\n') + '\n'
+  );
+}
+
+/** `agents`: one block per advertised agent. */
+export function renderAgents(agents: readonly AgentDescriptor[], s: Style): string {
+  if (agents.length === 0) return s.dim('no agents advertised (is a worker running?)') + '\n';
+  return agents
+    .map((a) => {
+      const tools = a.tools
+        .map((t) => `${t.name}${t.approval ? ' (approval)' : t.clientSide ? ' (client)' : ''}`)
+        .join(', ');
+      return `${s.bold(a.name)}  ${s.dim(a.executionMode)}\n  ${a.description ?? ''}\n  tools: ${tools || '-'}\n`;
+    })
+    .join('');
+}

@@ -1,0 +1,244 @@
+import {
+  AgentDescriptorSchema,
+  AgentListSchema,
+  CancelResponseSchema,
+  CreateRunResponseSchema,
+  DecisionsResponseSchema,
+  DeleteThreadResponseSchema,
+  RunPageSchema,
+  RunSnapshotSchema,
+  ThreadResponseSchema,
+  type AgentDescriptor,
+  type CancelResponse,
+  type CreateRunRequest,
+  type CreateRunResponse,
+  type DecisionInput,
+  type DecisionsResponse,
+  type DeleteThreadResponse,
+  type RunPage,
+  type RunSnapshot,
+  type RunStatus,
+  type ThreadResponse,
+} from '@baton/protocol';
+import { z } from 'zod';
+import { RunEventStream, type StreamOptions } from './run-stream.ts';
+import { Transport, type ClientOptions, type RequestOptions } from './transport.ts';
+
+/** Filters of `GET /v1/runs` (newest first). */
+export interface ListRunsQuery {
+  readonly status?: RunStatus;
+  readonly agent?: string;
+  readonly thread?: string;
+  /** Page size, 1..100 (default 20). */
+  readonly limit?: number;
+  /** `nextCursor` of the previous page. */
+  readonly cursor?: string;
+  /** Admin keys only: another tenant's runs. */
+  readonly tenant?: string;
+}
+
+export interface CreateRunOptions extends RequestOptions {
+  /** Same key + same body returns the same run; same key + another body is `idempotency_conflict`. */
+  readonly idempotencyKey?: string;
+}
+
+/** A created run; `replayed` is true when an Idempotency-Key returned an existing run. */
+export type CreatedRun = CreateRunResponse & { readonly replayed: boolean };
+
+const empty = z.unknown();
+
+/** Runs: create, inspect, list, decide, cancel, and stream their events. */
+export class RunsApi {
+  private readonly t: Transport;
+  constructor(transport: Transport) {
+    this.t = transport;
+  }
+
+  /** `POST /v1/runs`: starts a run (202); the run executes on a worker. */
+  async create(request: CreateRunRequest, opts: CreateRunOptions = {}): Promise<CreatedRun> {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.idempotencyKey !== undefined) headers['idempotency-key'] = opts.idempotencyKey;
+    const res = await this.t.json('POST', '/v1/runs', CreateRunResponseSchema, {
+      body: request,
+      headers,
+      signal: opts.signal,
+    });
+    return { ...res.body, replayed: res.headers.get('idempotent-replayed') === 'true' };
+  }
+
+  /** `GET /v1/runs/:id`: the run's snapshot (status, await tickets, tool calls, usage, ...). */
+  async get(runId: string, opts: RequestOptions = {}): Promise<RunSnapshot> {
+    return (await this.t.json('GET', `/v1/runs/${enc(runId)}`, RunSnapshotSchema, opts)).body;
+  }
+
+  /** `GET /v1/runs`: one page of the tenant's runs, newest first. */
+  async list(query: ListRunsQuery = {}, opts: RequestOptions = {}): Promise<RunPage> {
+    return (await this.t.json('GET', '/v1/runs', RunPageSchema, { ...opts, query: { ...query } }))
+      .body;
+  }
+
+  /** `POST /v1/runs/:id/decisions`: answers suspended tool calls (202; a repeated decisionId is a no-op). */
+  async decide(
+    runId: string,
+    decisions: DecisionInput | readonly DecisionInput[],
+    opts: RequestOptions = {},
+  ): Promise<DecisionsResponse> {
+    const list = Array.isArray(decisions) ? decisions : [decisions];
+    return (
+      await this.t.json('POST', `/v1/runs/${enc(runId)}/decisions`, DecisionsResponseSchema, {
+        ...opts,
+        body: { decisions: list },
+      })
+    ).body;
+  }
+
+  /** Resumes (approves) one suspended call, with the payload its ticket's responseSchema asks for. */
+  approve(
+    runId: string,
+    toolCallId: string,
+    payload?: DecisionInput['payload'],
+    opts: RequestOptions & { decisionId?: string } = {},
+  ): Promise<DecisionsResponse> {
+    return this.decide(
+      runId,
+      {
+        toolCallId,
+        action: 'resume',
+        ...(payload === undefined ? {} : { payload }),
+        ...(opts.decisionId === undefined ? {} : { decisionId: opts.decisionId }),
+      },
+      opts,
+    );
+  }
+
+  /** Cancels (denies) one suspended call. */
+  deny(
+    runId: string,
+    toolCallId: string,
+    opts: RequestOptions & { decisionId?: string } = {},
+  ): Promise<DecisionsResponse> {
+    return this.decide(
+      runId,
+      {
+        toolCallId,
+        action: 'cancel',
+        ...(opts.decisionId === undefined ? {} : { decisionId: opts.decisionId }),
+      },
+      opts,
+    );
+  }
+
+  /** `POST /v1/runs/:id/cancel`: cancels the run (202, idempotent: a finished run answers `done`). */
+  async cancel(runId: string, opts: RequestOptions = {}): Promise<CancelResponse> {
+    return (await this.t.json('POST', `/v1/runs/${enc(runId)}/cancel`, CancelResponseSchema, opts))
+      .body;
+  }
+
+  /**
+   * `DELETE /v1/runs/:id`: deletes a finished run and its events now (409 `run_active` while it
+   * has not finished: cancel it first).
+   */
+  async delete(runId: string, opts: RequestOptions = {}): Promise<void> {
+    await this.t.noContent('DELETE', `/v1/runs/${enc(runId)}`, opts);
+  }
+
+  /**
+   * `GET /v1/runs/:id/events` as an async iterator of typed events that reconnects by itself
+   * (see {@link RunEventStream}).
+   */
+  stream(runId: string, opts: StreamOptions = {}): RunEventStream {
+    return new RunEventStream(this.t, runId, opts);
+  }
+}
+
+/** Threads: a conversation's history and its runs. */
+export class ThreadsApi {
+  private readonly t: Transport;
+  constructor(transport: Transport) {
+    this.t = transport;
+  }
+
+  /** `GET /v1/threads/:id`: messages of finished runs, the active run, queued runs, state. */
+  async get(threadId: string, opts: RequestOptions = {}): Promise<ThreadResponse> {
+    return (await this.t.json('GET', `/v1/threads/${enc(threadId)}`, ThreadResponseSchema, opts))
+      .body;
+  }
+
+  /**
+   * `DELETE /v1/threads/:id`: deletes the thread, its history and its finished runs (409
+   * `thread_busy` while a run is active or queued on it).
+   */
+  async delete(threadId: string, opts: RequestOptions = {}): Promise<DeleteThreadResponse> {
+    return (
+      await this.t.json('DELETE', `/v1/threads/${enc(threadId)}`, DeleteThreadResponseSchema, opts)
+    ).body;
+  }
+
+  /** `GET /v1/threads/:id/runs`: the thread's runs, newest first. */
+  async runs(
+    threadId: string,
+    query: Omit<ListRunsQuery, 'thread' | 'tenant'> = {},
+    opts: RequestOptions = {},
+  ): Promise<RunPage> {
+    return (
+      await this.t.json('GET', `/v1/threads/${enc(threadId)}/runs`, RunPageSchema, {
+        ...opts,
+        query: { ...query },
+      })
+    ).body;
+  }
+}
+
+/** Agents as workers advertise them. */
+export class AgentsApi {
+  private readonly t: Transport;
+  constructor(transport: Transport) {
+    this.t = transport;
+  }
+
+  /** `GET /v1/agents`. */
+  async list(opts: RequestOptions = {}): Promise<AgentDescriptor[]> {
+    return (await this.t.json('GET', '/v1/agents', AgentListSchema, opts)).body.agents;
+  }
+
+  /** `GET /v1/agents/:name` (`not_found` when no worker advertises it). */
+  async get(name: string, opts: RequestOptions = {}): Promise<AgentDescriptor> {
+    return (await this.t.json('GET', `/v1/agents/${enc(name)}`, AgentDescriptorSchema, opts)).body;
+  }
+}
+
+/**
+ * The typed Baton API client. fetch-based, so it runs in Node 22+, browsers, Deno and Bun.
+ * Every answer is validated against the protocol's zod schemas; every failure is a
+ * {@link BatonApiError} (with the API's error `code`) or a {@link BatonClientError}.
+ *
+ * ```ts
+ * const baton = new BatonClient({ baseUrl: 'http://localhost:3000', apiKey: process.env.BATON_API_KEY });
+ * const { runId } = await baton.runs.create({ agent: 'assistant', input: { messages: [{ role: 'user', content: 'deploy' }] } });
+ * for await (const e of baton.runs.stream(runId, { until: 'suspended' })) console.log(e.type);
+ * ```
+ */
+export class BatonClient {
+  readonly runs: RunsApi;
+  readonly threads: ThreadsApi;
+  readonly agents: AgentsApi;
+  readonly baseUrl: string;
+  private readonly transport: Transport;
+
+  constructor(opts: ClientOptions) {
+    this.transport = new Transport(opts);
+    this.baseUrl = this.transport.baseUrl;
+    this.runs = new RunsApi(this.transport);
+    this.threads = new ThreadsApi(this.transport);
+    this.agents = new AgentsApi(this.transport);
+  }
+
+  /** `GET /healthz`: resolves when the API process answers. */
+  async health(opts: RequestOptions = {}): Promise<void> {
+    await this.transport.json('GET', '/healthz', empty, opts);
+  }
+}
+
+function enc(id: string): string {
+  return encodeURIComponent(id);
+}

@@ -1,0 +1,129 @@
+import { ErrorBodySchema, ErrorCodeSchema, type ErrorCode } from '@baton/protocol';
+
+/**
+ * Codes of failures that happen on the client's side of the wire (no error body from the API):
+ * - `network`: the request or the stream could not reach the API or broke mid-way;
+ * - `timeout`: a request, or an event stream that went silent, exceeded its time limit;
+ * - `unexpected_response`: an answer that is not the API's (a proxy's HTML page, a status the
+ *   route never sends, JSON that does not match the protocol schema);
+ * - `stream_gap`: the stream skipped a sequence number (the stream reconnects to fill it);
+ * - `reconnect_exhausted`: the stream's give-up policy ran out; `cause` holds the last failure;
+ * - `aborted`: the caller's AbortSignal fired.
+ */
+export type ClientErrorCode =
+  'network' | 'timeout' | 'unexpected_response' | 'stream_gap' | 'reconnect_exhausted' | 'aborted';
+
+/** A failure on the client's side of the wire; `code` says which. */
+export class BatonClientError extends Error {
+  readonly code: ClientErrorCode;
+  /** HTTP status of the response that caused it, when there was one. */
+  readonly status: number | undefined;
+
+  constructor(
+    code: ClientErrorCode,
+    message: string,
+    opts: { cause?: unknown; status?: number } = {},
+  ) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'BatonClientError';
+    this.code = code;
+    this.status = opts.status;
+  }
+}
+
+/**
+ * An error answered by the API: `{"error": {code, message, details?}}` with its HTTP status.
+ * `code` is one of the protocol's ErrorCodes, so `switch (err.code)` is exhaustive-checkable and
+ * {@link isApiError} narrows it.
+ */
+export class BatonApiError<C extends ErrorCode = ErrorCode> extends Error {
+  readonly code: C;
+  readonly status: number;
+  readonly details: unknown;
+  /** From `Retry-After` (429 and 503), in milliseconds. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(
+    code: C,
+    message: string,
+    opts: { status: number; details?: unknown; retryAfterMs?: number | undefined },
+  ) {
+    super(message);
+    this.name = 'BatonApiError';
+    this.code = code;
+    this.status = opts.status;
+    this.details = opts.details;
+    this.retryAfterMs = opts.retryAfterMs;
+  }
+}
+
+/** Every error the client throws on purpose. */
+export type BatonError = BatonApiError | BatonClientError;
+
+/** True when `error` is an API error, with one of `codes` if any are given (narrows `code`). */
+export function isApiError<C extends ErrorCode>(
+  error: unknown,
+  ...codes: C[]
+): error is BatonApiError<C> {
+  return error instanceof BatonApiError && (codes.length === 0 || codes.includes(error.code as C));
+}
+
+/** True when `error` is a client-side error, with one of `codes` if any are given. */
+export function isClientError(
+  error: unknown,
+  ...codes: ClientErrorCode[]
+): error is BatonClientError {
+  return error instanceof BatonClientError && (codes.length === 0 || codes.includes(error.code));
+}
+
+/** `Retry-After` as milliseconds (seconds or an HTTP date); undefined when absent or unusable. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
+  if (value === null || value.trim() === '') return undefined;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  const at = Date.parse(trimmed);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/**
+ * The typed error for a non-2xx response. Reads the body, so call it once per response. A body
+ * that is not the API's error shape becomes `unexpected_response` (with the status kept), so a
+ * proxy's 502 page is never mistaken for an API verdict.
+ */
+export async function errorFromResponse(res: Response): Promise<BatonApiError | BatonClientError> {
+  let text: string;
+  try {
+    text = await res.text();
+  } catch (error) {
+    return new BatonClientError('network', `reading the ${res.status} response failed`, {
+      cause: error,
+      status: res.status,
+    });
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  const parsed = ErrorBodySchema.safeParse(json);
+  if (!parsed.success) {
+    // An unknown code from a newer API is still the API's word: keep its message, say so.
+    const raw = json as { error?: { code?: unknown; message?: unknown } } | undefined;
+    const snippet = text.slice(0, 200).replace(/\s+/g, ' ');
+    const code = typeof raw?.error?.code === 'string' ? raw.error.code : undefined;
+    return new BatonClientError(
+      'unexpected_response',
+      code !== undefined && !ErrorCodeSchema.safeParse(code).success
+        ? `HTTP ${res.status} with an error code this client does not know (${code}): ${String(raw?.error?.message)}`
+        : `HTTP ${res.status} ${res.statusText}: not a Baton error body (${snippet || 'empty'})`,
+      { status: res.status },
+    );
+  }
+  const { code, message, details } = parsed.data.error;
+  return new BatonApiError(code, message, {
+    status: res.status,
+    details,
+    retryAfterMs: parseRetryAfter(res.headers.get('retry-after')),
+  });
+}

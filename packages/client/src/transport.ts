@@ -1,0 +1,147 @@
+import type { z } from 'zod';
+import { BatonClientError, errorFromResponse } from './errors.ts';
+
+/** How a {@link BatonClient} reaches the API. */
+export interface ClientOptions {
+  /** Base URL of the API, e.g. `http://localhost:3000` (a trailing slash is fine). */
+  readonly baseUrl: string;
+  /** API key, sent as `Authorization: Bearer <key>`. */
+  readonly apiKey?: string | undefined;
+  /** fetch implementation (default: the global one; pass one to add tracing, proxies, ...). */
+  readonly fetch?: typeof fetch;
+  /** Extra headers on every request. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Time limit of a non-streaming request (default 30 000 ms). */
+  readonly timeoutMs?: number;
+}
+
+export interface RequestOptions {
+  readonly signal?: AbortSignal | undefined;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export interface JsonResponse<T> {
+  readonly body: T;
+  readonly status: number;
+  readonly headers: Headers;
+}
+
+/** One place that turns method + path + body into a validated, typed answer or a typed error. */
+export class Transport {
+  readonly baseUrl: string;
+  private readonly apiKey: string | undefined;
+  private readonly fetchImpl: typeof fetch;
+  private readonly headers: Readonly<Record<string, string>>;
+  private readonly timeoutMs: number;
+
+  constructor(opts: ClientOptions) {
+    this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
+    this.apiKey = opts.apiKey;
+    // Bound: browsers throw "Illegal invocation" when fetch is called with another `this`.
+    this.fetchImpl = opts.fetch ?? globalThis.fetch.bind(globalThis);
+    this.headers = opts.headers ?? {};
+    this.timeoutMs = opts.timeoutMs ?? 30_000;
+  }
+
+  url(path: string, query?: Readonly<Record<string, string | number | undefined>>): string {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) params.set(k, String(v));
+    const qs = params.toString();
+    return `${this.baseUrl}${path}${qs === '' ? '' : `?${qs}`}`;
+  }
+
+  authHeaders(): Record<string, string> {
+    return this.apiKey === undefined ? {} : { authorization: `Bearer ${this.apiKey}` };
+  }
+
+  /** fetch with the client's headers; network failures become `network` errors. */
+  async fetch(
+    url: string,
+    init: RequestInit & { headers?: Record<string, string> },
+  ): Promise<Response> {
+    try {
+      return await this.fetchImpl(url, {
+        ...init,
+        headers: { ...this.headers, ...this.authHeaders(), ...init.headers },
+      });
+    } catch (error) {
+      throw wrapFetchError(error, init.signal ?? undefined, `${init.method ?? 'GET'} ${url}`);
+    }
+  }
+
+  /** A request answered 204 No Content (deletions); anything else but a 2xx throws a typed error. */
+  async noContent(method: 'DELETE', path: string, opts: RequestOptions = {}): Promise<void> {
+    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+    const headers: Record<string, string> = { accept: 'application/json', ...opts.headers };
+    const res = await this.fetch(this.url(path), { method, headers, signal });
+    if (!res.ok) throw await errorFromResponse(res);
+    await res.body?.cancel();
+  }
+
+  /** A JSON request whose 2xx body must match `schema`; anything else throws a typed error. */
+  async json<S extends z.ZodType>(
+    method: 'GET' | 'POST' | 'DELETE',
+    path: string,
+    schema: S,
+    opts: RequestOptions & {
+      body?: unknown;
+      query?: Readonly<Record<string, string | number | undefined>>;
+    } = {},
+  ): Promise<JsonResponse<z.output<S>>> {
+    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+    const headers: Record<string, string> = { accept: 'application/json', ...opts.headers };
+    const init: RequestInit & { headers: Record<string, string> } = { method, headers, signal };
+    if (opts.body !== undefined) {
+      init.body = JSON.stringify(opts.body);
+      headers['content-type'] = 'application/json';
+    }
+    const url = this.url(path, opts.query);
+    const res = await this.fetch(url, init);
+    if (!res.ok) throw await errorFromResponse(res);
+    let json: unknown;
+    try {
+      json = await res.json();
+    } catch (error) {
+      throw wrapFetchError(error, signal, `${method} ${path}`, res.status);
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success)
+      throw new BatonClientError(
+        'unexpected_response',
+        `${method} ${path}: the response does not match the protocol schema (${parsed.error.issues
+          .slice(0, 3)
+          .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
+          .join('; ')})`,
+        { status: res.status, cause: parsed.error },
+      );
+    return { body: parsed.data, status: res.status, headers: res.headers };
+  }
+}
+
+/** A fetch/body failure as a typed error: the caller's abort, a timeout, or the network. */
+export function wrapFetchError(
+  error: unknown,
+  signal: AbortSignal | undefined,
+  what: string,
+  status?: number,
+): BatonClientError {
+  if (error instanceof BatonClientError) return error;
+  const name = (error as { name?: unknown } | null)?.name;
+  const opts = status === undefined ? { cause: error } : { cause: error, status };
+  if (
+    name === 'TimeoutError' ||
+    (signal?.aborted && (signal.reason as Error | undefined)?.name === 'TimeoutError')
+  )
+    return new BatonClientError('timeout', `${what} timed out`, opts);
+  if (signal?.aborted || name === 'AbortError')
+    return new BatonClientError('aborted', `${what} was aborted`, opts);
+  const detail =
+    error instanceof Error
+      ? error.cause instanceof Error
+        ? error.cause.message
+        : error.message
+      : String(error);
+  return new BatonClientError('network', `${what} failed: ${detail}`, opts);
+}

@@ -1,0 +1,81 @@
+import { z } from 'zod';
+import { AgentDescriptorSchema } from './agents.ts';
+import { RunStatusSchema } from './enums.ts';
+import { JsonValueSchema } from './json.ts';
+import { MessageSchema } from './messages.ts';
+
+/**
+ * Response bodies of the HTTP API. They live here (not in apps/api) so that clients validate what
+ * they receive against the very schemas the API builds its responses and /openapi.json with.
+ */
+
+export const RunLinksSchema = z.object({
+  self: z.string(),
+  events: z.string(),
+  decisions: z.string(),
+  cancel: z.string(),
+  thread: z.string(),
+});
+export type RunLinks = z.infer<typeof RunLinksSchema>;
+
+export const CreateRunResponseSchema = z.object({
+  runId: z.string(),
+  threadId: z.string(),
+  turnId: z.string(),
+  status: RunStatusSchema,
+  /** Set when the run waits behind the thread's active run (multitask enqueue / interrupt). */
+  queuedBehind: z.string().optional(),
+  links: RunLinksSchema,
+});
+export type CreateRunResponse = z.infer<typeof CreateRunResponseSchema>;
+
+export const RunSummarySchema = z.object({
+  runId: z.string(),
+  tenantId: z.string(),
+  agent: z.string(),
+  threadId: z.string(),
+  status: RunStatusSchema,
+  createdAt: z.number(),
+  updatedAt: z.number(),
+});
+export type RunSummary = z.infer<typeof RunSummarySchema>;
+
+export const RunPageSchema = z.object({
+  runs: z.array(RunSummarySchema),
+  nextCursor: z.string().nullable(),
+});
+export type RunPage = z.infer<typeof RunPageSchema>;
+
+export const DecisionsResponseSchema = z.object({
+  runId: z.string(),
+  accepted: z.array(z.string()),
+  duplicates: z.array(z.string()),
+  status: RunStatusSchema,
+});
+export type DecisionsResponse = z.infer<typeof DecisionsResponseSchema>;
+
+export const DeleteThreadResponseSchema = z.object({
+  threadId: z.string(),
+  /** How many finished runs of the thread were deleted with it. */
+  deletedRuns: z.number().int().nonnegative(),
+});
+export type DeleteThreadResponse = z.infer<typeof DeleteThreadResponseSchema>;
+
+export const CancelResponseSchema = z.object({
+  runId: z.string(),
+  status: RunStatusSchema,
+});
+export type CancelResponse = z.infer<typeof CancelResponseSchema>;
+
+export const ThreadResponseSchema = z.object({
+  threadId: z.string(),
+  activeRunId: z.string().nullable(),
+  queued: z.array(z.string()),
+  runIds: z.array(z.string()),
+  messages: z.array(MessageSchema),
+  state: z.record(z.string(), JsonValueSchema),
+});
+export type ThreadResponse = z.infer<typeof ThreadResponseSchema>;
+
+export const AgentListSchema = z.object({ agents: z.array(AgentDescriptorSchema) });
+export type AgentList = z.infer<typeof AgentListSchema>;

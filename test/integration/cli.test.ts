@@ -1,0 +1,290 @@
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { BatonClient } from '@baton/client';
+import { createDemoAgents } from '@baton/core';
+import {
+  AgentListSchema,
+  DecisionsResponseSchema,
+  RunEventSchema,
+  RunPageSchema,
+  type RunEvent,
+} from '@baton/protocol';
+import { systemClock } from '@baton/worker';
+import { KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
+import { spawnApi, stopAllApiProcesses } from '../support/api-process.ts';
+import { BATON_BIN, ptyCli, runCli } from '../support/cli.ts';
+import { freePort } from '../support/redis.ts';
+import { startHarness, type Harness } from '../support/worker-harness.ts';
+
+const execFileAsync = promisify(execFile);
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** Every stdout line is one protocol event, in order, 1..N. */
+function jsonEvents(stdout: string): RunEvent[] {
+  const lines = stdout.split('\n').filter((l) => l !== '');
+  const events = lines.map((l) => RunEventSchema.parse(JSON.parse(l)));
+  expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+  return events;
+}
+
+describe('baton CLI against a real API and worker', () => {
+  let c: ApiCluster;
+  let env: Record<string, string>;
+  let client: BatonClient;
+  beforeAll(async () => {
+    c = await startApiCluster(inject('redisUrl'), createDemoAgents(systemClock));
+    env = { BATON_URL: c.apis[0]!.url, BATON_API_KEY: KEYS.a };
+    client = new BatonClient({ baseUrl: c.apis[0]!.url, apiKey: KEYS.a });
+  });
+  afterAll(async () => {
+    await c.stop();
+  });
+
+  it('runs create --watch in a terminal: asks y/n and the payload form, sends the approval', async () => {
+    const pty = ptyCli(
+      ['runs', 'create', '--agent', 'assistant', '-m', 'deploy please', '--watch'],
+      env,
+    );
+    await pty.waitFor('Deploy "checkout" to "production"?');
+    await pty.waitFor('Approve? [y/n]');
+    pty.type('maybe\r');
+    await pty.waitFor('answer y or n');
+    await pty.waitFor('Approve? [y/n]');
+    pty.type('y\r');
+    await pty.waitFor('comment (string, optional)');
+    pty.type('ship it\r');
+    await pty.waitFor('run finished: natural_end');
+    expect(await pty.exited).toBe(0);
+    const screen = pty.screen();
+    expect(screen).toContain('assistant Checking the weather first, then deploying.');
+    expect(screen).toContain('deploy_service running → succeeded');
+
+    const runId = /run (\S+) created/.exec(screen)![1]!;
+    const events: RunEvent[] = [];
+    for await (const e of client.runs.stream(runId)) events.push(e);
+    const applied = events.find((e) => e.type === 'decision.applied');
+    expect(applied).toMatchObject({
+      decision: { action: 'resume', payload: { comment: 'ship it' } },
+    });
+    expect((await client.runs.get(runId)).status).toBe('done');
+  });
+
+  it('a denial through the prompt cancels the call and the run still ends', async () => {
+    const pty = ptyCli(['runs', 'create', '-a', 'assistant', '-m', 'deploy now', '-w'], env);
+    await pty.waitFor('Approve? [y/n]');
+    pty.type('n\r');
+    await pty.waitFor('run finished');
+    expect(await pty.exited).toBe(0);
+    expect(pty.screen()).toMatch(/decision cancel/);
+    expect(pty.screen()).toMatch(/deploy_service \S+ → cancelled/);
+  });
+
+  it('--json prints one protocol event per line; --until suspended exits 12, decide and watch finish it', async () => {
+    const weather = await runCli(
+      ['runs', 'create', '-a', 'assistant', '-m', 'weather?', '--watch', '--json'],
+      env,
+    );
+    expect(weather.code).toBe(0);
+    const events = jsonEvents(weather.stdout);
+    expect(events[0]).toMatchObject({ type: 'run.created', agent: 'assistant' });
+    expect(events.at(-1)).toMatchObject({ type: 'run.finished', status: 'done' });
+
+    const waiting = await runCli(
+      ['runs', 'create', '-a', 'assistant', '-m', 'deploy', '-w', '--json', '--until', 'suspended'],
+      env,
+    );
+    expect(waiting.code).toBe(12);
+    const first = jsonEvents(waiting.stdout);
+    expect(first.at(-1)).toMatchObject({ type: 'run.finished', status: 'waiting' });
+    const runId = first[0]!.runId;
+    const call = first.find((e) => e.type === 'tool_call.suspended');
+    if (call?.type !== 'tool_call.suspended') throw new Error('no suspended call');
+
+    const invalid = await runCli(
+      ['decide', runId, call.toolCallId, '--approve', '--payload', '{"comment":42}'],
+      env,
+    );
+    expect(invalid.code).toBe(5);
+    expect(invalid.stderr).toContain('payload_invalid');
+    const approved = await runCli(
+      [
+        'decide',
+        runId,
+        call.toolCallId,
+        '--approve',
+        '--payload',
+        '{"comment":"from a script"}',
+        '--json',
+      ],
+      env,
+    );
+    expect(approved.code).toBe(0);
+    expect(DecisionsResponseSchema.parse(JSON.parse(approved.stdout))).toMatchObject({
+      runId,
+      accepted: [expect.any(String)],
+    });
+
+    const rest = await runCli(
+      ['runs', 'watch', runId, '--json', '--after', String(first.length)],
+      env,
+    );
+    expect(rest.code).toBe(0);
+    const lines = rest.stdout
+      .trim()
+      .split('\n')
+      .map((l) => RunEventSchema.parse(JSON.parse(l)));
+    expect(lines[0]!.seq).toBe(first.length + 1);
+    expect(lines.at(-1)).toMatchObject({ type: 'run.finished', status: 'done' });
+
+    const again = await runCli(['decide', runId, call.toolCallId, '--deny'], env);
+    expect(again.code).toBe(5);
+    expect(again.stderr).toContain('run_done');
+  });
+
+  it('runs list / get / cancel and agents', async () => {
+    const created = await runCli(['runs', 'create', '-a', 'assistant', '-m', 'report please'], env);
+    expect(created.code).toBe(0);
+    const runId = created.stdout.trim();
+    const get = await runCli(['runs', 'get', runId], env);
+    expect(get.code).toBe(0);
+    expect(get.stdout).toContain(runId);
+    const cancel = await runCli(['runs', 'cancel', runId], env);
+    expect(cancel.code).toBe(0);
+    expect(cancel.stdout).toContain('cancel requested');
+    const watch = await runCli(['runs', 'watch', runId], env);
+    expect(watch.code).toBe(10);
+    expect(watch.stdout).toContain('run finished: cancelled');
+
+    const list = await runCli(['runs', 'list', '--status', 'done', '--limit', '50', '--json'], env);
+    expect(list.code).toBe(0);
+    expect(RunPageSchema.parse(JSON.parse(list.stdout)).runs.map((r) => r.runId)).toContain(runId);
+    const table = await runCli(['runs', 'list'], env);
+    expect(table.stdout).toContain(runId);
+
+    const agents = await runCli(['agents'], env);
+    expect(agents.code).toBe(0);
+    expect(agents.stdout).toContain('deploy_service (approval)');
+    const agentsJson = await runCli(['agents', '--json'], env);
+    expect(AgentListSchema.parse(JSON.parse(agentsJson.stdout)).agents.map((a) => a.name)).toEqual(
+      expect.arrayContaining(['assistant', 'parallel-assistant']),
+    );
+  });
+
+  it('the packed package (npm pack) installs and runs on its own, outside the repository', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-cli-pack-'));
+    try {
+      const npm = (args: string[], cwd: string): string =>
+        execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      const tarball = npm(
+        ['pack', '--pack-destination', dir, '--silent'],
+        join(REPO, 'packages', 'cli'),
+      )
+        .trim()
+        .split('\n')
+        .at(-1)!;
+      writeFileSync(join(dir, 'package.json'), '{"name":"pack-test","private":true}');
+      npm(['install', '--offline', '--no-audit', '--no-fund', '--silent', join(dir, tarball)], dir);
+      const { runId } = await client.runs.create({
+        agent: 'assistant',
+        input: { messages: [{ role: 'user', content: 'weather' }] },
+      });
+      // async: the API and the worker answering it live in this very process
+      const { stdout: out } = await execFileAsync(
+        join(dir, 'node_modules', '.bin', 'baton'),
+        ['runs', 'watch', runId, '--json'],
+        { cwd: dir, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 20_000 },
+      );
+      expect(jsonEvents(out).at(-1)).toMatchObject({ type: 'run.finished', status: 'done' });
+      // the bundle, not the workspace sources, ran
+      expect(existsSync(join(dir, 'node_modules', '@baton', 'cli', 'dist', 'baton.js'))).toBe(true);
+      expect(existsSync(join(dir, 'node_modules', '@baton', 'cli', 'src'))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('Ctrl-C (SIGINT) during a watch exits 130', async () => {
+    const { runId } = await client.runs.create({
+      agent: 'assistant',
+      input: { messages: [{ role: 'user', content: 'deploy please' }] },
+    });
+    const child = spawn(process.execPath, [BATON_BIN, 'runs', 'watch', runId, '--no-input'], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    await expect.poll(() => out, { timeout: 15_000 }).toContain('baton decide');
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+    await client.runs.cancel(runId);
+  });
+
+  it('exit codes: usage 2, auth 3, not found 4, refused 5, unreachable 6', async () => {
+    expect((await runCli(['runs', 'frobnicate'], env)).code).toBe(2);
+    expect((await runCli(['decide', 'r', 'c', '--approve', '--deny'], env)).code).toBe(2);
+    expect((await runCli(['decide', 'r', 'c', '--approve', '--payload', '{nope'], env)).code).toBe(
+      2,
+    );
+    const noKey = await runCli(['agents'], { BATON_URL: env['BATON_URL'] });
+    expect(noKey.code).toBe(2);
+    expect(noKey.stderr).toContain('BATON_API_KEY');
+    const badKey = await runCli(['agents'], { ...env, BATON_API_KEY: 'wrong-key-entirely' });
+    expect(badKey.code).toBe(3);
+    expect(badKey.stderr).toContain('unauthorized');
+    // flags override the environment
+    expect(
+      (await runCli(['agents', '--api-key', KEYS.a], { ...env, BATON_API_KEY: 'wrong' })).code,
+    ).toBe(0);
+    expect((await runCli(['runs', 'get', 'no-such-run'], env)).code).toBe(4);
+    expect((await runCli(['runs', 'create', '-a', 'nobody', '-m', 'hi'], env)).code).toBe(4);
+    expect((await runCli(['runs', 'list', '--limit', '1000'], env)).code).toBe(5);
+    const down = await runCli(['agents', '--url', `http://127.0.0.1:${await freePort()}`], env);
+    expect(down.code).toBe(6);
+    expect((await runCli(['--help'], env)).code).toBe(0);
+  });
+});
+
+describe('baton runs watch survives an API restart', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness(inject('redisUrl'), createDemoAgents(systemClock));
+  });
+  afterAll(async () => {
+    await stopAllApiProcesses();
+    await h.stop();
+  });
+
+  it('the API process is killed and restarted on its port mid-watch; the watch finishes exactly once', async () => {
+    const port = await freePort();
+    const key = 'cli-restart-key-123';
+    const start = () =>
+      spawnApi({ redisUrl: inject('redisUrl'), prefix: h.prefix, keys: `t:${key}`, port });
+    const api = await start();
+    const env = { BATON_URL: api.url, BATON_API_KEY: key };
+    const client = new BatonClient({ baseUrl: api.url, apiKey: key });
+    // slow_report takes 1.5 s: long enough to kill the API while the tool runs
+    const { runId } = await client.runs.create({
+      agent: 'assistant',
+      input: { messages: [{ role: 'user', content: 'report please' }] },
+    });
+    const watching = runCli(['runs', 'watch', runId, '--json'], env, 30_000);
+    await new Promise((r) => setTimeout(r, 700));
+    api.kill('SIGKILL');
+    await api.exited;
+    const restarted = await start();
+    const result = await watching;
+    restarted.kill('SIGKILL');
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('reconnecting');
+    const events = jsonEvents(result.stdout);
+    expect(events.at(-1)).toMatchObject({ type: 'run.finished', status: 'done' });
+    expect(events.length).toBe((await h.client.store.readEvents(runId)).length);
+  });
+});
