@@ -289,7 +289,9 @@ describe('SIGKILL of a worker process', () => {
           async () => {
             if (current.probes.some((p) => p.point === 'before-tool' && p['toolCallId'] === callId))
               return 'again' as const;
-            return (await (await c.client.queues.tools.getJob(jobId))?.getState()) === 'failed'
+            return (await (
+              await c.client.queues.toolsFor('parallel-assistant').getJob(jobId)
+            )?.getState()) === 'failed'
               ? ('failed' as const)
               : null;
           },
@@ -323,7 +325,8 @@ describe('SIGKILL of a worker process', () => {
       });
       // The finished run left no failed job behind.
       await waitFor(
-        async () => ((await c.client.queues.tools.getJob(jobId)) ? null : true),
+        async () =>
+          (await c.client.queues.toolsFor('parallel-assistant').getJob(jobId)) ? null : true,
         10_000,
         'the failed tool job to be removed',
       );

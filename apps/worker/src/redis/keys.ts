@@ -152,8 +152,13 @@ export class BatonKeys {
     return `${this.prefix}:control`;
   }
 
-  /** Agent adverts (see agent-registry). */
+  /** Agent adverts (see agent-registry): HASH agent name -> descriptor JSON (data, no code). */
   agentsKey(): string {
     return `${this.prefix}:agents`;
+  }
+
+  /** Live workers of one agent (see agent-liveness): ZSET worker id -> heartbeat expiry (ms). */
+  agentWorkers(agent: string): string {
+    return `${this.prefix}:agents:live:${keyPart(agent)}`;
   }
 }
