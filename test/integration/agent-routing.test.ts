@@ -88,12 +88,12 @@ describe('routing: two worker pools with disjoint agents on one Redis', () => {
     for (let i = 0; i < n; i += 50) {
       const batch = await Promise.all(
         Array.from({ length: Math.min(50, n - i) }, async (_, j) => {
-          const r = await http.post('/v1/runs', {
+          const r = await http.post<{ runId: string }>('/v1/runs', {
             agent,
             input: { messages: [{ role: 'user', content: `${agent} ${String(i + j)}` }] },
           });
           expect(r.status, JSON.stringify(r.body)).toBe(202);
-          return r.body.runId as string;
+          return r.body.runId;
         }),
       );
       for (const id of batch) agentOf.set(id, agent);
@@ -163,12 +163,10 @@ describe('routing: two worker pools with disjoint agents on one Redis', () => {
     `${String(2 * PER_AGENT)} runs over two agents: 0 misrouted jobs, 0 failed runs`,
     { timeout: 60_000 },
     async () => {
-      const listed = await http.get('/v1/agents');
-      expect(
-        (listed.body.agents as { name: string; workers: string[]; available: boolean }[]).map(
-          (a) => [a.name, a.workers, a.available],
-        ),
-      ).toEqual([
+      const listed = await http.get<{
+        agents: { name: string; workers: string[]; available: boolean }[];
+      }>('/v1/agents');
+      expect(listed.body.agents.map((a) => [a.name, a.workers, a.available])).toEqual([
         ['alpha', ['alpha-pool-0', 'alpha-pool-1'], true],
         ['beta', ['beta-pool-0', 'beta-pool-1'], true],
       ]);

@@ -32,7 +32,7 @@ describe('AgentLiveness', () => {
     expect((await liveness.workers(['alpha'])).get('alpha')).toEqual(['alive']);
     // The next heartbeat trims the expired member, so the set does not grow with dead workers.
     await liveness.heartbeat('alive', ['alpha'], 60_000);
-    expect(await redis.zrange(keys.agentWorkers('alpha'), 0, -1)).toEqual(['alive']);
+    expect(await redis.zrange(keys.agentWorkers('alpha'), '0', '-1')).toEqual(['alive']);
   });
 
   it('a worker that leaves is gone at once, from its agents only', async () => {
