@@ -16,6 +16,7 @@ import { silentLogger, testConfig, testPrefix, waitFor } from '../support/worker
 
 const TENANT = 'tenant-a';
 const KEY = 'routing-secret-key-1';
+const ADMIN_KEY = 'routing-admin-key-1';
 const PER_AGENT = 250;
 const LATE = 60;
 
@@ -145,6 +146,7 @@ describe('routing: two worker pools with disjoint agents on one Redis', () => {
       REDIS_URL: redisUrl,
       BATON_PREFIX: prefix,
       API_KEYS: `${TENANT}:${KEY}`,
+      ADMIN_KEYS: `ops:${ADMIN_KEY}`,
       LOG_LEVEL: 'silent',
     });
     api = await startApi({ config: apiConfig, port: 0, host: '127.0.0.1', logger: silentLogger });
@@ -183,6 +185,20 @@ describe('routing: two worker pools with disjoint agents on one Redis', () => {
       expect(new Set(alpha.tools.map((t) => t.runId)).size).toBe(PER_AGENT);
       expect(new Set(beta.tools.map((t) => t.runId)).size).toBe(PER_AGENT);
       expect(await failedJobs()).toBe(0);
+
+      // Bull Board shows each advertised agent's queues next to the legacy pair.
+      const board = await http
+        .withKey(ADMIN_KEY)
+        .get<{ queues: { name: string }[] }>('/admin/queues/api/queues');
+      expect(board.status).toBe(200);
+      expect(board.body.queues.map((q) => q.name).sort()).toEqual([
+        'steps',
+        'steps.alpha',
+        'steps.beta',
+        'tools',
+        'tools.alpha',
+        'tools.beta',
+      ]);
     },
   );
 
