@@ -33,6 +33,8 @@ describe('AgentLiveness', () => {
     // The next heartbeat trims the expired member, so the set does not grow with dead workers.
     await liveness.heartbeat('alive', ['alpha'], 60_000);
     expect(await redis.zrange(keys.agentWorkers('alpha'), '0', '-1')).toEqual(['alive']);
+    // And the set itself expires once nobody heartbeats it any more.
+    expect(await redis.pttl(keys.agentWorkers('alpha'))).toBeGreaterThan(60_000);
   });
 
   it('a worker that leaves is gone at once, from its agents only', async () => {

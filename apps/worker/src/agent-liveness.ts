@@ -1,6 +1,8 @@
 import type { BatonKeys } from './redis/keys.ts';
 import type { RedisClient } from './redis/scripts.ts';
 
+const KEY_MARGIN_MS = 60_000;
+
 /** Redis' own clock, so that workers and API instances with skewed clocks agree on expiry. */
 async function redisNow(redis: RedisClient): Promise<number> {
   const [seconds, micros] = await redis.time();
@@ -32,6 +34,9 @@ export class AgentLiveness {
         const key = this.keys.agentWorkers(agent);
         await this.redis.zadd(key, now + ttlMs, workerId);
         await this.redis.zremrangebyscore(key, '-inf', now);
+        // The set of an agent nobody runs any more goes too; the margin keeps it past the
+        // members of workers configured with a longer TTL.
+        await this.redis.pexpire(key, ttlMs + KEY_MARGIN_MS);
       }),
     );
   }
