@@ -459,7 +459,7 @@ async function drainQueues(client: BatonRuntime, timeoutMs: number): Promise<voi
   await pollUntil(
     async () => {
       const counts = await Promise.all(
-        [client.queues.steps, client.queues.tools].map((q) =>
+        [client.queues.stepsFor(AGENT), client.queues.toolsFor(AGENT)].map((q) =>
           q.getJobCounts('wait', 'active', 'prioritized', 'waiting-children'),
         ),
       );
@@ -481,8 +481,8 @@ interface JobCounts {
 
 async function jobCounts(client: BatonRuntime): Promise<JobCounts> {
   const [s, t] = await Promise.all([
-    client.queues.steps.getJobCounts('completed', 'failed', 'delayed'),
-    client.queues.tools.getJobCounts('completed', 'failed'),
+    client.queues.stepsFor(AGENT).getJobCounts('completed', 'failed', 'delayed'),
+    client.queues.toolsFor(AGENT).getJobCounts('completed', 'failed'),
   ]);
   return {
     steps: s['completed'] ?? 0,
@@ -512,8 +512,8 @@ async function jobTally(client: BatonRuntime, runIds: readonly string[]): Promis
   const errors: Record<string, number> = {};
   const perRun = runIds.length;
   for (const [queue, kind] of [
-    [client.queues.steps, 'steps'],
-    [client.queues.tools, 'tools'],
+    [client.queues.stepsFor(AGENT), 'steps'],
+    [client.queues.toolsFor(AGENT), 'tools'],
   ] as const) {
     const jobs = await queue.getJobs(['completed'], 0, -1);
     for (const job of jobs) {

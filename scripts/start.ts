@@ -169,6 +169,9 @@ function startChild(
   return child;
 }
 
+// Which Node runs Baton: npm scripts put the project's own Node 24 (the `node` dev dependency)
+// ahead of the system one, whatever version that is.
+say(`Node ${process.version} (${process.execPath})`);
 const redis = await resolveRedis();
 const generated: string[] = [];
 const env: NodeJS.ProcessEnv = {

@@ -56,7 +56,9 @@ describe('the reconciler with thousands of waiting runs', () => {
     // Waiting runs hold no job and stay out of the reconciler's work list.
     expect(await h.client.redis.zcard(h.client.keys.activeRuns)).toBe(0);
     expect(
-      await h.client.queues.steps.getJobCounts('waiting', 'active', 'delayed', 'prioritized'),
+      await h.client.queues
+        .stepsFor('assistant')
+        .getJobCounts('waiting', 'active', 'delayed', 'prioritized'),
     ).toEqual({ waiting: 0, active: 0, delayed: 0, prioritized: 0 });
 
     // Every worker goes away; meanwhile decisions arrive and new runs are created, and then
@@ -72,7 +74,7 @@ describe('the reconciler with thousands of waiting runs', () => {
       ]);
     }
     const fresh = await createMany(LOST);
-    await h.client.queues.steps.obliterate({ force: true });
+    await h.client.queues.stepsFor('assistant').obliterate({ force: true });
 
     const started = Date.now();
     await h.addWorker();
@@ -95,7 +97,7 @@ describe('the reconciler with thousands of waiting runs', () => {
     for (const runId of decided) expect((await auditRun(h.client, runId)).problems).toEqual([]);
     // The other waiting runs were left alone: still waiting, still holding no job.
     expect(await waitingCount()).toBe(WAITING - decided.length + fresh.length);
-    expect(await h.client.queues.steps.getJobCounts('waiting', 'delayed')).toEqual({
+    expect(await h.client.queues.stepsFor('assistant').getJobCounts('waiting', 'delayed')).toEqual({
       waiting: 0,
       delayed: 0,
     });

@@ -57,7 +57,7 @@ async function runOf(name: string) {
   const audit = await auditRun(h.client, created.runId);
   expect(audit.problems).toEqual([]);
   const result = audit.events.find((e) => e.type === 'tool_call.result');
-  const jobs = await h.client.queues.tools.getJobCounts('failed', 'completed');
+  const jobs = await h.client.queues.toolsFor(name).getJobCounts('failed', 'completed');
   return { cp, outcome: result?.['outcome'] as { status: string; error: string }, jobs };
 }
 

@@ -80,7 +80,7 @@ describe('cancellation over real queues', () => {
     // worker. (The job that committed Waiting may still be finishing when the status shows.)
     const liveJobs = async (): Promise<number> => {
       let n = 0;
-      for (const queue of [h.client.queues.steps, h.client.queues.tools]) {
+      for (const queue of h.client.queues.queuesOf(['assistant'])) {
         const live = await queue.getJobs([
           'waiting',
           'active',

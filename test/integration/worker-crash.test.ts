@@ -316,7 +316,7 @@ describe('SIGKILL of a worker process', () => {
         (p) => p['toolCallId'] === callId,
         async () => {
           // Failed for good; or already failed, applied and removed with the finished run.
-          const job = await c.client.queues.tools.getJob(jobId);
+          const job = await c.client.queues.toolsFor('parallel-assistant').getJob(jobId);
           return job === undefined || (await job.getState()) === 'failed';
         },
       );
@@ -345,7 +345,8 @@ describe('SIGKILL of a worker process', () => {
       });
       // The finished run left no failed job behind.
       await waitFor(
-        async () => ((await c.client.queues.tools.getJob(jobId)) ? null : true),
+        async () =>
+          (await c.client.queues.toolsFor('parallel-assistant').getJob(jobId)) ? null : true,
         10_000,
         'the failed tool job to be removed',
       );

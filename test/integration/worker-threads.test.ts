@@ -337,9 +337,11 @@ describe('runs left without a job, and shutdown', () => {
       input: user('weather in Lisbon?'),
     });
     // Lose every queued step job (e.g. a Redis failover dropped them).
-    await h.client.queues.steps.obliterate({ force: true });
+    await h.client.queues.stepsFor('assistant').obliterate({ force: true });
     expect(
-      await h.client.queues.steps.getJobCounts('waiting', 'active', 'delayed', 'prioritized'),
+      await h.client.queues
+        .stepsFor('assistant')
+        .getJobCounts('waiting', 'active', 'delayed', 'prioritized'),
     ).toEqual({ waiting: 0, active: 0, delayed: 0, prioritized: 0 });
 
     worker = await h.addWorker();

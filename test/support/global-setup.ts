@@ -15,6 +15,8 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // The Node the tests run on (npm scripts use the project's own Node 24 whatever the system has).
+  console.info(`[baton tests] node ${process.version} (${process.execPath})`);
   const redis = await startRedis();
   project.provide('redisUrl', redis.url);
   project.provide('redisSource', redis.source);

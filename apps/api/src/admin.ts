@@ -2,24 +2,71 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { BatonQueues } from '@baton/worker';
+import type { Queue } from 'bullmq';
 import type { RequestHandler } from 'express';
 import { badRequest } from './errors.ts';
 
 export const BULL_BOARD_PATH = '/admin/queues';
 
+/**
+ * The queues Bull Board shows: each known agent's pair and the legacy pair. Agents appear as
+ * workers advertise them, so the list is looked up again (at most once a second) on use.
+ */
+export class BoardQueues {
+  readonly queues: BatonQueues;
+  private readonly agents: () => Promise<string[]>;
+  private current: Queue[] = [];
+  private fetchedAt = -Infinity;
+  private pending: Promise<Queue[]> | null = null;
+  private readonly listeners: ((queues: Queue[]) => void)[] = [];
+
+  constructor(queues: BatonQueues, agents: () => Promise<string[]>) {
+    this.queues = queues;
+    this.agents = agents;
+    this.current = queues.queuesOf([]);
+  }
+
+  /** Called with the new list whenever it changes. */
+  onChange(listener: (queues: Queue[]) => void): void {
+    this.listeners.push(listener);
+    listener(this.current);
+  }
+
+  async list(): Promise<Queue[]> {
+    if (Date.now() - this.fetchedAt < 1000) return this.current;
+    this.pending ??= this.agents()
+      .then((names) => {
+        const next = this.queues.queuesOf(names);
+        this.fetchedAt = Date.now();
+        const changed =
+          next.length !== this.current.length || next.some((q, i) => q !== this.current[i]);
+        this.current = next;
+        if (changed) for (const l of this.listeners) l(next);
+        return next;
+      })
+      .finally(() => {
+        this.pending = null;
+      });
+    return this.pending;
+  }
+}
+
 /** Bull Board over every Baton queue (mounted behind admin auth by app.ts). */
-export function bullBoardRouter(queues: BatonQueues, basePath = BULL_BOARD_PATH): RequestHandler {
+export function bullBoardRouter(board: BoardQueues, basePath = BULL_BOARD_PATH): RequestHandler {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(basePath);
-  createBullBoard({
-    queues: [
-      new BullMQAdapter(queues.steps, { readOnlyMode: false }),
-      new BullMQAdapter(queues.tools),
-    ],
+  const { replaceQueues } = createBullBoard({
+    queues: [],
     serverAdapter,
     options: { uiConfig: { boardTitle: 'Baton queues' } },
   });
-  return serverAdapter.getRouter() as RequestHandler;
+  board.onChange((queues) =>
+    replaceQueues(queues.map((q) => new BullMQAdapter(q, { readOnlyMode: false }))),
+  );
+  const router = serverAdapter.getRouter() as RequestHandler;
+  return (req, res, next) => {
+    board.list().then(() => router(req, res, next), next);
+  };
 }
 
 const JOB_STATUSES = new Set([
@@ -48,9 +95,9 @@ function decoded(raw: string, what: string): string {
  * Bull Board answers 500 to some query strings (a NUL status, a malformed escape in
  * activeQueue, which it decodes twice): its URL is checked here first, so bad input is a 400.
  */
-export function bullBoardGuard(queues: BatonQueues): RequestHandler {
-  const names = new Set([queues.steps.name, queues.tools.name]);
-  return (req, _res, next) => {
+export function bullBoardGuard(board: BoardQueues): RequestHandler {
+  return async (req, _res, next) => {
+    const names = new Set((await board.list()).map((q) => q.name));
     const url = req.originalUrl;
     const q = url.indexOf('?');
     if (CONTROL.test(decoded(q === -1 ? url : url.slice(0, q), 'the path')))

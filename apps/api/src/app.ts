@@ -2,7 +2,7 @@ import { BatonRuntime, RunEventSubscriber } from '@baton/worker';
 import type { Clock } from '@baton/core';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { BULL_BOARD_PATH, bullBoardGuard, bullBoardRouter } from './admin.ts';
+import { BULL_BOARD_PATH, BoardQueues, bullBoardGuard, bullBoardRouter } from './admin.ts';
 import { jsonBody } from './body.ts';
 import { corsMiddleware, parseCorsOrigins } from './cors.ts';
 import { KeyStore, authenticate, requireAdmin } from './auth.ts';
@@ -133,13 +133,14 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     keys,
     new AuthFailureLimiter(runtime.redis, runtime.keys.prefix, config.AUTH_FAILURES_PER_MINUTE),
   );
+  const board = new BoardQueues(runtime.queues, () => runtime.service.catalog.names());
   app.use(
     BULL_BOARD_PATH,
     auth,
     requireAdmin,
     jsonBody(config.BODY_LIMIT_BYTES),
-    bullBoardGuard(runtime.queues),
-    bullBoardRouter(runtime.queues, BULL_BOARD_PATH),
+    bullBoardGuard(board),
+    bullBoardRouter(board, BULL_BOARD_PATH),
   );
 
   const api: RequestHandler[] = [

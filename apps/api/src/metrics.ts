@@ -97,7 +97,8 @@ export class ApiMetrics {
       labelNames: ['queue', 'state'],
       registers,
       async collect() {
-        for (const queue of [runtime.queues.steps, runtime.queues.tools]) {
+        const agents = await runtime.service.catalog.names();
+        for (const queue of runtime.queues.queuesOf(agents)) {
           const counts = await queue.getJobCounts(...QUEUE_STATES);
           for (const state of QUEUE_STATES)
             this.set({ queue: queue.name, state }, counts[state] ?? 0);

@@ -7,6 +7,7 @@ import {
   PROTOCOL_VERSION,
   RunEventSchema,
   RunSnapshotSchema,
+  RunViewSchema,
   SubmitDecisionsRequestSchema,
 } from '@baton/protocol';
 import { z } from 'zod';
@@ -43,6 +44,7 @@ const REQUESTS = {
 const RESPONSES = {
   CreateRunResponse: CreateRunResponseSchema,
   RunSnapshot: RunSnapshotSchema,
+  RunView: RunViewSchema,
   RunPage: RunPageSchema,
   RunEvent: RunEventSchema,
   DecisionsResponse: DecisionsResponseSchema,
@@ -178,10 +180,11 @@ export function buildOpenApiDocument(): Json {
         get: {
           tags: ['runs'],
           operationId: 'getRun',
-          summary: 'The run snapshot derived from its event log',
+          summary:
+            'The run snapshot derived from its event log, and whether it waits for a worker of its agent',
           parameters: [runIdParam],
           responses: {
-            '200': json('RunSnapshot', 'Snapshot'),
+            '200': json('RunView', 'Snapshot'),
             ...commonErrors,
             '404': error('run_not_found'),
           },
@@ -315,7 +318,8 @@ export function buildOpenApiDocument(): Json {
         get: {
           tags: ['agents'],
           operationId: 'listAgents',
-          summary: 'Agents advertised by workers',
+          summary:
+            'Agents advertised by workers, each with its live workers and whether it is available',
           responses: { '200': json('AgentList', 'Agents'), ...commonErrors },
         },
       },

@@ -1,5 +1,6 @@
-import { AgentDescriptorSchema, type AgentDescriptor } from '@baton/protocol';
+import { AgentAdvertSchema, type AgentAdvert, type AgentDescriptor } from '@baton/protocol';
 import { describeTool, Engine, type AgentDefinition, type AgentSpec } from '@baton/core';
+import { AgentLiveness } from './agent-liveness.ts';
 import type { BatonKeys } from './redis/keys.ts';
 import type { RedisClient } from './redis/scripts.ts';
 
@@ -7,11 +8,7 @@ export function agentsKey(keys: BatonKeys): string {
   return keys.agentsKey();
 }
 
-export function describeAgent(
-  agent: AgentDefinition,
-  workers: string[],
-  now: number,
-): AgentDescriptor {
+export function describeAgent(agent: AgentDefinition, workers: string[], now: number): AgentAdvert {
   return {
     name: agent.name,
     ...(agent.description === undefined ? {} : { description: agent.description }),
@@ -58,7 +55,7 @@ export class AgentRegistry {
       let workers = [workerId];
       const prior = existing[agent.name];
       if (prior) {
-        const parsed = AgentDescriptorSchema.safeParse(JSON.parse(prior));
+        const parsed = AgentAdvertSchema.safeParse(JSON.parse(prior));
         if (parsed.success) workers = [...new Set([...parsed.data.workers.slice(-20), workerId])];
       }
       fields.push(agent.name, JSON.stringify(describeAgent(agent, workers, now)));
@@ -67,35 +64,63 @@ export class AgentRegistry {
   }
 }
 
-/** Reads the advertised agents (API side). */
+function parseAdvert(raw: string): AgentAdvert | null {
+  try {
+    const parsed = AgentAdvertSchema.safeParse(JSON.parse(raw));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Reads the advertised agents (API side) with their live workers. An agent stays known after its
+ * last worker is gone (its runs are accepted and wait); it is listed with `available: false`.
+ */
 export class AgentCatalog {
+  readonly liveness: AgentLiveness;
   private readonly redis: RedisClient;
   private readonly keys: BatonKeys;
 
   constructor(redis: RedisClient, keys: BatonKeys) {
     this.redis = redis;
     this.keys = keys;
+    this.liveness = new AgentLiveness(redis, keys);
+  }
+
+  /** Names of every known agent (cheap: no liveness lookup). */
+  async names(): Promise<string[]> {
+    return (await this.redis.hkeys(agentsKey(this.keys))).sort();
   }
 
   async list(): Promise<AgentDescriptor[]> {
     const all = await this.redis.hgetall(agentsKey(this.keys));
-    return Object.values(all)
-      .flatMap((raw) => {
-        const parsed = AgentDescriptorSchema.safeParse(JSON.parse(raw));
-        return parsed.success ? [parsed.data] : [];
-      })
+    const adverts = Object.values(all)
+      .flatMap((raw) => parseAdvert(raw) ?? [])
       .sort((a, b) => a.name.localeCompare(b.name));
+    const live = await this.liveness.workers(adverts.map((a) => a.name));
+    return adverts.map((a) => withLiveness(a, live.get(a.name) ?? []));
   }
 
   async get(name: string): Promise<AgentDescriptor | null> {
     const raw = await this.redis.hget(agentsKey(this.keys), name);
-    if (raw === null) return null;
-    const parsed = AgentDescriptorSchema.safeParse(JSON.parse(raw));
-    return parsed.success ? parsed.data : null;
+    const advert = raw === null ? null : parseAdvert(raw);
+    if (!advert) return null;
+    const live = await this.liveness.workers([name]);
+    return withLiveness(advert, live.get(name) ?? []);
+  }
+
+  /** Whether a live worker runs the agent now. */
+  async available(name: string): Promise<boolean> {
+    return ((await this.liveness.workers([name])).get(name) ?? []).length > 0;
   }
 }
 
-export function specOf(descriptor: AgentDescriptor): AgentSpec {
+function withLiveness(advert: AgentAdvert, workers: string[]): AgentDescriptor {
+  return { ...advert, workers, available: workers.length > 0 };
+}
+
+export function specOf(descriptor: AgentAdvert): AgentSpec {
   return {
     name: descriptor.name,
     executionMode: descriptor.executionMode,

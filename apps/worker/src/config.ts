@@ -58,6 +58,16 @@ export const WorkerConfigSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   WORKER_ID: z.string().optional(),
   RECONCILER: bool.default(true),
+  /**
+   * How long a worker's advert of its agents stays live without a heartbeat (it heartbeats
+   * three times per period). Past it, GET /v1/agents no longer lists the worker.
+   */
+  AGENT_HEARTBEAT_TTL_MS: z.coerce.number().int().min(100).default(15_000),
+  /**
+   * Also drain the shared `steps` / `tools` queues of Baton versions before per-agent routing,
+   * forwarding their jobs to the agents' queues (turn off once no old producer is left).
+   */
+  LEGACY_QUEUES: bool.default(true),
 });
 export type WorkerConfig = z.infer<typeof WorkerConfigSchema>;
 

@@ -1,7 +1,7 @@
 import { JOB_PAYLOAD_VERSION, type ToolExecutionResult } from '@baton/protocol';
 import type { ToolInvocation } from '@baton/core';
 import { Job } from 'bullmq';
-import { STALLED_TOO_OFTEN, TOOL_QUEUE, toolJobId } from './queues.ts';
+import { STALLED_TOO_OFTEN } from './queues.ts';
 import type { Loaded } from './run-committer.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 
@@ -66,15 +66,20 @@ export async function fanOutToolCalls(
   if (recorded) {
     const candidate = JSON.parse(recorded) as { id: string; queue: string; step: number };
     if (candidate.step === step && candidate.id !== self.id) {
-      const parentJob = await Job.fromId(deps.queues.steps, candidate.id);
+      const queue = deps.queues.fromQualifiedName(candidate.queue);
+      const parentJob = queue ? await Job.fromId(queue, candidate.id) : undefined;
       if (parentJob && (await parentJob.getState()) === 'waiting-children')
         parent = { id: candidate.id, queue: candidate.queue };
     }
   }
   let added = 0;
   for (const inv of invocations) {
-    const jobId = toolJobId(identity.runId, inv.toolCallId, inv.attempt);
-    const existing = await Job.fromId(deps.queues.tools, jobId);
+    const existing = await deps.queues.toolJob(
+      identity.agent,
+      identity.runId,
+      inv.toolCallId,
+      inv.attempt,
+    );
     if (existing) {
       if ((await existing.getState()) === 'failed') {
         await deps.mailbox.record(
@@ -88,7 +93,10 @@ export async function fanOutToolCalls(
         );
         // Remembered here too: the worker that failed it may have died before it could say so,
         // and the run's clean-up removes what is listed.
-        await deps.redis.sadd(deps.keys.run(identity.runId).failed, `${TOOL_QUEUE}:${jobId}`);
+        await deps.redis.sadd(
+          deps.keys.run(identity.runId).failed,
+          `${existing.queueName}:${existing.id ?? ''}`,
+        );
         return 'recorded';
       }
       continue;
@@ -103,6 +111,7 @@ export async function fanOutToolCalls(
         toolCallId: inv.toolCallId,
         attempt: inv.attempt,
       },
+      identity.agent,
       parent,
     );
     added += 1;

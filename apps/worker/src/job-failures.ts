@@ -1,6 +1,6 @@
 import { runCommands } from '@baton/core';
 import type { Job } from 'bullmq';
-import { STALLED_TOO_OFTEN, STEP_QUEUE } from './queues.ts';
+import { STALLED_TOO_OFTEN, queueKind } from './queues.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 
 /**
@@ -36,7 +36,7 @@ export async function onJobFailed(
     await deps.queues.removeFailedJobs([entry]);
     return;
   }
-  if (queue !== STEP_QUEUE || job.failedReason !== STALLED_TOO_OFTEN) return;
+  if (queueKind(queue) !== 'step' || job.failedReason !== STALLED_TOO_OFTEN) return;
   const lease = await deps.leases.acquire(runId);
   if (!lease) return; // someone is driving the run right now: it is not stuck on this job
   try {

@@ -8,15 +8,9 @@ import type { WorkerDeps } from './worker-deps.ts';
 export async function releaseOrWake(
   deps: Pick<WorkerDeps, 'store' | 'queues'>,
   lease: Lease,
-  tenantId: string,
 ): Promise<void> {
   if (!(await lease.release())) return;
   const current = await deps.store.load(lease.runId);
   if (current)
-    await deps.queues.enqueueStep(
-      { runId: lease.runId, tenantId },
-      'continue',
-      current.version,
-      true,
-    );
+    await deps.queues.enqueueStep(current.checkpoint.identity, 'continue', current.version, true);
 }

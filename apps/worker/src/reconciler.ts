@@ -126,7 +126,12 @@ export class Reconciler {
       await redis.zadd(keys.activeRuns, now, runId);
       if ((await redis.exists(keys.run(runId).lease)) === 1) continue;
       if (await this.hasLiveJob(runId, meta)) continue;
-      await queues.enqueueStep({ runId, tenantId: meta.tenantId }, 'reconcile', meta.version, true);
+      await queues.enqueueStep(
+        { runId, tenantId: meta.tenantId, agent: meta.agent },
+        'reconcile',
+        meta.version,
+        true,
+      );
       rescheduled.push(runId);
     }
     return { rescheduled, parked };
@@ -209,7 +214,7 @@ export class Reconciler {
       await redis.zrem(keys.expiringRuns, member);
       collected += 1;
     }
-    await queues.cleanFinished(this.batch);
+    await queues.cleanFinished(await redis.hkeys(keys.agentsKey()), this.batch);
     return collected;
   }
 
@@ -243,13 +248,16 @@ export class Reconciler {
   private async hasLiveJob(runId: string, meta: RunMeta): Promise<boolean> {
     const { queues, store } = this.deps;
     if (meta.driver !== '' && (await queues.isLive(meta.driver))) return true;
-    if ((await queues.liveStepJob(runId, meta.version)) !== null) return true;
+    if ((await queues.liveStepJob(runId, meta.agent, meta.version)) !== null) return true;
     const loaded = await store.load(runId);
     if (!loaded) return false;
     const { checkpoint: cp } = loaded;
     for (const id of cp.round) {
       const call = cp.calls[id];
-      if (call?.status === 'running' && (await queues.liveToolJob(runId, call.id, call.attempt)))
+      if (
+        call?.status === 'running' &&
+        (await queues.liveToolJob(meta.agent, runId, call.id, call.attempt))
+      )
         return true;
     }
     return false;

@@ -184,11 +184,7 @@ export class RunCommitter {
       if (next) {
         await this.deps.redis.zadd(this.deps.keys.activeRuns, this.deps.now(), promoted);
         await this.deps.redis.zrem(this.deps.keys.waitingRuns, promoted);
-        await this.deps.queues.enqueueStep(
-          { runId: promoted, tenantId: identity.tenantId },
-          'start',
-          next.version,
-        );
+        await this.deps.queues.enqueueStep(next.checkpoint.identity, 'start', next.version);
       }
       this.deps.logger.info(
         { runId: identity.runId, promoted },

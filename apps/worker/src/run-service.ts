@@ -114,7 +114,11 @@ export class RunService {
       await deps.redis.zadd(index, t.checkpoint.updatedAt, runId);
       const created = await deps.store.create(t.checkpoint, t.events);
       if (acquired.kind === 'acquired') {
-        await deps.queues.enqueueStep({ runId, tenantId }, 'start', created.version);
+        await deps.queues.enqueueStep(
+          { runId, tenantId, agent: request.agent },
+          'start',
+          created.version,
+        );
         await deps.durability.acknowledge();
         return { runId, threadId, turnId, status: 'created' };
       }
@@ -172,7 +176,11 @@ export class RunService {
       return t.accepted.length > 0 ? t : null;
     });
     if (committed)
-      await this.deps.queues.enqueueStep({ runId, tenantId }, 'decision', committed.version);
+      await this.deps.queues.enqueueStep(
+        committed.checkpoint.identity,
+        'decision',
+        committed.version,
+      );
     await this.deps.durability.acknowledge();
     return { ...result, status: (committed ?? loaded).checkpoint.status };
   }
@@ -195,7 +203,7 @@ export class RunService {
     const current = committed ?? (await this.load(tenantId, runId));
     await broadcastCancel(this.deps.redis, this.deps.keys, runId);
     if (current.checkpoint.status !== 'done')
-      await this.deps.queues.enqueueStep({ runId, tenantId }, 'cancel', current.version);
+      await this.deps.queues.enqueueStep(current.checkpoint.identity, 'cancel', current.version);
     await this.deps.durability.acknowledge();
     return { status: current.checkpoint.status };
   }

@@ -15,7 +15,6 @@ import {
 } from '@baton/core';
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
 import { fanOutToolCalls } from './fan-out.ts';
-import { STEP_QUEUE } from './queues.ts';
 import { releaseOrWake } from './lease-release.ts';
 import { LeaseLostError } from './redis/redis-run-store.ts';
 import type { Lease } from './run-lease.ts';
@@ -60,7 +59,7 @@ export class StepProcessor {
   async process(job: Job, token: string | undefined): Promise<StepOutcome> {
     const data = StepJobSchema.parse(job.data);
     const log = this.deps.logger.child({ runId: data.runId, jobId: job.id, reason: data.reason });
-    const lease = await this.deps.leases.acquire(data.runId, `${STEP_QUEUE}:${job.id ?? ''}`);
+    const lease = await this.deps.leases.acquire(data.runId, `${job.queueName}:${job.id ?? ''}`);
     if (!lease) {
       // The holder will see our pending mark and look at the run again. Only a retried job
       // (its first attempt stalled: its worker died) may be facing a dead holder whose mark
@@ -74,7 +73,7 @@ export class StepProcessor {
       return 'busy';
     }
     // Someone asked for the run while we held it: make sure a pass follows.
-    const release = (): Promise<void> => releaseOrWake(this.deps, lease, data.tenantId);
+    const release = (): Promise<void> => releaseOrWake(this.deps, lease);
     try {
       return await this.run(job, token, data.expectedVersion, lease, release, log);
     } catch (error) {
@@ -98,7 +97,14 @@ export class StepProcessor {
     const { deps } = this;
     log.warn('lease lost: another worker owns the run now; this pass stops without writing');
     if ((await deps.redis.exists(deps.keys.run(lease.runId).lease)) === 1) return;
-    await deps.queues.enqueueStep({ runId: lease.runId, tenantId }, 'reconcile', 0, true);
+    const meta = await deps.store.meta(lease.runId);
+    if (!meta) return;
+    await deps.queues.enqueueStep(
+      { runId: lease.runId, tenantId, agent: meta.agent },
+      'reconcile',
+      0,
+      true,
+    );
   }
 
   private async run(

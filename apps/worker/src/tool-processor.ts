@@ -2,7 +2,6 @@ import { ToolJobSchema, type ToolExecutionResult } from '@baton/protocol';
 import { executeTool, invocationFor } from '@baton/core';
 import type { Job } from 'bullmq';
 import { failedToolJobResult } from './fan-out.ts';
-import { TOOL_QUEUE } from './queues.ts';
 import { releaseOrWake } from './lease-release.ts';
 import { LeaseLostError } from './redis/redis-run-store.ts';
 import type { WorkerDeps } from './worker-deps.ts';
@@ -90,12 +89,12 @@ export class ToolProcessor {
       await deps.mailbox.record(data.runId, result);
       await deps.probe?.('after-tool-recorded', { runId: data.runId, toolCallId: data.toolCallId });
     }
-    await this.apply(data.runId, data.tenantId, `${TOOL_QUEUE}:${job.id ?? ''}`);
+    await this.apply(data.runId, `${job.queueName}:${job.id ?? ''}`);
     return 'recorded';
   }
 
   /** Applies recorded results now when nobody else is advancing the run. */
-  private async apply(runId: string, tenantId: string, driver: string): Promise<void> {
+  private async apply(runId: string, driver: string): Promise<void> {
     const { deps } = this;
     const lease = await deps.leases.acquire(runId, driver);
     if (!lease) return; // the holder sees the pending mark and applies our result
@@ -119,7 +118,7 @@ export class ToolProcessor {
           (c) => c.status === 'running',
         );
         if (next !== 'wait' && next !== 'done' && !(next === 'execute' && stillRunning)) {
-          await deps.queues.enqueueStep({ runId, tenantId }, 'continue', state.version);
+          await deps.queues.enqueueStep(state.checkpoint.identity, 'continue', state.version);
           return;
         }
         // Another result may have landed while we held the lease: look again before leaving.
@@ -131,7 +130,7 @@ export class ToolProcessor {
       if (!(error instanceof LeaseLostError)) throw error;
       deps.logger.warn({ runId }, 'lease lost while applying tool results');
     } finally {
-      await releaseOrWake(deps, lease, tenantId);
+      await releaseOrWake(deps, lease);
     }
   }
 }

@@ -11,7 +11,16 @@ import { onJobFailed } from './job-failures.ts';
 import { SUBSCRIBER_OPTIONS, reconnectDelay, redisOptions } from './redis/connection.ts';
 import { Durability } from './redis/durability.ts';
 import { AbortRegistry, listenForControl } from './control-channel.ts';
-import { BatonQueues, STEP_QUEUE, TOOL_QUEUE, bullPrefix } from './queues.ts';
+import {
+  BatonQueues,
+  STEP_QUEUE,
+  TOOL_QUEUE,
+  bullPrefix,
+  stepQueueName,
+  toolQueueName,
+} from './queues.ts';
+import { LegacyQueueForwarder } from './legacy-queues.ts';
+import { AgentLiveness } from './agent-liveness.ts';
 import { Reconciler, type ScanReport } from './reconciler.ts';
 import { BatonKeys } from './redis/keys.ts';
 import { RedisRunStore } from './redis/redis-run-store.ts';
@@ -105,9 +114,8 @@ export class BatonRuntime {
       prefix: config.BATON_PREFIX,
       toolAttempts: config.TOOL_ATTEMPTS,
       jobRetentionSeconds: config.JOB_RETENTION_SECONDS,
+      onError: (err, queue) => logger.error({ err, queue }, 'queue error'),
     });
-    for (const q of [this.queues.steps, this.queues.tools])
-      q.on('error', (err) => logger.error({ err, queue: q.name }, 'queue error'));
     this.queues.flows.on('error', (err) => logger.error({ err }, 'flow producer error'));
     this.committer = new RunCommitter({
       store: this.store,
@@ -163,8 +171,9 @@ export class BatonWorker {
   readonly aborts = new AbortRegistry();
   private readonly opts: BatonWorkerOptions;
   private readonly logger: Logger;
-  private stepWorker?: Worker;
-  private toolWorker?: Worker;
+  /** BullMQ workers: a step and a tool queue per registered agent, and the legacy pair. */
+  private bullWorkers: Worker[] = [];
+  private liveness?: AgentLiveness;
   private controlSubscriber?: Redis;
   private timers: NodeJS.Timeout[] = [];
   private reconciler?: Reconciler;
@@ -196,7 +205,15 @@ export class BatonWorker {
       ...(this.opts.probe ? { probe: this.opts.probe } : {}),
     };
     await rt.durability.check();
-    await this.registry.advertise(rt.redis, rt.keys, this.id, rt.clock.now());
+    const agentNames = this.registry.list().map((a) => a.name);
+    const liveness = new AgentLiveness(rt.redis, rt.keys);
+    this.liveness = liveness;
+    const ttl = config.AGENT_HEARTBEAT_TTL_MS;
+    const advertise = async (): Promise<void> => {
+      await this.registry.advertise(rt.redis, rt.keys, this.id, rt.clock.now());
+      await liveness.heartbeat(this.id, agentNames, ttl);
+    };
+    await advertise();
     this.controlSubscriber = rt.redis.duplicate({
       ...SUBSCRIBER_OPTIONS,
       connectionName: 'baton-control',
@@ -219,15 +236,23 @@ export class BatonWorker {
       // a reason that says so (see job-failures.ts).
       maxStalledCount: config.MAX_STALLS,
     };
-    this.stepWorker = new Worker(STEP_QUEUE, (job, token) => steps.process(job, token), {
-      ...common,
-      concurrency: config.WORKER_CONCURRENCY,
-    });
-    this.toolWorker = new Worker(TOOL_QUEUE, (job) => tools.process(job), {
-      ...common,
-      concurrency: config.TOOL_CONCURRENCY,
-    });
-    for (const w of [this.stepWorker, this.toolWorker]) {
+    const stepOpts = { ...common, concurrency: config.WORKER_CONCURRENCY };
+    const toolOpts = { ...common, concurrency: config.TOOL_CONCURRENCY };
+    // Routing: this worker listens only to the queues of the agents it registered, so a job
+    // never reaches a worker that cannot run its agent.
+    for (const name of agentNames)
+      this.bullWorkers.push(
+        new Worker(stepQueueName(name), (job, token) => steps.process(job, token), stepOpts),
+        new Worker(toolQueueName(name), (job) => tools.process(job), toolOpts),
+      );
+    if (config.LEGACY_QUEUES) {
+      const legacy = new LegacyQueueForwarder(deps);
+      this.bullWorkers.push(
+        new Worker(STEP_QUEUE, (job) => legacy.step(job), stepOpts),
+        new Worker(TOOL_QUEUE, (job) => legacy.tool(job), toolOpts),
+      );
+    }
+    for (const w of this.bullWorkers) {
       w.on('error', (err) => this.logger.error({ err, queue: w.name }, 'worker error'));
       w.on('failed', (job, err) => {
         if (!job) return;
@@ -237,11 +262,12 @@ export class BatonWorker {
       });
     }
     this.timers.push(
-      setInterval(() => {
-        this.registry
-          .advertise(rt.redis, rt.keys, this.id, rt.clock.now())
-          .catch((err: unknown) => this.logger.warn({ err }, 'advertise failed'));
-      }, 15_000),
+      setInterval(
+        () => {
+          advertise().catch((err: unknown) => this.logger.warn({ err }, 'advertise failed'));
+        },
+        Math.max(Math.floor(ttl / 3), 50),
+      ),
     );
     if (config.RECONCILER) {
       this.reconciler = new Reconciler({
@@ -266,7 +292,7 @@ export class BatonWorker {
       );
     }
     for (const t of this.timers) t.unref();
-    await Promise.all([this.stepWorker.waitUntilReady(), this.toolWorker.waitUntilReady()]);
+    await Promise.all(this.bullWorkers.map((w) => w.waitUntilReady()));
     this.logger.info(
       { agents: this.registry.list().map((a) => a.name), concurrency: config.WORKER_CONCURRENCY },
       'worker started',
@@ -286,7 +312,19 @@ export class BatonWorker {
   async stop(graceMs = this.opts.config.SHUTDOWN_GRACE_MS): Promise<void> {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
-    const workers = [this.stepWorker, this.toolWorker].filter((w): w is Worker => w !== undefined);
+    // Gone from GET /v1/agents at once: new runs show that they wait for a worker. Bounded: with
+    // Redis away this would wait for it (the heartbeat expires on its own anyway).
+    const leaving = this.liveness
+      ?.leave(
+        this.id,
+        this.registry.list().map((a) => a.name),
+      )
+      .catch((err: unknown) => this.logger.warn({ err }, 'could not withdraw the advert'));
+    await Promise.race([
+      leaving,
+      new Promise<void>((resolve) => setTimeout(resolve, 1_000).unref()),
+    ]);
+    const workers = this.bullWorkers;
     const closing = Promise.all(workers.map((w) => w.close()));
     const timedOut = await Promise.race([
       closing.then(() => false),

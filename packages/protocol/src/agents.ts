@@ -13,8 +13,11 @@ export const StateKeySpecSchema = z.object({
   initial: JsonValueSchema.optional(),
 });
 
-/** What a worker advertises about an agent it can run: data only, no code. */
-export const AgentDescriptorSchema = z.object({
+/**
+ * What a worker advertises about an agent it can run (stored in Redis): data only, no code.
+ * `workers` is kept for API versions that read it; liveness comes from heartbeats.
+ */
+export const AgentAdvertSchema = z.object({
   name: z.string(),
   description: z.string().optional(),
   executionMode: ExecutionModeSchema,
@@ -22,8 +25,22 @@ export const AgentDescriptorSchema = z.object({
   stopConditions: z.array(StopConditionSchema),
   stateKeys: z.array(StateKeySpecSchema),
   tools: z.array(ToolDescriptorSchema),
-  /** Workers that advertised it recently. */
+  /** Workers that advertised it recently (as the last advertising worker saw it). */
   workers: z.array(z.string()),
+  updatedAt: z.number(),
+});
+export type AgentAdvert = z.infer<typeof AgentAdvertSchema>;
+
+/** An agent as the API shows it: its advert, with the workers whose heartbeat is current. */
+export const AgentDescriptorSchema = AgentAdvertSchema.extend({
+  /** Workers running the agent now (their heartbeat has not expired). */
+  workers: z.array(z.string()),
+  /**
+   * At least one live worker runs it. A known agent without one still accepts runs: they wait
+   * in its queue and start when a worker registers it.
+   */
+  available: z.boolean(),
+  /** When a worker last advertised it (ms). */
   updatedAt: z.number(),
 });
 export type AgentDescriptor = z.infer<typeof AgentDescriptorSchema>;

@@ -122,3 +122,13 @@ export const RunSnapshotSchema = z.object({
   cancelRequested: z.boolean(),
 });
 export type RunSnapshot = z.infer<typeof RunSnapshotSchema>;
+
+/** GET /v1/runs/:id: the snapshot, and what the API knows beside the run's event log. */
+export const RunViewSchema = RunSnapshotSchema.extend({
+  /**
+   * The run has work to do (created or running) but no live worker runs its agent: its job
+   * waits in the agent's queue and the run moves again when a worker registers the agent.
+   */
+  waitingForWorker: z.boolean(),
+});
+export type RunView = z.infer<typeof RunViewSchema>;

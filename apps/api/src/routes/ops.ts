@@ -51,8 +51,9 @@ export function opsRouter(ctx: ApiContext): Router {
         probe('redis', () => redis.ping()),
         probe('queues', () =>
           Promise.all([
-            ctx.runtime.queues.steps.getJobCounts('waiting'),
-            ctx.runtime.queues.tools.getJobCounts('waiting'),
+            // The API's own dependency: one queue answers for BullMQ on this Redis (agents'
+            // liveness is in GET /v1/agents, not readiness).
+            ctx.runtime.queues.legacySteps.getJobCounts('waiting'),
           ]),
         ),
       ]);

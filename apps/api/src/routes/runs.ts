@@ -3,6 +3,7 @@ import {
   CreateRunRequestSchema,
   SubmitDecisionsRequestSchema,
   type RunSnapshot,
+  type RunView,
 } from '@baton/protocol';
 import { Router, type Request } from 'express';
 import { z } from 'zod';
@@ -49,6 +50,14 @@ export async function runSnapshot(
   const events = await ctx.runtime.store.readEvents(runId);
   if (events.length === 0) throw new RunNotFoundError(runId);
   return foldSnapshot(events);
+}
+
+/** The snapshot, and whether the run waits for a worker of its agent (from heartbeats). */
+export async function runView(ctx: ApiContext, tenantId: string, runId: string): Promise<RunView> {
+  const snapshot = await runSnapshot(ctx, tenantId, runId);
+  const needsWorker = snapshot.status === 'created' || snapshot.status === 'running';
+  const waitingForWorker = needsWorker && !(await ctx.service.catalog.available(snapshot.agent));
+  return { ...snapshot, waitingForWorker };
 }
 
 function idempotencyKeyOf(req: Request): string | undefined {
@@ -106,7 +115,7 @@ export function runsRouter(ctx: ApiContext): Router {
   router.get('/runs/:id', async (req, res) => {
     const { tenantId } = principalOf(req);
     const runId = parseId(req.params['id'], 'run id');
-    res.json(await runSnapshot(ctx, tenantId, runId));
+    res.json(await runView(ctx, tenantId, runId));
   });
 
   router.post('/runs/:id/decisions', async (req, res) => {

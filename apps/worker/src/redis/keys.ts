@@ -30,6 +30,11 @@
  *   Tenant index (slot of `{tenant:<tenant>}`)
  *     p:{tenant:<t>}:runs           ZSET   run ids of the tenant, score = createdAt (ms)
  *
+ *   Agents
+ *     p:agents                      HASH   agent name -> advert JSON (what workers can run; data only)
+ *     p:agents:live:<agent>         ZSET   worker id -> heartbeat expiry (ms, Redis clock); PEXPIRE
+ *                                          TTL + 60 s, so the set of an agent nobody runs goes too
+ *
  * Run, thread and tenant keys live in different slots, so the run store writes the indexes
  * (tenant and thread :runs) in separate commands after the create script (see RedisRunStore).
  *
@@ -152,8 +157,13 @@ export class BatonKeys {
     return `${this.prefix}:control`;
   }
 
-  /** Agent adverts (see agent-registry). */
+  /** Agent adverts (see agent-registry): HASH agent name -> descriptor JSON (data, no code). */
   agentsKey(): string {
     return `${this.prefix}:agents`;
+  }
+
+  /** Live workers of one agent (see agent-liveness): ZSET worker id -> heartbeat expiry (ms). */
+  agentWorkers(agent: string): string {
+    return `${this.prefix}:agents:live:${keyPart(agent)}`;
   }
 }

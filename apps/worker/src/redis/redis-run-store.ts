@@ -230,6 +230,8 @@ export interface RunMeta {
   readonly version: number;
   readonly tenantId: string;
   readonly threadId: string;
+  /** The run's agent (whose queues its jobs go to). */
+  readonly agent: string;
   readonly updatedAt: number;
   /** The job that last held the run's lease ('<queue>:<jobId>'; '' = none yet). */
   readonly driver: string;
@@ -420,16 +422,18 @@ export class RedisRunStore implements RunStore {
 
   /** The run's summary fields, without its checkpoint (null when it does not exist). */
   async meta(runId: string): Promise<RunMeta | null> {
-    const [status, activity, version, tenant, threadId, updatedAt, driver] = await this.redis.hmget(
-      this.keys.run(runId).cp,
-      'status',
-      'activity',
-      'version',
-      'tenant',
-      'threadId',
-      'updatedAt',
-      'driver',
-    );
+    const [status, activity, version, tenant, threadId, updatedAt, driver, agent] =
+      await this.redis.hmget(
+        this.keys.run(runId).cp,
+        'status',
+        'activity',
+        'version',
+        'tenant',
+        'threadId',
+        'updatedAt',
+        'driver',
+        'agent',
+      );
     if (!status || !version || !tenant) return null;
     return {
       status: status as RunStatus,
@@ -437,6 +441,7 @@ export class RedisRunStore implements RunStore {
       version: Number(version),
       tenantId: tenant,
       threadId: threadId ?? '',
+      agent: agent ?? '',
       updatedAt: Number(updatedAt),
       driver: driver ?? '',
     };

@@ -1,0 +1,108 @@
+/**
+ * A rolling deploy: producers of the version before per-agent routing put every job in the shared
+ * `steps` / `tools` queues. New workers drain those and forward each job to its run's agent
+ * queue, so such a run finishes, even when the worker that drains it does not run its agent.
+ */
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { JOB_PAYLOAD_VERSION, type StepJob } from '@baton/protocol';
+import { ScriptedModel, type AgentDefinition } from '@baton/core';
+import { toolJobId } from '@baton/worker';
+import { startHarness, waitFor, waitForStatus, type Harness } from '../support/worker-harness.ts';
+import { auditRun } from '../support/worker-process.ts';
+
+const TENANT = 't-rolling';
+
+const answer = (name: string): AgentDefinition => ({
+  name,
+  model: new ScriptedModel([{ text: `${name} answered` }]),
+  tools: [],
+});
+
+describe('rolling deploy: jobs in the legacy shared queues', () => {
+  const redisUrl = inject('redisUrl');
+  let h: Harness;
+
+  beforeAll(async () => {
+    // Both agents advertised (known), but no worker runs yet: runs are created and wait.
+    h = await startHarness(redisUrl, [answer('old-style'), answer('other')], { workers: 1 });
+    await h.workers.splice(0)[0]!.stop(500);
+  });
+
+  afterAll(async () => {
+    await h?.stop();
+  });
+
+  /** A created run whose only job is in the legacy step queue, as an old API would leave it. */
+  const legacyRun = async (agent: string): Promise<string> => {
+    const created = await h.client.service.createRun(TENANT, {
+      agent,
+      input: { messages: [{ role: 'user', content: 'hello' }] },
+    });
+    await h.client.queues.stepsFor(agent).obliterate({ force: true });
+    const meta = (await h.client.store.meta(created.runId))!;
+    const data: StepJob = {
+      v: JOB_PAYLOAD_VERSION,
+      kind: 'step',
+      runId: created.runId,
+      tenantId: TENANT,
+      reason: 'start',
+      expectedVersion: meta.version,
+    };
+    await h.client.queues.legacySteps.add('start', data, { jobId: `step.legacy.${created.runId}` });
+    return created.runId;
+  };
+
+  it('a run whose step job sits in the legacy queue is finished by a new worker of its agent', async () => {
+    const runId = await legacyRun('old-style');
+    await h.addWorker([answer('old-style')]);
+    const cp = await waitForStatus(h, runId, ['done']);
+    expect(cp.termination).toEqual({ kind: 'natural_end' });
+    expect((await auditRun(h.client, runId)).problems).toEqual([]);
+  });
+
+  it("a worker without the run's agent forwards the legacy job to the agent's queue instead of failing the run", async () => {
+    const runId = await legacyRun('other');
+    // Only a worker of another agent drains the legacy queue at first.
+    const bystander = h.workers[0]!;
+    expect(bystander.registry.engine('other')).toBeUndefined();
+    await waitFor(
+      async () =>
+        ((await h.client.queues.stepsFor('other').getJobCounts('waiting'))['waiting'] ?? 0) > 0,
+      10_000,
+      "the legacy job to be forwarded to the agent's queue",
+    );
+    expect((await h.client.store.load(runId))!.checkpoint.status).toBe('created');
+
+    await h.addWorker([answer('other')]);
+    const cp = await waitForStatus(h, runId, ['done']);
+    expect(cp.termination).toEqual({ kind: 'natural_end' });
+  });
+
+  it("a legacy tool job moves to its agent's tool queue under the same id", async () => {
+    const { runId } = await h.client.service.createRun(TENANT, {
+      agent: 'other',
+      input: { messages: [{ role: 'user', content: 'hi' }] },
+    });
+    await waitForStatus(h, runId, ['done']);
+    const jobId = toolJobId(runId, 'call-1', 0);
+    await h.client.queues.legacyTools.add(
+      'tool:call-1',
+      {
+        v: JOB_PAYLOAD_VERSION,
+        kind: 'tool',
+        runId,
+        tenantId: TENANT,
+        step: 0,
+        toolCallId: 'call-1',
+        attempt: 0,
+      },
+      { jobId },
+    );
+    const moved = await waitFor(
+      () => h.client.queues.toolsFor('other').getJob(jobId),
+      10_000,
+      "the legacy tool job to move to the agent's tool queue",
+    );
+    expect(moved.data).toMatchObject({ runId, toolCallId: 'call-1', attempt: 0 });
+  });
+});
