@@ -53,8 +53,13 @@ describe('the reconciler with thousands of waiting runs', () => {
       120_000,
       `${WAITING} runs to wait for their approval`,
     );
-    // Waiting runs hold no job and stay out of the reconciler's work list.
-    expect(await h.client.redis.zcard(h.client.keys.activeRuns)).toBe(0);
+    // Waiting runs hold no job and leave the reconciler's work list (the active index is updated
+    // just after the waiting one: wait for it too).
+    await waitFor(
+      async () => (await h.client.redis.zcard(h.client.keys.activeRuns)) === 0,
+      10_000,
+      'the active index to empty',
+    );
     expect(
       await h.client.queues
         .stepsFor('assistant')
