@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { StepJobSchema, type ToolExecutionResult } from '@baton/protocol';
 import {
   InferenceAccumulator,
+  ModelCallTimeoutError,
   assistantMessageId,
+  classifyModelError,
+  modelRetryPolicy,
+  retryDelay,
+  type ModelRetryPolicy,
   executeTool,
   invocationFor,
   rebaseOnThread,
@@ -261,7 +266,12 @@ export class StepProcessor {
     return committed ?? (await this.deps.committer.load(lease.runId));
   }
 
-  /** Streams the model; deltas are appended as they come, fenced on the lease. */
+  /**
+   * Streams the model; deltas are appended as they come, fenced on the lease. A retryable failure
+   * (429, 5xx, network, the per-call timeout) is retried within the agent's budget: each retry is
+   * a model.retry event, and the next attempt's fresh nonce makes its first delta emit the
+   * inference.reset that drops what the failed attempt streamed.
+   */
   private async infer(
     engine: Engine,
     request: InferenceRequest,
@@ -269,22 +279,89 @@ export class StepProcessor {
     log: WorkerDeps['logger'],
   ): Promise<InferOutcome> {
     const { deps } = this;
+    const policy = modelRetryPolicy(engine.agent.modelRetry);
     const messageId = assistantMessageId(request.runId, request.step);
-    const attempt = {
-      step: request.step,
-      nonce: randomUUID().slice(0, 8),
-      reset: { type: 'inference.reset' as const, step: request.step, messageId },
-    };
+    const reset = { type: 'inference.reset' as const, step: request.step, messageId };
     const tracked = deps.aborts.track(request.runId);
     const signal = AbortSignal.any([tracked.signal, lease.signal]);
-    const acc = new InferenceAccumulator();
     const started = deps.clock.now();
+    try {
+      for (let attempt = 1; ; attempt += 1) {
+        const marker = { step: request.step, nonce: randomUUID().slice(0, 8), reset };
+        let error: unknown;
+        try {
+          const response = await this.inferOnce(engine, request, lease, signal, marker, policy);
+          log.debug({ ms: deps.clock.now() - started, attempt }, 'inference finished');
+          return { kind: 'answered', response };
+        } catch (caught) {
+          error = caught;
+        }
+        const stop = await this.afterModelError(request.runId, lease, tracked.signal, error);
+        if (stop) return stop;
+        const failure = classifyModelError(error, deps.clock.now());
+        const message = errorMessage(error);
+        const delay =
+          failure.retryable && attempt < policy.maxAttempts
+            ? retryDelay(policy, attempt, failure.retryAfterMs)
+            : null;
+        if (delay === null) {
+          log.warn({ err: error, attempt, reason: failure.reason }, 'model failed');
+          const tries = attempt > 1 ? ` after ${attempt} attempts` : '';
+          return { kind: 'failed', message: `model failed${tries}: ${message}` };
+        }
+        log.info({ attempt, delayMs: delay, reason: failure.reason }, 'model call retried');
+        const event = {
+          type: 'model.retry' as const,
+          step: request.step,
+          attempt,
+          delayMs: delay,
+          reason: failure.reason,
+          message: message.slice(0, 500),
+        };
+        try {
+          await deps.store.appendDeltas(request.runId, lease.token, marker, [event]);
+          await deps.clock.sleep(delay, signal);
+        } catch (waitError) {
+          const halted = await this.afterModelError(
+            request.runId,
+            lease,
+            tracked.signal,
+            waitError,
+          );
+          if (halted) return halted;
+          throw waitError;
+        }
+      }
+    } finally {
+      tracked.done();
+    }
+  }
+
+  /** One model call, aborted past the policy's callTimeoutMs (a ModelCallTimeoutError then). */
+  private async inferOnce(
+    engine: Engine,
+    request: InferenceRequest,
+    lease: Lease,
+    runSignal: AbortSignal,
+    marker: Parameters<WorkerDeps['store']['appendDeltas']>[2],
+    policy: ModelRetryPolicy,
+  ): Promise<InferenceResponse> {
+    const { deps } = this;
+    const messageId = assistantMessageId(request.runId, request.step);
+    const timeout = new AbortController();
+    const timer = new AbortController();
+    deps.clock.sleep(policy.callTimeoutMs, timer.signal).then(
+      () => timeout.abort(new ModelCallTimeoutError(policy.callTimeoutMs)),
+      () => undefined,
+    );
+    const signal = AbortSignal.any([runSignal, timeout.signal]);
+    const acc = new InferenceAccumulator();
     let streamed = false;
     try {
       for await (const part of engine.agent.model.stream(request, signal)) {
         acc.push(part);
         if (part.type === 'text-delta' || part.type === 'reasoning-delta') {
-          await deps.store.appendDeltas(request.runId, lease.token, attempt, [
+          await deps.store.appendDeltas(request.runId, lease.token, marker, [
             {
               type: part.type === 'text-delta' ? 'text.delta' : 'reasoning.delta',
               step: request.step,
@@ -298,25 +375,38 @@ export class StepProcessor {
           }
         }
       }
+      return acc.result();
     } catch (error) {
-      if (error instanceof LeaseLostError || lease.lost) {
-        lease.markLost('a delta append was fenced');
-        throw new LeaseLostError(request.runId);
-      }
-      const fresh = await deps.committer.load(request.runId);
-      // Cancelled (plan() says cancel next), finished, or the append found the run done.
-      if (!fresh || fresh.checkpoint.cancelRequested || fresh.checkpoint.status === 'done')
-        return { kind: 'replan' };
-      // Aborted without a cancel: this process is shutting down; the job is retried elsewhere.
-      if (tracked.signal.aborted)
-        throw new Error('inference aborted: worker shutting down', { cause: error });
-      log.warn({ err: error }, 'model failed');
-      return { kind: 'failed', message: `model failed: ${(error as Error).message}` };
+      // Providers report an abort their own way (AbortError, a wrapped fetch error): ours wins.
+      if (timeout.signal.aborted && !runSignal.aborted) throw timeout.signal.reason as Error;
+      throw error;
     } finally {
-      tracked.done();
+      timer.abort();
     }
-    log.debug({ ms: deps.clock.now() - started }, 'inference finished');
-    return { kind: 'answered', response: acc.result() };
+  }
+
+  /**
+   * What a failed call or wait means beyond the model: a lost lease (throws), a cancel or a
+   * finished run (replan), a shutdown (throws; the job is retried elsewhere). Null: the model's.
+   */
+  private async afterModelError(
+    runId: string,
+    lease: Lease,
+    shutdown: AbortSignal,
+    error: unknown,
+  ): Promise<InferOutcome | null> {
+    if (error instanceof LeaseLostError || lease.lost) {
+      lease.markLost('a delta append was fenced');
+      throw new LeaseLostError(runId);
+    }
+    const fresh = await this.deps.committer.load(runId);
+    // Cancelled (plan() says cancel next), finished, or the append found the run done.
+    if (!fresh || fresh.checkpoint.cancelRequested || fresh.checkpoint.status === 'done')
+      return { kind: 'replan' };
+    // Aborted without a cancel: this process is shutting down; the job is retried elsewhere.
+    if (shutdown.aborted)
+      throw new Error('inference aborted: worker shutting down', { cause: error });
+    return null;
   }
 
   /**
@@ -368,3 +458,7 @@ export class StepProcessor {
 }
 
 export { invocationFor };
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
