@@ -67,8 +67,10 @@ export function classifyModelError(error: unknown, now: number): ModelErrorClass
     const status = error.statusCode;
     const retryAfterMs = retryAfter(error.responseHeaders, now);
     const after = retryAfterMs !== undefined ? { retryAfterMs } : {};
-    if (status === undefined)
-      return { retryable: error.isRetryable, reason: networkReason(error) ?? 'network', ...after };
+    // A stream cut mid-response carries its 200 status and the socket error as its cause.
+    const network = networkReason(error.cause);
+    if (network) return { retryable: true, reason: network, ...after };
+    if (status === undefined) return { retryable: error.isRetryable, reason: 'network', ...after };
     const retryable = RETRYABLE_STATUS.has(status) || status >= 500;
     return { retryable, reason: `http ${status}`, ...after };
   }
