@@ -45,7 +45,7 @@ async function startHttpMcpServer(): Promise<{ url: string; child: ChildProcess 
   const child = spawn(process.execPath, [MCP_SERVER, '--http', '0'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const lines = createInterface({ input: child.stdout! });
+  const lines = createInterface({ input: child.stdout });
   const url = await new Promise<string>((resolveUrl, reject) => {
     lines.on('line', (line) => {
       if (line.startsWith('MCP ')) resolveUrl(line.slice(4).trim());
@@ -177,10 +177,10 @@ agents:
       input: { messages: [{ role: 'user', content: 'hello' }] },
     });
     const cp = await waitForStatus(h, created.runId, ['done'], 20_000);
-    expect(cp.termination).toMatchObject({
-      kind: 'error',
-      message: expect.stringContaining('model llama3.1 does not support tools'),
-    });
+    expect(cp.termination?.kind).toBe('error');
+    expect(cp.termination?.kind === 'error' && cp.termination.message).toContain(
+      'model llama3.1 does not support tools',
+    );
     expect(llm.requests.length - before).toBe(1);
     const events = await h.client.store.readEvents(created.runId);
     expect(ofType(events, 'model.retry')).toHaveLength(0);
@@ -198,10 +198,8 @@ agents:
     await waitForStatus(h, created.runId, ['done'], 20_000);
     const events = await h.client.store.readEvents(created.runId);
     const result = ofType(events, 'tool_call.result').find((r) => r.toolName === 'add');
-    expect(result?.outcome).toMatchObject({
-      status: 'failed',
-      error: expect.stringContaining('invalid arguments'),
-    });
+    expect(result?.outcome.status).toBe('failed');
+    expect(result?.outcome.error).toContain('invalid arguments');
   });
 });
 

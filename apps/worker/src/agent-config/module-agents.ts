@@ -49,7 +49,7 @@ export async function loadModuleAgents(
     if (!(exportName in module))
       throw new AgentConfigError(
         'agents_module_invalid',
-        `${specifier}: the module has no export "${exportName}" (it exports ${Object.keys(module).join(', ') || 'nothing'})`,
+        `${specifier}: the module has no export "${exportName}" (it exports ${Object.keys(module).sort().join(', ') || 'nothing'})`,
       );
     const agents = agentsIn(module[exportName]);
     if (!agents)

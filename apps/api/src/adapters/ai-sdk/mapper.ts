@@ -253,8 +253,8 @@ export function createUiStreamMapper(opts: UiStreamMapperOptions): UiStreamMappe
       case 'run.cancel_requested':
       case 'state.delta':
       case 'state.conflict':
-      // The UI stream has no retry part; the reset before the next attempt's deltas suffices.
       case 'model.retry':
+        // The UI stream has no retry part; the reset before the next attempt's deltas suffices.
         return;
     }
   }
