@@ -9,8 +9,16 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { BatonRuntime } from '@baton/worker';
-import { silentLogger, testConfig, testPrefix, waitFor } from '../support/worker-harness.ts';
+import { BatonRuntime, systemClock } from '@baton/worker';
+import { loadAgentSources } from '@baton/worker/agent-config';
+import {
+  silentLogger,
+  startHarness,
+  testConfig,
+  testPrefix,
+  waitFor,
+  waitForStatus,
+} from '../support/worker-harness.ts';
 import { spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -178,5 +186,44 @@ describe('start-up errors in agent sources', () => {
     const { code, stderr } = await startFailing({ BATON_AGENTS_FILE: file });
     expect(code).toBe(1);
     expect(stderr.trim()).toMatch(/needs the environment variable GOOGLE_GENERATIVE_AI_API_KEY/);
+  });
+});
+
+describe('the examples', () => {
+  it('examples/my-agents.ts and examples/baton.agents.yaml load, and the echo agent runs', async () => {
+    const loaded = await loadAgentSources(systemClock, {
+      cwd: REPO,
+      env: {
+        BATON_AGENTS: './examples/my-agents.ts,./examples/baton.agents.yaml',
+        OPENAI_API_KEY: 'sk-not-used',
+      },
+    });
+    try {
+      expect(loaded.agents.map((a) => a.name).sort()).toEqual(['calculator', 'echo', 'haiku']);
+      const calculator = loaded.agents.find((a) => a.name === 'calculator');
+      // The example MCP server was started and listed its tools; shout is the gated one.
+      expect(calculator?.tools.map((t) => [t.name, t.approval !== undefined])).toEqual([
+        ['add', false],
+        ['shout', true],
+        ['divide', false],
+      ]);
+      const h = await startHarness(
+        inject('redisUrl'),
+        loaded.agents.filter((a) => a.name === 'echo'),
+      );
+      try {
+        const created = await h.client.service.createRun('t-examples', {
+          agent: 'echo',
+          input: { messages: [{ role: 'user', content: 'one two three' }] },
+        });
+        const cp = await waitForStatus(h, created.runId, ['done']);
+        const last = cp.messages.at(-1);
+        expect(last?.role === 'assistant' ? last.content : '').toBe('Counted: {"words":3}');
+      } finally {
+        await h.stop();
+      }
+    } finally {
+      await loaded.close();
+    }
   });
 });
