@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RunEvent } from '@baton/protocol';
 import { loadAgentsFile, type LoadedAgents } from '@baton/worker/agent-config';
-import { startHarness, waitForStatus, type Harness } from '../support/worker-harness.ts';
+import { startHarness, waitFor, waitForStatus, type Harness } from '../support/worker-harness.ts';
 import { startOpenAiServer, type OpenAiServer } from '../support/openai-compatible-server.ts';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -184,6 +184,32 @@ agents:
     expect(llm.requests.length - before).toBe(1);
     const events = await h.client.store.readEvents(created.runId);
     expect(ofType(events, 'model.retry')).toHaveLength(0);
+  });
+
+  it('a cancel interrupts the wait for a long Retry-After', async () => {
+    llm.push({ status: 429, retryAfter: '4', message: 'come back later' });
+    const svc = h.client.service;
+    const created = await svc.createRun(TENANT, {
+      agent: 'yaml-assistant',
+      input: { messages: [{ role: 'user', content: 'hello' }] },
+    });
+    await waitFor(
+      async () =>
+        (await h.client.store.readEvents(created.runId)).some((e) => e.type === 'model.retry'),
+      10_000,
+      'the model.retry event',
+    );
+    const requests = llm.requests.length;
+    await svc.cancel(TENANT, created.runId);
+    const cp = await waitForStatus(h, created.runId, ['done'], 10_000);
+    expect(cp.termination).toEqual({ kind: 'cancelled' });
+    expect(llm.requests.length).toBe(requests);
+    // It ended inside the 4 s the provider asked for: the wait was interrupted, not sat out.
+    const events = await h.client.store.readEvents(created.runId);
+    const retry = ofType(events, 'model.retry')[0]!;
+    const finished = ofType(events, 'run.finished')[0]!;
+    expect(retry.delayMs).toBe(4000);
+    expect(finished.at - retry.at).toBeLessThan(retry.delayMs);
   });
 
   it('rejects arguments that break the MCP tool JSON Schema before calling the server', async () => {
