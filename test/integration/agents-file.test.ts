@@ -12,6 +12,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RunEvent } from '@baton/protocol';
+import { trace, type Span, type Tracer, type TracerProvider } from '@opentelemetry/api';
 import { loadAgentsFile, type LoadedAgents } from '@baton/worker/agent-config';
 import { startHarness, waitFor, waitForStatus, type Harness } from '../support/worker-harness.ts';
 import { startOpenAiServer, type OpenAiServer } from '../support/openai-compatible-server.ts';
@@ -20,11 +21,31 @@ const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MCP_SERVER = join(REPO, 'examples', 'mcp-server.ts');
 const TENANT = 't-agents-file';
 
+/** Spans the provider calls recorded through the global OpenTelemetry API (what users register). */
+const spans: { name: string; attributes: Record<string, unknown>; status?: number }[] = [];
+const recordingProvider = {
+  getTracer: () =>
+    ({
+      startSpan: (name: string, options?: { attributes?: Record<string, unknown> }) => {
+        const span: (typeof spans)[number] = { name, attributes: { ...options?.attributes } };
+        spans.push(span);
+        return {
+          setAttributes: (a: Record<string, unknown>) => Object.assign(span.attributes, a),
+          recordException: () => undefined,
+          setStatus: (s: { code: number }) => (span.status = s.code),
+          end: () => undefined,
+        } as unknown as Span;
+      },
+    }) as unknown as Tracer,
+} as TracerProvider;
+
 let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'baton-agents-file-'));
+  trace.setGlobalTracerProvider(recordingProvider);
 });
 afterAll(async () => {
+  trace.disable();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -85,6 +106,7 @@ agents:
       - mcp: notes
         approval: [shout]
     modelRetry: { maxAttempts: 6, baseDelayMs: 20, maxDelayMs: 5000, callTimeoutMs: 1500 }
+    telemetry: { functionId: yaml-assistant, metadata: { team: ops } }
     stopConditions:
       - { type: max_rounds, rounds: 5 }
 `,
@@ -167,6 +189,20 @@ agents:
       properties: { a: { type: 'number' }, b: { type: 'number' } },
     });
     expect(llm.requests).toHaveLength(6);
+
+    // The agent's telemetry settings reached every provider call: one span each, the failed
+    // ones marked as errors.
+    const traced = spans.filter((sp) => sp.attributes['baton.run.id'] === created.runId);
+    expect(traced).toHaveLength(6);
+    expect(traced[0]).toMatchObject({
+      name: 'ai.streamText.doStream',
+      attributes: {
+        'ai.telemetry.functionId': 'yaml-assistant',
+        'ai.telemetry.metadata.team': 'ops',
+        'ai.model.id': 'llama3.1',
+      },
+    });
+    expect(traced.map((sp) => sp.status ?? 0)).toEqual([2, 2, 2, 2, 0, 0]);
   });
 
   it('ends the run with the provider message on a non-retryable error', async () => {

@@ -42,6 +42,7 @@ export {
   type AiSdkLanguageModel,
   type AiSdkModelOptions,
 } from './model/ai-sdk-model.ts';
+export type { AiSdkTelemetry, TelemetrySpan, TelemetryTracer } from './model/model-telemetry.ts';
 export { createDemoAgents, demoTools } from './demo/demo-agents.ts';
 export {
   MATRIX_CASES,

@@ -80,6 +80,19 @@ export const AgentConfigSchema = z.strictObject({
   executionMode: ExecutionModeSchema.optional(),
   replayPolicy: DecisionReplayPolicySchema.optional(),
   stopConditions: z.array(StopConditionSchema).max(20).optional(),
+  /**
+   * AI SDK telemetry for this agent's provider calls: spans go to the global OpenTelemetry
+   * tracer (register an SDK, e.g. with `node --import`; without one they cost nothing).
+   */
+  telemetry: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      functionId: z.string().optional(),
+      metadata: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+      recordInputs: z.boolean().optional(),
+      recordOutputs: z.boolean().optional(),
+    })
+    .optional(),
   modelRetry: z
     .strictObject({
       maxAttempts: z.number().int().min(1).max(20).optional(),

@@ -1,9 +1,20 @@
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { AiSdkModel, type AgentDefinition, type ToolDefinition } from '@baton/core';
+import {
+  AiSdkModel,
+  type AgentDefinition,
+  type AiSdkTelemetry,
+  type ToolDefinition,
+} from '@baton/core';
+import { trace } from '@opentelemetry/api';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { AgentConfigError } from './agent-config-error.ts';
-import { AgentsFileSchema, formatPath, type AgentsFile } from './agents-file-schema.ts';
+import {
+  AgentsFileSchema,
+  formatPath,
+  type AgentConfig,
+  type AgentsFile,
+} from './agents-file-schema.ts';
 import { McpServerConnection, mcpToolDefinitions, type McpToolInfo } from './mcp-tools.ts';
 import { createProviderModel } from './provider-models.ts';
 
@@ -110,7 +121,10 @@ export async function loadAgentsFile(
         name: agent.name,
         ...(agent.description !== undefined ? { description: agent.description } : {}),
         ...(agent.system !== undefined ? { systemPrompt: agent.system } : {}),
-        model: new AiSdkModel(models[i]!, agent.settings ? { settings: agent.settings } : {}),
+        model: new AiSdkModel(models[i]!, {
+          ...(agent.settings ? { settings: agent.settings } : {}),
+          ...(agent.telemetry ? { telemetry: telemetryOf(agent.telemetry) } : {}),
+        }),
         tools,
         ...(agent.executionMode ? { executionMode: agent.executionMode } : {}),
         ...(agent.replayPolicy ? { replayPolicy: agent.replayPolicy } : {}),
@@ -123,4 +137,15 @@ export async function loadAgentsFile(
     await close();
     throw error;
   }
+}
+
+function telemetryOf(config: NonNullable<AgentConfig['telemetry']>): AiSdkTelemetry {
+  return {
+    isEnabled: config.enabled,
+    tracer: trace.getTracer('baton-worker'),
+    ...(config.functionId !== undefined ? { functionId: config.functionId } : {}),
+    ...(config.metadata ? { metadata: config.metadata } : {}),
+    ...(config.recordInputs !== undefined ? { recordInputs: config.recordInputs } : {}),
+    ...(config.recordOutputs !== undefined ? { recordOutputs: config.recordOutputs } : {}),
+  };
 }
