@@ -2,12 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { StepJobSchema, type ToolExecutionResult } from '@baton/protocol';
 import {
   InferenceAccumulator,
-  ModelCallTimeoutError,
   assistantMessageId,
-  classifyModelError,
   modelRetryPolicy,
-  retryDelay,
-  type ModelRetryPolicy,
+  retryingModelCall,
   executeTool,
   invocationFor,
   rebaseOnThread,
@@ -279,57 +276,41 @@ export class StepProcessor {
     log: WorkerDeps['logger'],
   ): Promise<InferOutcome> {
     const { deps } = this;
-    const policy = modelRetryPolicy(engine.agent.modelRetry);
     const messageId = assistantMessageId(request.runId, request.step);
     const reset = { type: 'inference.reset' as const, step: request.step, messageId };
     const tracked = deps.aborts.track(request.runId);
-    const signal = AbortSignal.any([tracked.signal, lease.signal]);
     const started = deps.clock.now();
+    let marker = { step: request.step, nonce: '', reset };
     try {
-      for (let attempt = 1; ; attempt += 1) {
-        const marker = { step: request.step, nonce: randomUUID().slice(0, 8), reset };
-        let error: unknown;
-        try {
-          const response = await this.inferOnce(engine, request, lease, signal, marker, policy);
-          log.debug({ ms: deps.clock.now() - started, attempt }, 'inference finished');
-          return { kind: 'answered', response };
-        } catch (caught) {
-          error = caught;
-        }
-        const stop = await this.afterModelError(request.runId, lease, tracked.signal, error);
-        if (stop) return stop;
-        const failure = classifyModelError(error, deps.clock.now());
-        const message = errorMessage(error);
-        const delay =
-          failure.retryable && attempt < policy.maxAttempts
-            ? retryDelay(policy, attempt, failure.retryAfterMs)
-            : null;
-        if (delay === null) {
-          log.warn({ err: error, attempt, reason: failure.reason }, 'model failed');
-          const tries = attempt > 1 ? ` after ${attempt} attempts` : '';
-          return { kind: 'failed', message: `model failed${tries}: ${message}` };
-        }
-        log.info({ attempt, delayMs: delay, reason: failure.reason }, 'model call retried');
-        const event = {
-          type: 'model.retry' as const,
-          step: request.step,
-          attempt,
-          delayMs: delay,
-          reason: failure.reason,
-          message: message.slice(0, 500),
-        };
-        try {
-          await deps.store.appendDeltas(request.runId, lease.token, marker, [event]);
-          await deps.clock.sleep(delay, signal);
-        } catch (waitError) {
-          const halted = await this.afterModelError(
-            request.runId,
-            lease,
-            tracked.signal,
-            waitError,
+      const outcome = await retryingModelCall({
+        policy: modelRetryPolicy(engine.agent.modelRetry),
+        clock: deps.clock,
+        signal: AbortSignal.any([tracked.signal, lease.signal]),
+        call: (signal) => {
+          marker = { ...marker, nonce: randomUUID().slice(0, 8) };
+          return this.streamOnce(engine, request, lease, signal, marker);
+        },
+        interrupt: (error) => this.afterModelError(request.runId, lease, tracked.signal, error),
+        onRetry: async (retry) => {
+          log.info(retry, 'model call retried');
+          await deps.store.appendDeltas(request.runId, lease.token, marker, [
+            { type: 'model.retry', step: request.step, ...retry },
+          ]);
+        },
+      });
+      switch (outcome.kind) {
+        case 'answered':
+          log.debug(
+            { ms: deps.clock.now() - started, attempts: outcome.attempts },
+            'inference finished',
           );
-          if (halted) return halted;
-          throw waitError;
+          return { kind: 'answered', response: outcome.value };
+        case 'interrupted':
+          return { kind: 'replan' };
+        case 'failed': {
+          log.warn({ err: outcome.error, attempts: outcome.attempts }, 'model failed');
+          const tries = outcome.attempts > 1 ? ` after ${outcome.attempts} attempts` : '';
+          return { kind: 'failed', message: `model failed${tries}: ${outcome.message}` };
         }
       }
     } finally {
@@ -337,52 +318,36 @@ export class StepProcessor {
     }
   }
 
-  /** One model call, aborted past the policy's callTimeoutMs (a ModelCallTimeoutError then). */
-  private async inferOnce(
+  /** One model call: its deltas are appended under the attempt's marker. */
+  private async streamOnce(
     engine: Engine,
     request: InferenceRequest,
     lease: Lease,
-    runSignal: AbortSignal,
+    signal: AbortSignal,
     marker: Parameters<WorkerDeps['store']['appendDeltas']>[2],
-    policy: ModelRetryPolicy,
   ): Promise<InferenceResponse> {
     const { deps } = this;
     const messageId = assistantMessageId(request.runId, request.step);
-    const timeout = new AbortController();
-    const timer = new AbortController();
-    deps.clock.sleep(policy.callTimeoutMs, timer.signal).then(
-      () => timeout.abort(new ModelCallTimeoutError(policy.callTimeoutMs)),
-      () => undefined,
-    );
-    const signal = AbortSignal.any([runSignal, timeout.signal]);
     const acc = new InferenceAccumulator();
     let streamed = false;
-    try {
-      for await (const part of engine.agent.model.stream(request, signal)) {
-        acc.push(part);
-        if (part.type === 'text-delta' || part.type === 'reasoning-delta') {
-          await deps.store.appendDeltas(request.runId, lease.token, marker, [
-            {
-              type: part.type === 'text-delta' ? 'text.delta' : 'reasoning.delta',
-              step: request.step,
-              messageId,
-              delta: part.delta,
-            },
-          ]);
-          if (!streamed) {
-            streamed = true;
-            await deps.probe?.('after-delta', { runId: request.runId, step: request.step });
-          }
+    for await (const part of engine.agent.model.stream(request, signal)) {
+      acc.push(part);
+      if (part.type === 'text-delta' || part.type === 'reasoning-delta') {
+        await deps.store.appendDeltas(request.runId, lease.token, marker, [
+          {
+            type: part.type === 'text-delta' ? 'text.delta' : 'reasoning.delta',
+            step: request.step,
+            messageId,
+            delta: part.delta,
+          },
+        ]);
+        if (!streamed) {
+          streamed = true;
+          await deps.probe?.('after-delta', { runId: request.runId, step: request.step });
         }
       }
-      return acc.result();
-    } catch (error) {
-      // Providers report an abort their own way (AbortError, a wrapped fetch error): ours wins.
-      if (timeout.signal.aborted && !runSignal.aborted) throw timeout.signal.reason as Error;
-      throw error;
-    } finally {
-      timer.abort();
     }
+    return acc.result();
   }
 
   /**
@@ -394,7 +359,7 @@ export class StepProcessor {
     lease: Lease,
     shutdown: AbortSignal,
     error: unknown,
-  ): Promise<InferOutcome | null> {
+  ): Promise<'replan' | undefined> {
     if (error instanceof LeaseLostError || lease.lost) {
       lease.markLost('a delta append was fenced');
       throw new LeaseLostError(runId);
@@ -402,11 +367,11 @@ export class StepProcessor {
     const fresh = await this.deps.committer.load(runId);
     // Cancelled (plan() says cancel next), finished, or the append found the run done.
     if (!fresh || fresh.checkpoint.cancelRequested || fresh.checkpoint.status === 'done')
-      return { kind: 'replan' };
+      return 'replan';
     // Aborted without a cancel: this process is shutting down; the job is retried elsewhere.
     if (shutdown.aborted)
       throw new Error('inference aborted: worker shutting down', { cause: error });
-    return null;
+    return undefined;
   }
 
   /**
@@ -458,7 +423,3 @@ export class StepProcessor {
 }
 
 export { invocationFor };
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

@@ -3,6 +3,7 @@ export * from './clock.ts';
 export * from './errors.ts';
 export * from './model.ts';
 export * from './model-retry.ts';
+export * from './model-call-retry.ts';
 export * from './own.ts';
 export * from './plugins.ts';
 export * from './ports.ts';
