@@ -22,7 +22,7 @@ const policy = modelRetryPolicy({
 });
 
 /** A call scripted per attempt: an error to throw, 'hang' (until aborted), or a value. */
-function scripted(steps: (Error | 'hang' | string)[]) {
+function scripted(steps: (Error | string)[]) {
   const signals: AbortSignal[] = [];
   const call = (signal: AbortSignal, attempt: number): Promise<string> => {
     signals.push(signal);
