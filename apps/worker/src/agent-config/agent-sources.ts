@@ -2,8 +2,10 @@ import { extname } from 'node:path';
 import type { AgentDefinition, Clock } from '@baton/core';
 import { loadAgents } from '../agents.ts';
 import { AgentConfigError } from './agent-config-error.ts';
-import { AGENTS_FILE_EXTENSIONS, loadAgentsFile, type LoadedAgents } from './agents-file.ts';
+import type { LoadedAgents } from './agents-file.ts';
 import { loadModuleAgents, splitExport } from './module-agents.ts';
+
+const AGENTS_FILE_EXTENSIONS = ['.yaml', '.yml', '.json'];
 
 const MODULE_EXTENSIONS = ['.ts', '.mts', '.js', '.mjs'];
 const BUILT_IN_SETS = ['demo', 'matrix', 'bench'];
@@ -35,7 +37,9 @@ export async function loadAgentSources(
   try {
     for (const entry of entries) {
       const ext = extname(splitExport(entry).path).toLowerCase();
-      if ((AGENTS_FILE_EXTENSIONS as readonly string[]).includes(ext)) {
+      if (AGENTS_FILE_EXTENSIONS.includes(ext)) {
+        // Loaded on demand: the providers and the MCP SDK are not worth a demo worker's start-up.
+        const { loadAgentsFile } = await import('./agents-file.ts');
         const loaded = await loadAgentsFile(entry, { env });
         closers.push(loaded);
         agents.push(...loaded.agents);

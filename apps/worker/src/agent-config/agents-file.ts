@@ -18,8 +18,6 @@ import {
 import { McpServerConnection, mcpToolDefinitions, type McpToolInfo } from './mcp-tools.ts';
 import { createProviderModel } from './provider-models.ts';
 
-export const AGENTS_FILE_EXTENSIONS = ['.yaml', '.yml', '.json'] as const;
-
 /** Agents plus what they hold open (MCP connections); close() when the worker stops. */
 export interface LoadedAgents {
   readonly agents: AgentDefinition[];

@@ -51,10 +51,11 @@ export class McpServerConnection {
         : new StreamableHTTPClientTransport(new URL(this.config.url), {
             ...(this.config.headers ? { requestInit: { headers: this.config.headers } } : {}),
           });
-    const connecting = client.connect(transport).then(() => client);
+    // A dropped connection (server restarted, HTTP session gone) is replaced on the next call.
     client.onclose = () => {
       if (this.client === connecting) this.client = null;
     };
+    const connecting = client.connect(transport).then(() => client);
     connecting.catch(() => {
       if (this.client === connecting) this.client = null;
     });
