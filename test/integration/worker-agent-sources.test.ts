@@ -162,6 +162,15 @@ describe('start-up errors in agent sources', () => {
       line: /^baton-worker: .*no-server\.yaml: agents\[0\]\.tools\[0\]\.mcp: no MCP server named "files"; declare it under mcpServers:$/,
     },
     {
+      name: 'an MCP server that cannot start',
+      file: 'dead-mcp.yaml',
+      text:
+        'mcpServers:\n  files: { command: baton-no-such-command }\n' +
+        'agents:\n  - name: a\n    model: openai:gpt-4o\n    tools: [{ mcp: files }]\n',
+      env: { OPENAI_API_KEY: 'sk-unused' },
+      line: /^baton-worker: .*dead-mcp\.yaml: mcpServers\.files: cannot connect to baton-no-such-command: .*ENOENT/,
+    },
+    {
       name: 'a module that exports no agent',
       file: 'empty-agents.ts',
       text: 'export const answer = 42;\n',

@@ -91,7 +91,7 @@ export async function loadAgentsFile(
         if (listings.has(source.mcp)) continue;
         const server = new McpServerConnection(source.mcp, config.mcpServers[source.mcp]!);
         servers.set(source.mcp, server);
-        listings.set(source.mcp, await server.listTools());
+        listings.set(source.mcp, await server.listTools(`${file}: mcpServers.${source.mcp}`));
       }
     const agents = config.agents.map((agent, i): AgentDefinition => {
       const tools: ToolDefinition[] = [];

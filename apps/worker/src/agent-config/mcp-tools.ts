@@ -63,7 +63,8 @@ export class McpServerConnection {
     return connecting;
   }
 
-  async listTools(): Promise<McpToolInfo[]> {
+  /** `where` names the server's place in the config for a connection error. */
+  async listTools(where = `mcpServers.${this.name}`): Promise<McpToolInfo[]> {
     let client: Client;
     try {
       client = await this.connect();
@@ -71,7 +72,7 @@ export class McpServerConnection {
       const target = 'command' in this.config ? this.config.command : this.config.url;
       throw new AgentConfigError(
         'mcp_unavailable',
-        `mcpServers.${this.name}: cannot connect to ${target}: ${(error as Error).message}`,
+        `${where}: cannot connect to ${target}: ${(error as Error).message.split('\n')[0]}`,
         { cause: error },
       );
     }
