@@ -20,6 +20,7 @@ import {
   waitForStatus,
 } from '../support/worker-harness.ts';
 import { spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
+import { startOpenAiServer } from '../support/openai-compatible-server.ts';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 let dir: string;
@@ -97,6 +98,84 @@ describe('BATON_AGENTS=<module path>', () => {
       expect(last?.role === 'assistant' ? last.content : '').toContain('Hello, Ada');
     } finally {
       await client.close();
+    }
+  });
+});
+
+describe('BATON_AGENTS=<agents file>', () => {
+  it('the shipped worker runs a YAML agent with a stdio MCP server through an approval, and stops cleanly', async () => {
+    const llm = await startOpenAiServer([
+      { status: 429, retryAfter: '1' },
+      { toolCalls: [{ name: 'shout', args: { text: 'ship it' } }] },
+      { text: 'Shouted.' },
+    ]);
+    try {
+      const file = join(dir, 'process.agents.yaml');
+      await writeFile(
+        file,
+        [
+          'providers:',
+          `  local: { type: openai-compatible, baseURL: "${llm.baseURL}", apiKeyEnv: LOCAL_KEY }`,
+          'mcpServers:',
+          `  notes: { command: ${JSON.stringify(process.execPath)}, args: [examples/mcp-server.ts] }`,
+          'agents:',
+          '  - name: process-yaml',
+          '    model: local:qwen2.5',
+          '    tools: [{ mcp: notes, approval: always }]',
+          '    modelRetry: { baseDelayMs: 10 }',
+        ].join('\n'),
+      );
+      const redisUrl = inject('redisUrl');
+      const prefix = testPrefix();
+      const worker = await spawnWorker({
+        redisUrl,
+        prefix,
+        agents: file,
+        probes: false,
+        env: { LOCAL_KEY: 'sk-process' },
+      });
+      const client = new BatonRuntime(testConfig(redisUrl, prefix), silentLogger);
+      try {
+        const created = await client.service.createRun('t-process', {
+          agent: 'process-yaml',
+          input: { messages: [{ role: 'user', content: 'shout ship it' }] },
+        });
+        const waiting = await waitFor(
+          async () => {
+            const cp = (await client.store.load(created.runId))?.checkpoint;
+            return cp?.status === 'waiting' || cp?.status === 'done' ? cp : null;
+          },
+          20_000,
+          'the approval',
+        );
+        const call = Object.values(waiting.calls).find((c) => c.status === 'suspended');
+        expect(call?.name).toBe('shout');
+        await client.service.submitDecisions('t-process', created.runId, [
+          { toolCallId: call!.id, action: 'resume' },
+        ]);
+        const cp = await waitFor(
+          async () => {
+            const loaded = (await client.store.load(created.runId))?.checkpoint;
+            return loaded?.status === 'done' ? loaded : null;
+          },
+          20_000,
+          'the run to finish',
+        );
+        expect(cp.termination).toEqual({ kind: 'natural_end' });
+        const tool = cp.messages.find((m) => m.role === 'tool');
+        expect(tool?.role === 'tool' ? tool.content : null).toBe('SHIP IT');
+        const events = await client.store.readEvents(created.runId);
+        expect(events.filter((e) => e.type === 'model.retry')).toHaveLength(1);
+        expect(llm.requests[1]!.at - llm.requests[0]!.at).toBeGreaterThanOrEqual(1000);
+        expect(llm.requests[0]!.authorization).toBe('Bearer sk-process');
+      } finally {
+        await client.close();
+      }
+      // SIGTERM: the worker stops, closes its MCP connection, and exits 0.
+      worker.kill('SIGTERM');
+      expect((await worker.waitForExit(10_000)).code).toBe(0);
+    } finally {
+      await llm.close();
     }
   });
 });
