@@ -112,3 +112,14 @@ describe('createProviderModel', () => {
     expect(() => createProviderModel('proxy:claude', providers, {}, 'x')).toThrow(/PROXY_KEY/);
   });
 });
+
+describe('the documentation', () => {
+  it("README's agents file example is valid", async () => {
+    const { readFile } = await import('node:fs/promises');
+    const readme = await readFile(new URL('../../../../README.md', import.meta.url), 'utf8');
+    const block = /```yaml\n(providers:[\s\S]*?)```/.exec(readme)?.[1];
+    expect(block).toBeDefined();
+    const file = parseAgentsFile(block ?? '', 'README.md');
+    expect(file.agents.map((a) => a.name)).toEqual(['calculator']);
+  });
+});
