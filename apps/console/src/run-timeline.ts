@@ -88,6 +88,8 @@ export function summarize(event: RunEvent): string | null {
       return `decision ${event.decision.decisionId} not applied: ${event.reason}`;
     case 'run.cancel_requested':
       return 'cancel requested';
+    case 'model.retry':
+      return `model call failed (${event.reason}); retry ${event.attempt} in ${Math.round(event.delayMs)} ms`;
     case 'step.finished':
       return `step ${event.step} finished (${event.usage.totalTokens} tokens)`;
     case 'run.finished':

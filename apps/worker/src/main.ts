@@ -1,9 +1,12 @@
 /**
  * Worker process entry: `node apps/worker/src/main.ts`. Configuration comes from the environment
- * (see config.ts); BATON_AGENTS picks the agent sets to register (default: demo).
+ * (see config.ts); BATON_AGENTS names what to run (default: demo): built-in sets (demo, matrix,
+ * bench), module paths (./agents.ts, ./agents.ts:name) and agents files (baton.agents.yaml);
+ * BATON_AGENTS_FILE adds an agents file.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { loadAgents } from './agents.ts';
+import { loadAgentSources } from './agent-config/agent-sources.ts';
+import type { LoadedAgents } from './agent-config/agents-file.ts';
 import { loadWorkerConfig } from './config.ts';
 import { createLogger, safeUrl } from './logger.ts';
 import { systemClock } from './system-clock.ts';
@@ -24,13 +27,13 @@ try {
   fatal(error);
 }
 const logger = createLogger('baton-worker', config.LOG_LEVEL);
-const agents = loadAgents(
-  (process.env['BATON_AGENTS'] ?? 'demo')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean),
-  systemClock,
-);
+let loaded: LoadedAgents;
+try {
+  loaded = await loadAgentSources(systemClock);
+} catch (error) {
+  fatal(error);
+}
+const { agents } = loaded;
 
 // Test hook: announce named points on stdout and optionally pause there, so a test can kill
 // this process at an exact moment (e.g. BATON_PROBE_PAUSE="before-tool:5000").
@@ -55,9 +58,17 @@ if (process.env['BATON_PROBES'] === '1') {
 const worker = new BatonWorker({ config, agents, logger, ...(probe ? { probe } : {}) });
 await worker.start().catch(async (error: unknown) => {
   await worker.stop(0).catch(() => undefined);
+  await loaded.close().catch(() => undefined);
   fatal(error);
 });
 logger.info({ redis: safeUrl(config.REDIS_URL) }, 'ready');
 process.stdout.write(`READY ${worker.id}\n`);
 
-exitOnSignals(logger, () => worker.stop());
+// MCP connections close after the worker stopped: jobs still finishing may call their tools.
+exitOnSignals(logger, async () => {
+  try {
+    await worker.stop();
+  } finally {
+    await loaded.close();
+  }
+});

@@ -3,6 +3,8 @@ import { StepJobSchema, type ToolExecutionResult } from '@baton/protocol';
 import {
   InferenceAccumulator,
   assistantMessageId,
+  modelRetryPolicy,
+  retryingModelCall,
   executeTool,
   invocationFor,
   rebaseOnThread,
@@ -267,7 +269,12 @@ export class StepProcessor {
     return committed ?? (await this.deps.committer.load(lease.runId));
   }
 
-  /** Streams the model; deltas are appended as they come, fenced on the lease. */
+  /**
+   * Streams the model; deltas are appended as they come, fenced on the lease. A retryable failure
+   * (429, 5xx, network, the per-call timeout) is retried within the agent's budget: each retry is
+   * a model.retry event, and the next attempt's fresh nonce makes its first delta emit the
+   * inference.reset that drops what the failed attempt streamed.
+   */
   private async infer(
     engine: Engine,
     request: InferenceRequest,
@@ -276,53 +283,101 @@ export class StepProcessor {
   ): Promise<InferOutcome> {
     const { deps } = this;
     const messageId = assistantMessageId(request.runId, request.step);
-    const attempt = {
-      step: request.step,
-      nonce: randomUUID().slice(0, 8),
-      reset: { type: 'inference.reset' as const, step: request.step, messageId },
-    };
+    const reset = { type: 'inference.reset' as const, step: request.step, messageId };
     const tracked = deps.aborts.track(request.runId);
-    const signal = AbortSignal.any([tracked.signal, lease.signal]);
-    const acc = new InferenceAccumulator();
     const started = deps.clock.now();
-    let streamed = false;
+    let marker = { step: request.step, nonce: '', reset };
     try {
-      for await (const part of engine.agent.model.stream(request, signal)) {
-        acc.push(part);
-        if (part.type === 'text-delta' || part.type === 'reasoning-delta') {
-          await deps.store.appendDeltas(request.runId, lease.token, attempt, [
-            {
-              type: part.type === 'text-delta' ? 'text.delta' : 'reasoning.delta',
-              step: request.step,
-              messageId,
-              delta: part.delta,
-            },
+      const outcome = await retryingModelCall({
+        policy: modelRetryPolicy(engine.agent.modelRetry),
+        clock: deps.clock,
+        signal: AbortSignal.any([tracked.signal, lease.signal]),
+        call: (signal) => {
+          marker = { ...marker, nonce: randomUUID().slice(0, 8) };
+          return this.streamOnce(engine, request, lease, signal, marker);
+        },
+        interrupt: (error) => this.afterModelError(request.runId, lease, tracked.signal, error),
+        onRetry: async (retry) => {
+          log.info(retry, 'model call retried');
+          await deps.store.appendDeltas(request.runId, lease.token, marker, [
+            { type: 'model.retry', step: request.step, ...retry },
           ]);
-          if (!streamed) {
-            streamed = true;
-            await deps.probe?.('after-delta', { runId: request.runId, step: request.step });
-          }
+        },
+      });
+      switch (outcome.kind) {
+        case 'answered':
+          log.debug(
+            { ms: deps.clock.now() - started, attempts: outcome.attempts },
+            'inference finished',
+          );
+          return { kind: 'answered', response: outcome.value };
+        case 'interrupted':
+          return { kind: 'replan' };
+        case 'failed': {
+          log.warn({ err: outcome.error, attempts: outcome.attempts }, 'model failed');
+          const tries = outcome.attempts > 1 ? ` after ${outcome.attempts} attempts` : '';
+          return { kind: 'failed', message: `model failed${tries}: ${outcome.message}` };
         }
       }
-    } catch (error) {
-      if (error instanceof LeaseLostError || lease.lost) {
-        lease.markLost('a delta append was fenced');
-        throw new LeaseLostError(request.runId);
-      }
-      const fresh = await deps.committer.load(request.runId);
-      // Cancelled (plan() says cancel next), finished, or the append found the run done.
-      if (!fresh || fresh.checkpoint.cancelRequested || fresh.checkpoint.status === 'done')
-        return { kind: 'replan' };
-      // Aborted without a cancel: this process is shutting down; the job is retried elsewhere.
-      if (tracked.signal.aborted)
-        throw new Error('inference aborted: worker shutting down', { cause: error });
-      log.warn({ err: error }, 'model failed');
-      return { kind: 'failed', message: `model failed: ${(error as Error).message}` };
     } finally {
       tracked.done();
     }
-    log.debug({ ms: deps.clock.now() - started }, 'inference finished');
-    return { kind: 'answered', response: acc.result() };
+  }
+
+  /** One model call: its deltas are appended under the attempt's marker. */
+  private async streamOnce(
+    engine: Engine,
+    request: InferenceRequest,
+    lease: Lease,
+    signal: AbortSignal,
+    marker: Parameters<WorkerDeps['store']['appendDeltas']>[2],
+  ): Promise<InferenceResponse> {
+    const { deps } = this;
+    const messageId = assistantMessageId(request.runId, request.step);
+    const acc = new InferenceAccumulator();
+    let streamed = false;
+    for await (const part of engine.agent.model.stream(request, signal)) {
+      acc.push(part);
+      if (part.type === 'text-delta' || part.type === 'reasoning-delta') {
+        await deps.store.appendDeltas(request.runId, lease.token, marker, [
+          {
+            type: part.type === 'text-delta' ? 'text.delta' : 'reasoning.delta',
+            step: request.step,
+            messageId,
+            delta: part.delta,
+          },
+        ]);
+        if (!streamed) {
+          streamed = true;
+          await deps.probe?.('after-delta', { runId: request.runId, step: request.step });
+        }
+      }
+    }
+    return acc.result();
+  }
+
+  /**
+   * What a failed call or wait means beyond the model: a lost lease (throws), a cancel or a
+   * finished run (replan), a shutdown (throws; the job is retried elsewhere). Null: the model's.
+   */
+  private async afterModelError(
+    runId: string,
+    lease: Lease,
+    shutdown: AbortSignal,
+    error: unknown,
+  ): Promise<'replan' | undefined> {
+    if (error instanceof LeaseLostError || lease.lost) {
+      lease.markLost('a delta append was fenced');
+      throw new LeaseLostError(runId);
+    }
+    const fresh = await this.deps.committer.load(runId);
+    // Cancelled (plan() says cancel next), finished, or the append found the run done.
+    if (!fresh || fresh.checkpoint.cancelRequested || fresh.checkpoint.status === 'done')
+      return 'replan';
+    // Aborted without a cancel: this process is shutting down; the job is retried elsewhere.
+    if (shutdown.aborted)
+      throw new Error('inference aborted: worker shutting down', { cause: error });
+    return undefined;
   }
 
   /**

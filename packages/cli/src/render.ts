@@ -112,6 +112,10 @@ export class EventRenderer {
         );
       case 'run.cancel_requested':
         return s.yellow('cancel requested; the run stops at its next step boundary');
+      case 'model.retry':
+        return s.yellow(
+          `model call failed (${event.reason}); retry ${event.attempt} in ${Math.round(event.delayMs)} ms`,
+        );
       case 'run.finished': {
         if (event.status === 'waiting') return s.yellow('run is waiting for a decision');
         const kind = event.termination.kind;

@@ -1,5 +1,6 @@
 import type { DecisionReplayPolicy, ExecutionMode, StopCondition } from '@baton/protocol';
 import type { ModelPort } from './model.ts';
+import type { ModelRetryPolicy } from './model-retry.ts';
 import type { Plugin } from './plugins.ts';
 import type { StateKeyDefinition } from './state-keys.ts';
 import type { ToolDefinition } from './tools.ts';
@@ -21,6 +22,8 @@ export interface AgentDefinition extends AgentSpec {
   readonly model: ModelPort;
   readonly tools: readonly ToolDefinition[];
   readonly plugins?: readonly Plugin[];
+  /** Retries of failed model calls; unset fields take DEFAULT_MODEL_RETRY's. */
+  readonly modelRetry?: Partial<ModelRetryPolicy>;
 }
 
 /** The seed's mapping of mode to replay policy (Sequential has none; Immediate is harmless there). */

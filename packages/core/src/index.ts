@@ -2,6 +2,8 @@ export * from './agent.ts';
 export * from './clock.ts';
 export * from './errors.ts';
 export * from './model.ts';
+export * from './model-retry.ts';
+export * from './model-call-retry.ts';
 export * from './own.ts';
 export * from './plugins.ts';
 export * from './ports.ts';
@@ -41,6 +43,7 @@ export {
   type AiSdkLanguageModel,
   type AiSdkModelOptions,
 } from './model/ai-sdk-model.ts';
+export type { AiSdkTelemetry, TelemetrySpan, TelemetryTracer } from './model/model-telemetry.ts';
 export { createDemoAgents, demoTools } from './demo/demo-agents.ts';
 export {
   MATRIX_CASES,

@@ -119,6 +119,10 @@ export function applyEvent(snapshot: RunSnapshot, event: RunEvent): RunSnapshot 
     case 'text.delta':
     case 'reasoning.delta':
       return inferPhase(applyDelta(s, event), 'before_inference');
+    case 'model.retry':
+      // The retried call's deltas are dropped by the inference.reset that follows, not here:
+      // the failed attempt may have streamed nothing.
+      return s;
     case 'inference.reset':
       return s.streaming?.messageId === event.messageId ? { ...s, streaming: null } : s;
     case 'message.assistant': {

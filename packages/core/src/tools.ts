@@ -44,7 +44,13 @@ export interface ApprovalSpec {
 export interface ToolDefinition<I extends z.ZodType = z.ZodType> {
   readonly name: string;
   readonly description: string;
-  readonly inputSchema: I;
+  /** The arguments' schema; a tool declares this or `inputJsonSchema` (at least one). */
+  readonly inputSchema?: I;
+  /**
+   * The arguments' JSON Schema, for tools whose schema comes from elsewhere (MCP servers, config
+   * files). It validates the arguments when `inputSchema` is absent and is what the model sees.
+   */
+  readonly inputJsonSchema?: JsonObject;
   /** Requires a human decision before executing (suspends in ToolGate). */
   readonly approval?: ApprovalSpec;
   /** Executed by the client: the decision payload becomes the result (UseDecisionAsToolResult). */
@@ -80,11 +86,40 @@ export function toJsonSchema(schema: z.ZodType): JsonObject {
   return z.toJSONSchema(schema, { unrepresentable: 'any' }) as JsonObject;
 }
 
+/** A tool that declares neither schema; registries reject it at start-up. */
+export class ToolSchemaMissingError extends Error {
+  readonly code = 'tool_schema_missing';
+  constructor(toolName: string) {
+    super(`tool "${toolName}" declares neither inputSchema nor inputJsonSchema`);
+    this.name = 'ToolSchemaMissingError';
+  }
+}
+
+// Converting a JSON Schema is not free and tools live as long as the process: once per tool.
+const converted = new WeakMap<ToolDefinition, z.ZodType>();
+
+/** The validator of a tool's arguments: its zod schema, or one built from its JSON Schema. */
+export function toolInputSchema(tool: ToolDefinition): z.ZodType {
+  if (tool.inputSchema) return tool.inputSchema;
+  const cached = converted.get(tool);
+  if (cached) return cached;
+  if (!tool.inputJsonSchema) throw new ToolSchemaMissingError(tool.name);
+  let schema: z.ZodType;
+  try {
+    schema = z.fromJSONSchema(tool.inputJsonSchema);
+  } catch {
+    // A schema zod cannot express is left to the tool (an MCP server validates its own input).
+    schema = z.looseObject({});
+  }
+  converted.set(tool, schema);
+  return schema;
+}
+
 export function describeTool(tool: ToolDefinition): ToolDescriptor {
   return {
     name: tool.name,
     description: tool.description,
-    inputSchema: toJsonSchema(tool.inputSchema),
+    inputSchema: tool.inputJsonSchema ?? toJsonSchema(toolInputSchema(tool)),
     approval: tool.approval !== undefined,
     clientSide: tool.clientSide !== undefined,
   };

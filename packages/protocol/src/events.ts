@@ -34,6 +34,19 @@ export const EventBodySchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('reasoning.delta'), step, messageId: z.string(), delta: z.string() }),
   /** A partial inference (deltas) of this step was abandoned; clients drop its text. */
   z.object({ type: z.literal('inference.reset'), step, messageId: z.string() }),
+  /**
+   * A model call of this step failed with a retryable error; the next attempt starts after
+   * delayMs. Deltas it streamed are dropped by the inference.reset the next attempt emits.
+   */
+  z.object({
+    type: z.literal('model.retry'),
+    step,
+    /** The attempt that failed (1 = the first call). */
+    attempt: z.number().int().positive(),
+    delayMs: z.number().int().nonnegative(),
+    reason: z.string(),
+    message: z.string(),
+  }),
   z.object({ type: z.literal('message.assistant'), step, message: AssistantMessageSchema }),
   z.object({
     type: z.literal('tool_call.created'),

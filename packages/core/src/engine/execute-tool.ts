@@ -1,6 +1,6 @@
 import type { JsonValue, RunIdentity, StateScopes, ToolExecutionResult } from '@baton/protocol';
 import type { ToolDefinition } from '../tools.ts';
-import { normalizeToolReturn } from '../tools.ts';
+import { normalizeToolReturn, toolInputSchema } from '../tools.ts';
 import type { ToolInvocation } from './tool-round.ts';
 
 export interface ExecuteToolOptions {
@@ -41,7 +41,7 @@ export async function executeTool(
       finishedAt: opts.now(),
     };
   }
-  const parsed = tool.inputSchema.safeParse(invocation.arguments);
+  const parsed = toolInputSchema(tool).safeParse(invocation.arguments);
   if (!parsed.success) {
     return {
       ...base,

@@ -9,7 +9,7 @@ import type { GateDecision } from '../plugins.ts';
 import { combineGateDecisions } from '../plugins.ts';
 import type { ToolDefinition } from '../tools.ts';
 import { own } from '../own.ts';
-import { toJsonSchema } from '../tools.ts';
+import { toJsonSchema, toolInputSchema } from '../tools.ts';
 import { hookContext, traitsOf } from './context.ts';
 import type { Draft } from './draft.ts';
 import { applyCommonCommands, finishRun, runPhaseHooks } from './lifecycle.ts';
@@ -162,7 +162,7 @@ function gateCall(draft: Draft, call: ToolCallState): 'execute' | 'settled' | 't
       break;
   }
   const args = resuming ? (call.replayArguments ?? call.arguments) : call.arguments;
-  const parsed = tool.inputSchema.safeParse(args);
+  const parsed = toolInputSchema(tool).safeParse(args);
   if (!parsed.success) {
     const issues = parsed.error.issues
       .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)

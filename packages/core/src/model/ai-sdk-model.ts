@@ -12,7 +12,8 @@ import type {
   LanguageModelV4ToolResultPart,
 } from '@ai-sdk/provider';
 import type { JsonObject, JsonValue, Message, ToolDescriptor, Usage } from '@baton/protocol';
-import type { InferenceRequest, ModelPort, ModelStreamPart } from '../model.ts';
+import type { InferenceParams, InferenceRequest, ModelPort, ModelStreamPart } from '../model.ts';
+import { traced, type AiSdkTelemetry } from './model-telemetry.ts';
 
 /** A Vercel AI SDK language model: the current spec (v4) or the previous one (v3). */
 export type AiSdkLanguageModel = LanguageModelV4 | LanguageModelV3;
@@ -27,6 +28,10 @@ export interface AiSdkModelOptions {
   /** Passed through on every call (provider-specific settings). */
   readonly providerOptions?: LanguageModelV4CallOptions['providerOptions'];
   readonly headers?: Record<string, string | undefined>;
+  /** Generation settings for every call (e.g. from an agents file); a run's params win. */
+  readonly settings?: InferenceParams;
+  /** The AI SDK's `experimental_telemetry` settings, applied to every provider call. */
+  readonly telemetry?: AiSdkTelemetry;
 }
 
 type StreamPart = LanguageModelV4StreamPart | LanguageModelV3StreamPart;
@@ -55,7 +60,7 @@ export class AiSdkModel implements ModelPort {
 
   /** The call options a request maps to (exposed for inspection and tests). */
   callOptions(request: InferenceRequest, signal?: AbortSignal): LanguageModelV4CallOptions {
-    const { params } = request;
+    const params = { ...this.options.settings, ...request.params };
     const tools = request.tools.map(toFunctionTool);
     return {
       prompt: toPrompt(request, this.options.systemMessages ?? 'in-place'),
@@ -73,9 +78,22 @@ export class AiSdkModel implements ModelPort {
     };
   }
 
-  async *stream(request: InferenceRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart> {
-    signal.throwIfAborted();
+  stream(request: InferenceRequest, signal: AbortSignal): AsyncIterable<ModelStreamPart> {
     const options = this.callOptions(request, signal);
+    return traced(
+      this.options.telemetry,
+      this.model,
+      request,
+      options.prompt,
+      this.streamCall(options, signal),
+    );
+  }
+
+  private async *streamCall(
+    options: LanguageModelV4CallOptions,
+    signal: AbortSignal,
+  ): AsyncIterable<ModelStreamPart> {
+    signal.throwIfAborted();
     const { stream } =
       this.model.specificationVersion === 'v4'
         ? await this.model.doStream(options)

@@ -13,6 +13,8 @@ import { executeTool } from '../engine/execute-tool.ts';
 import { assistantMessageId } from '../engine/inference.ts';
 import type { ToolInvocation } from '../engine/tool-round.ts';
 import { InferenceAccumulator } from '../model.ts';
+import { retryingModelCall } from '../model-call-retry.ts';
+import { modelRetryPolicy } from '../model-retry.ts';
 import type { Clock } from '../ports.ts';
 import { persistentThreadState } from '../state-keys.ts';
 import { deferred, type Deferred } from './deferred.ts';
@@ -226,31 +228,57 @@ export class InProcessRunner {
     return false;
   }
 
+  /** Streams the model, retrying retryable failures within the agent's budget as workers do. */
   private async infer(run: LiveRun): Promise<void> {
     const { engine } = run;
     const request = engine.inferenceRequest(run.checkpoint);
-    const acc = new InferenceAccumulator();
     const messageId = assistantMessageId(request.runId, request.step);
-    try {
-      for await (const part of engine.agent.model.stream(request, run.abort.signal)) {
-        acc.push(part);
-        if (part.type === 'text-delta' || part.type === 'reasoning-delta') {
-          const type = part.type === 'text-delta' ? 'text.delta' : 'reasoning.delta';
-          const events = await this.store.append(request.runId, run.version, [
-            { type, step: request.step, messageId, delta: part.delta },
-          ]);
-          this.publish(events);
+    let streamed = false;
+    const outcome = await retryingModelCall({
+      policy: modelRetryPolicy(engine.agent.modelRetry),
+      clock: this.clock,
+      signal: run.abort.signal,
+      call: async (signal) => {
+        const acc = new InferenceAccumulator();
+        for await (const part of engine.agent.model.stream(request, signal)) {
+          acc.push(part);
+          if (part.type === 'text-delta' || part.type === 'reasoning-delta') {
+            const type = part.type === 'text-delta' ? 'text.delta' : 'reasoning.delta';
+            streamed = true;
+            const events = await this.store.append(request.runId, run.version, [
+              { type, step: request.step, messageId, delta: part.delta },
+            ]);
+            this.publish(events);
+          }
         }
-      }
-    } catch (error) {
-      if (run.checkpoint.cancelRequested || run.abort.signal.aborted) return; // plan() now says cancel
+        return acc.result();
+      },
+      // plan() says cancel next: nothing to record.
+      interrupt: async () =>
+        run.checkpoint.cancelRequested || run.abort.signal.aborted ? 'cancel' : undefined,
+      onRetry: async (retry) => {
+        // The failed attempt's text is withdrawn before the next one streams.
+        const reset = streamed
+          ? [{ type: 'inference.reset' as const, step: request.step, messageId }]
+          : [];
+        streamed = false;
+        const events = await this.store.append(request.runId, run.version, [
+          { type: 'model.retry', step: request.step, ...retry },
+          ...reset,
+        ]);
+        this.publish(events);
+      },
+    });
+    if (outcome.kind === 'interrupted') return;
+    if (outcome.kind === 'failed') {
+      const tries = outcome.attempts > 1 ? ` after ${outcome.attempts} attempts` : '';
       await this.commit(
         run,
-        engine.fail(run.checkpoint, `model failed: ${(error as Error).message}`, this.clock.now()),
+        engine.fail(run.checkpoint, `model failed${tries}: ${outcome.message}`, this.clock.now()),
       );
       return;
     }
-    await this.commit(run, engine.commitInference(run.checkpoint, acc.result(), this.clock.now()));
+    await this.commit(run, engine.commitInference(run.checkpoint, outcome.value, this.clock.now()));
   }
 
   /**

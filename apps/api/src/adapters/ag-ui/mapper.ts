@@ -429,6 +429,8 @@ export function createAgUiMapper(opts: AgUiMapperOptions): AgUiMapper {
       case 'decision.discarded':
       case 'run.cancel_requested':
       case 'state.conflict':
+      case 'model.retry':
+        // A retry is visible only through the reset it causes (AG-UI has no event for it).
         return;
     }
   }

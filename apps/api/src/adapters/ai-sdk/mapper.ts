@@ -253,6 +253,8 @@ export function createUiStreamMapper(opts: UiStreamMapperOptions): UiStreamMappe
       case 'run.cancel_requested':
       case 'state.delta':
       case 'state.conflict':
+      case 'model.retry':
+        // The UI stream has no retry part; the reset before the next attempt's deltas suffices.
         return;
     }
   }

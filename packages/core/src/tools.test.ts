@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ManualClock } from './clock.ts';
+import { executeTool, type ExecuteToolOptions } from './engine/execute-tool.ts';
+import {
+  ToolSchemaMissingError,
+  describeTool,
+  toolInputSchema,
+  toolResult,
+  type ToolDefinition,
+} from './tools.ts';
+
+const schema = {
+  type: 'object',
+  properties: { city: { type: 'string', minLength: 1 }, days: { type: 'integer', minimum: 1 } },
+  required: ['city'],
+  additionalProperties: false,
+};
+
+const seen: unknown[] = [];
+const forecast: ToolDefinition = {
+  name: 'forecast',
+  description: 'Weather for a city',
+  inputJsonSchema: schema,
+  execute: async (args) => {
+    seen.push(args);
+    return toolResult.success('sunny');
+  },
+};
+
+const clock = new ManualClock(0);
+const options: ExecuteToolOptions = {
+  identity: { runId: 'r', threadId: 't', turnId: 'turn-0', tenantId: 'x', agent: 'a' },
+  state: { run: {}, thread: {} },
+  signal: new AbortController().signal,
+  now: () => clock.now(),
+  sleep: (ms, s) => clock.sleep(ms, s),
+};
+
+const call = (args: Record<string, unknown>) =>
+  executeTool(
+    forecast,
+    {
+      toolCallId: 'c1',
+      toolName: 'forecast',
+      arguments: args as never,
+      attempt: 0,
+      idempotencyKey: 'k',
+    },
+    options,
+  );
+
+describe('a tool that declares a JSON Schema instead of zod', () => {
+  it('describes itself to the model with that schema, unchanged', () => {
+    expect(describeTool(forecast).inputSchema).toEqual(schema);
+  });
+
+  it('runs with arguments the schema accepts', async () => {
+    const result = await call({ city: 'Oslo', days: 2 });
+    expect(result.result).toEqual({ kind: 'success', output: 'sunny' });
+    expect(seen.at(-1)).toEqual({ city: 'Oslo', days: 2 });
+  });
+
+  it.each([
+    [{}, 'city'],
+    [{ city: '' }, 'city'],
+    [{ city: 'Oslo', days: 0 }, 'days'],
+    [{ city: 'Oslo', extra: true }, ''],
+  ])('refuses %j before executing', async (args, path) => {
+    const before = seen.length;
+    const result = await call(args);
+    expect(result.result).toMatchObject({ kind: 'error', code: 'invalid_arguments' });
+    expect(result.result.kind === 'error' && result.result.message).toContain(path);
+    expect(seen).toHaveLength(before);
+  });
+
+  it('prefers a zod schema when both are given (the JSON Schema is only what the model sees)', () => {
+    const zodSchema = z.object({ city: z.string() });
+    const both: ToolDefinition = { ...forecast, inputSchema: zodSchema };
+    expect(toolInputSchema(both)).toBe(zodSchema);
+    expect(describeTool(both).inputSchema).toEqual(schema);
+  });
+
+  it('a tool with neither schema is a typed error', () => {
+    const none: ToolDefinition = { name: 'bare', description: 'no schema' };
+    expect(() => toolInputSchema(none)).toThrow(ToolSchemaMissingError);
+  });
+});
