@@ -389,7 +389,7 @@ async function runBatch(
   k: Knobs,
   label: string,
 ): Promise<BatchResult> {
-  const activeKey = `${client.keys.prefix}:active`;
+  const activeKey = client.keys.activeRuns;
   let polls = 0;
   const started = performance.now();
   const runIds = await mapLimit(
