@@ -29,7 +29,7 @@ export type StepOutcome =
 /** A model answer that was obtained for `request` and not yet committed. */
 interface PendingInference {
   readonly step: number;
-  readonly request: string;
+  readonly request: InferenceRequest;
   readonly response: InferenceResponse;
 }
 
@@ -176,8 +176,13 @@ export class StepProcessor {
           break;
         case 'infer': {
           const request = engine.inferenceRequest(cp);
-          const key = JSON.stringify(request);
-          if (!pending || pending.step !== cp.step || pending.request !== key) {
+          // Compared (serialized) only after a re-plan, never on the normal path: the request
+          // holds the whole conversation.
+          const reuse =
+            pending !== null &&
+            pending.step === cp.step &&
+            JSON.stringify(pending.request) === JSON.stringify(request);
+          if (!reuse || !pending) {
             pending = null;
             if (inferred) {
               // A second model call in one job only after a re-plan changed the request: hand
@@ -197,7 +202,7 @@ export class StepProcessor {
               state = await commit(state, engine.fail(cp, outcome.message, deps.clock.now()));
               break;
             }
-            pending = { step: cp.step, request: key, response: outcome.response };
+            pending = { step: cp.step, request, response: outcome.response };
             await deps.probe?.('after-infer', { runId, step: cp.step });
           }
           const t = engine.commitInference(cp, pending.response, deps.clock.now());
