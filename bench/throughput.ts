@@ -22,15 +22,8 @@ import { performance } from 'node:perf_hooks';
 import { Queue, Worker, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
-import {
-  BatonRuntime,
-  BatonWorker,
-  WorkerConfigSchema,
-  bullPrefix,
-  loadAgents,
-  systemClock,
-  type WorkerConfig,
-} from '@baton/worker';
+import { BatonRuntime, bullPrefix, systemClock } from '@baton/runtime';
+import { BatonWorker, WorkerConfigSchema, loadAgents, type WorkerConfig } from '@baton/worker';
 import {
   BenchError,
   benchClient,

@@ -5,7 +5,7 @@
 import { createInterface } from 'node:readline/promises';
 import { InProcessRunner, createDemoAgents } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
-import { systemClock } from '../apps/worker/src/system-clock.ts';
+import { systemClock } from '@baton/runtime';
 
 const runner = new InProcessRunner({ agents: createDemoAgents(systemClock), clock: systemClock });
 

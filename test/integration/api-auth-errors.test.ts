@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents, matrixAgentName, matrixAgents } from '@baton/core';
 import type { RunSnapshot } from '@baton/protocol';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
 
 const deployBody = {

@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents, matrixAgentName, matrixAgents } from '@baton/core';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import {
   ApiClient,
   KEYS,

@@ -7,7 +7,7 @@ import {
   type AgentDefinition,
 } from '@baton/core';
 import type { RunEvent, RunSnapshot } from '@baton/protocol';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import { z } from 'zod';
 import {
   ApiClient,

@@ -9,7 +9,7 @@ import type {
   ResumeMode,
   RunEvent,
 } from '@baton/protocol';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import {
   ApiClient,
   KEYS,

@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents } from '@baton/core';
 import type { RunSnapshot } from '@baton/protocol';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
 
 const NUM_REQUESTS = 2_400;

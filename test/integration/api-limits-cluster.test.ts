@@ -2,7 +2,7 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents } from '@baton/core';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
 import { spawnApi, type ApiProcess } from '../support/api-process.ts';
 

@@ -14,7 +14,7 @@ import {
   RunPageSchema,
   type RunEvent,
 } from '@baton/protocol';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import { KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
 import { spawnApi, stopAllApiProcesses } from '../support/api-process.ts';
 import { BATON_BIN, ptyCli, runCli } from '../support/cli.ts';

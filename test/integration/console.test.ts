@@ -4,7 +4,7 @@ import type { Page } from 'playwright-core';
 import { BatonClient } from '@baton/client';
 import { createDemoAgents } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import { startApi } from '@baton/api';
 import { KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
 import { silentLogger } from '../support/worker-harness.ts';

@@ -2,7 +2,7 @@
 import { HttpAgent, verifyEvents, type AgentSubscriber, type BaseEvent } from '@ag-ui/client';
 import { createDemoAgents } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {

@@ -4,7 +4,7 @@ import * as ai6 from 'ai-v6';
 import type { UIMessage, UIMessageChunk } from 'ai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents } from '@baton/core';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import {
   ApiClient,
   KEYS,

@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents } from '@baton/core';
-import { systemClock, type BatonWorker } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
+import { type BatonWorker } from '@baton/worker';
 import { startHarness, waitFor, type Harness } from '../support/worker-harness.ts';
 import { auditRun } from '../support/worker-process.ts';
 

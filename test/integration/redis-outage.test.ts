@@ -11,7 +11,7 @@ import { startProcessStack, type ProcessStack } from '../support/process-stack.t
 import { startRedisProcess, type RedisProcess } from '../support/redis-process.ts';
 import { startHarness, waitFor } from '../support/worker-harness.ts';
 import { createDemoAgents } from '@baton/core';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import { stopAllWorkerProcesses } from '../support/worker-process.ts';
 
 const OUTAGE_MS = 20_000;

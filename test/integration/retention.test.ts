@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BatonError, createDemoAgents } from '@baton/core';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import { startHarness, waitFor, waitForStatus, type Harness } from '../support/worker-harness.ts';
 
 const TENANT = 't-retain';

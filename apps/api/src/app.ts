@@ -1,4 +1,4 @@
-import { BatonRuntime, RunEventSubscriber } from '@baton/worker';
+import { BatonRuntime, RunEventSubscriber } from '@baton/runtime';
 import type { Clock } from '@baton/core';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { BatonError } from '@baton/core';
 import type { Redis } from 'ioredis';
-import { keyPart } from '@baton/worker';
+import { keyPart } from '@baton/runtime';
 
 /** JSON with object keys sorted, so equal bodies hash equally whatever their key order. */
 export function canonicalJson(value: unknown): string {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { keyPart } from '@baton/worker';
+import { keyPart } from '@baton/runtime';
 import type { RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';

@@ -1,5 +1,5 @@
 import type { RunEvent } from '@baton/protocol';
-import { SUBSCRIBER_OPTIONS, type BatonRuntime } from '@baton/worker';
+import { SUBSCRIBER_OPTIONS, type BatonRuntime } from '@baton/runtime';
 import type { RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';

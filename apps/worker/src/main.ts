@@ -8,10 +8,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { loadAgentSources } from './agent-config/agent-sources.ts';
 import type { LoadedAgents } from './agent-config/agents-file.ts';
 import { loadWorkerConfig } from './config.ts';
-import { createLogger, safeUrl } from './logger.ts';
-import { systemClock } from './system-clock.ts';
+import { createLogger, exitOnSignals, safeUrl, systemClock } from '@baton/runtime';
 import { BatonWorker } from './worker.ts';
-import { exitOnSignals } from './shutdown.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 
 /** Start-up problems are the operator's to fix: one line that says what, no stack trace. */

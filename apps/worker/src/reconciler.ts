@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { activityOf, runCommands } from '@baton/core';
 import type { Logger } from 'pino';
-import type { BatonQueues } from './queues.ts';
-import type { RedisRunStore, RunMeta } from './redis/redis-run-store.ts';
-import type { BatonKeys } from './redis/keys.ts';
-import type { RedisClient } from './redis/scripts.ts';
-import type { RunCommitter } from './run-committer.ts';
+import type {
+  BatonKeys,
+  BatonQueues,
+  RedisClient,
+  RedisRunStore,
+  RunCommitter,
+  RunMeta,
+} from '@baton/runtime';
 
 export interface ReconcilerDeps {
   readonly redis: RedisClient;
