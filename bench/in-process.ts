@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { InProcessRunner } from '@baton/core';
 import type { Checkpoint } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
-import { loadAgents } from '@baton/worker';
+import { loadAgents } from '@baton/worker/testing';
 import { BenchError, envInt, round, withTimeout, type Scenario } from './lib.ts';
 
 const AGENT = 'bench';

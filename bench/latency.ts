@@ -29,7 +29,7 @@ import { performance } from 'node:perf_hooks';
 import { InProcessRunner } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
-import { loadAgents } from '@baton/worker';
+import { loadAgents } from '@baton/worker/testing';
 import { SseParser } from '../test/support/sse-client.ts';
 import {
   BenchError,

@@ -23,7 +23,8 @@ import { Queue, Worker, type ConnectionOptions, type JobsOptions } from 'bullmq'
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { BatonRuntime, bullPrefix, systemClock } from '@baton/runtime';
-import { BatonWorker, WorkerConfigSchema, loadAgents, type WorkerConfig } from '@baton/worker';
+import { BatonWorker, WorkerConfigSchema, type WorkerConfig } from '@baton/worker';
+import { loadAgents } from '@baton/worker/testing';
 import {
   BenchError,
   benchClient,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDemoAgents } from '@baton/core';
+import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
 import { KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
 

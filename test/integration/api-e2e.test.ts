@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BatonClient } from '@baton/client';
-import { createDemoAgents, matrixAgentName, matrixAgents, payloadFor } from '@baton/core';
+import { createDemoAgents, matrixAgentName, matrixAgents, payloadFor } from '@baton/core/testing';
 import type {
   AwaitedToolCall,
   DecisionInput,

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { BatonClient } from '@baton/client';
-import { createDemoAgents } from '@baton/core';
+import { createDemoAgents } from '@baton/core/testing';
 import type { RunEvent } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
 import { startApi } from '@baton/api';

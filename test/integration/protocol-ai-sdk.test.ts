@@ -3,7 +3,7 @@ import * as ai7 from 'ai';
 import * as ai6 from 'ai-v6';
 import type { UIMessage, UIMessageChunk } from 'ai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDemoAgents } from '@baton/core';
+import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
 import {
   ApiClient,

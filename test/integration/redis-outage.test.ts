@@ -10,7 +10,7 @@ import type { ApiClient } from '../support/api-harness.ts';
 import { startProcessStack, type ProcessStack } from '../support/process-stack.ts';
 import { startRedisProcess, type RedisProcess } from '../support/redis-process.ts';
 import { startHarness, waitFor } from '../support/worker-harness.ts';
-import { createDemoAgents } from '@baton/core';
+import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
 import { stopAllWorkerProcesses } from '../support/worker-process.ts';
 

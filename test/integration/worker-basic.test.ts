@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDemoAgents, matrixAgents } from '@baton/core';
+import { createDemoAgents, matrixAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
 import { startHarness, waitForStatus, type Harness } from '../support/worker-harness.ts';
 

@@ -8,11 +8,11 @@ import { z } from 'zod';
 import {
   BatonError,
   ScriptedModel,
-  createDemoAgents,
   defineTool,
   toolResult,
   type AgentDefinition,
 } from '@baton/core';
+import { createDemoAgents } from '@baton/core/testing';
 import { AgentRegistry, systemClock } from '@baton/runtime';
 import { type BatonWorker } from '@baton/worker';
 import type { Checkpoint, RunEvent } from '@baton/protocol';

@@ -1,4 +1,3 @@
-export * from './agents.ts';
 export * from './config.ts';
 export * from './reconciler.ts';
 export * from './worker.ts';
