@@ -22,7 +22,7 @@ import { performance } from 'node:perf_hooks';
 import { Queue, Worker, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { BatonRuntime, bullPrefix, systemClock } from '@baton/runtime';
+import { BatonRuntime, bullPrefix, systemClock, type RedisClient } from '@baton/runtime';
 import { BatonWorker, WorkerConfigSchema, type WorkerConfig } from '@baton/worker';
 import { loadAgents } from '@baton/worker/testing';
 import {
@@ -714,7 +714,7 @@ function scriptNames(clients: readonly unknown[]): Map<string, string> {
   return out;
 }
 
-function localAddr(client: Redis): string | undefined {
+function localAddr(client: RedisClient): string | undefined {
   const stream = (client as unknown as { stream?: { localAddress?: string; localPort?: number } })
     .stream;
   return stream?.localPort === undefined

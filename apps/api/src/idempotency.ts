@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { BatonError } from '@baton/core';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@baton/runtime';
 import { keyPart } from '@baton/runtime';
 
 /** JSON with object keys sorted, so equal bodies hash equally whatever their key order. */
@@ -33,12 +33,12 @@ export const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/;
  * A failed first attempt releases the key so the client can retry.
  */
 export class IdempotencyStore {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly prefix: string;
   private readonly ttlSeconds: number;
   private readonly pendingWaitMs: number;
 
-  constructor(redis: Redis, prefix: string, ttlSeconds: number, pendingWaitMs = 10_000) {
+  constructor(redis: RedisClient, prefix: string, ttlSeconds: number, pendingWaitMs = 10_000) {
     this.redis = redis;
     this.prefix = prefix;
     this.ttlSeconds = ttlSeconds;

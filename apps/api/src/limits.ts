@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { keyPart } from '@baton/runtime';
 import type { RequestHandler } from 'express';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@baton/runtime';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { RateLimitedError } from './errors.ts';
 
@@ -15,7 +15,7 @@ function isLimited(error: unknown): error is RateLimiterRes {
   return error instanceof RateLimiterRes;
 }
 
-function minuteLimiter(redis: Redis, keyPrefix: string, points: number): RateLimiterRedis {
+function minuteLimiter(redis: RedisClient, keyPrefix: string, points: number): RateLimiterRedis {
   return new RateLimiterRedis({
     storeClient: redis,
     keyPrefix,
@@ -27,7 +27,11 @@ function minuteLimiter(redis: Redis, keyPrefix: string, points: number): RateLim
 }
 
 /** Requests per tenant per minute across all instances (0 = unlimited). */
-export function rateLimit(redis: Redis, prefix: string, limitPerMinute: number): RequestHandler {
+export function rateLimit(
+  redis: RedisClient,
+  prefix: string,
+  limitPerMinute: number,
+): RequestHandler {
   const limiter =
     limitPerMinute > 0 ? minuteLimiter(redis, `${prefix}:rl:tenant`, limitPerMinute) : null;
   return async (req, _res, next) => {
@@ -58,7 +62,7 @@ export class AuthFailureLimiter {
   private readonly limiter: RateLimiterRedis;
   readonly perMinute: number;
 
-  constructor(redis: Redis, prefix: string, limitPerMinute: number) {
+  constructor(redis: RedisClient, prefix: string, limitPerMinute: number) {
     this.perMinute = limitPerMinute;
     this.limiter = minuteLimiter(redis, `${prefix}:rl:authfail`, Math.max(1, limitPerMinute));
   }
@@ -121,7 +125,7 @@ return redis.call('ZCARD', KEYS[1])
 
 /** Concurrent SSE streams per tenant across all API instances; over the limit is a 429. */
 export class SseConnectionLimiter {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly prefix: string;
   private readonly max: number;
   private readonly leaseMs: number;
@@ -129,7 +133,7 @@ export class SseConnectionLimiter {
   private readonly open = new Map<string, Set<string>>();
   private readonly timer: NodeJS.Timeout;
 
-  constructor(redis: Redis, prefix: string, max: number, leaseMs = 30_000) {
+  constructor(redis: RedisClient, prefix: string, max: number, leaseMs = 30_000) {
     this.redis = redis;
     this.prefix = prefix;
     this.max = max;

@@ -1,7 +1,6 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { AgentDefinition, Clock } from '@baton/core';
 import type { Logger } from 'pino';
 import {
@@ -13,7 +12,9 @@ import {
   STEP_QUEUE,
   SUBSCRIBER_OPTIONS,
   TOOL_QUEUE,
+  type RedisClient,
   bullPrefix,
+  duplicateClient,
   listenForControl,
   stepQueueName,
   toolQueueName,
@@ -33,6 +34,8 @@ export interface BatonWorkerOptions {
   readonly logger: Logger;
   readonly clock?: Clock;
   readonly probe?: WorkerDeps['probe'];
+  /** The caller's own ioredis client or Cluster; config.REDIS_URL is then ignored. */
+  readonly redis?: RedisClient;
 }
 
 /**
@@ -49,7 +52,7 @@ export class BatonWorker {
   /** BullMQ workers: a step and a tool queue per registered agent, and the legacy pair. */
   private bullWorkers: Worker[] = [];
   private liveness?: AgentLiveness;
-  private controlSubscriber?: Redis;
+  private controlSubscriber?: RedisClient;
   private timers: NodeJS.Timeout[] = [];
   private reconciler?: Reconciler;
 
@@ -57,7 +60,7 @@ export class BatonWorker {
     this.opts = opts;
     this.id = opts.config.WORKER_ID ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.logger = opts.logger.child({ workerId: this.id });
-    this.runtime = new BatonRuntime(opts.config, this.logger, opts.clock);
+    this.runtime = new BatonRuntime(opts.config, this.logger, opts.clock, 'worker', opts.redis);
     this.registry = new AgentRegistry(opts.agents);
   }
 
@@ -89,7 +92,7 @@ export class BatonWorker {
       await liveness.heartbeat(this.id, agentNames, ttl);
     };
     await advertise();
-    this.controlSubscriber = rt.redis.duplicate({
+    this.controlSubscriber = duplicateClient(rt.redis, {
       ...SUBSCRIBER_OPTIONS,
       connectionName: 'baton-control',
     });

@@ -1,8 +1,8 @@
 import type { ConnectionOptions } from 'bullmq';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import type { Clock } from '@baton/core';
 import type { Logger } from 'pino';
-import { reconnectDelay, redisOptions } from './redis/connection.ts';
+import { duplicateClient, reconnectDelay, redisOptions } from './redis/connection.ts';
 import { Durability } from './redis/durability.ts';
 import { BatonKeys } from './redis/keys.ts';
 import { RedisRunStore } from './redis/redis-run-store.ts';
@@ -12,10 +12,11 @@ import { RunCommitter } from './run-committer.ts';
 import { RunService } from './run-service.ts';
 import type { RuntimeConfig } from './runtime-config.ts';
 import { systemClock } from './system-clock.ts';
+import type { RedisClient } from './redis/scripts.ts';
 
 /** Connections and stores shared by a worker process and the API (no job processing). */
 export class BatonRuntime {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly durability: Durability;
   readonly config: RuntimeConfig;
   readonly keys: BatonKeys;
@@ -26,20 +27,27 @@ export class BatonRuntime {
   readonly service: RunService;
   readonly connection: ConnectionOptions;
   readonly clock: Clock;
+  private readonly ownsClient: boolean;
 
   /**
    * `role` picks the connection behaviour: 'api' fails fast during a Redis outage (503), a
    * 'worker' waits it out; both reconnect within about a second of Redis returning.
+   *
+   * `client`: the caller's own ioredis client or Cluster (config.REDIS_URL is then ignored). The
+   * runtime uses it as is and never closes it; BullMQ gets a duplicate because its blocking
+   * connections need `maxRetriesPerRequest: null`, which the caller's client may not have.
    */
   constructor(
     config: RuntimeConfig,
     logger: Logger,
     clock: Clock = systemClock,
     role: 'api' | 'worker' = 'worker',
+    client?: RedisClient,
   ) {
     this.clock = clock;
     this.config = config;
-    this.redis = new Redis(config.REDIS_URL, redisOptions(role, 'baton'));
+    this.ownsClient = client === undefined;
+    this.redis = client ?? new Redis(config.REDIS_URL, redisOptions(role, 'baton'));
     let down = false;
     this.redis.on('error', (err) => {
       // One line per outage, not one per reconnect attempt.
@@ -52,16 +60,18 @@ export class BatonRuntime {
     });
     // BullMQ's own connections get the same reconnect policy (its default backs off to 20 s).
     const bull = redisOptions(role, 'baton-bull');
-    this.connection = {
-      url: config.REDIS_URL,
-      connectionName: 'baton-bull',
-      retryStrategy: reconnectDelay,
-      maxRetriesPerRequest: bull.maxRetriesPerRequest ?? null,
-      // No enableOfflineQueue: false here: BullMQ closes its connections with QUIT, which must
-      // not throw while Redis is away. A bounded retry count and the command timeout still make
-      // an API request fail within seconds.
-      ...(bull.commandTimeout === undefined ? {} : { commandTimeout: bull.commandTimeout }),
-    };
+    this.connection = client
+      ? duplicateClient(client, { connectionName: 'baton-bull', maxRetriesPerRequest: null })
+      : {
+          url: config.REDIS_URL,
+          connectionName: 'baton-bull',
+          retryStrategy: reconnectDelay,
+          maxRetriesPerRequest: bull.maxRetriesPerRequest ?? null,
+          // No enableOfflineQueue: false here: BullMQ closes its connections with QUIT, which must
+          // not throw while Redis is away. A bounded retry count and the command timeout still make
+          // an API request fail within seconds.
+          ...(bull.commandTimeout === undefined ? {} : { commandTimeout: bull.commandTimeout }),
+        };
     this.durability = new Durability(this.redis, config.BATON_DURABILITY);
     this.keys = new BatonKeys(config.BATON_PREFIX);
     const now = (): number => clock.now();
@@ -124,6 +134,8 @@ export class BatonRuntime {
 
   async close(): Promise<void> {
     await this.queues.close();
-    await this.redis.quit().catch(() => undefined);
+    if (this.connection instanceof Redis || this.connection instanceof Cluster)
+      await this.connection.quit().catch(() => undefined);
+    if (this.ownsClient) await this.redis.quit().catch(() => undefined);
   }
 }
