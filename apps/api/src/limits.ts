@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { keyPart } from '@baton/runtime';
 import type { RequestHandler } from 'express';
-import type { RedisClient } from '@baton/runtime';
+import type { BatonKeys, RedisClient } from '@baton/runtime';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { RateLimitedError } from './errors.ts';
 
@@ -29,11 +29,11 @@ function minuteLimiter(redis: RedisClient, keyPrefix: string, points: number): R
 /** Requests per tenant per minute across all instances (0 = unlimited). */
 export function rateLimit(
   redis: RedisClient,
-  prefix: string,
+  keys: BatonKeys,
   limitPerMinute: number,
 ): RequestHandler {
   const limiter =
-    limitPerMinute > 0 ? minuteLimiter(redis, `${prefix}:rl:tenant`, limitPerMinute) : null;
+    limitPerMinute > 0 ? minuteLimiter(redis, keys.tenantRateLimit, limitPerMinute) : null;
   return async (req, _res, next) => {
     const tenant = req.principal?.tenantId;
     if (limiter === null || tenant === undefined) {
@@ -62,9 +62,9 @@ export class AuthFailureLimiter {
   private readonly limiter: RateLimiterRedis;
   readonly perMinute: number;
 
-  constructor(redis: RedisClient, prefix: string, limitPerMinute: number) {
+  constructor(redis: RedisClient, keys: BatonKeys, limitPerMinute: number) {
     this.perMinute = limitPerMinute;
-    this.limiter = minuteLimiter(redis, `${prefix}:rl:authfail`, Math.max(1, limitPerMinute));
+    this.limiter = minuteLimiter(redis, keys.authFailureLimit, Math.max(1, limitPerMinute));
   }
 
   private refusal(msBeforeNext: number): RateLimitedError {
@@ -126,16 +126,16 @@ return redis.call('ZCARD', KEYS[1])
 /** Concurrent SSE streams per tenant across all API instances; over the limit is a 429. */
 export class SseConnectionLimiter {
   private readonly redis: RedisClient;
-  private readonly prefix: string;
+  private readonly keys: BatonKeys;
   private readonly max: number;
   private readonly leaseMs: number;
   /** This instance's open leases: tenant -> stream ids. */
   private readonly open = new Map<string, Set<string>>();
   private readonly timer: NodeJS.Timeout;
 
-  constructor(redis: RedisClient, prefix: string, max: number, leaseMs = 30_000) {
+  constructor(redis: RedisClient, keys: BatonKeys, max: number, leaseMs = 30_000) {
     this.redis = redis;
-    this.prefix = prefix;
+    this.keys = keys;
     this.max = max;
     this.leaseMs = leaseMs;
     this.timer = setInterval(() => void this.refresh().catch(() => undefined), leaseMs / 3);
@@ -143,7 +143,7 @@ export class SseConnectionLimiter {
   }
 
   private key(tenantId: string): string {
-    return `${this.prefix}:{sse:${keyPart(tenantId)}}:leases`;
+    return this.keys.sseLeases(tenantId);
   }
 
   /** Open streams of the tenant on all instances (live leases). */

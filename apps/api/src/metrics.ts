@@ -173,7 +173,7 @@ export class EventMetricsObserver {
       connectionName: 'baton-api-metrics',
     });
     this.sub.on('error', (err) => logger.warn({ err }, 'metrics subscriber error'));
-    this.pattern = `${runtime.keys.prefix}:{run:*}:ch`;
+    this.pattern = runtime.keys.runChannelPattern;
     this.sub.on('pmessage', (_pattern: string, _channel: string, message: string) => {
       if (!OBSERVED.test(message)) return;
       try {
