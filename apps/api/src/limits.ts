@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { keyPart } from '@baton/runtime';
 import type { RequestHandler } from 'express';
-import type { BatonKeys, RedisClient } from '@baton/runtime';
+import { defineScript, type BatonKeys, type LuaScript, type RedisClient } from '@baton/runtime';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { RateLimitedError } from './errors.ts';
 
@@ -99,6 +99,13 @@ export class AuthFailureLimiter {
 // Leases live in a ZSET per tenant: member = stream id, score = expiry (Redis server time, ms).
 // Acquire drops expired leases first, so the streams of a crashed instance stop counting once
 // their lease runs out; live instances refresh theirs on every heartbeat.
+
+/** KEYS: leases   ARGV: leaseMs, streamId, max   Reply: -1 acquired | n open streams (refused) */
+type SseAcquire = LuaScript<
+  [leases: string],
+  [leaseMs: number, streamId: string, max: number],
+  number
+>;
 const ACQUIRE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -109,6 +116,8 @@ redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return -1
 `;
+/** KEYS: leases   ARGV: leaseMs, streamId…   Reply: 1 */
+type SseRefresh = LuaScript<[leases: string], [leaseMs: number, ...streamIds: string[]], 1>;
 const REFRESH = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -116,6 +125,8 @@ for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), A
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 1
 `;
+/** KEYS: leases   ARGV: none   Reply: live leases after dropping expired ones */
+type SseCount = LuaScript<[leases: string], [], number>;
 const COUNT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -132,12 +143,18 @@ export class SseConnectionLimiter {
   /** This instance's open leases: tenant -> stream ids. */
   private readonly open = new Map<string, Set<string>>();
   private readonly timer: NodeJS.Timeout;
+  private readonly acquireScript: SseAcquire;
+  private readonly refreshScript: SseRefresh;
+  private readonly countScript: SseCount;
 
   constructor(redis: RedisClient, keys: BatonKeys, max: number, leaseMs = 30_000) {
     this.redis = redis;
     this.keys = keys;
     this.max = max;
     this.leaseMs = leaseMs;
+    this.acquireScript = defineScript(redis, 'batonSseAcquire', 1, ACQUIRE);
+    this.refreshScript = defineScript(redis, 'batonSseRefresh', 1, REFRESH);
+    this.countScript = defineScript(redis, 'batonSseCount', 1, COUNT);
     this.timer = setInterval(() => void this.refresh().catch(() => undefined), leaseMs / 3);
     this.timer.unref();
   }
@@ -148,15 +165,13 @@ export class SseConnectionLimiter {
 
   /** Open streams of the tenant on all instances (live leases). */
   async count(tenantId: string): Promise<number> {
-    return Number(await this.redis.eval(COUNT, 1, this.key(tenantId)));
+    return this.countScript([this.key(tenantId)], []);
   }
 
   /** Takes a lease or throws 429; the returned function gives it back (idempotent). */
   async acquire(tenantId: string): Promise<() => void> {
     const id = randomUUID();
-    const result = Number(
-      await this.redis.eval(ACQUIRE, 1, this.key(tenantId), this.leaseMs, id, this.max),
-    );
+    const result = await this.acquireScript([this.key(tenantId)], [this.leaseMs, id, this.max]);
     if (result >= 0)
       throw new RateLimitedError(
         `tenant ${tenantId} already has ${result} open event streams (limit ${this.max}); close one or retry later`,
@@ -180,7 +195,7 @@ export class SseConnectionLimiter {
   async refresh(): Promise<void> {
     await Promise.all(
       [...this.open].map(([tenantId, ids]) =>
-        this.redis.eval(REFRESH, 1, this.key(tenantId), this.leaseMs, ...ids),
+        this.refreshScript([this.key(tenantId)], [this.leaseMs, ...ids]),
       ),
     );
   }

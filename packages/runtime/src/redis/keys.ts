@@ -92,8 +92,19 @@ export interface RunKeys {
   readonly failed: string;
 }
 
+/** Every key of a run that must expire with it, in the order the run scripts take them. */
+export type RunDataKeys = [
+  cp: string,
+  events: string,
+  lease: string,
+  pending: string,
+  results: string,
+  parent: string,
+  failed: string,
+];
+
 /** Every key of a run that must expire with it (the channel is not a key). */
-export function runDataKeys(k: RunKeys): string[] {
+export function runDataKeys(k: RunKeys): RunDataKeys {
   return [k.cp, k.events, k.lease, k.pending, k.results, k.parent, k.failed];
 }
 
@@ -105,6 +116,15 @@ export interface ThreadKeys {
   readonly runs: string;
   readonly released: string;
 }
+
+export type ThreadDataKeys = [
+  meta: string,
+  queue: string,
+  runs: string,
+  released: string,
+  messages: string,
+  state: string,
+];
 
 export class BatonKeys {
   readonly prefix: string;
@@ -146,7 +166,7 @@ export class BatonKeys {
   }
 
   /** Every key of a thread (they expire together), in the order the thread scripts take them. */
-  threadDataKeys(tenantId: string, threadId: string): string[] {
+  threadDataKeys(tenantId: string, threadId: string): ThreadDataKeys {
     const k = this.thread(tenantId, threadId);
     return [k.meta, k.queue, k.runs, k.released, k.messages, k.state];
   }

@@ -3,22 +3,37 @@ import type { Cluster, Redis } from 'ioredis';
 /** A plain ioredis client or a cluster client: everything here uses hash-tagged keys. */
 export type RedisClient = Redis | Cluster;
 
-/** A Lua script registered with ioredis' defineCommand (EVALSHA, falling back to EVAL on NOSCRIPT). */
-export type ScriptCall = (...args: (string | number)[]) => Promise<unknown>;
+export type LuaArg = string | number;
 
 /**
- * Registers `lua` as a custom command `name` on the client (once per client) and returns a bound
- * caller. The first `numberOfKeys` arguments are keys, the rest ARGV.
+ * A Lua script as a typed function: its KEYS and ARGV as (named) tuples and its reply, as the
+ * script's header comment states them. The reply type is a promise about the Lua, not a runtime
+ * check: keep the two in step when either changes.
  */
-export function defineScript(
+export type LuaScript<Keys extends readonly string[], Argv extends readonly LuaArg[], Reply> = (
+  keys: Keys,
+  argv: Argv,
+) => Promise<Reply>;
+
+/**
+ * Registers `lua` as a custom command `name` on the client (once per client: EVALSHA, falling
+ * back to EVAL on NOSCRIPT) and returns it typed. `numberOfKeys` must be the length of `Keys`;
+ * a call with another number of keys throws before reaching Redis.
+ */
+export function defineScript<Keys extends readonly string[], Argv extends readonly LuaArg[], Reply>(
   redis: RedisClient,
   name: string,
-  numberOfKeys: number,
+  numberOfKeys: Keys['length'],
   lua: string,
-): ScriptCall {
+): LuaScript<Keys, Argv, Reply> {
   const commands = redis as unknown as Record<string, unknown>;
   if (typeof commands[name] !== 'function') redis.defineCommand(name, { numberOfKeys, lua });
   const fn = commands[name];
   if (typeof fn !== 'function') throw new Error(`defineScript: ioredis did not define ${name}`);
-  return (fn as ScriptCall).bind(redis);
+  const call = (fn as (...args: LuaArg[]) => Promise<Reply>).bind(redis);
+  return async (keys, argv) => {
+    if (keys.length !== numberOfKeys)
+      throw new Error(`${name}: ${keys.length} keys given, the script takes ${numberOfKeys}`);
+    return call(...keys, ...argv);
+  };
 }
