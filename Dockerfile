@@ -9,6 +9,7 @@ COPY package.json package-lock.json ./
 COPY packages/protocol/package.json packages/protocol/
 COPY packages/core/package.json packages/core/
 COPY packages/client/package.json packages/client/
+COPY packages/runtime/package.json packages/runtime/
 COPY packages/cli/package.json packages/cli/
 COPY apps/worker/package.json apps/worker/
 COPY apps/api/package.json apps/api/
@@ -29,6 +30,7 @@ COPY package.json package-lock.json ./
 COPY packages/protocol/package.json packages/protocol/
 COPY packages/core/package.json packages/core/
 COPY packages/client/package.json packages/client/
+COPY packages/runtime/package.json packages/runtime/
 COPY packages/cli/package.json packages/cli/
 COPY apps/worker/package.json apps/worker/
 COPY apps/api/package.json apps/api/

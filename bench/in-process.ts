@@ -7,7 +7,8 @@
 import { performance } from 'node:perf_hooks';
 import { InProcessRunner } from '@baton/core';
 import type { Checkpoint } from '@baton/protocol';
-import { loadAgents, systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
+import { loadAgents } from '@baton/worker/testing';
 import { BenchError, envInt, round, withTimeout, type Scenario } from './lib.ts';
 
 const AGENT = 'bench';

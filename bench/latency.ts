@@ -28,7 +28,8 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { InProcessRunner } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
-import { loadAgents, systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
+import { loadAgents } from '@baton/worker/testing';
 import { SseParser } from '../test/support/sse-client.ts';
 import {
   BenchError,

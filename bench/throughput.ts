@@ -22,15 +22,9 @@ import { performance } from 'node:perf_hooks';
 import { Queue, Worker, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
-import {
-  BatonRuntime,
-  BatonWorker,
-  WorkerConfigSchema,
-  bullPrefix,
-  loadAgents,
-  systemClock,
-  type WorkerConfig,
-} from '@baton/worker';
+import { BatonRuntime, bullPrefix, systemClock, type RedisClient } from '@baton/runtime';
+import { BatonWorker, WorkerConfigSchema, type WorkerConfig } from '@baton/worker';
+import { loadAgents } from '@baton/worker/testing';
 import {
   BenchError,
   benchClient,
@@ -720,7 +714,7 @@ function scriptNames(clients: readonly unknown[]): Map<string, string> {
   return out;
 }
 
-function localAddr(client: Redis): string | undefined {
+function localAddr(client: RedisClient): string | undefined {
   const stream = (client as unknown as { stream?: { localAddress?: string; localPort?: number } })
     .stream;
   return stream?.localPort === undefined

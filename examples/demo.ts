@@ -3,9 +3,10 @@
  * It prints every event of the run as it happens, then approves (asks you when run in a terminal).
  */
 import { createInterface } from 'node:readline/promises';
-import { InProcessRunner, createDemoAgents } from '@baton/core';
+import { InProcessRunner } from '@baton/core';
+import { createDemoAgents } from '@baton/core/testing';
 import type { RunEvent } from '@baton/protocol';
-import { systemClock } from '../apps/worker/src/system-clock.ts';
+import { systemClock } from '@baton/runtime';
 
 const runner = new InProcessRunner({ agents: createDemoAgents(systemClock), clock: systemClock });
 

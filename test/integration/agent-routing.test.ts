@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { ScriptedModel, defineTool, toolResult, type AgentDefinition } from '@baton/core';
 import { loadApiConfig, startApi, type RunningApi } from '@baton/api';
-import { BatonRuntime, BatonWorker, type WorkerConfig } from '@baton/worker';
+import { BatonRuntime } from '@baton/runtime';
+import { BatonWorker, type WorkerConfig } from '@baton/worker';
 import { ApiClient } from '../support/api-harness.ts';
 import { silentLogger, testConfig, testPrefix, waitFor } from '../support/worker-harness.ts';
 

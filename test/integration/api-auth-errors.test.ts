@@ -1,8 +1,8 @@
 /* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-explicit-any -- HTTP replies are untyped JSON; each test asserts their shape */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDemoAgents, matrixAgentName, matrixAgents } from '@baton/core';
+import { createDemoAgents, matrixAgentName, matrixAgents } from '@baton/core/testing';
 import type { RunSnapshot } from '@baton/protocol';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
 
 const deployBody = {

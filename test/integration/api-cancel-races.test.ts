@@ -10,8 +10,8 @@
  *   reader: `?until=suspended` answers 204 instead of hanging.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDemoAgents, matrixAgentName, matrixAgents } from '@baton/core';
-import { systemClock } from '@baton/worker';
+import { createDemoAgents, matrixAgentName, matrixAgents } from '@baton/core/testing';
+import { systemClock } from '@baton/runtime';
 import {
   ApiClient,
   KEYS,

@@ -1,13 +1,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import {
-  createDemoAgents,
-  defineTool,
-  ScriptedModel,
-  toolResult,
-  type AgentDefinition,
-} from '@baton/core';
+import { defineTool, ScriptedModel, toolResult, type AgentDefinition } from '@baton/core';
+import { createDemoAgents } from '@baton/core/testing';
 import type { RunEvent, RunSnapshot } from '@baton/protocol';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import { z } from 'zod';
 import {
   ApiClient,

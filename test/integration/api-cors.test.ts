@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDemoAgents } from '@baton/core';
-import { systemClock } from '@baton/worker';
+import { createDemoAgents } from '@baton/core/testing';
+import { systemClock } from '@baton/runtime';
 import { KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
 
 const APP = 'https://app.example.com';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BatonClient } from '@baton/client';
-import { createDemoAgents, matrixAgentName, matrixAgents, payloadFor } from '@baton/core';
+import { createDemoAgents, matrixAgentName, matrixAgents, payloadFor } from '@baton/core/testing';
 import type {
   AwaitedToolCall,
   DecisionInput,
@@ -9,7 +9,7 @@ import type {
   ResumeMode,
   RunEvent,
 } from '@baton/protocol';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import {
   ApiClient,
   KEYS,

@@ -8,9 +8,9 @@ import { request } from 'node:http';
 import { deflateSync, gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDemoAgents } from '@baton/core';
+import { createDemoAgents } from '@baton/core/testing';
 import type { RunSnapshot } from '@baton/protocol';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
 
 const NUM_REQUESTS = 2_400;

@@ -2,9 +2,9 @@
 import { connect, type Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDemoAgents } from '@baton/core';
+import { createDemoAgents } from '@baton/core/testing';
 import type { RunSnapshot } from '@baton/protocol';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
 
 const expectError = (r: { status: number; body: any }, status: number, code: string): void => {

@@ -1,7 +1,7 @@
 /* eslint-disable @typescript-eslint/no-unsafe-member-access -- HTTP replies are untyped JSON; each test asserts their shape */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDemoAgents } from '@baton/core';
-import { systemClock } from '@baton/worker';
+import { createDemoAgents } from '@baton/core/testing';
+import { systemClock } from '@baton/runtime';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
 import { monitorCommands } from '../support/redis-monitor.ts';
 

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BatonClient } from '@baton/client';
-import { createDemoAgents } from '@baton/core';
+import { createDemoAgents } from '@baton/core/testing';
 import {
   AgentListSchema,
   DecisionsResponseSchema,
@@ -14,7 +14,7 @@ import {
   RunPageSchema,
   type RunEvent,
 } from '@baton/protocol';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import { KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
 import { spawnApi, stopAllApiProcesses } from '../support/api-process.ts';
 import { BATON_BIN, ptyCli, runCli } from '../support/cli.ts';

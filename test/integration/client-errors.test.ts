@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BatonApiError, BatonClient, BatonClientError, isApiError } from '@baton/client';
-import { createDemoAgents, matrixAgentName, matrixAgents } from '@baton/core';
+import { createDemoAgents, matrixAgentName, matrixAgents } from '@baton/core/testing';
 import { ErrorCodeSchema, type ErrorCode } from '@baton/protocol';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import { KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
 import { freePort } from '../support/redis.ts';
 import { startRedisProcess } from '../support/redis-process.ts';

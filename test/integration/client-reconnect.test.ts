@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BatonClient, type ReconnectInfo } from '@baton/client';
 import { ScriptedModel, type AgentDefinition } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import { spawnApi, stopAllApiProcesses, type ApiProcess } from '../support/api-process.ts';
 import { startTcpSwitch, type TcpSwitch } from '../support/tcp-switch.ts';
 import { startHarness, type Harness } from '../support/worker-harness.ts';

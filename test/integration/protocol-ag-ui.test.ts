@@ -1,8 +1,8 @@
 /* eslint-disable @typescript-eslint/no-unsafe-member-access -- HTTP replies are untyped JSON; each test asserts their shape */
 import { HttpAgent, verifyEvents, type AgentSubscriber, type BaseEvent } from '@ag-ui/client';
-import { createDemoAgents } from '@baton/core';
+import { createDemoAgents } from '@baton/core/testing';
 import type { RunEvent } from '@baton/protocol';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {

@@ -3,8 +3,8 @@ import * as ai7 from 'ai';
 import * as ai6 from 'ai-v6';
 import type { UIMessage, UIMessageChunk } from 'ai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDemoAgents } from '@baton/core';
-import { systemClock } from '@baton/worker';
+import { createDemoAgents } from '@baton/core/testing';
+import { systemClock } from '@baton/runtime';
 import {
   ApiClient,
   KEYS,

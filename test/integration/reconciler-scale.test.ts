@@ -4,8 +4,9 @@
  * whose decision's job vanished) are rescued within a few lease periods all the same.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDemoAgents } from '@baton/core';
-import { systemClock, type BatonWorker } from '@baton/worker';
+import { createDemoAgents } from '@baton/core/testing';
+import { systemClock } from '@baton/runtime';
+import { type BatonWorker } from '@baton/worker';
 import { startHarness, waitFor, type Harness } from '../support/worker-harness.ts';
 import { auditRun } from '../support/worker-process.ts';
 

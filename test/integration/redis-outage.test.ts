@@ -10,8 +10,8 @@ import type { ApiClient } from '../support/api-harness.ts';
 import { startProcessStack, type ProcessStack } from '../support/process-stack.ts';
 import { startRedisProcess, type RedisProcess } from '../support/redis-process.ts';
 import { startHarness, waitFor } from '../support/worker-harness.ts';
-import { createDemoAgents } from '@baton/core';
-import { systemClock } from '@baton/worker';
+import { createDemoAgents } from '@baton/core/testing';
+import { systemClock } from '@baton/runtime';
 import { stopAllWorkerProcesses } from '../support/worker-process.ts';
 
 const OUTAGE_MS = 20_000;

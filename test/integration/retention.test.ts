@@ -5,8 +5,9 @@
  * a thread removes it at once.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { BatonError, createDemoAgents } from '@baton/core';
-import { systemClock } from '@baton/worker';
+import { BatonError } from '@baton/core';
+import { createDemoAgents } from '@baton/core/testing';
+import { systemClock } from '@baton/runtime';
 import { startHarness, waitFor, waitForStatus, type Harness } from '../support/worker-harness.ts';
 
 const TENANT = 't-retain';

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { ScriptedModel, defineTool, toolResult, type AgentDefinition } from '@baton/core';
-import { systemClock } from '@baton/worker';
+import { systemClock } from '@baton/runtime';
 import { startHarness, waitForStatus, type Harness } from '../support/worker-harness.ts';
 import { auditRun } from '../support/worker-process.ts';
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { BatonRuntime, systemClock } from '@baton/worker';
+import { BatonRuntime, systemClock } from '@baton/runtime';
 import { loadAgentSources } from '@baton/worker/agent-config';
 import {
   silentLogger,

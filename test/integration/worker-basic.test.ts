@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDemoAgents, matrixAgents } from '@baton/core';
-import { systemClock } from '@baton/worker';
+import { createDemoAgents, matrixAgents } from '@baton/core/testing';
+import { systemClock } from '@baton/runtime';
 import { startHarness, waitForStatus, type Harness } from '../support/worker-harness.ts';
 
 describe('distributed worker basics', () => {

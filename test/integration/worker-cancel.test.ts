@@ -1,5 +1,6 @@
-import { ScriptedModel, createDemoAgents, type AgentDefinition } from '@baton/core';
-import { systemClock } from '@baton/worker';
+import { ScriptedModel, type AgentDefinition } from '@baton/core';
+import { createDemoAgents } from '@baton/core/testing';
+import { systemClock } from '@baton/runtime';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startHarness, waitFor, waitForStatus, type Harness } from '../support/worker-harness.ts';
 

@@ -4,7 +4,7 @@
  * happened, the run's history must look as if nothing had crashed.
  */
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
-import { BatonRuntime } from '@baton/worker';
+import { BatonRuntime } from '@baton/runtime';
 import type { Checkpoint } from '@baton/protocol';
 import { silentLogger, testConfig, testPrefix, waitFor } from '../support/worker-harness.ts';
 import {

@@ -6,7 +6,7 @@
  * and the run finishes as if the pause had never happened.
  */
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
-import { BatonRuntime } from '@baton/worker';
+import { BatonRuntime } from '@baton/runtime';
 import type { Checkpoint, RunEvent } from '@baton/protocol';
 import { silentLogger, testConfig, testPrefix, waitFor } from '../support/worker-harness.ts';
 import {

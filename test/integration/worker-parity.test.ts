@@ -1,13 +1,6 @@
 import type { Checkpoint, ResumeMode, RunEvent } from '@baton/protocol';
-import {
-  ManualClock,
-  InProcessRunner,
-  MATRIX_CASES,
-  applicableDecisions,
-  matrixAgentName,
-  matrixAgents,
-  payloadFor,
-} from '@baton/core';
+import { ManualClock, InProcessRunner, applicableDecisions } from '@baton/core';
+import { MATRIX_CASES, matrixAgentName, matrixAgents, payloadFor } from '@baton/core/testing';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   callEvents,

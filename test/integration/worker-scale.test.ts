@@ -4,7 +4,7 @@
  * lines each process prints, which the fixture tags with the process's pid).
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { BatonRuntime } from '@baton/worker';
+import { BatonRuntime } from '@baton/runtime';
 import type { Checkpoint } from '@baton/protocol';
 import { silentLogger, testConfig, testPrefix, waitFor } from '../support/worker-harness.ts';
 import {

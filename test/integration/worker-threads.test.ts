@@ -8,12 +8,13 @@ import { z } from 'zod';
 import {
   BatonError,
   ScriptedModel,
-  createDemoAgents,
   defineTool,
   toolResult,
   type AgentDefinition,
 } from '@baton/core';
-import { AgentRegistry, systemClock, type BatonWorker } from '@baton/worker';
+import { createDemoAgents } from '@baton/core/testing';
+import { AgentRegistry, systemClock } from '@baton/runtime';
+import { type BatonWorker } from '@baton/worker';
 import type { Checkpoint, RunEvent } from '@baton/protocol';
 import { startHarness, waitFor, waitForStatus, type Harness } from '../support/worker-harness.ts';
 import { auditRun, spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';

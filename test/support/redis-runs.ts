@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { Checkpoint, EventBody, RunEvent, RunIdentity, RunStatus } from '@baton/protocol';
 import { Engine } from '@baton/core';
 import type { Redis } from 'ioredis';
-import type { RedisRunStore } from '../../apps/worker/src/redis/redis-run-store.ts';
+import type { RedisRunStore } from '@baton/runtime';
 import { agentWith, echoTool } from '../../packages/core/src/testing/fixtures.ts';
 
 export interface TestRun {

@@ -1,11 +1,6 @@
 import type { AgentDefinition, Clock } from '@baton/core';
-import {
-  systemClock,
-  BatonWorker,
-  BatonRuntime,
-  WorkerConfigSchema,
-  type WorkerConfig,
-} from '@baton/worker';
+import { systemClock, BatonRuntime } from '@baton/runtime';
+import { BatonWorker, WorkerConfigSchema, type WorkerConfig } from '@baton/worker';
 import type { Checkpoint } from '@baton/protocol';
 import { pino } from 'pino';
 import { uniquePrefix } from './redis.ts';

@@ -1,4 +1,4 @@
-import { BatonRuntime, RunEventSubscriber } from '@baton/worker';
+import { BatonRuntime, RunEventSubscriber } from '@baton/runtime';
 import type { Clock } from '@baton/core';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
@@ -101,15 +101,11 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     subscriber,
     sseLimiter: new SseConnectionLimiter(
       runtime.redis,
-      runtime.keys.prefix,
+      runtime.keys,
       config.SSE_MAX_PER_TENANT,
       config.SSE_LEASE_MS,
     ),
-    idempotency: new IdempotencyStore(
-      runtime.redis,
-      runtime.keys.prefix,
-      config.IDEMPOTENCY_TTL_SECONDS,
-    ),
+    idempotency: new IdempotencyStore(runtime.redis, runtime.keys, config.IDEMPOTENCY_TTL_SECONDS),
     streams: new Set(),
   };
 
@@ -131,7 +127,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
 
   const auth = authenticate(
     keys,
-    new AuthFailureLimiter(runtime.redis, runtime.keys.prefix, config.AUTH_FAILURES_PER_MINUTE),
+    new AuthFailureLimiter(runtime.redis, runtime.keys, config.AUTH_FAILURES_PER_MINUTE),
   );
   const board = new BoardQueues(runtime.queues, () => runtime.service.catalog.names());
   app.use(
@@ -145,7 +141,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
 
   const api: RequestHandler[] = [
     auth,
-    rateLimit(runtime.redis, runtime.keys.prefix, config.RATE_LIMIT_PER_MINUTE),
+    rateLimit(runtime.redis, runtime.keys, config.RATE_LIMIT_PER_MINUTE),
     jsonBody(config.BODY_LIMIT_BYTES),
   ];
   // Plugins first: one under /v1 (e.g. /v1/ai-sdk) must not pass through /v1's auth and rate

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { MAX_DECISIONS_PER_REQUEST, MAX_INPUT_MESSAGES } from '@baton/protocol';
 import { z } from 'zod';
-import { runtimeConfigShape } from '@baton/worker';
+import { runtimeConfigShape } from '@baton/runtime';
 
 const bool = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true');
 

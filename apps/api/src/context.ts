@@ -1,4 +1,4 @@
-import type { BatonRuntime, RunEventSubscriber, RunService } from '@baton/worker';
+import type { BatonRuntime, RunEventSubscriber, RunService } from '@baton/runtime';
 import type { Logger } from 'pino';
 import type { KeyStore } from './auth.ts';
 import type { ApiConfig } from './config.ts';

@@ -1,5 +1,5 @@
 import { BatonError } from '@baton/core';
-import { isRedisUnavailable } from '@baton/worker';
+import { isRedisUnavailable } from '@baton/runtime';
 import type { ErrorBody, ErrorCode } from '@baton/protocol';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { BatonError } from '@baton/core';
-import type { Redis } from 'ioredis';
-import { keyPart } from '@baton/worker';
+import type { BatonKeys, RedisClient } from '@baton/runtime';
 
 /** JSON with object keys sorted, so equal bodies hash equally whatever their key order. */
 export function canonicalJson(value: unknown): string {
@@ -33,20 +32,20 @@ export const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/;
  * A failed first attempt releases the key so the client can retry.
  */
 export class IdempotencyStore {
-  private readonly redis: Redis;
-  private readonly prefix: string;
+  private readonly redis: RedisClient;
+  private readonly keys: BatonKeys;
   private readonly ttlSeconds: number;
   private readonly pendingWaitMs: number;
 
-  constructor(redis: Redis, prefix: string, ttlSeconds: number, pendingWaitMs = 10_000) {
+  constructor(redis: RedisClient, keys: BatonKeys, ttlSeconds: number, pendingWaitMs = 10_000) {
     this.redis = redis;
-    this.prefix = prefix;
+    this.keys = keys;
     this.ttlSeconds = ttlSeconds;
     this.pendingWaitMs = pendingWaitMs;
   }
 
   private key(tenantId: string, scope: string, idemKey: string): string {
-    return `${this.prefix}:{idem:${keyPart(tenantId)}}:${scope}:${keyPart(idemKey)}`;
+    return this.keys.idempotency(tenantId, scope, idemKey);
   }
 
   /** Runs `execute` once per (tenant, scope, key); replays return the first response. */

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { BatonKeys } from '@baton/runtime';
 import { AuthFailureLimiter, SseConnectionLimiter } from './limits.ts';
 
 describe('SSE connection leases (real Redis)', () => {
@@ -13,8 +14,8 @@ describe('SSE connection leases (real Redis)', () => {
   });
 
   it('counts per tenant across limiters, refuses over the limit with 429, releases once', async () => {
-    const one = new SseConnectionLimiter(redis, prefix, 2);
-    const two = new SseConnectionLimiter(redis.duplicate(), prefix, 2);
+    const one = new SseConnectionLimiter(redis, new BatonKeys(prefix), 2);
+    const two = new SseConnectionLimiter(redis.duplicate(), new BatonKeys(prefix), 2);
     try {
       const r1 = await one.acquire('t');
       await two.acquire('t');
@@ -34,10 +35,10 @@ describe('SSE connection leases (real Redis)', () => {
   });
 
   it('a lease nobody refreshes (its instance died) stops counting once it expires', async () => {
-    const dead = new SseConnectionLimiter(redis, `${prefix}-x`, 1, 300);
+    const dead = new SseConnectionLimiter(redis, new BatonKeys(`${prefix}-x`), 1, 300);
     await dead.acquire('t');
     dead.close(); // no release, no refresh: what a killed process leaves behind
-    const live = new SseConnectionLimiter(redis, `${prefix}-x`, 1, 300);
+    const live = new SseConnectionLimiter(redis, new BatonKeys(`${prefix}-x`), 1, 300);
     try {
       await expect(live.acquire('t')).rejects.toMatchObject({ code: 'rate_limited' });
       await expect.poll(() => live.count('t'), { timeout: 5_000 }).toBe(0);
@@ -48,7 +49,7 @@ describe('SSE connection leases (real Redis)', () => {
   });
 
   it('a refresh moves every live lease of the instance past its TTL again', async () => {
-    const limiter = new SseConnectionLimiter(redis, `${prefix}-y`, 2, 60_000);
+    const limiter = new SseConnectionLimiter(redis, new BatonKeys(`${prefix}-y`), 2, 60_000);
     try {
       await limiter.acquire('t');
       await limiter.acquire('t');
@@ -72,8 +73,8 @@ describe('failed-authentication limit (real Redis)', () => {
   it('refuses an address once it failed too often, on every limiter sharing the Redis', async () => {
     const redis = new Redis(inject('redisUrl'));
     const prefix = `authfail-test-${process.pid}-${Date.now()}`;
-    const a = new AuthFailureLimiter(redis, prefix, 3);
-    const b = new AuthFailureLimiter(redis.duplicate(), prefix, 3);
+    const a = new AuthFailureLimiter(redis, new BatonKeys(prefix), 3);
+    const b = new AuthFailureLimiter(redis.duplicate(), new BatonKeys(prefix), 3);
     try {
       expect(await a.failed('10.0.0.1')).toBeNull();
       expect(await b.failed('10.0.0.1')).toBeNull();

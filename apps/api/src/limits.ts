@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { keyPart } from '@baton/worker';
+import { keyPart } from '@baton/runtime';
 import type { RequestHandler } from 'express';
-import type { Redis } from 'ioredis';
+import { defineScript, type BatonKeys, type LuaScript, type RedisClient } from '@baton/runtime';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { RateLimitedError } from './errors.ts';
 
@@ -15,7 +15,7 @@ function isLimited(error: unknown): error is RateLimiterRes {
   return error instanceof RateLimiterRes;
 }
 
-function minuteLimiter(redis: Redis, keyPrefix: string, points: number): RateLimiterRedis {
+function minuteLimiter(redis: RedisClient, keyPrefix: string, points: number): RateLimiterRedis {
   return new RateLimiterRedis({
     storeClient: redis,
     keyPrefix,
@@ -27,9 +27,13 @@ function minuteLimiter(redis: Redis, keyPrefix: string, points: number): RateLim
 }
 
 /** Requests per tenant per minute across all instances (0 = unlimited). */
-export function rateLimit(redis: Redis, prefix: string, limitPerMinute: number): RequestHandler {
+export function rateLimit(
+  redis: RedisClient,
+  keys: BatonKeys,
+  limitPerMinute: number,
+): RequestHandler {
   const limiter =
-    limitPerMinute > 0 ? minuteLimiter(redis, `${prefix}:rl:tenant`, limitPerMinute) : null;
+    limitPerMinute > 0 ? minuteLimiter(redis, keys.tenantRateLimit, limitPerMinute) : null;
   return async (req, _res, next) => {
     const tenant = req.principal?.tenantId;
     if (limiter === null || tenant === undefined) {
@@ -58,9 +62,9 @@ export class AuthFailureLimiter {
   private readonly limiter: RateLimiterRedis;
   readonly perMinute: number;
 
-  constructor(redis: Redis, prefix: string, limitPerMinute: number) {
+  constructor(redis: RedisClient, keys: BatonKeys, limitPerMinute: number) {
     this.perMinute = limitPerMinute;
-    this.limiter = minuteLimiter(redis, `${prefix}:rl:authfail`, Math.max(1, limitPerMinute));
+    this.limiter = minuteLimiter(redis, keys.authFailureLimit, Math.max(1, limitPerMinute));
   }
 
   private refusal(msBeforeNext: number): RateLimitedError {
@@ -95,6 +99,13 @@ export class AuthFailureLimiter {
 // Leases live in a ZSET per tenant: member = stream id, score = expiry (Redis server time, ms).
 // Acquire drops expired leases first, so the streams of a crashed instance stop counting once
 // their lease runs out; live instances refresh theirs on every heartbeat.
+
+/** KEYS: leases   ARGV: leaseMs, streamId, max   Reply: -1 acquired | n open streams (refused) */
+type SseAcquire = LuaScript<
+  [leases: string],
+  [leaseMs: number, streamId: string, max: number],
+  number
+>;
 const ACQUIRE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -105,6 +116,8 @@ redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return -1
 `;
+/** KEYS: leases   ARGV: leaseMs, streamId…   Reply: 1 */
+type SseRefresh = LuaScript<[leases: string], [leaseMs: number, ...streamIds: string[]], 1>;
 const REFRESH = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -112,6 +125,8 @@ for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), A
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 1
 `;
+/** KEYS: leases   ARGV: none   Reply: live leases after dropping expired ones */
+type SseCount = LuaScript<[leases: string], [], number>;
 const COUNT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -121,38 +136,42 @@ return redis.call('ZCARD', KEYS[1])
 
 /** Concurrent SSE streams per tenant across all API instances; over the limit is a 429. */
 export class SseConnectionLimiter {
-  private readonly redis: Redis;
-  private readonly prefix: string;
+  private readonly redis: RedisClient;
+  private readonly keys: BatonKeys;
   private readonly max: number;
   private readonly leaseMs: number;
   /** This instance's open leases: tenant -> stream ids. */
   private readonly open = new Map<string, Set<string>>();
   private readonly timer: NodeJS.Timeout;
+  private readonly acquireScript: SseAcquire;
+  private readonly refreshScript: SseRefresh;
+  private readonly countScript: SseCount;
 
-  constructor(redis: Redis, prefix: string, max: number, leaseMs = 30_000) {
+  constructor(redis: RedisClient, keys: BatonKeys, max: number, leaseMs = 30_000) {
     this.redis = redis;
-    this.prefix = prefix;
+    this.keys = keys;
     this.max = max;
     this.leaseMs = leaseMs;
+    this.acquireScript = defineScript(redis, 'batonSseAcquire', 1, ACQUIRE);
+    this.refreshScript = defineScript(redis, 'batonSseRefresh', 1, REFRESH);
+    this.countScript = defineScript(redis, 'batonSseCount', 1, COUNT);
     this.timer = setInterval(() => void this.refresh().catch(() => undefined), leaseMs / 3);
     this.timer.unref();
   }
 
   private key(tenantId: string): string {
-    return `${this.prefix}:{sse:${keyPart(tenantId)}}:leases`;
+    return this.keys.sseLeases(tenantId);
   }
 
   /** Open streams of the tenant on all instances (live leases). */
   async count(tenantId: string): Promise<number> {
-    return Number(await this.redis.eval(COUNT, 1, this.key(tenantId)));
+    return this.countScript([this.key(tenantId)], []);
   }
 
   /** Takes a lease or throws 429; the returned function gives it back (idempotent). */
   async acquire(tenantId: string): Promise<() => void> {
     const id = randomUUID();
-    const result = Number(
-      await this.redis.eval(ACQUIRE, 1, this.key(tenantId), this.leaseMs, id, this.max),
-    );
+    const result = await this.acquireScript([this.key(tenantId)], [this.leaseMs, id, this.max]);
     if (result >= 0)
       throw new RateLimitedError(
         `tenant ${tenantId} already has ${result} open event streams (limit ${this.max}); close one or retry later`,
@@ -176,7 +195,7 @@ export class SseConnectionLimiter {
   async refresh(): Promise<void> {
     await Promise.all(
       [...this.open].map(([tenantId, ids]) =>
-        this.redis.eval(REFRESH, 1, this.key(tenantId), this.leaseMs, ...ids),
+        this.refreshScript([this.key(tenantId)], [this.leaseMs, ...ids]),
       ),
     );
   }

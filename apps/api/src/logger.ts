@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { REDACT_PATHS } from '@baton/worker';
+import { REDACT_PATHS } from '@baton/runtime';
 import { pino, type Logger } from 'pino';
 import { pinoHttp, type HttpLogger } from 'pino-http';
 

@@ -1,7 +1,11 @@
 import type { RunEvent } from '@baton/protocol';
-import { SUBSCRIBER_OPTIONS, type BatonRuntime } from '@baton/worker';
+import {
+  SUBSCRIBER_OPTIONS,
+  duplicateClient,
+  type BatonRuntime,
+  type RedisClient,
+} from '@baton/runtime';
 import type { RequestHandler } from 'express';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
@@ -158,18 +162,18 @@ const OBSERVED = /"type":"(step\.started|step\.finished|tool_call\.result|run\.f
  * not only streamed ones. Each API instance sees the whole cluster: do not sum across instances.
  */
 export class EventMetricsObserver {
-  private readonly sub: Redis;
+  private readonly sub: RedisClient;
   private readonly metrics: ApiMetrics;
   private readonly pattern: string;
 
   constructor(runtime: BatonRuntime, metrics: ApiMetrics, logger: Logger) {
     this.metrics = metrics;
-    this.sub = runtime.redis.duplicate({
+    this.sub = duplicateClient(runtime.redis, {
       ...SUBSCRIBER_OPTIONS,
       connectionName: 'baton-api-metrics',
     });
     this.sub.on('error', (err) => logger.warn({ err }, 'metrics subscriber error'));
-    this.pattern = `${runtime.keys.prefix}:{run:*}:ch`;
+    this.pattern = runtime.keys.runChannelPattern;
     this.sub.on('pmessage', (_pattern: string, _channel: string, message: string) => {
       if (!OBSERVED.test(message)) return;
       try {

@@ -1,4 +1,5 @@
-import { createDemoAgents, matrixAgents, type AgentDefinition, type Clock } from '@baton/core';
+import { type AgentDefinition, type Clock } from '@baton/core';
+import { createDemoAgents, matrixAgents } from '@baton/core/testing';
 import { benchAgents } from './bench-agents.ts';
 
 /** Agent sets a worker can be started with (BATON_AGENTS=demo,matrix,bench). */

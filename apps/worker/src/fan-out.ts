@@ -1,8 +1,7 @@
 import { JOB_PAYLOAD_VERSION, type ToolExecutionResult } from '@baton/protocol';
 import type { ToolInvocation } from '@baton/core';
 import { Job } from 'bullmq';
-import { STALLED_TOO_OFTEN } from './queues.ts';
-import type { Loaded } from './run-committer.ts';
+import { type Loaded, STALLED_TOO_OFTEN } from '@baton/runtime';
 import type { WorkerDeps } from './worker-deps.ts';
 
 /**

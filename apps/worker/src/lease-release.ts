@@ -1,4 +1,4 @@
-import type { Lease } from './run-lease.ts';
+import type { Lease } from '@baton/runtime';
 import type { WorkerDeps } from './worker-deps.ts';
 
 /**

@@ -4,15 +4,12 @@
  * bench), module paths (./agents.ts, ./agents.ts:name) and agents files (baton.agents.yaml);
  * BATON_AGENTS_FILE adds an agents file.
  */
-import { setTimeout as delay } from 'node:timers/promises';
 import { loadAgentSources } from './agent-config/agent-sources.ts';
 import type { LoadedAgents } from './agent-config/agents-file.ts';
 import { loadWorkerConfig } from './config.ts';
-import { createLogger, safeUrl } from './logger.ts';
-import { systemClock } from './system-clock.ts';
+import { createLogger, exitOnSignals, safeUrl, systemClock } from '@baton/runtime';
 import { BatonWorker } from './worker.ts';
-import { exitOnSignals } from './shutdown.ts';
-import type { WorkerDeps } from './worker-deps.ts';
+import { probeFromEnv } from './testing/probe-hook.ts';
 
 /** Start-up problems are the operator's to fix: one line that says what, no stack trace. */
 function fatal(error: unknown): never {
@@ -35,26 +32,7 @@ try {
 }
 const { agents } = loaded;
 
-// Test hook: announce named points on stdout and optionally pause there, so a test can kill
-// this process at an exact moment (e.g. BATON_PROBE_PAUSE="before-tool:5000").
-let probe: WorkerDeps['probe'];
-if (process.env['BATON_PROBES'] === '1') {
-  const pauses = new Map(
-    (process.env['BATON_PROBE_PAUSE'] ?? '')
-      .split(',')
-      .filter(Boolean)
-      .map((p) => {
-        const [point, ms] = p.split(':');
-        return [point ?? '', Number(ms ?? 0)] as const;
-      }),
-  );
-  probe = async (point, info) => {
-    process.stdout.write(`PROBE ${JSON.stringify({ point, ...info })}\n`);
-    const ms = pauses.get(point);
-    if (ms) await delay(ms);
-  };
-}
-
+const probe = probeFromEnv(process.env);
 const worker = new BatonWorker({ config, agents, logger, ...(probe ? { probe } : {}) });
 await worker.start().catch(async (error: unknown) => {
   await worker.stop(0).catch(() => undefined);

@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { activityOf, runCommands } from '@baton/core';
 import type { Logger } from 'pino';
-import type { BatonQueues } from './queues.ts';
-import type { RedisRunStore, RunMeta } from './redis/redis-run-store.ts';
-import type { BatonKeys } from './redis/keys.ts';
-import type { RedisClient } from './redis/scripts.ts';
-import type { RunCommitter } from './run-committer.ts';
+import type {
+  BatonKeys,
+  BatonQueues,
+  RedisClient,
+  RedisRunStore,
+  RunCommitter,
+  RunMeta,
+} from '@baton/runtime';
 
 export interface ReconcilerDeps {
   readonly redis: RedisClient;
@@ -70,7 +73,7 @@ export class Reconciler {
   async scan(): Promise<ScanReport> {
     const { redis, keys } = this.deps;
     const token = randomUUID();
-    const lockKey = `${keys.prefix}:reconciler:lock`;
+    const lockKey = keys.reconcilerLock;
     const got = await redis.set(lockKey, token, 'PX', this.deps.lockMs ?? 30_000, 'NX');
     if (got === null) return { rescheduled: [], parked: 0, revived: 0, expired: [], collected: 0 };
     try {
@@ -139,7 +142,7 @@ export class Reconciler {
 
   private async sweepWaiting(): Promise<{ revived: number; expired: string[] }> {
     const { redis, keys, store } = this.deps;
-    const cursorKey = `${keys.prefix}:reconciler:waiting-cursor`;
+    const cursorKey = keys.reconcilerWaitingCursor;
     const cursor = (await redis.get(cursorKey)) ?? '0';
     const [nextCursor, flat] = await redis.zscan(keys.waitingRuns, cursor, 'COUNT', this.batch);
     await redis.set(cursorKey, nextCursor, 'EX', 86_400);

@@ -18,9 +18,7 @@ import {
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
 import { fanOutToolCalls } from './fan-out.ts';
 import { releaseOrWake } from './lease-release.ts';
-import { LeaseLostError } from './redis/redis-run-store.ts';
-import type { Lease } from './run-lease.ts';
-import type { Loaded } from './run-committer.ts';
+import { type Lease, LeaseLostError, type Loaded } from '@baton/runtime';
 import type { WorkerDeps } from './worker-deps.ts';
 
 export type StepOutcome =

@@ -3,7 +3,7 @@ import { executeTool, invocationFor } from '@baton/core';
 import type { Job } from 'bullmq';
 import { failedToolJobResult } from './fan-out.ts';
 import { releaseOrWake } from './lease-release.ts';
-import { LeaseLostError } from './redis/redis-run-store.ts';
+import { LeaseLostError } from '@baton/runtime';
 import type { WorkerDeps } from './worker-deps.ts';
 
 type ToolOutcome = 'stale' | 'recorded' | 'aborted';

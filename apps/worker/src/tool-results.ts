@@ -3,8 +3,7 @@ import {
   type Checkpoint,
   type ToolExecutionResult,
 } from '@baton/protocol';
-import type { BatonKeys } from './redis/keys.ts';
-import type { RedisClient } from './redis/scripts.ts';
+import type { BatonKeys, RedisClient } from '@baton/runtime';
 
 /**
  * Durable mailbox of tool results, keyed by call and attempt. The first result recorded for an

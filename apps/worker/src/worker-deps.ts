@@ -1,14 +1,16 @@
 import type { Clock } from '@baton/core';
 import type { Logger } from 'pino';
-import type { AgentRegistry } from './agent-registry.ts';
-import type { AbortRegistry } from './control-channel.ts';
-import type { BatonQueues } from './queues.ts';
-import type { RedisRunStore } from './redis/redis-run-store.ts';
-import type { RedisThreadStore } from './redis/thread-store.ts';
-import type { BatonKeys } from './redis/keys.ts';
-import type { RedisClient } from './redis/scripts.ts';
-import type { RunCommitter } from './run-committer.ts';
-import type { RunLeases } from './run-lease.ts';
+import type {
+  AbortRegistry,
+  AgentRegistry,
+  BatonKeys,
+  BatonQueues,
+  RedisClient,
+  RedisRunStore,
+  RedisThreadStore,
+  RunCommitter,
+  RunLeases,
+} from '@baton/runtime';
 import type { ToolResultMailbox } from './tool-results.ts';
 
 /** Everything a job processor needs; built once per worker process. */

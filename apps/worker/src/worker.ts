@@ -1,38 +1,32 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { Worker, type ConnectionOptions } from 'bullmq';
-import { Redis } from 'ioredis';
+import { Worker } from 'bullmq';
 import type { AgentDefinition, Clock } from '@baton/core';
 import type { Logger } from 'pino';
-import { AgentRegistry } from './agent-registry.ts';
-import type { WorkerConfig, runtimeConfigShape } from './config.ts';
-import type { z } from 'zod';
-import { onJobFailed } from './job-failures.ts';
-import { SUBSCRIBER_OPTIONS, reconnectDelay, redisOptions } from './redis/connection.ts';
-import { Durability } from './redis/durability.ts';
-import { AbortRegistry, listenForControl } from './control-channel.ts';
 import {
-  BatonQueues,
+  AbortRegistry,
+  AgentLiveness,
+  AgentRegistry,
+  BatonRuntime,
+  RunLeases,
   STEP_QUEUE,
+  SUBSCRIBER_OPTIONS,
   TOOL_QUEUE,
+  type RedisClient,
   bullPrefix,
+  duplicateClient,
+  listenForControl,
   stepQueueName,
   toolQueueName,
-} from './queues.ts';
+} from '@baton/runtime';
+import type { WorkerConfig } from './config.ts';
+import { onJobFailed } from './job-failures.ts';
 import { LegacyQueueForwarder } from './legacy-queues.ts';
-import { AgentLiveness } from './agent-liveness.ts';
 import { Reconciler, type ScanReport } from './reconciler.ts';
-import { BatonKeys } from './redis/keys.ts';
-import { RedisRunStore } from './redis/redis-run-store.ts';
-import { RedisThreadStore } from './redis/thread-store.ts';
-import { RunCommitter } from './run-committer.ts';
-import { RunLeases } from './run-lease.ts';
 import { StepProcessor } from './step-processor.ts';
-import { systemClock } from './system-clock.ts';
 import { ToolProcessor } from './tool-processor.ts';
 import { ToolResultMailbox } from './tool-results.ts';
 import type { WorkerDeps } from './worker-deps.ts';
-import { RunService } from './run-service.ts';
 
 export interface BatonWorkerOptions {
   readonly config: WorkerConfig;
@@ -40,124 +34,8 @@ export interface BatonWorkerOptions {
   readonly logger: Logger;
   readonly clock?: Clock;
   readonly probe?: WorkerDeps['probe'];
-}
-
-/** The settings a runtime needs (the API's and the workers' configs both have them). */
-export type RuntimeConfig = z.infer<z.ZodObject<typeof runtimeConfigShape>>;
-
-/** Connections and stores shared by a worker process and the API (no job processing). */
-export class BatonRuntime {
-  readonly redis: Redis;
-  readonly durability: Durability;
-  readonly config: RuntimeConfig;
-  readonly keys: BatonKeys;
-  readonly store: RedisRunStore;
-  readonly threads: RedisThreadStore;
-  readonly queues: BatonQueues;
-  readonly committer: RunCommitter;
-  readonly service: RunService;
-  readonly connection: ConnectionOptions;
-  readonly clock: Clock;
-
-  /**
-   * `role` picks the connection behaviour: 'api' fails fast during a Redis outage (503), a
-   * 'worker' waits it out; both reconnect within about a second of Redis returning.
-   */
-  constructor(
-    config: RuntimeConfig,
-    logger: Logger,
-    clock: Clock = systemClock,
-    role: 'api' | 'worker' = 'worker',
-  ) {
-    this.clock = clock;
-    this.config = config;
-    this.redis = new Redis(config.REDIS_URL, redisOptions(role, 'baton'));
-    let down = false;
-    this.redis.on('error', (err) => {
-      // One line per outage, not one per reconnect attempt.
-      if (!down) logger.error({ err }, 'redis unavailable');
-      down = true;
-    });
-    this.redis.on('ready', () => {
-      if (down) logger.info('redis available again');
-      down = false;
-    });
-    // BullMQ's own connections get the same reconnect policy (its default backs off to 20 s).
-    const bull = redisOptions(role, 'baton-bull');
-    this.connection = {
-      url: config.REDIS_URL,
-      connectionName: 'baton-bull',
-      retryStrategy: reconnectDelay,
-      maxRetriesPerRequest: bull.maxRetriesPerRequest ?? null,
-      // No enableOfflineQueue: false here: BullMQ closes its connections with QUIT, which must
-      // not throw while Redis is away. A bounded retry count and the command timeout still make
-      // an API request fail within seconds.
-      ...(bull.commandTimeout === undefined ? {} : { commandTimeout: bull.commandTimeout }),
-    };
-    this.durability = new Durability(this.redis, config.BATON_DURABILITY);
-    this.keys = new BatonKeys(config.BATON_PREFIX);
-    const now = (): number => clock.now();
-    this.store = new RedisRunStore({
-      redis: this.redis,
-      prefix: config.BATON_PREFIX,
-      now,
-      retentionSeconds: config.EVENT_RETENTION_SECONDS,
-    });
-    this.threads = new RedisThreadStore({
-      redis: this.redis,
-      prefix: config.BATON_PREFIX,
-      now,
-      ttlSeconds: config.THREAD_TTL_SECONDS,
-    });
-    this.queues = new BatonQueues({
-      connection: this.connection,
-      prefix: config.BATON_PREFIX,
-      toolAttempts: config.TOOL_ATTEMPTS,
-      jobRetentionSeconds: config.JOB_RETENTION_SECONDS,
-      onError: (err, queue) => logger.error({ err, queue }, 'queue error'),
-    });
-    this.queues.flows.on('error', (err) => logger.error({ err }, 'flow producer error'));
-    this.committer = new RunCommitter({
-      store: this.store,
-      threads: this.threads,
-      queues: this.queues,
-      redis: this.redis,
-      keys: this.keys,
-      now,
-      logger,
-      retentionSeconds: config.EVENT_RETENTION_SECONDS,
-    });
-    this.service = new RunService({
-      redis: this.redis,
-      keys: this.keys,
-      store: this.store,
-      threads: this.threads,
-      queues: this.queues,
-      committer: this.committer,
-      durability: this.durability,
-      clock,
-    });
-  }
-
-  /** Resolves true once the main connection is ready, false after `timeoutMs` without it. */
-  async waitUntilReady(timeoutMs: number): Promise<boolean> {
-    if (this.redis.status === 'ready') return true;
-    return new Promise<boolean>((resolve) => {
-      const done = (ok: boolean): void => {
-        clearTimeout(timer);
-        this.redis.off('ready', onReady);
-        resolve(ok);
-      };
-      const onReady = (): void => done(true);
-      const timer = setTimeout(() => done(false), timeoutMs);
-      this.redis.on('ready', onReady);
-    });
-  }
-
-  async close(): Promise<void> {
-    await this.queues.close();
-    await this.redis.quit().catch(() => undefined);
-  }
+  /** The caller's own ioredis client or Cluster; config.REDIS_URL is then ignored. */
+  readonly redis?: RedisClient;
 }
 
 /**
@@ -174,7 +52,7 @@ export class BatonWorker {
   /** BullMQ workers: a step and a tool queue per registered agent, and the legacy pair. */
   private bullWorkers: Worker[] = [];
   private liveness?: AgentLiveness;
-  private controlSubscriber?: Redis;
+  private controlSubscriber?: RedisClient;
   private timers: NodeJS.Timeout[] = [];
   private reconciler?: Reconciler;
 
@@ -182,7 +60,7 @@ export class BatonWorker {
     this.opts = opts;
     this.id = opts.config.WORKER_ID ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.logger = opts.logger.child({ workerId: this.id });
-    this.runtime = new BatonRuntime(opts.config, this.logger, opts.clock);
+    this.runtime = new BatonRuntime(opts.config, this.logger, opts.clock, 'worker', opts.redis);
     this.registry = new AgentRegistry(opts.agents);
   }
 
@@ -214,7 +92,7 @@ export class BatonWorker {
       await liveness.heartbeat(this.id, agentNames, ttl);
     };
     await advertise();
-    this.controlSubscriber = rt.redis.duplicate({
+    this.controlSubscriber = duplicateClient(rt.redis, {
       ...SUBSCRIBER_OPTIONS,
       connectionName: 'baton-control',
     });

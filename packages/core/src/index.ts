@@ -44,11 +44,3 @@ export {
   type AiSdkModelOptions,
 } from './model/ai-sdk-model.ts';
 export type { AiSdkTelemetry, TelemetrySpan, TelemetryTracer } from './model/model-telemetry.ts';
-export { createDemoAgents, demoTools } from './demo/demo-agents.ts';
-export {
-  MATRIX_CASES,
-  matrixAgents,
-  matrixAgentName,
-  payloadFor,
-  suspendingTool,
-} from './testing/scenario-agents.ts';

@@ -9,7 +9,7 @@ import { Router, type Request } from 'express';
 import { z } from 'zod';
 import { principalOf } from '../auth.ts';
 import type { ApiContext } from '../context.ts';
-import { RunNotFoundError } from '@baton/worker';
+import { RunNotFoundError } from '@baton/runtime';
 import {
   CreateRunResponseSchema,
   ListRunsQuerySchema,

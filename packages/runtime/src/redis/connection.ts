@@ -1,4 +1,5 @@
-import type { RedisOptions } from 'ioredis';
+import { Cluster, type RedisOptions } from 'ioredis';
+import type { RedisClient } from './scripts.ts';
 
 /**
  * How long to wait before reconnect attempt `times`: quick at first, capped near a second (with
@@ -53,4 +54,17 @@ export function isRedisUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   if (error.name === 'MaxRetriesPerRequestError') return true;
   return UNAVAILABLE.some((text) => error.message.includes(text));
+}
+
+/**
+ * A new connection to the same Redis (or Cluster) as `client`, with `overrides` on top of its
+ * options: ioredis' `duplicate` takes the options in a different argument for a Cluster.
+ */
+export function duplicateClient(client: RedisClient, overrides: RedisOptions): RedisClient {
+  if (client instanceof Cluster)
+    return client.duplicate(undefined, {
+      ...client.options,
+      redisOptions: { ...client.options.redisOptions, ...overrides },
+    });
+  return client.duplicate(overrides);
 }

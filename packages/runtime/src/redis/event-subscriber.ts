@@ -1,4 +1,4 @@
-import { SUBSCRIBER_OPTIONS } from './connection.ts';
+import { SUBSCRIBER_OPTIONS, duplicateClient } from './connection.ts';
 import type { RunEvent } from '@baton/protocol';
 import type { RedisClient } from './scripts.ts';
 
@@ -150,9 +150,7 @@ export class RunEventSubscriber {
       this.sub = opts.subscriber;
       this.ownsConnection = false;
     } else if (opts.redis) {
-      this.sub = (opts.redis as { duplicate(o: typeof SUBSCRIBER_OPTIONS): RedisClient }).duplicate(
-        SUBSCRIBER_OPTIONS,
-      );
+      this.sub = duplicateClient(opts.redis, SUBSCRIBER_OPTIONS);
       this.ownsConnection = true;
     } else {
       throw new Error('RunEventSubscriber: pass redis (to duplicate) or subscriber');

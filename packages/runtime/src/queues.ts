@@ -1,5 +1,6 @@
 import { FlowProducer, Job, Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import { JOB_PAYLOAD_VERSION, type StepJob, type ToolJob } from '@baton/protocol';
+import { bullPrefix } from './redis/keys.ts';
 import { createHash, randomUUID } from 'node:crypto';
 
 /**
@@ -42,11 +43,6 @@ export function queueKind(name: string): QueueKind | null {
 
 /** BullMQ's failedReason for a job whose worker died (or hung) more often than maxStalledCount. */
 export const STALLED_TOO_OFTEN = 'job stalled more than allowable limit';
-
-/** BullMQ keys share one hash tag so the queues work on Redis Cluster. */
-export function bullPrefix(prefix: string): string {
-  return `{${prefix}-bull}`;
-}
 
 /** BullMQ job ids may not contain ':'; ids from models are sanitized. */
 function idPart(value: string): string {

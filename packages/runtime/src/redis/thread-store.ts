@@ -1,6 +1,6 @@
 import type { JsonValue, Message, MultitaskStrategy } from '@baton/protocol';
-import { BatonKeys } from './keys.ts';
-import { defineScript, type RedisClient, type ScriptCall } from './scripts.ts';
+import { BatonKeys, type ThreadDataKeys } from './keys.ts';
+import { defineScript, type LuaScript, type RedisClient } from './scripts.ts';
 
 export type AcquireResult =
   | { readonly kind: 'acquired' }
@@ -137,13 +137,25 @@ export interface RedisThreadStoreOptions {
  * Threads on Redis: history, persistent thread state, the active run and the multitask queue.
  * acquire/release are single Lua scripts on the thread's hash-tagged keys.
  */
+type ThreadAcquire = LuaScript<
+  ThreadDataKeys,
+  [runId: string, strategy: string, now: number, ttl: number],
+  [string, ...(string | number)[]]
+>;
+type ThreadRelease = LuaScript<
+  ThreadDataKeys,
+  [runId: string, setState: '1' | '0', stateJson: string, ttl: number, ...messages: string[]],
+  [number, string]
+>;
+type ThreadDelete = LuaScript<ThreadDataKeys, [], string[]>;
+
 export class RedisThreadStore {
   readonly keys: BatonKeys;
   private readonly redis: RedisClient;
   private readonly now: () => number;
-  private readonly acquireScript: ScriptCall;
-  private readonly releaseScript: ScriptCall;
-  private readonly deleteScript: ScriptCall;
+  private readonly acquireScript: ThreadAcquire;
+  private readonly releaseScript: ThreadRelease;
+  private readonly deleteScript: ThreadDelete;
   private readonly ttlSeconds: number;
 
   constructor(opts: RedisThreadStoreOptions) {
@@ -168,13 +180,12 @@ export class RedisThreadStore {
     runId: string,
     strategy: MultitaskStrategy,
   ): Promise<AcquireResult> {
-    const reply = (await this.acquireScript(
-      ...this.scriptKeys(tenantId, threadId),
+    const reply = await this.acquireScript(this.scriptKeys(tenantId, threadId), [
       runId,
       strategy,
       this.now(),
       this.ttlSeconds,
-    )) as [string, ...(string | number)[]];
+    ]);
     switch (reply[0]) {
       case 'acquired':
         return { kind: 'acquired' };
@@ -205,14 +216,13 @@ export class RedisThreadStore {
     appendMessages: readonly Message[],
     threadState: Record<string, JsonValue> | null,
   ): Promise<string | null> {
-    const reply = (await this.releaseScript(
-      ...this.scriptKeys(tenantId, threadId),
+    const reply = await this.releaseScript(this.scriptKeys(tenantId, threadId), [
       runId,
       threadState === null ? '0' : '1',
       threadState === null ? '' : JSON.stringify(threadState),
       this.ttlSeconds,
       ...appendMessages.map((m) => JSON.stringify(m)),
-    )) as [number, string];
+    ]);
     return reply[1] === '' ? null : reply[1];
   }
 
@@ -226,14 +236,14 @@ export class RedisThreadStore {
   ): Promise<
     { kind: 'deleted'; runIds: string[] } | { kind: 'busy'; runId: string } | { kind: 'missing' }
   > {
-    const reply = (await this.deleteScript(...this.scriptKeys(tenantId, threadId))) as string[];
+    const reply = await this.deleteScript(this.scriptKeys(tenantId, threadId), []);
     if (reply[0] === 'deleted') return { kind: 'deleted', runIds: reply.slice(1) };
     if (reply[0] === 'busy') return { kind: 'busy', runId: reply[1] ?? '' };
     return { kind: 'missing' };
   }
 
   /** KEYS of every thread script, in the order the scripts expect. */
-  private scriptKeys(tenantId: string, threadId: string): string[] {
+  private scriptKeys(tenantId: string, threadId: string): ThreadDataKeys {
     return this.keys.threadDataKeys(tenantId, threadId);
   }
 

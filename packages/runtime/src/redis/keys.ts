@@ -35,6 +35,16 @@
  *     p:agents:live:<agent>         ZSET   worker id -> heartbeat expiry (ms, Redis clock); PEXPIRE
  *                                          TTL + 60 s, so the set of an agent nobody runs goes too
  *
+ *   Reconciler (workers)
+ *     p:reconciler:lock             STRING one scanner at a time across workers (SET NX PX)
+ *     p:reconciler:waiting-cursor   STRING where the scan of waiting runs resumes
+ *
+ *   API
+ *     p:{idem:<t>}:<scope>:<key>    STRING Idempotency-Key record (first response or pending)
+ *     p:{sse:<t>}:leases            ZSET   open SSE streams of a tenant, score = lease expiry
+ *     p:rl:tenant:<t>, p:rl:authfail:<ip>   rate-limiter-flexible counters (it appends the id)
+ *     p:{run:*}:ch                  PSUBSCRIBE pattern of every run channel (event metrics)
+ *
  * Run, thread and tenant keys live in different slots, so the run store writes the indexes
  * (tenant and thread :runs) in separate commands after the create script (see RedisRunStore).
  *
@@ -46,6 +56,14 @@
  */
 
 export const DEFAULT_PREFIX = 'baton';
+
+/**
+ * BullMQ's key prefix: BullMQ builds its own keys under it (`{p-bull}:<queue>:…`); one hash tag
+ * for all of them so the queues work on Redis Cluster.
+ */
+export function bullPrefix(prefix: string): string {
+  return `{${prefix}-bull}`;
+}
 
 /** Escape one id so it is safe inside a key and inside a hash tag. */
 export function keyPart(id: string): string {
@@ -74,8 +92,19 @@ export interface RunKeys {
   readonly failed: string;
 }
 
+/** Every key of a run that must expire with it, in the order the run scripts take them. */
+export type RunDataKeys = [
+  cp: string,
+  events: string,
+  lease: string,
+  pending: string,
+  results: string,
+  parent: string,
+  failed: string,
+];
+
 /** Every key of a run that must expire with it (the channel is not a key). */
-export function runDataKeys(k: RunKeys): string[] {
+export function runDataKeys(k: RunKeys): RunDataKeys {
   return [k.cp, k.events, k.lease, k.pending, k.results, k.parent, k.failed];
 }
 
@@ -87,6 +116,15 @@ export interface ThreadKeys {
   readonly runs: string;
   readonly released: string;
 }
+
+export type ThreadDataKeys = [
+  meta: string,
+  queue: string,
+  runs: string,
+  released: string,
+  messages: string,
+  state: string,
+];
 
 export class BatonKeys {
   readonly prefix: string;
@@ -128,7 +166,7 @@ export class BatonKeys {
   }
 
   /** Every key of a thread (they expire together), in the order the thread scripts take them. */
-  threadDataKeys(tenantId: string, threadId: string): string[] {
+  threadDataKeys(tenantId: string, threadId: string): ThreadDataKeys {
     const k = this.thread(tenantId, threadId);
     return [k.meta, k.queue, k.runs, k.released, k.messages, k.state];
   }
@@ -160,6 +198,41 @@ export class BatonKeys {
   /** Agent adverts (see agent-registry): HASH agent name -> descriptor JSON (data, no code). */
   agentsKey(): string {
     return `${this.prefix}:agents`;
+  }
+
+  /** The reconciler's scan lock: one scanner at a time across workers. */
+  get reconcilerLock(): string {
+    return `${this.prefix}:reconciler:lock`;
+  }
+
+  /** Where the reconciler's scan of the waiting index resumes. */
+  get reconcilerWaitingCursor(): string {
+    return `${this.prefix}:reconciler:waiting-cursor`;
+  }
+
+  /** Pattern matching every run's channel (PSUBSCRIBE). */
+  get runChannelPattern(): string {
+    return `${this.prefix}:{run:*}:ch`;
+  }
+
+  /** Key prefix of the per-tenant request limiter (rate-limiter-flexible appends the tenant). */
+  get tenantRateLimit(): string {
+    return `${this.prefix}:rl:tenant`;
+  }
+
+  /** Key prefix of the failed-authentication limiter (rate-limiter-flexible appends the IP). */
+  get authFailureLimit(): string {
+    return `${this.prefix}:rl:authfail`;
+  }
+
+  /** Open SSE streams of a tenant on every API instance. */
+  sseLeases(tenantId: string): string {
+    return `${this.prefix}:{sse:${keyPart(tenantId)}}:leases`;
+  }
+
+  /** One Idempotency-Key record. */
+  idempotency(tenantId: string, scope: string, idemKey: string): string {
+    return `${this.prefix}:{idem:${keyPart(tenantId)}}:${scope}:${keyPart(idemKey)}`;
   }
 
   /** Live workers of one agent (see agent-liveness): ZSET worker id -> heartbeat expiry (ms). */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { BatonKeys } from './redis/keys.ts';
 import { LeaseLostError } from './redis/redis-run-store.ts';
-import { defineScript, type RedisClient, type ScriptCall } from './redis/scripts.ts';
+import { defineScript, type LuaScript, type RedisClient } from './redis/scripts.ts';
 
 /**
  * Single-flight per run, with fencing. Exactly one job (step or tool drain) may advance a run at a
@@ -79,11 +79,24 @@ export interface Lease {
   releaseIfIdle(): Promise<boolean>;
 }
 
+type LeaseAcquire = LuaScript<
+  [lease: string, pending: string, cp: string],
+  [token: string, ttlMs: number, pendingTtlMs: number, driver: string],
+  0 | 1
+>;
+type LeaseRelease = LuaScript<[lease: string, pending: string], [token: string], -1 | 0 | 1>;
+type LeaseReleaseIfIdle = LuaScript<
+  [lease: string, pending: string],
+  [token: string, ttlMs: number],
+  -1 | 0 | 1
+>;
+type LeaseRenew = LuaScript<[lease: string], [token: string, ttlMs: number], 0 | 1>;
+
 export class RunLeases {
-  private readonly acquireScript: ScriptCall;
-  private readonly releaseScript: ScriptCall;
-  private readonly releaseIfIdleScript: ScriptCall;
-  private readonly renewScript: ScriptCall;
+  private readonly acquireScript: LeaseAcquire;
+  private readonly releaseScript: LeaseRelease;
+  private readonly releaseIfIdleScript: LeaseReleaseIfIdle;
+  private readonly renewScript: LeaseRenew;
   private readonly keys: BatonKeys;
   readonly ttlMs: number;
 
@@ -110,7 +123,7 @@ export class RunLeases {
     const { lease: leaseKey, pending, cp } = this.keys.run(runId);
     const ttl = this.ttlMs;
     // The pending mark outlives the lease so a holder that crashes still leaves it for the next one.
-    const got = await this.acquireScript(leaseKey, pending, cp, token, ttl, ttl * 4, driver);
+    const got = await this.acquireScript([leaseKey, pending, cp], [token, ttl, ttl * 4, driver]);
     if (got !== 1) return null;
     const controller = new AbortController();
     // Until a renewal succeeds, the lease is only known to be ours for one TTL from now: a
@@ -129,7 +142,7 @@ export class RunLeases {
           return;
         }
         const attemptAt = Date.now();
-        this.renewScript(leaseKey, token, ttl).then(
+        this.renewScript([leaseKey], [token, ttl]).then(
           (ok) => {
             if (ok === 1) validUntil = attemptAt + ttl;
             else markLost('renewal refused: another worker holds the run');
@@ -160,11 +173,11 @@ export class RunLeases {
       release: async () => {
         if (released) return false;
         stop();
-        return (await this.releaseScript(leaseKey, pending, token)) === 1;
+        return (await this.releaseScript([leaseKey, pending], [token])) === 1;
       },
       releaseIfIdle: async () => {
         if (released) return true;
-        const result = await this.releaseIfIdleScript(leaseKey, pending, token, ttl);
+        const result = await this.releaseIfIdleScript([leaseKey, pending], [token, ttl]);
         if (result === -1) {
           stop();
           markLost('lease taken over before release');

@@ -8,8 +8,8 @@ import type {
 } from '@baton/protocol';
 import { RunDoneError, VersionConflictError, activityOf } from '@baton/core';
 import type { CommitResult, RunStore, StoredCheckpoint } from '@baton/core';
-import { BatonKeys, runDataKeys, type RunKeys } from './keys.ts';
-import { defineScript, type RedisClient, type ScriptCall } from './scripts.ts';
+import { BatonKeys, runDataKeys, type RunDataKeys, type RunKeys } from './keys.ts';
+import { defineScript, type LuaScript, type RedisClient } from './scripts.ts';
 
 /**
  * Lua shared by every script that appends events. Expects, in scope:
@@ -223,6 +223,58 @@ const FINISHED = -3;
 
 type ScriptReply = [number, number, ...string[]];
 
+type RunCreate = LuaScript<
+  RunDataKeys,
+  [
+    channel: string,
+    data: string,
+    status: string,
+    tenant: string,
+    agent: string,
+    threadId: string,
+    createdAt: number,
+    updatedAt: number,
+    env: string,
+    at: string,
+    retention: number,
+    activity: string,
+    ...bodies: string[],
+  ],
+  ScriptReply
+>;
+type RunCommit = LuaScript<
+  RunDataKeys,
+  [
+    channel: string,
+    expectedVersion: number,
+    fence: string,
+    data: string,
+    status: string,
+    activity: string,
+    updatedAt: number,
+    trigger: string,
+    env: string,
+    at: string,
+    retention: number,
+    ...bodies: string[],
+  ],
+  ScriptReply
+>;
+type RunAppend = LuaScript<
+  [cp: string, events: string, lease: string],
+  [
+    channel: string,
+    fence: string,
+    at: string,
+    marker: string,
+    stepPrefix: string,
+    resetBody: string,
+    ...bodies: string[],
+  ],
+  ScriptReply
+>;
+type RunDelete = LuaScript<RunDataKeys, [tenant: string], -1 | 0 | 1>;
+
 /** What the reconciler needs to know about a run without parsing its checkpoint. */
 export interface RunMeta {
   readonly status: RunStatus;
@@ -250,10 +302,10 @@ export class RedisRunStore implements RunStore {
   private readonly now: () => number;
   private readonly retentionSeconds: number;
   private readonly validateOnLoad: boolean;
-  private readonly createScript: ScriptCall;
-  private readonly commitScript: ScriptCall;
-  private readonly appendScript: ScriptCall;
-  private readonly deleteScript: ScriptCall;
+  private readonly createScript: RunCreate;
+  private readonly commitScript: RunCommit;
+  private readonly appendScript: RunAppend;
+  private readonly deleteScript: RunDelete;
 
   constructor(opts: RedisRunStoreOptions) {
     this.redis = opts.redis;
@@ -277,8 +329,7 @@ export class RedisRunStore implements RunStore {
   async create(checkpoint: Checkpoint, events: readonly EventBody[]): Promise<CommitResult> {
     const id = checkpoint.identity;
     const k = this.keys.run(id.runId);
-    const reply = (await this.createScript(
-      ...runDataKeys(k),
+    const reply = await this.createScript(runDataKeys(k), [
       k.channel,
       JSON.stringify(checkpoint),
       checkpoint.status,
@@ -292,7 +343,7 @@ export class RedisRunStore implements RunStore {
       this.retentionSeconds,
       activityOf(checkpoint),
       ...events.map(bodyTail),
-    )) as ScriptReply;
+    ]);
     if (reply[0] !== WRITTEN) throw new VersionConflictError(id.runId, 0, reply[1]);
     // Indexes live in other slots (tenant, thread), so they are written after the run exists.
     // ZADD is idempotent; a crash in between leaves an unlisted (but fully working) run.
@@ -347,8 +398,7 @@ export class RedisRunStore implements RunStore {
         `commit: checkpoint belongs to run ${checkpoint.identity.runId}, not ${runId}`,
       );
     const k = this.keys.run(runId);
-    const reply = (await this.commitScript(
-      ...runDataKeys(k),
+    const reply = await this.commitScript(runDataKeys(k), [
       k.channel,
       expectedVersion,
       fence,
@@ -361,7 +411,7 @@ export class RedisRunStore implements RunStore {
       this.atArg(),
       this.retentionSeconds,
       ...events.map(bodyTail),
-    )) as ScriptReply;
+    ]);
     refused(runId, expectedVersion, reply);
     return { version: reply[1], events: parseEvents(reply) };
   }
@@ -378,18 +428,18 @@ export class RedisRunStore implements RunStore {
     events: readonly EventBody[],
   ): Promise<readonly RunEvent[]> {
     const k = this.keys.run(runId);
-    const reply = (await this.appendScript(
-      k.cp,
-      k.events,
-      k.lease,
-      k.channel,
-      fence,
-      this.atArg(),
-      `${attempt.step}:${attempt.nonce}`,
-      `${attempt.step}:`,
-      bodyTail(attempt.reset),
-      ...events.map(bodyTail),
-    )) as ScriptReply;
+    const reply = await this.appendScript(
+      [k.cp, k.events, k.lease],
+      [
+        k.channel,
+        fence,
+        this.atArg(),
+        `${attempt.step}:${attempt.nonce}`,
+        `${attempt.step}:`,
+        bodyTail(attempt.reset),
+        ...events.map(bodyTail),
+      ],
+    );
     refused(runId, reply[1], reply);
     return parseEvents(reply);
   }
@@ -401,7 +451,7 @@ export class RedisRunStore implements RunStore {
   async deleteRun(runId: string, tenantId: string): Promise<'deleted' | 'not_found' | 'active'> {
     const k = this.keys.run(runId);
     const threadId = await this.redis.hget(k.cp, 'threadId');
-    const reply = (await this.deleteScript(...runDataKeys(k), tenantId)) as number;
+    const reply = await this.deleteScript(runDataKeys(k), [tenantId]);
     if (reply === 0) return 'not_found';
     if (reply === -1) return 'active';
     await this.dropFromIndexes(tenantId, threadId ?? '', runId);

@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import type { BatonKeys } from './redis/keys.ts';
 import type { RedisClient } from './redis/scripts.ts';
 
@@ -56,7 +55,7 @@ export class AbortRegistry {
 
 /** Subscribes a dedicated connection to the control channel and applies messages. */
 export async function listenForControl(
-  subscriber: Redis,
+  subscriber: RedisClient,
   keys: BatonKeys,
   aborts: AbortRegistry,
   onError: (err: unknown) => void,

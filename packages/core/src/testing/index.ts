@@ -1,0 +1,10 @@
+// Demo, matrix and scenario agents for tests, benchmarks and the shipped worker's built-in sets:
+// kept out of the main entry so production code does not pull them in by accident.
+export { createDemoAgents, demoTools } from '../demo/demo-agents.ts';
+export {
+  MATRIX_CASES,
+  matrixAgents,
+  matrixAgentName,
+  payloadFor,
+  suspendingTool,
+} from './scenario-agents.ts';

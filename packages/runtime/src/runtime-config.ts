@@ -1,0 +1,32 @@
+import { z } from 'zod';
+
+/**
+ * Settings the API and the workers share because both write the same keys and queues; they must
+ * agree (see README, "Retention and durability").
+ */
+export const runtimeConfigShape = {
+  REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
+  BATON_PREFIX: z
+    .string()
+    .regex(/^[a-z0-9-]+$/i)
+    .default('baton'),
+  /** How long a finished run (checkpoint, events, tool results) is kept. */
+  EVENT_RETENTION_SECONDS: z.coerce.number().int().min(1).default(86_400),
+  /** How long a thread (history, state) is kept after its last run finished. */
+  THREAD_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(7 * 86_400),
+  /** How long finished BullMQ jobs stay visible (Bull Board) before they are removed. */
+  JOB_RETENTION_SECONDS: z.coerce.number().int().min(1).default(3_600),
+  TOOL_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
+  /**
+   * 'strict': a 2xx means the write is on disk (Redis must run with appendonly yes and
+   * appendfsync always, or support WAITAOF); 'relaxed': whatever Redis is configured for.
+   */
+  BATON_DURABILITY: z.enum(['relaxed', 'strict']).default('relaxed'),
+};
+
+/** The settings a runtime needs (the API's and the workers' configs both have them). */
+export type RuntimeConfig = z.infer<z.ZodObject<typeof runtimeConfigShape>>;

@@ -1,0 +1,141 @@
+import type { ConnectionOptions } from 'bullmq';
+import { Cluster, Redis } from 'ioredis';
+import type { Clock } from '@baton/core';
+import type { Logger } from 'pino';
+import { duplicateClient, reconnectDelay, redisOptions } from './redis/connection.ts';
+import { Durability } from './redis/durability.ts';
+import { BatonKeys } from './redis/keys.ts';
+import { RedisRunStore } from './redis/redis-run-store.ts';
+import { RedisThreadStore } from './redis/thread-store.ts';
+import { BatonQueues } from './queues.ts';
+import { RunCommitter } from './run-committer.ts';
+import { RunService } from './run-service.ts';
+import type { RuntimeConfig } from './runtime-config.ts';
+import { systemClock } from './system-clock.ts';
+import type { RedisClient } from './redis/scripts.ts';
+
+/** Connections and stores shared by a worker process and the API (no job processing). */
+export class BatonRuntime {
+  readonly redis: RedisClient;
+  readonly durability: Durability;
+  readonly config: RuntimeConfig;
+  readonly keys: BatonKeys;
+  readonly store: RedisRunStore;
+  readonly threads: RedisThreadStore;
+  readonly queues: BatonQueues;
+  readonly committer: RunCommitter;
+  readonly service: RunService;
+  readonly connection: ConnectionOptions;
+  readonly clock: Clock;
+  private readonly ownsClient: boolean;
+
+  /**
+   * `role` picks the connection behaviour: 'api' fails fast during a Redis outage (503), a
+   * 'worker' waits it out; both reconnect within about a second of Redis returning.
+   *
+   * `client`: the caller's own ioredis client or Cluster (config.REDIS_URL is then ignored). The
+   * runtime uses it as is and never closes it; BullMQ gets a duplicate because its blocking
+   * connections need `maxRetriesPerRequest: null`, which the caller's client may not have.
+   */
+  constructor(
+    config: RuntimeConfig,
+    logger: Logger,
+    clock: Clock = systemClock,
+    role: 'api' | 'worker' = 'worker',
+    client?: RedisClient,
+  ) {
+    this.clock = clock;
+    this.config = config;
+    this.ownsClient = client === undefined;
+    this.redis = client ?? new Redis(config.REDIS_URL, redisOptions(role, 'baton'));
+    let down = false;
+    this.redis.on('error', (err) => {
+      // One line per outage, not one per reconnect attempt.
+      if (!down) logger.error({ err }, 'redis unavailable');
+      down = true;
+    });
+    this.redis.on('ready', () => {
+      if (down) logger.info('redis available again');
+      down = false;
+    });
+    // BullMQ's own connections get the same reconnect policy (its default backs off to 20 s).
+    const bull = redisOptions(role, 'baton-bull');
+    this.connection = client
+      ? duplicateClient(client, { connectionName: 'baton-bull', maxRetriesPerRequest: null })
+      : {
+          url: config.REDIS_URL,
+          connectionName: 'baton-bull',
+          retryStrategy: reconnectDelay,
+          maxRetriesPerRequest: bull.maxRetriesPerRequest ?? null,
+          // No enableOfflineQueue: false here: BullMQ closes its connections with QUIT, which must
+          // not throw while Redis is away. A bounded retry count and the command timeout still make
+          // an API request fail within seconds.
+          ...(bull.commandTimeout === undefined ? {} : { commandTimeout: bull.commandTimeout }),
+        };
+    this.durability = new Durability(this.redis, config.BATON_DURABILITY);
+    this.keys = new BatonKeys(config.BATON_PREFIX);
+    const now = (): number => clock.now();
+    this.store = new RedisRunStore({
+      redis: this.redis,
+      prefix: config.BATON_PREFIX,
+      now,
+      retentionSeconds: config.EVENT_RETENTION_SECONDS,
+    });
+    this.threads = new RedisThreadStore({
+      redis: this.redis,
+      prefix: config.BATON_PREFIX,
+      now,
+      ttlSeconds: config.THREAD_TTL_SECONDS,
+    });
+    this.queues = new BatonQueues({
+      connection: this.connection,
+      prefix: config.BATON_PREFIX,
+      toolAttempts: config.TOOL_ATTEMPTS,
+      jobRetentionSeconds: config.JOB_RETENTION_SECONDS,
+      onError: (err, queue) => logger.error({ err, queue }, 'queue error'),
+    });
+    this.queues.flows.on('error', (err) => logger.error({ err }, 'flow producer error'));
+    this.committer = new RunCommitter({
+      store: this.store,
+      threads: this.threads,
+      queues: this.queues,
+      redis: this.redis,
+      keys: this.keys,
+      now,
+      logger,
+      retentionSeconds: config.EVENT_RETENTION_SECONDS,
+    });
+    this.service = new RunService({
+      redis: this.redis,
+      keys: this.keys,
+      store: this.store,
+      threads: this.threads,
+      queues: this.queues,
+      committer: this.committer,
+      durability: this.durability,
+      clock,
+    });
+  }
+
+  /** Resolves true once the main connection is ready, false after `timeoutMs` without it. */
+  async waitUntilReady(timeoutMs: number): Promise<boolean> {
+    if (this.redis.status === 'ready') return true;
+    return new Promise<boolean>((resolve) => {
+      const done = (ok: boolean): void => {
+        clearTimeout(timer);
+        this.redis.off('ready', onReady);
+        resolve(ok);
+      };
+      const onReady = (): void => done(true);
+      const timer = setTimeout(() => done(false), timeoutMs);
+      this.redis.on('ready', onReady);
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.queues.close();
+    if (this.connection instanceof Redis || this.connection instanceof Cluster)
+      await this.connection.quit().catch(() => undefined);
+    if (this.ownsClient) await this.redis.quit().catch(() => undefined);
+  }
+}
