@@ -3,7 +3,6 @@ import { builtinModules } from 'node:module';
 import js from '@eslint/js';
 import { defineConfig, globalIgnores } from 'eslint/config';
 import tseslint from 'typescript-eslint';
-import { importX } from 'eslint-plugin-import-x';
 
 // packages/core is the pure, deterministic heart of Baton: no I/O, no ambient time.
 // Everything effectful reaches it through ports (Clock, Store, ModelAdapter, ...).
@@ -56,15 +55,7 @@ export default defineConfig(
     linterOptions: {
       reportUnusedDisableDirectives: 'error',
     },
-    plugins: { 'import-x': importX },
-    settings: {
-      // Relative imports only: packages depend on each other one way (see docs/ARCHITECTURE.md),
-      // so a cycle can only form inside a package.
-      'import-x/extensions': ['.ts', '.tsx'],
-      'import-x/parsers': { '@typescript-eslint/parser': ['.ts', '.tsx'] },
-    },
     rules: {
-      'import-x/no-cycle': ['error', { ignoreExternal: true }],
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/no-unused-vars': [
