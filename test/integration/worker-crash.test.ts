@@ -103,11 +103,12 @@ async function killEveryWorkerAt(
   point: string,
   match: (p: { [k: string]: unknown }) => boolean,
   ended: () => Promise<boolean>,
+  maxKills = 5,
 ): Promise<number> {
   for (let kills = 1; ; kills += 1) {
     current().kill('SIGKILL');
     await current().waitForExit();
-    expect(kills).toBeLessThanOrEqual(5);
+    expect(kills).toBeLessThanOrEqual(maxKills);
     const next = await c.spawn({ pause: { [point]: 60_000 } });
     replace(next);
     // One poll for either outcome, no dangling promise.
@@ -371,9 +372,12 @@ describe('SIGKILL of a worker process', () => {
         'before-infer',
         (p) => p['runId'] === created.runId,
         async () => (await c.client.store.load(created.runId))?.checkpoint.status === 'done',
+        10,
       );
-      // MAX_STALLS (3) losses are retried; the fourth is the end.
-      expect(kills).toBe(4);
+      // MAX_STALLS (3) losses are retried; the fourth gives the job up. The reconciler tries a
+      // second job (the first may only have shared its worker with the real culprit); when
+      // that one is given up too, the run ends.
+      expect(kills).toBe(8);
       const cp = (await c.client.store.load(created.runId))!.checkpoint;
       expect(cp.termination).toMatchObject({
         kind: 'error',

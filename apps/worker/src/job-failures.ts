@@ -7,7 +7,10 @@ import type { WorkerDeps } from './worker-deps.ts';
  * A job failed for good (its retries are used up, or its worker kept dying). What that means:
  * - The failure is remembered with the run, and the job is removed once the run has finished:
  *   a finished run leaves no failed jobs behind (while it lives, Bull Board shows them).
- * - A step job whose worker died or hung MAX_STALLS times ends its run with an error that says
+ * - A step job whose worker died or hung more than MAX_STALLS times may only have shared a worker
+ *   with what killed it (a tool job of its round, say), so the first time the run is simply
+ *   given a fresh pass by the reconciler. When a second step job of the same step is given up
+ *   the same way, the step itself is what kills workers: the run ends with an error that says
  *   so, instead of taking down worker after worker. (A tool job's failure becomes its call's
  *   result when the round's parent job goes on: see fan-out.ts.)
  * - Any other failed step job leaves the run to the reconciler, which schedules a fresh pass.
@@ -37,6 +40,16 @@ export async function onJobFailed(
     return;
   }
   if (queueKind(queue) !== 'step' || job.failedReason !== STALLED_TOO_OFTEN) return;
+  const step = (await deps.store.load(runId))?.checkpoint.step ?? 0;
+  // Counted on the run's own hash, so the counts expire with the run.
+  const [givenUp, deaths] = await Promise.all([
+    deps.redis.hincrby(keys.cp, `stepGivenUp:${String(step)}`, 1),
+    deps.redis.hincrby(keys.cp, `stepDeaths:${String(step)}`, Math.max(1, job.stalledCounter)),
+  ]);
+  if (givenUp < 2) {
+    log.warn({ step }, 'step job given up after losing its worker; the reconciler tries once more');
+    return;
+  }
   const lease = await deps.leases.acquire(runId);
   if (!lease) return; // someone is driving the run right now: it is not stuck on this job
   try {
@@ -44,7 +57,7 @@ export async function onJobFailed(
     if (!loaded || loaded.checkpoint.status === 'done') return;
     const message =
       `step ${String(loaded.checkpoint.step)} of this run stopped its worker ` +
-      `${String(job.stalledCounter)} times (crash, out of memory, or a hang past JOB_LOCK_MS); ` +
+      `${String(deaths)} times (crash, out of memory, or a hang past JOB_LOCK_MS); ` +
       'the run was ended so that it cannot take down more workers';
     const engine = deps.registry.engine(loaded.checkpoint.identity.agent);
     const now = deps.clock.now();
