@@ -118,6 +118,5 @@ export async function fanOutToolCalls(
   if (added === 0 || parent !== self) return 'delegated';
   log.debug({ children: added, parent: parent.id }, 'tool calls fanned out');
   await deps.redis.set(parentKey, JSON.stringify({ ...self, step }), 'PX', 86_400_000);
-  await job.updateData({ ...job.data, parentOfStep: step });
   return 'children';
 }

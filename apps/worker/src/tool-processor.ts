@@ -30,13 +30,13 @@ export class ToolProcessor {
       toolCallId: data.toolCallId,
       attempt: data.attempt,
     });
-    let result: ToolExecutionResult | null = await deps.mailbox.get(
-      data.runId,
-      data.toolCallId,
-      data.attempt,
-    );
+    // Both reads go out together: one round trip.
+    const [recorded, stored] = await Promise.all([
+      deps.mailbox.get(data.runId, data.toolCallId, data.attempt),
+      deps.store.load(data.runId),
+    ]);
+    let result: ToolExecutionResult | null = recorded;
     if (!result) {
-      const stored = await deps.store.load(data.runId);
       const call = stored?.checkpoint.calls[data.toolCallId];
       if (
         !stored ||
@@ -89,12 +89,16 @@ export class ToolProcessor {
       await deps.mailbox.record(data.runId, result);
       await deps.probe?.('after-tool-recorded', { runId: data.runId, toolCallId: data.toolCallId });
     }
-    await this.apply(data.runId, `${job.queueName}:${job.id ?? ''}`);
+    await this.apply(data.runId, `${job.queueName}:${job.id ?? ''}`, job.parentKey !== undefined);
     return 'recorded';
   }
 
-  /** Applies recorded results now when nobody else is advancing the run. */
-  private async apply(runId: string, driver: string): Promise<void> {
+  /**
+   * Applies recorded results now when nobody else is advancing the run. `parented`: this job is
+   * a child of a step job that BullMQ re-enters once its last child finishes; when the round is
+   * over, that re-entry carries the run on, so scheduling a step here would only race with it.
+   */
+  private async apply(runId: string, driver: string, parented: boolean): Promise<void> {
     const { deps } = this;
     const lease = await deps.leases.acquire(runId, driver);
     if (!lease) return; // the holder sees the pending mark and applies our result
@@ -117,7 +121,13 @@ export class ToolProcessor {
         const stillRunning = Object.values(state.checkpoint.calls).some(
           (c) => c.status === 'running',
         );
-        if (next !== 'wait' && next !== 'done' && !(next === 'execute' && stillRunning)) {
+        const parentGoesOn = parented && !stillRunning;
+        if (
+          next !== 'wait' &&
+          next !== 'done' &&
+          !(next === 'execute' && stillRunning) &&
+          !parentGoesOn
+        ) {
           await deps.queues.enqueueStep(state.checkpoint.identity, 'continue', state.version);
           return;
         }

@@ -12,6 +12,7 @@ import {
 } from '../../../../test/support/redis-runs.ts';
 import { InvalidCursorError, LeaseLostError, RedisRunStore } from './redis-run-store.ts';
 import { BatonKeys, keyPart } from './keys.ts';
+import { decodeEventPayload } from './event-payload.ts';
 
 const url = inject('redisUrl');
 const redis = new Redis(url, { maxRetriesPerRequest: 1 });
@@ -246,12 +247,23 @@ describe('RedisRunStore', () => {
 
       const read = await store.readEvents(runId);
       expect(read).toEqual(returned);
-      await expect.poll(() => received.length).toBe(returned.length);
-      expect(received).toEqual(returned.map((e) => JSON.stringify(e)));
+      // one message and one stream entry per write: an object for one event, an array for more
+      await expect.poll(() => received.length).toBe(3);
+      expect(received.flatMap((m) => decodeEventPayload(m))).toEqual(returned);
+      expect(received.map((m) => m.startsWith('['))).toEqual([
+        run.events.length > 1,
+        committed.events.length > 1,
+        false,
+      ]);
       const raw = await redis.xrange(store.keys.run(runId).events, '-', '+');
       expect(raw.map(([id, fields]) => [id, fields[1]])).toEqual(
-        received.map((json, i) => [`0-${i + 1}`, json]),
+        received.map((json) => [`0-${decodeEventPayload(json).at(-1)?.seq ?? -1}`, json]),
       );
+      // a reader resuming inside a batch gets exactly the events after its cursor
+      for (let after = 0; after <= returned.length; after += 1) {
+        expect(await store.readEvents(runId, after)).toEqual(returned.slice(after));
+        expect(await store.readEvents(runId, after, 1)).toEqual(returned.slice(after, after + 1));
+      }
     } finally {
       sub.off('message', onMessage);
       await sub.unsubscribe(channel);

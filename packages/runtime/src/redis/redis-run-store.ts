@@ -10,23 +10,39 @@ import { RunDoneError, VersionConflictError, activityOf } from '@baton/core';
 import type { CommitResult, RunStore, StoredCheckpoint } from '@baton/core';
 import { BatonKeys, runDataKeys, type RunDataKeys, type RunKeys } from './keys.ts';
 import { defineScript, type LuaScript, type RedisClient } from './scripts.ts';
+import { decodeEventPayload } from './event-payload.ts';
 
 /**
  * Lua shared by every script that appends events. Expects, in scope:
- *   cp, stream, channel, env, at, first (index of the first body in ARGV), out (reply table).
+ *   cp, stream, channel, env, at, bodies (a table of body tails), out (reply table).
  * Each body arrives as its JSON without the leading '{' and is glued to the envelope by string
  * concatenation: decoding and re-encoding with cjson would turn empty arrays into objects.
- * The event is XADDed (id 0-<seq>) and PUBLISHed in the same script, so subscribers see exactly
- * the durable order and nothing that was not stored.
+ * The events of one write are one stream entry (id 0-<last seq>) and one PUBLISH: a single event
+ * as its JSON object, several as a JSON array. So a commit costs the same few commands whatever
+ * its number of events, subscribers see exactly the durable order and nothing that was not
+ * stored, and a reader resuming after seq k reads from the entry whose last seq is > k.
  */
 const APPEND_EVENTS_LUA = `
-for i = first, #ARGV do
-  local seq = redis.call('HINCRBY', cp, 'seq', 1)
-  local json = '{"seq":' .. seq .. ',' .. env .. ',"at":' .. at .. ',' .. ARGV[i]
-  redis.call('XADD', stream, '0-' .. seq, 'e', json)
-  redis.call('PUBLISH', channel, json)
-  out[#out + 1] = json
+local n = #bodies
+if n > 0 then
+  local last = redis.call('HINCRBY', cp, 'seq', n)
+  local parts = {}
+  for i = 1, n do
+    local json = '{"seq":' .. (last - n + i) .. ',' .. env .. ',"at":' .. at .. ',' .. bodies[i]
+    parts[i] = json
+    out[#out + 1] = json
+  end
+  local payload = parts[1]
+  if n > 1 then payload = '[' .. table.concat(parts, ',') .. ']' end
+  redis.call('XADD', stream, '0-' .. last, 'e', payload)
+  redis.call('PUBLISH', channel, payload)
 end
+`;
+
+/** Lua: `bodies` = ARGV[first..]. Expects `first` in scope. */
+const BODIES_FROM_ARGV_LUA = `
+local bodies = {}
+for i = first, #ARGV do bodies[#bodies + 1] = ARGV[i] end
 `;
 
 /**
@@ -71,6 +87,7 @@ redis.call('HSET', cp, 'version', 1, 'seq', 0, 'data', ARGV[2], 'status', ARGV[3
   'agent', ARGV[5], 'threadId', ARGV[6], 'createdAt', ARGV[7], 'updatedAt', ARGV[8], 'env', env,
   'lastTrigger', '', 'activity', ARGV[12])
 local out = {1, 1}
+${BODIES_FROM_ARGV_LUA}
 ${APPEND_EVENTS_LUA}
 ${RETENTION_LUA}
 return out
@@ -91,6 +108,7 @@ local channel, env, at, retention, first = ARGV[1], ARGV[9], ARGV[10], ARGV[11],
 redis.call('HSET', cp, 'version', version, 'data', ARGV[4], 'status', ARGV[5], 'activity', ARGV[6],
   'updatedAt', ARGV[7], 'lastTrigger', ARGV[8], 'env', env)
 local out = {1, version}
+${BODIES_FROM_ARGV_LUA}
 ${APPEND_EVENTS_LUA}
 ${RETENTION_LUA}
 return out
@@ -113,18 +131,15 @@ ${GUARDS_LUA}
 local channel, at, marker, stepPrefix, resetBody = ARGV[1], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local env = redis.call('HGET', cp, 'env')
 local out = {1, current}
-local first = 7
+local bodies = {}
 local previous = redis.call('HGET', cp, 'stream')
 if previous ~= marker then
   redis.call('HSET', cp, 'stream', marker)
   if previous and resetBody ~= '' and string.sub(previous, 1, #stepPrefix) == stepPrefix then
-    local seq = redis.call('HINCRBY', cp, 'seq', 1)
-    local json = '{"seq":' .. seq .. ',' .. env .. ',"at":' .. at .. ',' .. resetBody
-    redis.call('XADD', stream, '0-' .. seq, 'e', json)
-    redis.call('PUBLISH', channel, json)
-    out[#out + 1] = json
+    bodies[1] = resetBody
   end
 end
+for i = 7, #ARGV do bodies[#bodies + 1] = ARGV[i] end
 ${APPEND_EVENTS_LUA}
 return out
 `;
@@ -504,14 +519,21 @@ export class RedisRunStore implements RunStore {
   /** Events with seq > afterSeq, in order (at most `limit`). */
   async readEvents(runId: string, afterSeq = 0, limit?: number): Promise<RunEvent[]> {
     const key = this.keys.run(runId).events;
-    const start = `(0-${Math.max(0, Math.floor(afterSeq))}`;
+    const after = Math.max(0, Math.floor(afterSeq));
+    // An entry's id is the seq of its last event: every entry holding an event after `after`
+    // has an id above it. Each entry holds at least one event, so `limit` entries suffice.
+    const start = `(0-${after}`;
     const entries =
       limit === undefined
         ? await this.redis.xrange(key, start, '+')
         : limit <= 0
           ? []
           : await this.redis.xrange(key, start, '+', 'COUNT', Math.floor(limit));
-    return entries.map(([, fields]) => JSON.parse(streamField(fields)) as RunEvent);
+    const events: RunEvent[] = [];
+    for (const [, fields] of entries)
+      for (const event of decodeEventPayload(streamField(fields)))
+        if (event.seq > after) events.push(event);
+    return limit === undefined ? events : events.slice(0, Math.floor(limit));
   }
 
   /** Seq of the run's last event (0 when none or no such run). */
