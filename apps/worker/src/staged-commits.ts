@@ -1,12 +1,17 @@
 import { composeTransitions, type KeyRegistry, type Transition } from '@baton/core';
 import type { Loaded } from '@baton/runtime';
 
-/** Writes `t` over `base`; returns what is stored afterwards (the fresh state on a conflict). */
+/**
+ * Writes `t` over `base`; returns what is stored afterwards (the fresh state on a conflict).
+ * `releaseIfIdle`: the write also releases the lease unless someone asked for the run (then
+ * `released` is false).
+ */
 export type CommitWriter = (
   base: Loaded,
   t: Transition,
   registry: KeyRegistry | undefined,
-) => Promise<Loaded | null>;
+  releaseIfIdle: boolean,
+) => Promise<(Loaded & { readonly released?: boolean }) | null>;
 
 /**
  * The run as a step pass sees it: the last committed state plus the pure transitions computed
@@ -52,9 +57,24 @@ export class StagedCommits {
     const { committed, staged } = this;
     if (!staged || !committed) return true;
     this.staged = null;
-    const stored = await this.write(committed, staged, this.registry);
+    const stored = await this.write(committed, staged, this.registry, false);
     this.committed = stored;
     return stored !== null && stored.checkpoint === staged.checkpoint;
+  }
+
+  /**
+   * The last write of a pass: what is staged, and the lease released in the same round trip.
+   * 'released'; 'kept' (written, but someone asked for the run: the lease is still held, look
+   * again); 'conflict' (nothing written; re-plan); 'nothing' (nothing was staged).
+   */
+  async flushAndRelease(): Promise<'released' | 'kept' | 'conflict' | 'nothing'> {
+    const { committed, staged } = this;
+    if (!staged || !committed) return 'nothing';
+    this.staged = null;
+    const stored = await this.write(committed, staged, this.registry, true);
+    this.committed = stored;
+    if (stored === null || stored.checkpoint !== staged.checkpoint) return 'conflict';
+    return stored.released === false ? 'kept' : 'released';
   }
 
   /** Forgets anything staged and starts again from `loaded` (a fresh load). */

@@ -20,6 +20,7 @@ import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
 import { fanOutToolCalls } from './fan-out.ts';
 import { releaseOrWake } from './lease-release.ts';
 import { StagedCommits } from './staged-commits.ts';
+import { DeltaCoalescer } from './delta-coalescer.ts';
 import { type Lease, LeaseLostError, type Loaded } from '@baton/runtime';
 import type { WorkerDeps } from './worker-deps.ts';
 
@@ -63,8 +64,8 @@ export class StepProcessor {
     const log = this.deps.logger.child({ runId: data.runId, jobId: job.id, reason: data.reason });
     const driver = `${job.queueName}:${job.id ?? ''}`;
     for (let pass = 0; ; pass += 1) {
-      const lease = await this.deps.leases.acquire(data.runId, driver);
-      if (!lease) {
+      const acquired = await this.deps.leases.acquireAndLoad(data.runId, driver);
+      if (!acquired) {
         // Children all finished before this job could wait for them: whoever holds the run is
         // a step job (children release before they finish), and it sees our pending mark.
         if (pass > 0) return 'delegated';
@@ -79,11 +80,13 @@ export class StepProcessor {
         }
         return 'busy';
       }
+      const { lease } = acquired;
       // Someone asked for the run while we held it: make sure a pass follows.
       const release = (): Promise<void> => releaseOrWake(this.deps, lease);
       let outcome: StepOutcome | 'again';
       try {
-        outcome = await this.run(job, token, data.expectedVersion, lease, log, pass > 0);
+        const initial = this.deps.store.decodeStored(data.runId, acquired.data, acquired.version);
+        outcome = await this.run(job, token, data.expectedVersion, lease, initial, log, pass > 0);
       } catch (error) {
         if (!(error instanceof LeaseLostError) && !lease.lost) throw error;
         await this.afterLeaseLost(lease, data.tenantId, log);
@@ -122,6 +125,7 @@ export class StepProcessor {
     token: string | undefined,
     jobVersion: number,
     lease: Lease,
+    initial: Loaded | null,
     log: WorkerDeps['logger'],
     inferredBefore: boolean,
   ): Promise<StepOutcome | 'again'> {
@@ -135,8 +139,8 @@ export class StepProcessor {
     // Transitions are staged and written as one commit right before the next effect (see
     // StagedCommits). The state is reloaded only when others may have changed it (a conflict,
     // after a model call, or when someone asked for the run meanwhile).
-    const run = new StagedCommits(await deps.committer.load(runId), (base, t, registry) =>
-      this.commit(base, t, lease, registry),
+    const run = new StagedCommits(initial, (base, t, registry, releaseIfIdle) =>
+      this.commit(base, t, lease, registry, releaseIfIdle),
     );
     const reload = async (): Promise<void> => run.reset(await deps.committer.load(runId));
     for (;;) {
@@ -162,11 +166,15 @@ export class StepProcessor {
       const slog = log.child({ step: cp.step, plan: next.kind });
       switch (next.kind) {
         case 'done':
-        case 'wait':
-          if (!(await run.flush())) break;
-          if (await lease.releaseIfIdle()) return next.kind === 'done' ? 'done' : 'waiting';
+        case 'wait': {
+          const idle = next.kind === 'done' ? 'done' : 'waiting';
+          const written = await run.flushAndRelease();
+          if (written === 'conflict') break;
+          if (written === 'released') return idle;
+          if (written === 'nothing' && (await lease.releaseIfIdle())) return idle;
           await reload();
           break;
+        }
         case 'start': {
           // A run queued behind another on its thread starts from the thread as it is now.
           const { tenantId, threadId } = cp.identity;
@@ -306,8 +314,11 @@ export class StepProcessor {
     t: Transition,
     lease: Lease,
     registry: KeyRegistry | undefined,
-  ): Promise<Loaded | null> {
-    const committed = await this.deps.committer.commitFenced(state, t, lease, registry);
+    releaseIfIdle = false,
+  ): Promise<(Loaded & { readonly released?: boolean }) | null> {
+    const committed = await this.deps.committer.commitFenced(state, t, lease, registry, {
+      releaseIfIdle,
+    });
     await this.deps.probe?.('after-commit', {
       runId: lease.runId,
       trigger: t.trigger,
@@ -383,22 +394,29 @@ export class StepProcessor {
     const messageId = assistantMessageId(request.runId, request.step);
     const acc = new InferenceAccumulator();
     let streamed = false;
-    for await (const part of engine.agent.model.stream(request, signal)) {
-      acc.push(part);
-      if (part.type === 'text-delta' || part.type === 'reasoning-delta') {
-        await deps.store.appendDeltas(request.runId, lease.token, marker, [
-          {
+    const deltas = new DeltaCoalescer(async (events) => {
+      await deps.store.appendDeltas(request.runId, lease.token, marker, events);
+    }, deps.deltas);
+    try {
+      for await (const part of engine.agent.model.stream(request, signal)) {
+        acc.push(part);
+        if (part.type === 'text-delta' || part.type === 'reasoning-delta') {
+          await deltas.push({
             type: part.type === 'text-delta' ? 'text.delta' : 'reasoning.delta',
             step: request.step,
             messageId,
             delta: part.delta,
-          },
-        ]);
-        if (!streamed) {
-          streamed = true;
-          await deps.probe?.('after-delta', { runId: request.runId, step: request.step });
+          });
+          if (!streamed) {
+            streamed = true;
+            await deps.probe?.('after-delta', { runId: request.runId, step: request.step });
+          }
         }
       }
+      // Every delta is in the log before the answer is committed.
+      await deltas.flush();
+    } finally {
+      deltas.discard();
     }
     return acc.result();
   }

@@ -75,6 +75,7 @@ export class BatonWorker {
       committer: rt.committer,
       leases: new RunLeases(rt.redis, rt.keys, config.LEASE_TTL_MS),
       mailbox: new ToolResultMailbox(rt.redis, rt.keys, config.EVENT_RETENTION_SECONDS),
+      deltas: { windowMs: config.DELTA_WINDOW_MS, maxChars: config.DELTA_MAX_CHARS },
       queues: rt.queues,
       registry: this.registry,
       aborts: this.aborts,

@@ -232,6 +232,20 @@ export class BatonQueues {
     );
   }
 
+  /**
+   * The BullMQ keys the jobs of these tool-call attempts would have, in the agent's queue and
+   * the legacy one. They share BullMQ's prefix hash tag, so one multi-key EXISTS over them tells
+   * whether a fresh round has any job yet, on a cluster too.
+   */
+  toolJobKeys(
+    agent: string,
+    runId: string,
+    calls: readonly { readonly toolCallId: string; readonly attempt: number }[],
+  ): string[] {
+    const ids = calls.map((c) => toolJobId(runId, c.toolCallId, c.attempt));
+    return [this.toolsFor(agent), this.legacyTools].flatMap((q) => ids.map((id) => q.toKey(id)));
+  }
+
   /** Whether the tool job of this call attempt exists and has not finished. */
   async liveToolJob(
     agent: string,

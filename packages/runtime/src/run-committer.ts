@@ -67,16 +67,21 @@ export class RunCommitter {
     return this.deps.store.load(runId);
   }
 
-  /** Null when the run moved on meanwhile (conflict, or done): reload and re-plan. */
+  /**
+   * Null when the run moved on meanwhile (conflict, or done): reload and re-plan.
+   * `releaseIfIdle`: the same write releases the lease unless someone asked for the run
+   * meanwhile (`released` says which; false: the lease is still held, look at the run again).
+   */
   async commitFenced(
     current: Loaded,
     t: Transition,
     lease: Lease,
     registry?: KeyRegistry,
-  ): Promise<Committed | null> {
+    opts: { readonly releaseIfIdle?: boolean } = {},
+  ): Promise<(Committed & { readonly released?: boolean }) | null> {
     lease.check();
     try {
-      return await this.write(current, t, registry, lease.token);
+      return await this.write(current, t, registry, lease, opts.releaseIfIdle === true);
     } catch (error) {
       if (error instanceof VersionConflictError || error instanceof RunDoneError) return null;
       if (error instanceof LeaseLostError) lease.markLost('a commit was fenced');
@@ -116,18 +121,26 @@ export class RunCommitter {
     current: Loaded,
     t: Transition,
     registry: KeyRegistry | undefined,
-    fence?: string,
-  ): Promise<Committed> {
-    const { version } = await this.deps.store.commit(
+    lease?: Lease,
+    releaseIfIdle = false,
+  ): Promise<Committed & { readonly released?: boolean }> {
+    const { version, released } = await this.deps.store.commit(
       current.checkpoint.identity.runId,
       current.version,
       t.checkpoint,
       t.events,
       t.trigger,
-      fence,
+      lease?.token ?? '',
+      lease && releaseIfIdle ? lease.ttlMs : undefined,
     );
+    if (lease && released !== undefined) lease.settle(released);
     await this.afterCommit(current.checkpoint, t.checkpoint, registry);
-    return { checkpoint: t.checkpoint, version, transition: t };
+    return {
+      checkpoint: t.checkpoint,
+      version,
+      transition: t,
+      ...(released === undefined ? {} : { released }),
+    };
   }
 
   private async afterCommit(

@@ -57,6 +57,9 @@ export class ThreadNotFoundError extends BatonError {
   }
 }
 
+/** What a thread that nobody has written yet loads as. */
+const EMPTY_THREAD = { messages: [], state: {}, runIds: [] } as const;
+
 /**
  * The control plane shared by the HTTP API and tests: create runs, accept decisions, cancel.
  * It needs no agent code: agent specs come from what workers advertise.
@@ -74,7 +77,7 @@ export class RunService {
 
   async createRun(tenantId: string, request: CreateRunRequest): Promise<CreatedRun> {
     const { deps } = this;
-    const descriptor = await this.catalog.get(request.agent);
+    const descriptor = await this.catalog.advert(request.agent);
     if (!descriptor)
       throw new UnknownAgentError(
         request.agent,
@@ -95,7 +98,9 @@ export class RunService {
         },
       );
     try {
-      const thread = await deps.threads.load(tenantId, threadId);
+      // A thread this request names may hold a conversation; one made up here is empty.
+      const thread =
+        request.threadId === undefined ? EMPTY_THREAD : await deps.threads.load(tenantId, threadId);
       const turnId = `turn-${thread.runIds.length}`;
       const t = runCommands.create(
         specOf(descriptor),

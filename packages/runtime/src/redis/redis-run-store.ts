@@ -46,11 +46,12 @@ for i = first, #ARGV do bodies[#bodies + 1] = ARGV[i] end
 `;
 
 /**
- * A finished run keeps every key for `retention` seconds. Expects, in scope: retention, and the
- * run's keys as KEYS (all of them are the run's: cp, events, lease, pending, results, parent, failed).
+ * A finished run keeps every key for `retention` seconds. Expects, in scope: retention, status
+ * (the status this script wrote), and the run's keys as KEYS (all of them are the run's: cp,
+ * events, lease, pending, results, parent, failed).
  */
 const RETENTION_LUA = `
-if redis.call('HGET', KEYS[1], 'status') == 'done' then
+if status == 'done' then
   for i = 1, #KEYS do redis.call('EXPIRE', KEYS[i], retention) end
 end
 `;
@@ -63,10 +64,11 @@ end
  * Sets `current` (the stored version).
  */
 const GUARDS_LUA = `
-local current = redis.call('HGET', cp, 'version')
+local guarded = redis.call('HMGET', cp, 'version', 'status')
+local current = guarded[1]
 if not current then return {-1, -1} end
 current = tonumber(current)
-if redis.call('HGET', cp, 'status') == 'done' then return {-3, current} end
+if guarded[2] == 'done' then return {-3, current} end
 if fence ~= '' and redis.call('GET', lease) ~= fence then return {-2, current} end
 `;
 
@@ -83,6 +85,7 @@ if current then return {0, tonumber(current)} end
 -- a stream without a checkpoint is a leftover (cannot happen unless keys were deleted by hand)
 redis.call('DEL', stream)
 local channel, env, at, retention, first = ARGV[1], ARGV[9], ARGV[10], ARGV[11], 13
+local status = ARGV[3]
 redis.call('HSET', cp, 'version', 1, 'seq', 0, 'data', ARGV[2], 'status', ARGV[3], 'tenant', ARGV[4],
   'agent', ARGV[5], 'threadId', ARGV[6], 'createdAt', ARGV[7], 'updatedAt', ARGV[8], 'env', env,
   'lastTrigger', '', 'activity', ARGV[12])
@@ -96,18 +99,32 @@ return out
 /**
  * KEYS: cp, events, lease, pending, results, parent, failed
  * ARGV: channel, expectedVersion, fence ('' = unfenced), data, status, activity, updatedAt,
- *       trigger ('' = none), env, at, retention, bodies…
- * Reply: {1, newVersion, eventJson…} | {code, actualVersion} (codes: see GUARDS_LUA)
+ *       trigger ('' = none), env, at, retention, release ('' = keep the lease; else the lease
+ *       TTL in ms: release it after the commit unless someone asked for the run meanwhile, in
+ *       which case the mark is cleared and the lease renewed), bodies…
+ * Reply: {1, newVersion, released (1 released | 0 kept | -1 not asked), eventJson…}
+ *      | {code, actualVersion} (codes: see GUARDS_LUA)
  */
 const COMMIT_LUA = `
 local cp, stream, lease, fence = KEYS[1], KEYS[2], KEYS[3], ARGV[3]
 ${GUARDS_LUA}
 if current ~= tonumber(ARGV[2]) then return {0, current} end
 local version = current + 1
-local channel, env, at, retention, first = ARGV[1], ARGV[9], ARGV[10], ARGV[11], 12
+local channel, env, at, retention, first = ARGV[1], ARGV[9], ARGV[10], ARGV[11], 13
+local status = ARGV[5]
 redis.call('HSET', cp, 'version', version, 'data', ARGV[4], 'status', ARGV[5], 'activity', ARGV[6],
   'updatedAt', ARGV[7], 'lastTrigger', ARGV[8], 'env', env)
-local out = {1, version}
+local released = -1
+if ARGV[12] ~= '' and fence ~= '' then
+  if redis.call('DEL', KEYS[4]) == 1 then
+    redis.call('PEXPIRE', lease, ARGV[12])
+    released = 0
+  else
+    redis.call('DEL', lease)
+    released = 1
+  end
+end
+local out = {1, version, released}
 ${BODIES_FROM_ARGV_LUA}
 ${APPEND_EVENTS_LUA}
 ${RETENTION_LUA}
@@ -237,6 +254,8 @@ const FENCED = -2;
 const FINISHED = -3;
 
 type ScriptReply = [number, number, ...string[]];
+/** The commit's reply: a third header element says whether it released the lease. */
+type CommitReply = [number, number, number, ...string[]];
 
 type RunCreate = LuaScript<
   RunDataKeys,
@@ -271,9 +290,10 @@ type RunCommit = LuaScript<
     env: string,
     at: string,
     retention: number,
+    release: string,
     ...bodies: string[],
   ],
-  ScriptReply
+  CommitReply
 >;
 type RunAppend = LuaScript<
   [cp: string, events: string, lease: string],
@@ -407,7 +427,8 @@ export class RedisRunStore implements RunStore {
     events: readonly EventBody[],
     trigger: CheckpointTrigger | null,
     fence = '',
-  ): Promise<CommitResult> {
+    releaseTtlMs?: number,
+  ): Promise<CommitResult & { readonly released?: boolean }> {
     if (checkpoint.identity.runId !== runId)
       throw new Error(
         `commit: checkpoint belongs to run ${checkpoint.identity.runId}, not ${runId}`,
@@ -425,10 +446,16 @@ export class RedisRunStore implements RunStore {
       envelopeIds(checkpoint),
       this.atArg(),
       this.retentionSeconds,
+      releaseTtlMs === undefined ? '' : String(releaseTtlMs),
       ...events.map(bodyTail),
     ]);
     refused(runId, expectedVersion, reply);
-    return { version: reply[1], events: parseEvents(reply) };
+    const released = reply[2];
+    return {
+      version: reply[1],
+      events: parseEvents(reply, 3),
+      ...(released === -1 ? {} : { released: released === 1 }),
+    };
   }
 
   /**
@@ -636,6 +663,15 @@ export class RedisRunStore implements RunStore {
     return JSON.stringify(at);
   }
 
+  /** A checkpoint read by another script (e.g. the lease's acquire-and-load). */
+  decodeStored(
+    runId: string,
+    data: string | null,
+    version: string | null,
+  ): StoredCheckpoint | null {
+    return this.decode(runId, data, version, this.validateOnLoad);
+  }
+
   private decode(
     runId: string,
     data: string | null,
@@ -694,7 +730,11 @@ function bodyTail(body: EventBody): string {
 }
 
 /** Throws the typed error for a refused write (see GUARDS_LUA); returns for a written one. */
-function refused(runId: string, expectedVersion: number, reply: ScriptReply): void {
+function refused(
+  runId: string,
+  expectedVersion: number,
+  reply: readonly [number, number, ...unknown[]],
+): void {
   switch (reply[0]) {
     case WRITTEN:
       return;
@@ -711,9 +751,9 @@ function refused(runId: string, expectedVersion: number, reply: ScriptReply): vo
   }
 }
 
-function parseEvents(reply: ScriptReply): RunEvent[] {
+function parseEvents(reply: readonly unknown[], from = 2): RunEvent[] {
   const out: RunEvent[] = [];
-  for (let i = 2; i < reply.length; i += 1) out.push(JSON.parse(reply[i] as string) as RunEvent);
+  for (let i = from; i < reply.length; i += 1) out.push(JSON.parse(reply[i] as string) as RunEvent);
   return out;
 }
 
