@@ -85,7 +85,12 @@ export class StepProcessor {
       const release = (): Promise<void> => releaseOrWake(this.deps, lease);
       let outcome: StepOutcome | 'again';
       try {
-        const initial = this.deps.store.decodeStored(data.runId, acquired.data, acquired.version);
+        const initial = this.deps.store.decodeStored(
+          data.runId,
+          acquired.data,
+          acquired.version,
+          acquired.messages,
+        );
         outcome = await this.run(job, token, data.expectedVersion, lease, initial, log, pass > 0);
       } catch (error) {
         if (!(error instanceof LeaseLostError) && !lease.lost) throw error;

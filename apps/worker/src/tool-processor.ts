@@ -104,7 +104,12 @@ export class ToolProcessor {
     if (!acquired) return; // the holder sees the pending mark and applies our result
     const { lease } = acquired;
     try {
-      let state = deps.store.decodeStored(runId, acquired.data, acquired.version);
+      let state = deps.store.decodeStored(
+        runId,
+        acquired.data,
+        acquired.version,
+        acquired.messages,
+      );
       for (;;) {
         if (!state) return;
         const engine = deps.registry.engine(state.checkpoint.identity.agent);

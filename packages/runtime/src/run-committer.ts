@@ -132,6 +132,7 @@ export class RunCommitter {
       t.trigger,
       lease?.token ?? '',
       lease && releaseIfIdle ? lease.ttlMs : undefined,
+      current.checkpoint,
     );
     if (lease && released !== undefined) lease.settle(released);
     await this.afterCommit(current.checkpoint, t.checkpoint, registry);

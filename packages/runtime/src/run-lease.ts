@@ -33,8 +33,8 @@ return 0`;
 
 /**
  * ACQUIRE_LUA, and on success the run's checkpoint in the same round trip.
- * KEYS: lease, pending, cp   ARGV: token, ttlMs, pendingTtlMs, driver
- * Reply: {1, data|false, version|false} acquired | {0} busy (mark left)
+ * KEYS: lease, pending, cp, messages   ARGV: token, ttlMs, pendingTtlMs, driver
+ * Reply: {1, data|false, version|false, {messageJson…}} acquired | {0} busy (mark left)
  */
 const ACQUIRE_LOAD_LUA = `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -42,7 +42,7 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   if ARGV[4] ~= '' and state[2] then
     redis.call('HSET', KEYS[3], 'driver', ARGV[4])
   end
-  return {1, state[1], state[2]}
+  return {1, state[1], state[2], redis.call('LRANGE', KEYS[4], 0, -1)}
 end
 redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
 return {0}`;
@@ -108,9 +108,9 @@ type LeaseAcquire = LuaScript<
   0 | 1
 >;
 type LeaseAcquireLoad = LuaScript<
-  [lease: string, pending: string, cp: string],
+  [lease: string, pending: string, cp: string, messages: string],
   [token: string, ttlMs: number, pendingTtlMs: number, driver: string],
-  [1, string | null, string | null] | [0]
+  [1, string | null, string | null, string[]] | [0]
 >;
 type LeaseRelease = LuaScript<[lease: string, pending: string], [token: string], -1 | 0 | 1>;
 type LeaseReleaseIfIdle = LuaScript<
@@ -133,7 +133,7 @@ export class RunLeases {
     this.keys = keys;
     this.ttlMs = ttlMs;
     this.acquireScript = defineScript(redis, 'batonLeaseAcquire2', 3, ACQUIRE_LUA);
-    this.acquireLoadScript = defineScript(redis, 'batonLeaseAcquireLoad', 3, ACQUIRE_LOAD_LUA);
+    this.acquireLoadScript = defineScript(redis, 'batonLeaseAcquireLoad2', 4, ACQUIRE_LOAD_LUA);
     this.releaseScript = defineScript(redis, 'batonLeaseRelease', 2, RELEASE_LUA);
     this.renewScript = defineScript(redis, 'batonLeaseRenew', 1, RENEW_LUA);
     this.releaseIfIdleScript = defineScript(
@@ -165,16 +165,26 @@ export class RunLeases {
   async acquireAndLoad(
     runId: string,
     driver = '',
-  ): Promise<{ lease: Lease; data: string | null; version: string | null } | null> {
+  ): Promise<{
+    lease: Lease;
+    data: string | null;
+    version: string | null;
+    messages: string[];
+  } | null> {
     const token = randomUUID();
-    const { lease: leaseKey, pending, cp } = this.keys.run(runId);
+    const { lease: leaseKey, pending, cp, messages } = this.keys.run(runId);
     const ttl = this.ttlMs;
     const reply = await this.acquireLoadScript(
-      [leaseKey, pending, cp],
+      [leaseKey, pending, cp, messages],
       [token, ttl, ttl * 4, driver],
     );
     if (reply[0] !== 1) return null;
-    return { lease: this.held(runId, token), data: reply[1] ?? null, version: reply[2] ?? null };
+    return {
+      lease: this.held(runId, token),
+      data: reply[1] ?? null,
+      version: reply[2] ?? null,
+      messages: reply[3],
+    };
   }
 
   private held(runId: string, token: string): Lease {

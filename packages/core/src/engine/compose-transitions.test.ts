@@ -9,7 +9,7 @@ describe('composeTransitions', () => {
   const a: Transition = {
     checkpoint: cp(1),
     events: [{ type: 'step.finished', step: 1 } as never],
-    trigger: 'tool_results_committed' as never,
+    trigger: 'tool_results_committed',
     next: { kind: 'step' } as never,
   };
   const b: Transition = {

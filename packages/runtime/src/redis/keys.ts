@@ -90,6 +90,8 @@ export interface RunKeys {
   readonly parent: string;
   /** Failed BullMQ jobs of the run. */
   readonly failed: string;
+  /** The run's messages (history included), append-only: commits write only what is new. */
+  readonly messages: string;
 }
 
 /** Every key of a run that must expire with it, in the order the run scripts take them. */
@@ -101,11 +103,12 @@ export type RunDataKeys = [
   results: string,
   parent: string,
   failed: string,
+  messages: string,
 ];
 
 /** Every key of a run that must expire with it (the channel is not a key). */
 export function runDataKeys(k: RunKeys): RunDataKeys {
-  return [k.cp, k.events, k.lease, k.pending, k.results, k.parent, k.failed];
+  return [k.cp, k.events, k.lease, k.pending, k.results, k.parent, k.failed, k.messages];
 }
 
 export interface ThreadKeys {
@@ -145,6 +148,7 @@ export class BatonKeys {
       results: `${base}:results`,
       parent: `${base}:parent`,
       failed: `${base}:failed`,
+      messages: `${base}:messages`,
     };
   }
 

@@ -44,6 +44,7 @@ describe('keys', () => {
       results: 'p:{run:r1}:results',
       parent: 'p:{run:r1}:parent',
       failed: 'p:{run:r1}:failed',
+      messages: 'p:{run:r1}:messages',
     });
     expect(keys.thread('t', 'th').runs).toBe('p:{thread:t:th}:runs');
     expect(keys.tenantRuns('t')).toBe('p:{tenant:t}:runs');
@@ -86,6 +87,64 @@ describe('RedisRunStore', () => {
     expect(await store.load('nope')).toBeNull();
     expect(await store.lastSeq(id.runId)).toBe(run.events.length);
     expect(await store.lastSeq('nope')).toBe(0);
+  });
+
+  it('keeps messages in their own list: a commit over its base writes only the new ones', async () => {
+    const run = createdRun();
+    const runId = run.checkpoint.identity.runId;
+    const k = store.keys.run(runId);
+    await store.create(run.checkpoint, run.events);
+    const many = Array.from({ length: 200 }, (_, i) => ({
+      id: `m${i}`,
+      role: 'user' as const,
+      content: `message ${i} `.repeat(10),
+    }));
+    const cp2 = {
+      ...nextCheckpoint(run.checkpoint),
+      messages: [...run.checkpoint.messages, ...many],
+    };
+    await store.commit(runId, 1, cp2, [], null, '', undefined, run.checkpoint);
+    expect(await redis.llen(k.messages)).toBe(cp2.messages.length);
+    expect(await redis.hget(k.cp, 'data')).not.toContain('message 0');
+    const loaded = await store.load(runId);
+    expect(loaded?.checkpoint).toEqual(cp2);
+
+    // The next commit appends one message: what it sends does not grow with the thread.
+    const reply = { id: 'a1', role: 'assistant' as const, content: 'ok' };
+    const cp3 = { ...nextCheckpoint(cp2), messages: [...cp2.messages, reply] };
+    const before = Number(/total_net_input_bytes:(\d+)/.exec(await redis.info('stats'))?.[1]);
+    await store.commit(runId, 2, cp3, [], null, '', undefined, cp2);
+    const after = Number(/total_net_input_bytes:(\d+)/.exec(await redis.info('stats'))?.[1]);
+    expect(after - before).toBeLessThan(
+      2_048 + JSON.stringify(cp3).length - JSON.stringify(cp3.messages).length,
+    );
+    expect((await store.load(runId))?.checkpoint).toEqual(cp3);
+
+    // A base whose messages are not a prefix (a rebase) rewrites the list.
+    const rebased = { ...nextCheckpoint(cp3), messages: [reply] };
+    await store.commit(runId, 3, rebased, [], null, '', undefined, cp3);
+    expect((await store.load(runId))?.checkpoint.messages).toEqual([reply]);
+    expect(await redis.llen(k.messages)).toBe(1);
+  });
+
+  it('loads a checkpoint stored with its messages inside, and moves them to the list on commit', async () => {
+    const run = createdRun();
+    const runId = run.checkpoint.identity.runId;
+    const k = store.keys.run(runId);
+    await store.create(run.checkpoint, run.events);
+    // as an earlier version stored it
+    await redis.hset(k.cp, 'data', JSON.stringify(run.checkpoint));
+    await redis.del(k.messages);
+    const loaded = await store.load(runId);
+    expect(loaded?.checkpoint).toEqual(run.checkpoint);
+    const cp2 = {
+      ...nextCheckpoint(run.checkpoint),
+      messages: [...run.checkpoint.messages, { id: 'x', role: 'user' as const, content: 'x' }],
+    };
+    // the base's messages are a prefix, but the list is empty: the store sends them all
+    await store.commit(runId, 1, cp2, [], null, '', undefined, loaded!.checkpoint);
+    expect(await redis.llen(k.messages)).toBe(cp2.messages.length);
+    expect((await store.load(runId))?.checkpoint).toEqual(cp2);
   });
 
   it('matches MemoryRunStore event for event', async () => {

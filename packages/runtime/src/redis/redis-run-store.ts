@@ -39,6 +39,25 @@ if n > 0 then
 end
 `;
 
+/**
+ * Writes the run's messages list. Expects, in scope: msgs (key), mode ('append' | 'replace'),
+ * nmsg, from (index of the first message in ARGV), base (the count an append expects stored).
+ * Sets `first` to the index of the first event body after the messages. An append that finds
+ * another count stored (a run written before messages had their own list) returns -4 and
+ * writes nothing: the caller resends the whole list.
+ */
+const MESSAGES_LUA = `
+if mode == 'append' and redis.call('LLEN', msgs) ~= base then return {-4, current} end
+if mode == 'replace' then redis.call('DEL', msgs) end
+local i = from
+while i < from + nmsg do
+  local last = math.min(i + 999, from + nmsg - 1)
+  redis.call('RPUSH', msgs, unpack(ARGV, i, last))
+  i = last + 1
+end
+first = from + nmsg
+`;
+
 /** Lua: `bodies` = ARGV[first..]. Expects `first` in scope. */
 const BODIES_FROM_ARGV_LUA = `
 local bodies = {}
@@ -73,18 +92,20 @@ if fence ~= '' and redis.call('GET', lease) ~= fence then return {-2, current} e
 `;
 
 /**
- * KEYS: cp, events, lease, pending, results, parent, failed
- * ARGV: channel, data, status, tenant, agent, threadId, createdAt, updatedAt, env, at, retention,
- *       activity, bodies…
+ * KEYS: cp, events, lease, pending, results, parent, failed, messages
+ * ARGV: channel, data (without messages), status, tenant, agent, threadId, createdAt, updatedAt,
+ *       env, at, retention, activity, nmsg, messageJson × nmsg, bodies…
  * Reply: {1, 1, eventJson…} | {0, actualVersion}
  */
 const CREATE_LUA = `
-local cp, stream = KEYS[1], KEYS[2]
+local cp, stream, msgs = KEYS[1], KEYS[2], KEYS[8]
 local current = redis.call('HGET', cp, 'version')
 if current then return {0, tonumber(current)} end
 -- a stream without a checkpoint is a leftover (cannot happen unless keys were deleted by hand)
 redis.call('DEL', stream)
-local channel, env, at, retention, first = ARGV[1], ARGV[9], ARGV[10], ARGV[11], 13
+local channel, env, at, retention = ARGV[1], ARGV[9], ARGV[10], ARGV[11]
+local mode, nmsg, from, base, first = 'replace', tonumber(ARGV[13]), 14, 0, 0
+${MESSAGES_LUA}
 local status = ARGV[3]
 redis.call('HSET', cp, 'version', 1, 'seq', 0, 'data', ARGV[2], 'status', ARGV[3], 'tenant', ARGV[4],
   'agent', ARGV[5], 'threadId', ARGV[6], 'createdAt', ARGV[7], 'updatedAt', ARGV[8], 'env', env,
@@ -97,20 +118,24 @@ return out
 `;
 
 /**
- * KEYS: cp, events, lease, pending, results, parent, failed
- * ARGV: channel, expectedVersion, fence ('' = unfenced), data, status, activity, updatedAt,
- *       trigger ('' = none), env, at, retention, release ('' = keep the lease; else the lease
- *       TTL in ms: release it after the commit unless someone asked for the run meanwhile, in
- *       which case the mark is cleared and the lease renewed), bodies…
+ * KEYS: cp, events, lease, pending, results, parent, failed, messages
+ * ARGV: channel, expectedVersion, fence ('' = unfenced), data (without messages), status,
+ *       activity, updatedAt, trigger ('' = none), env, at, retention, release ('' = keep the
+ *       lease; else the lease TTL in ms: release it after the commit unless someone asked for the
+ *       run meanwhile, in which case the mark is cleared and the lease renewed), messages mode
+ *       ('append' the new ones after `base` stored | 'replace' all), base, nmsg,
+ *       messageJson × nmsg, bodies…
  * Reply: {1, newVersion, released (1 released | 0 kept | -1 not asked), eventJson…}
- *      | {code, actualVersion} (codes: see GUARDS_LUA)
+ *      | {code, actualVersion} (codes: see GUARDS_LUA; -4 see MESSAGES_LUA)
  */
 const COMMIT_LUA = `
-local cp, stream, lease, fence = KEYS[1], KEYS[2], KEYS[3], ARGV[3]
+local cp, stream, lease, fence, msgs = KEYS[1], KEYS[2], KEYS[3], ARGV[3], KEYS[8]
 ${GUARDS_LUA}
 if current ~= tonumber(ARGV[2]) then return {0, current} end
 local version = current + 1
-local channel, env, at, retention, first = ARGV[1], ARGV[9], ARGV[10], ARGV[11], 13
+local channel, env, at, retention = ARGV[1], ARGV[9], ARGV[10], ARGV[11]
+local mode, base, nmsg, from, first = ARGV[13], tonumber(ARGV[14]), tonumber(ARGV[15]), 16, 0
+${MESSAGES_LUA}
 local status = ARGV[5]
 redis.call('HSET', cp, 'version', version, 'data', ARGV[4], 'status', ARGV[5], 'activity', ARGV[6],
   'updatedAt', ARGV[7], 'lastTrigger', ARGV[8], 'env', env)
@@ -164,7 +189,7 @@ return out
 /**
  * Deletes a finished run's keys (DELETE /v1/runs/:id). A run that is not done is refused: its
  * workers would recreate what was deleted.
- * KEYS: cp, events, lease, pending, results, parent, failed
+ * KEYS: cp, events, lease, pending, results, parent, failed, messages
  * ARGV: tenant
  * Reply: 1 deleted | 0 no such run (or another tenant's) | -1 not done
  */
@@ -252,6 +277,7 @@ const VERSION_MOVED = 0;
 const NO_RUN = -1;
 const FENCED = -2;
 const FINISHED = -3;
+const MESSAGES_OUT_OF_STEP = -4;
 
 type ScriptReply = [number, number, ...string[]];
 /** The commit's reply: a third header element says whether it released the lease. */
@@ -272,7 +298,7 @@ type RunCreate = LuaScript<
     at: string,
     retention: number,
     activity: string,
-    ...bodies: string[],
+    ...messagesAndBodies: (string | number)[],
   ],
   ScriptReply
 >;
@@ -291,7 +317,9 @@ type RunCommit = LuaScript<
     at: string,
     retention: number,
     release: string,
-    ...bodies: string[],
+    messagesMode: 'append' | 'replace',
+    base: number,
+    ...messagesAndBodies: (string | number)[],
   ],
   CommitReply
 >;
@@ -350,10 +378,10 @@ export class RedisRunStore implements RunStore {
     if (!Number.isInteger(this.retentionSeconds) || this.retentionSeconds <= 0)
       throw new Error('RedisRunStore: retentionSeconds must be a positive integer');
     this.validateOnLoad = opts.validateOnLoad ?? false;
-    this.createScript = defineScript(this.redis, 'batonRunCreate2', 7, CREATE_LUA);
-    this.commitScript = defineScript(this.redis, 'batonRunCommit2', 7, COMMIT_LUA);
+    this.createScript = defineScript(this.redis, 'batonRunCreate3', 8, CREATE_LUA);
+    this.commitScript = defineScript(this.redis, 'batonRunCommit3', 8, COMMIT_LUA);
     this.appendScript = defineScript(this.redis, 'batonRunAppend2', 3, APPEND_LUA);
-    this.deleteScript = defineScript(this.redis, 'batonRunDelete', 7, DELETE_LUA);
+    this.deleteScript = defineScript(this.redis, 'batonRunDelete2', 8, DELETE_LUA);
   }
 
   /** Pub/sub channel of a run (RunEventSource, used by RunEventSubscriber). */
@@ -366,7 +394,7 @@ export class RedisRunStore implements RunStore {
     const k = this.keys.run(id.runId);
     const reply = await this.createScript(runDataKeys(k), [
       k.channel,
-      JSON.stringify(checkpoint),
+      checkpointData(checkpoint),
       checkpoint.status,
       id.tenantId,
       id.agent,
@@ -377,6 +405,8 @@ export class RedisRunStore implements RunStore {
       this.atArg(),
       this.retentionSeconds,
       activityOf(checkpoint),
+      checkpoint.messages.length,
+      ...checkpoint.messages.map((m) => JSON.stringify(m)),
       ...events.map(bodyTail),
     ]);
     if (reply[0] !== WRITTEN) throw new VersionConflictError(id.runId, 0, reply[1]);
@@ -394,14 +424,34 @@ export class RedisRunStore implements RunStore {
   }
 
   async load(runId: string): Promise<StoredCheckpoint | null> {
-    const [data, version] = await this.redis.hmget(this.keys.run(runId).cp, 'data', 'version');
-    return this.decode(runId, data ?? null, version ?? null, this.validateOnLoad);
+    const { data, version, messages } = await this.readStored(runId);
+    return this.decode(runId, data, version, messages, this.validateOnLoad);
   }
 
   /** load() with a full CheckpointSchema parse (debug / admin paths). */
   async loadValidated(runId: string): Promise<StoredCheckpoint | null> {
-    const [data, version] = await this.redis.hmget(this.keys.run(runId).cp, 'data', 'version');
-    return this.decode(runId, data ?? null, version ?? null, true);
+    const { data, version, messages } = await this.readStored(runId);
+    return this.decode(runId, data, version, messages, true);
+  }
+
+  /** The checkpoint's fields and its messages list, in one round trip (one hash slot). */
+  private async readStored(
+    runId: string,
+  ): Promise<{ data: string | null; version: string | null; messages: string[] }> {
+    const k = this.keys.run(runId);
+    const replies = await this.redis
+      .pipeline()
+      .hmget(k.cp, 'data', 'version')
+      .lrange(k.messages, 0, -1)
+      .exec();
+    if (!replies) throw new Error(`run ${runId}: load was not executed`);
+    for (const [error] of replies) if (error) throw error;
+    const [data, version] = (replies[0]?.[1] ?? []) as (string | null)[];
+    return {
+      data: data ?? null,
+      version: version ?? null,
+      messages: (replies[1]?.[1] ?? []) as string[],
+    };
   }
 
   /** load(), but null when the run belongs to another tenant (no existence leak). */
@@ -410,8 +460,7 @@ export class RedisRunStore implements RunStore {
     // whatever the size of its checkpoint.
     const key = this.keys.run(runId).cp;
     if ((await this.redis.hget(key, 'tenant')) !== tenantId) return null;
-    const [data, version] = await this.redis.hmget(key, 'data', 'version');
-    return this.decode(runId, data ?? null, version ?? null, this.validateOnLoad);
+    return this.load(runId);
   }
 
   /**
@@ -428,27 +477,43 @@ export class RedisRunStore implements RunStore {
     trigger: CheckpointTrigger | null,
     fence = '',
     releaseTtlMs?: number,
+    base?: Checkpoint,
   ): Promise<CommitResult & { readonly released?: boolean }> {
     if (checkpoint.identity.runId !== runId)
       throw new Error(
         `commit: checkpoint belongs to run ${checkpoint.identity.runId}, not ${runId}`,
       );
     const k = this.keys.run(runId);
-    const reply = await this.commitScript(runDataKeys(k), [
-      k.channel,
-      expectedVersion,
-      fence,
-      JSON.stringify(checkpoint),
-      checkpoint.status,
-      activityOf(checkpoint),
-      checkpoint.updatedAt,
-      trigger ?? '',
-      envelopeIds(checkpoint),
-      this.atArg(),
-      this.retentionSeconds,
-      releaseTtlMs === undefined ? '' : String(releaseTtlMs),
-      ...events.map(bodyTail),
-    ]);
+    // Messages are append-only in practice (transitions copy the array and never edit a message
+    // in place), so a commit whose base shares every earlier message writes only the new ones.
+    const from = base ? sharedPrefix(base.messages, checkpoint.messages) : 0;
+    const mode = base && from === base.messages.length ? 'append' : 'replace';
+    const call = (m: 'append' | 'replace', after: number) =>
+      this.commitScript(runDataKeys(k), [
+        k.channel,
+        expectedVersion,
+        fence,
+        data,
+        checkpoint.status,
+        activityOf(checkpoint),
+        checkpoint.updatedAt,
+        trigger ?? '',
+        envelopeIds(checkpoint),
+        this.atArg(),
+        this.retentionSeconds,
+        releaseTtlMs === undefined ? '' : String(releaseTtlMs),
+        m,
+        after,
+        checkpoint.messages.length - after,
+        ...checkpoint.messages.slice(after).map((msg) => JSON.stringify(msg)),
+        ...bodies,
+      ]);
+    const data = checkpointData(checkpoint);
+    const bodies = events.map(bodyTail);
+    let reply = await call(mode, mode === 'append' ? from : 0);
+    // The stored list was not what the base says (a run written before messages had their own
+    // list): write the whole list instead.
+    if (reply[0] === MESSAGES_OUT_OF_STEP) reply = await call('replace', 0);
     refused(runId, expectedVersion, reply);
     const released = reply[2];
     return {
@@ -668,20 +733,27 @@ export class RedisRunStore implements RunStore {
     runId: string,
     data: string | null,
     version: string | null,
+    messages: readonly string[],
   ): StoredCheckpoint | null {
-    return this.decode(runId, data, version, this.validateOnLoad);
+    return this.decode(runId, data, version, messages, this.validateOnLoad);
   }
 
   private decode(
     runId: string,
     data: string | null,
     version: string | null,
+    messages: readonly string[],
     validate: boolean,
   ): StoredCheckpoint | null {
     if (data === null || version === null) return null;
     let parsed: unknown;
     try {
       parsed = JSON.parse(data);
+      // Runs stored before messages had their own list carry them inside the checkpoint.
+      if (typeof parsed === 'object' && parsed !== null && !('messages' in parsed))
+        (parsed as { messages: unknown[] }).messages = messages.map(
+          (m) => JSON.parse(m) as unknown,
+        );
     } catch {
       throw new CorruptCheckpointError(runId, 'not JSON');
     }
@@ -713,6 +785,19 @@ function cheapCheck(runId: string, value: unknown): Checkpoint {
   if (!Array.isArray(cp.messages) || typeof cp.calls !== 'object' || cp.calls === null)
     throw new CorruptCheckpointError(runId, 'no messages/calls');
   return value as Checkpoint;
+}
+
+/** The checkpoint as stored in its hash: everything but the messages (they have their own list). */
+function checkpointData(cp: Checkpoint): string {
+  return JSON.stringify({ ...cp, messages: undefined });
+}
+
+/** How many leading messages `next` shares (by identity) with `base`. */
+function sharedPrefix(base: readonly unknown[], next: readonly unknown[]): number {
+  const n = Math.min(base.length, next.length);
+  let i = 0;
+  while (i < n && base[i] === next[i]) i += 1;
+  return i;
 }
 
 /** `"runId":…,"threadId":…,"turnId":…` — the envelope ids as JSON members without braces. */
