@@ -90,7 +90,7 @@ describe('tracing (in-memory exporter, real Redis and HTTP)', () => {
   async function runToDone(agent: string, content: string): Promise<string> {
     const { runId } = await api.createRun(agent, content);
     await waitFor(
-      async () => (await api.get(`/v1/runs/${runId}`)).body?.status === 'done',
+      async () => (await api.get<{ status?: string }>(`/v1/runs/${runId}`)).body.status === 'done',
       20_000,
       `run ${runId} to finish`,
     );
@@ -255,7 +255,7 @@ describe('tracing (in-memory exporter, real Redis and HTTP)', () => {
 
   it("continues the caller's trace from its traceparent header", async () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
-    const reply = await api.post(
+    const reply = await api.post<{ runId: string }>(
       '/v1/runs',
       { agent: 'assistant', input: { messages: [{ role: 'user', content: 'weather?' }] } },
       { traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
@@ -288,9 +288,11 @@ describe('tracing (in-memory exporter, real Redis and HTTP)', () => {
       span.end();
       return span.spanContext();
     });
-    logger.info('outside');
-    const [inside, outside] = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    logger.info({ where: 'outside' }, 'outside');
+    logger.info({ where: 'outside again' }, 'outside');
+    const [inside, outside, again] = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(inside).toMatchObject({ msg: 'inside', trace_id: ids.traceId, span_id: ids.spanId });
     expect(outside).not.toHaveProperty('trace_id');
+    expect(again).toMatchObject({ where: 'outside again' });
   });
 });

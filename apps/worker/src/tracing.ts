@@ -24,6 +24,17 @@ import {
   type ToolDefinition,
 } from '@baton/core';
 import { batonTracer, tracingActive } from '@baton/runtime';
+import { DelayedError, RateLimitError, WaitingChildrenError, WaitingError } from 'bullmq';
+
+/** How a processor tells BullMQ to park the job (wait for children, retry later): not failures. */
+function parksTheJob(error: unknown): boolean {
+  return (
+    error instanceof DelayedError ||
+    error instanceof WaitingChildrenError ||
+    error instanceof WaitingError ||
+    error instanceof RateLimitError
+  );
+}
 
 /** The job's baton.* attributes, for the spans made inside it (tenant, job id). */
 const JOB_ATTRIBUTES = createContextKey('baton.job-attributes');
@@ -203,7 +214,9 @@ export function tracedProcessor<
         process(job, token),
       );
     } catch (error) {
-      if (span) failSpan(span, error);
+      if (!span) throw error;
+      if (parksTheJob(error)) span.setAttribute('baton.job.parked', (error as Error).name);
+      else failSpan(span, error);
       throw error;
     }
   };

@@ -2,12 +2,13 @@ import { trace } from '@opentelemetry/api';
 import type { LoggerOptions } from 'pino';
 import { tracingActive } from './tracing-state.ts';
 
-const NONE = Object.freeze({});
-
-/** pino mixin: the active span's ids on every line logged inside it (OTel's log field names). */
+/**
+ * pino mixin: the active span's ids on every line logged inside it (OTel's log field names). A
+ * fresh object each time: pino merges the line's own fields into it.
+ */
 export function traceLogFields(): { trace_id?: string; span_id?: string } {
   const span = trace.getActiveSpan();
-  if (!span) return NONE;
+  if (!span) return {};
   const { traceId, spanId } = span.spanContext();
   return { trace_id: traceId, span_id: spanId };
 }
