@@ -122,8 +122,8 @@ export function tracingSettingsFromEnv(
     );
   for (const name of ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_ENDPOINT']) {
     const url = value(env, name);
-    if (url !== undefined && !URL.canParse(url))
-      throw new TracingConfigError(`${name}="${url}" is not a URL; use e.g. http://localhost:4318`);
+    if (url !== undefined && !/^https?:\/\/[^/]/i.test(url))
+      throw new TracingConfigError(`${name}="${url}" is not an http(s) URL; use e.g. http://localhost:4318`);
   }
 
   const samplerName = (value(env, 'OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on').toLowerCase();
