@@ -22,6 +22,15 @@ describe('tracingSettingsFromEnv', () => {
         sampler: { name: 'parentbased_always_on', ratio: 1 },
         propagators: ['tracecontext', 'baggage'],
       });
+    expect(on({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318/' })?.otlpTracesUrl).toBe(
+      'http://c:4318/v1/traces',
+    );
+    expect(
+      on({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://t/x',
+      })?.otlpTracesUrl,
+    ).toBe('http://t/x');
     expect(on({ OTEL_TRACES_EXPORTER: 'console,otlp,console' })?.exporters).toEqual([
       'console',
       'otlp',
@@ -72,7 +81,10 @@ describe('tracingSettingsFromEnv', () => {
     const cases: [Record<string, string>, RegExp][] = [
       [{ OTEL_TRACES_EXPORTER: 'zipkin' }, /OTEL_TRACES_EXPORTER="zipkin".*otlp/],
       [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, /http/],
-      [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, /OTEL_EXPORTER_OTLP_ENDPOINT.*not an http\(s\) URL/],
+      [
+        { OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' },
+        /OTEL_EXPORTER_OTLP_ENDPOINT.*not an http\(s\) URL/,
+      ],
       [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'sometimes' }, /OTEL_TRACES_SAMPLER/],
       [
         {

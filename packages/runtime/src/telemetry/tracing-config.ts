@@ -27,6 +27,11 @@ export interface TracingSettings {
   /** OTEL_SERVICE_NAME, else the process's default (`baton-api`, `baton-worker`). */
   readonly serviceName: string;
   readonly exporters: readonly TracesExporterName[];
+  /**
+   * Where OTLP goes: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as is, else OTEL_EXPORTER_OTLP_ENDPOINT
+   * plus `/v1/traces`; unset: the exporter's default (http://localhost:4318/v1/traces).
+   */
+  readonly otlpTracesUrl?: string;
   readonly sampler: { readonly name: SamplerName; readonly ratio: number };
   /** OTEL_BSP_*: the batch span processor; unset fields keep the SDK's defaults. */
   readonly batch: {
@@ -123,7 +128,9 @@ export function tracingSettingsFromEnv(
   for (const name of ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_ENDPOINT']) {
     const url = value(env, name);
     if (url !== undefined && !/^https?:\/\/[^/]/i.test(url))
-      throw new TracingConfigError(`${name}="${url}" is not an http(s) URL; use e.g. http://localhost:4318`);
+      throw new TracingConfigError(
+        `${name}="${url}" is not an http(s) URL; use e.g. http://localhost:4318`,
+      );
   }
 
   const samplerName = (value(env, 'OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on').toLowerCase();
@@ -157,7 +164,13 @@ export function tracingSettingsFromEnv(
   };
   for (const [k, v] of Object.entries(bsp)) if (v !== undefined) batch[k] = v;
 
+  const specific = value(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  const generic = value(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  const otlpTracesUrl =
+    specific ?? (generic ? `${generic.replace(/\/+$/, '')}/v1/traces` : undefined);
+
   return {
+    ...(otlpTracesUrl === undefined ? {} : { otlpTracesUrl }),
     serviceName: value(env, 'OTEL_SERVICE_NAME') ?? resourceServiceName(env) ?? defaultServiceName,
     exporters,
     sampler: { name: samplerName as SamplerName, ratio: arg === undefined ? 1 : ratio },

@@ -111,8 +111,14 @@ export function installSdk(settings: TracingSettings, exporter?: SpanExporter): 
     : settings.exporters.map((name) =>
         name === 'console'
           ? new SimpleSpanProcessor({ exporter: new ConsoleSpanExporter() })
-          : // Reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT / _HEADERS / _TIMEOUT / _COMPRESSION itself.
-            new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), ...settings.batch }),
+          : // The URL as read from the settings' environment; OTEL_EXPORTER_OTLP_(TRACES_)HEADERS,
+            // _TIMEOUT and _COMPRESSION the exporter reads from process.env itself.
+            new BatchSpanProcessor({
+              exporter: new OTLPTraceExporter(
+                settings.otlpTracesUrl === undefined ? {} : { url: settings.otlpTracesUrl },
+              ),
+              ...settings.batch,
+            }),
       );
   // Later wins: the SDK's defaults, then Baton's service name, then OTEL_RESOURCE_ATTRIBUTES and
   // OTEL_SERVICE_NAME as the environment gives them.
