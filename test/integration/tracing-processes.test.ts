@@ -229,4 +229,27 @@ describe('tracing across real processes', () => {
       expect(loaded(modules.worker, m), `worker loaded ${m}`).toBe(false);
     }
   });
+
+  it('a tracing variable it cannot honour stops either process with one line naming it', async () => {
+    const redisUrl = inject('redisUrl');
+    const prefix = testPrefix();
+    const bad = { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'sometimes' };
+    await expect(spawnApi({ redisUrl, prefix, keys: `t:${KEY}`, env: bad })).rejects.toThrow(
+      /exited before listening \(1\)[\s\S]*baton-api: OTEL_TRACES_SAMPLER="sometimes" is not supported/,
+    );
+    await expect(
+      spawnWorker({
+        redisUrl,
+        prefix,
+        probes: false,
+        env: {
+          ...bad,
+          OTEL_TRACES_SAMPLER: 'always_on',
+          OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
+        },
+      }),
+    ).rejects.toThrow(
+      /code 1[\s\S]*baton-worker: OTEL_EXPORTER_OTLP_ENDPOINT="collector:4318" is not an http\(s\) URL/,
+    );
+  });
 });
