@@ -213,6 +213,18 @@ describe('tracing across real processes', () => {
     }
   });
 
+  it('an unreachable collector costs spans, not runs: the run finishes and both processes stop cleanly', async () => {
+    const closed = await startOtlpReceiver();
+    await closed.close(); // a port nobody listens on any more
+    const stack = await startStack({
+      OTEL_EXPORTER_OTLP_ENDPOINT: closed.url,
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+    });
+    await runToDone(stack.client, 'weather in Paris?');
+    const modules = await stack.stop(); // exit code 0 for both, checked inside
+    expect(loaded(modules.worker, '@opentelemetry/exporter-trace-otlp-http')).toBe(true);
+  });
+
   it('with no OTEL_* variables a run loads no OpenTelemetry SDK module in either process', async () => {
     const stack = await startStack({
       OTEL_EXPORTER_OTLP_ENDPOINT: '',

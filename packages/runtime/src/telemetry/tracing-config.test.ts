@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { TracingConfigError, tracingSettingsFromEnv } from './tracing-config.ts';
 
-const on = (env: Record<string, string>) => tracingSettingsFromEnv(env, 'baton-worker');
+const on = (env: Readonly<Record<string, string | undefined>>) =>
+  tracingSettingsFromEnv(env, 'baton-worker');
 
 describe('tracingSettingsFromEnv', () => {
   it('is off unless an exporter or an OTLP endpoint is named', () => {

@@ -23,8 +23,8 @@ export interface TracingHandle {
   readonly settings: TracingSettings;
   /** Exports every ended span now. */
   forceFlush(): Promise<void>;
-  /** Exports what is left, then turns tracing off in this process. */
-  shutdown(): Promise<void>;
+  /** Exports what is left (waiting at most `timeoutMs`, default 5 s), then turns tracing off. */
+  shutdown(timeoutMs?: number): Promise<void>;
 }
 
 /** BullMQ's own OpenTelemetry integration: producer and consumer spans, context in job opts. */
@@ -50,9 +50,17 @@ export async function startTracing(opts: StartTracingOptions): Promise<TracingHa
   return {
     settings,
     forceFlush: () => sdk.forceFlush(),
-    shutdown: async () => {
+    shutdown: async (timeoutMs = 5_000) => {
       activateTracing(null);
-      await sdk.shutdown();
+      // A collector that hangs must not hold a stopping process: export what can go in time.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        sdk.shutdown(),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, timeoutMs);
+          timer.unref();
+        }),
+      ]).finally(() => clearTimeout(timer));
     },
   };
 }
