@@ -143,7 +143,6 @@ describe('tracing across real processes', () => {
           'baton-worker add tools.parallel-assistant.tool:call_1_1',
           'baton-worker process tools.parallel-assistant',
           'baton-worker execute_tool get_weather',
-          'baton-worker add steps.parallel-assistant.continue',
         ].every((n) => names.has(n));
         return complete && trace.filter((s) => s.name === 'chat scripted').length === 2
           ? { http, trace }
@@ -181,6 +180,9 @@ describe('tracing across real processes', () => {
       'gen_ai.tool.call.id': 'call_1_1',
     });
     expect(trace.filter((s) => s.statusCode === ERROR)).toEqual([]);
+    // Every span that names the run, from either process, is in the request's trace.
+    const ofRun = r.spans().filter((s) => s.attributes['baton.run.id'] === runId);
+    expect(new Set(ofRun.map((s) => s.traceId))).toEqual(new Set([http.traceId]));
     // Nothing secret was exported, in any span of any request.
     for (const text of r.bodies()) expect(text).not.toContain(KEY);
 

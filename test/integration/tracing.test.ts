@@ -188,11 +188,13 @@ describe('tracing (in-memory exporter, real Redis and HTTP)', () => {
       'baton.step': 1,
       'gen_ai.tool.call.id': 'call_1_1',
     });
-    // The next round was enqueued by a worker and still belongs to the request's trace.
-    const later = chain(second!, all);
-    expect(later.at(-1)).toBe('POST /v1/runs');
-    expect(later.filter((n) => n === 'process steps.parallel-assistant').length).toBeGreaterThan(1);
-
+    // The next round (carried by the re-entered step job, or enqueued as a new one) is still in
+    // the request's trace, as is every span that names the run.
+    expect(chain(second!, all).at(-1)).toBe('POST /v1/runs');
+    expect(parentOf(second!, all)?.name).toBe('process steps.parallel-assistant');
+    const ofRun = spans.filter((s) => s.attributes['baton.run.id'] === runId);
+    expect(ofRun.length).toBeGreaterThan(5);
+    expect(new Set(ofRun.map((s) => s.spanContext().traceId))).toEqual(new Set([traceId]));
     // BullMQ's way of parking a step job (waiting for its tool children) is no failure.
     expect(
       inTrace.filter((s) => s.status.code === SpanStatusCode.ERROR).map((s) => s.name),
@@ -219,6 +221,8 @@ describe('tracing (in-memory exporter, real Redis and HTTP)', () => {
         tool !== undefined &&
         parentOf(tool, index) !== undefined &&
         all.some((s) => s.name === 'chat broken-1') &&
+        all.filter((s) => s.name === 'chat scripted' && s.attributes['baton.run.id'] === exploded)
+          .length === 2 &&
         all.some((s) => s.attributes['http.response.status_code'] === 400) &&
         all.some((s) => s.attributes['http.response.status_code'] === 404);
       return done ? all : null;
@@ -231,6 +235,9 @@ describe('tracing (in-memory exporter, real Redis and HTTP)', () => {
       message: 'boom from the tool',
     });
     expect(tool.events.map((e) => e.name)).toContain('exception');
+    // A sequential run's next round, after the failed tool, is in the same trace.
+    const ofRun = spans.filter((s) => s.attributes['baton.run.id'] === exploded);
+    expect(new Set(ofRun.map((s) => s.spanContext().traceId)).size).toBe(1);
     // Sequential mode: the tool ran inline, inside the step job.
     expect(parentOf(tool, byId(spans))?.name).toBe('process steps.tracing-explodes');
 
