@@ -21,6 +21,7 @@ import { eventsRouter } from './routes/events.ts';
 import { opsRouter } from './routes/ops.ts';
 import { runsRouter } from './routes/runs.ts';
 import { threadsRouter } from './routes/threads.ts';
+import { httpTracing } from './tracing.ts';
 
 /**
  * An extra router (e.g. a protocol adapter under apps/api/src/adapters) mounted at `path`.
@@ -113,6 +114,9 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   if (config.TRUST_PROXY !== '') app.set('trust proxy', trustProxy(config.TRUST_PROXY));
+  // Tracing (OTEL_*): a server span per request, active while it is handled; nothing when off.
+  const tracing = httpTracing();
+  if (tracing) app.use(tracing);
   app.use(httpLogger(logger));
   app.use(metrics.middleware());
   const corsHandler = corsMiddleware(parseCorsOrigins(config.CORS_ORIGINS));

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { Worker } from 'bullmq';
+import { Worker, type Job } from 'bullmq';
 import type { AgentDefinition, Clock } from '@baton/core';
 import type { Logger } from 'pino';
 import {
@@ -14,6 +14,7 @@ import {
   TOOL_QUEUE,
   type RedisClient,
   bullPrefix,
+  bullTelemetryOption,
   duplicateClient,
   listenForControl,
   stepQueueName,
@@ -27,6 +28,7 @@ import { StepProcessor } from './step-processor.ts';
 import { ToolProcessor } from './tool-processor.ts';
 import { ToolResultMailbox } from './tool-results.ts';
 import type { WorkerDeps } from './worker-deps.ts';
+import { traceAgents, tracedProcessor } from './tracing.ts';
 
 export interface BatonWorkerOptions {
   readonly config: WorkerConfig;
@@ -61,7 +63,8 @@ export class BatonWorker {
     this.id = opts.config.WORKER_ID ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.logger = opts.logger.child({ workerId: this.id });
     this.runtime = new BatonRuntime(opts.config, this.logger, opts.clock, 'worker', opts.redis);
-    this.registry = new AgentRegistry(opts.agents);
+    // Tracing: models and tools decorated with spans (the same agents when it is off).
+    this.registry = new AgentRegistry(traceAgents(opts.agents));
   }
 
   async start(): Promise<void> {
@@ -106,6 +109,10 @@ export class BatonWorker {
 
     const steps = new StepProcessor(deps);
     const tools = new ToolProcessor(deps);
+    const stepJob = tracedProcessor('step', (job: Job, token?: string) =>
+      steps.process(job, token),
+    );
+    const toolJob = tracedProcessor('tool', (job: Job) => tools.process(job));
     const common = {
       connection: rt.connection,
       prefix: bullPrefix(config.BATON_PREFIX),
@@ -114,6 +121,7 @@ export class BatonWorker {
       // Losing the worker is not the job's failure: it is retried this often, then given up with
       // a reason that says so (see job-failures.ts).
       maxStalledCount: config.MAX_STALLS,
+      ...bullTelemetryOption(),
     };
     const stepOpts = { ...common, concurrency: config.WORKER_CONCURRENCY };
     const toolOpts = { ...common, concurrency: config.TOOL_CONCURRENCY };
@@ -121,8 +129,8 @@ export class BatonWorker {
     // never reaches a worker that cannot run its agent.
     for (const name of agentNames)
       this.bullWorkers.push(
-        new Worker(stepQueueName(name), (job, token) => steps.process(job, token), stepOpts),
-        new Worker(toolQueueName(name), (job) => tools.process(job), toolOpts),
+        new Worker(stepQueueName(name), stepJob, stepOpts),
+        new Worker(toolQueueName(name), toolJob, toolOpts),
       );
     if (config.LEGACY_QUEUES) {
       const legacy = new LegacyQueueForwarder(deps);

@@ -2,6 +2,7 @@ import { FlowProducer, Job, Queue, type ConnectionOptions, type JobsOptions } fr
 import { JOB_PAYLOAD_VERSION, type StepJob, type ToolJob } from '@baton/protocol';
 import { bullPrefix } from './redis/keys.ts';
 import { createHash, randomUUID } from 'node:crypto';
+import { bullTelemetryOption } from './telemetry/tracing-state.ts';
 
 /**
  * The shared queues of Baton versions before per-agent routing. New workers still drain them
@@ -112,6 +113,8 @@ export class BatonQueues {
         connection: this.opts.connection,
         prefix: this.bullPrefix,
         streams: { events: { maxLen: 100 } },
+        // Tracing: a producer span per add, its context carried in the job's opts.
+        ...bullTelemetryOption(),
       });
       const { onError } = this.opts;
       if (onError) queue.on('error', (err) => onError(err, name));
