@@ -41,6 +41,10 @@ export const WorkerConfigSchema = z.object({
    * forwarding their jobs to the agents' queues (turn off once no old producer is left).
    */
   LEGACY_QUEUES: bool.default(true),
+  /** Fire schedules (the `schedules` queue) and repair their job schedulers. */
+  SCHEDULES: bool.default(true),
+  /** Schedule firings handled at once by this worker. */
+  SCHEDULE_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(4),
 });
 export type WorkerConfig = z.infer<typeof WorkerConfigSchema>;
 

@@ -21,7 +21,16 @@ export const RunOptionsSchema = z.strictObject({
   replayPolicy: DecisionReplayPolicySchema.optional(),
   stopConditions: StopConditionsSchema.optional(),
   multitask: MultitaskStrategySchema.optional(),
-  metadata: z.record(z.string().max(64), z.string().max(1024)).optional(),
+  /** Keys starting with "baton." are Baton's (e.g. baton.scheduleId on a scheduled run). */
+  metadata: z
+    .record(
+      z
+        .string()
+        .max(64)
+        .refine((k) => !k.startsWith('baton.'), 'keys starting with "baton." are reserved'),
+      z.string().max(1024),
+    )
+    .optional(),
 });
 export type RunOptions = z.infer<typeof RunOptionsSchema>;
 

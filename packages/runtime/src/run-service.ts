@@ -3,6 +3,7 @@ import {
   BatonError,
   RunDoneError,
   UnknownAgentError,
+  VersionConflictError,
   runCommands,
   type Clock,
   type Transition,
@@ -72,7 +73,16 @@ export class RunService {
     this.ids = deps.ids ?? randomUUID;
   }
 
-  async createRun(tenantId: string, request: CreateRunRequest): Promise<CreatedRun> {
+  /**
+   * `opts.runId` (scheduled firings): a run id derived from what triggers the run, so a trigger
+   * handled twice creates one run; the second attempt fails with VersionConflictError and leaves
+   * the thread to the first.
+   */
+  async createRun(
+    tenantId: string,
+    request: CreateRunRequest,
+    opts: { readonly runId?: string } = {},
+  ): Promise<CreatedRun> {
     const { deps } = this;
     const descriptor = await this.catalog.get(request.agent);
     if (!descriptor)
@@ -80,7 +90,7 @@ export class RunService {
         request.agent,
         (await this.catalog.list()).map((a) => a.name),
       );
-    const runId = this.ids();
+    const runId = opts.runId ?? this.ids();
     const threadId = request.threadId ?? this.ids();
     const strategy = request.options?.multitask ?? 'reject';
     if (request.threadId !== undefined) await this.settleActiveRun(tenantId, threadId);
@@ -126,6 +136,7 @@ export class RunService {
       await deps.durability.acknowledge();
       return { runId, threadId, turnId, status: 'created', queuedBehind: acquired.activeRunId };
     } catch (error) {
+      if (opts.runId !== undefined && error instanceof VersionConflictError) throw error;
       await deps.threads.release(tenantId, threadId, runId, [], null).catch(() => undefined);
       throw error;
     }
