@@ -93,7 +93,7 @@ export class RunService {
     const runId = opts.runId ?? this.ids();
     const threadId = request.threadId ?? this.ids();
     const strategy = request.options?.multitask ?? 'reject';
-    if (request.threadId !== undefined) await this.settleActiveRun(tenantId, threadId);
+    if (request.threadId !== undefined) await this.settleActiveRun(tenantId, threadId, runId);
     const acquired = await deps.threads.acquire(tenantId, threadId, runId, strategy);
     if (acquired.kind === 'busy')
       throw new BatonError(
@@ -147,10 +147,12 @@ export class RunService {
    * run.finished and starts the next turn at once must not find the thread still held by it, nor
    * by a run whose keys are gone. Both are released here first (release is idempotent).
    */
-  private async settleActiveRun(tenantId: string, threadId: string): Promise<void> {
+  private async settleActiveRun(tenantId: string, threadId: string, runId: string): Promise<void> {
     const { deps } = this;
     const active = await deps.redis.hget(deps.keys.thread(tenantId, threadId).meta, 'activeRunId');
-    if (!active) return;
+    // The run being created holds it already (another attempt under the same opts.runId is
+    // between its acquire and its create): not a leftover.
+    if (!active || active === runId) return;
     const meta = await deps.store.meta(active);
     if (meta && meta.status !== 'done') return;
     const loaded = meta ? await deps.store.load(active) : null;

@@ -125,7 +125,12 @@ export class ScheduleFirer {
       const created = await this.rt.service.createRun(record.tenantId, request, { runId });
       return { ...base, outcome: created.queuedBehind ? 'queued' : 'created', runId };
     } catch (error) {
-      if (error instanceof VersionConflictError) return { ...base, outcome: 'created', runId };
+      // Another delivery created it meanwhile (and it may even have finished and released its thread).
+      if (
+        error instanceof VersionConflictError ||
+        (error as { code?: unknown }).code === 'run_released'
+      )
+        return { ...base, outcome: 'created', runId };
       if (error instanceof BatonError && PERMANENT_CODES.has(error.code))
         return {
           ...base,
