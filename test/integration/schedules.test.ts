@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- HTTP replies are untyped JSON; each test asserts their shape */
 /**
  * Scheduled runs end to end: a real worker PROCESS fires schedules through BullMQ job schedulers
  * on a private Redis, an in-process API serves /v1/schedules. Second-level cron and interval
@@ -16,7 +15,17 @@ import {
   ScheduleService,
   schedulerIdOf,
 } from '@baton/runtime';
-import { ApiClient } from '../support/api-harness.ts';
+import type {
+  ErrorBody,
+  RunPage,
+  RunSummary,
+  RunView,
+  ScheduleDetail,
+  ScheduleFiring,
+  SchedulePage,
+  ThreadResponse,
+} from '@baton/protocol';
+import { ApiClient, type Reply } from '../support/api-harness.ts';
 import { silentLogger, testConfig, testPrefix, waitFor } from '../support/worker-harness.ts';
 import {
   spawnWorker,
@@ -45,20 +54,32 @@ function weather(extra: Record<string, unknown> = {}): Record<string, unknown> {
   };
 }
 
-async function create(client: ApiClient, body: Record<string, unknown>): Promise<any> {
-  const r = await client.post('/v1/schedules', body);
+interface Issue {
+  readonly path: string;
+  readonly message: string;
+}
+
+/** The error of a refused request (its issues when it is a validation error). */
+function errorOf(r: Reply<unknown>): ErrorBody['error'] & { issues: Issue[] } {
+  const { error } = r.body as ErrorBody;
+  const details = error.details as { issues?: Issue[] } | undefined;
+  return { ...error, issues: details?.issues ?? [] };
+}
+
+async function create(client: ApiClient, body: Record<string, unknown>): Promise<ScheduleDetail> {
+  const r = await client.post<ScheduleDetail>('/v1/schedules', body);
   if (r.status !== 201) throw new Error(`create schedule: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body;
 }
 
-async function get(id: string): Promise<any> {
-  const r = await a.get(`/v1/schedules/${id}`);
+async function get(id: string): Promise<ScheduleDetail> {
+  const r = await a.get<ScheduleDetail>(`/v1/schedules/${id}`);
   expect(r.status).toBe(200);
   return r.body;
 }
 
 /** Waits until the schedule has recorded at least `n` firings; returns its detail. */
-async function firings(id: string, n: number, timeoutMs = 25_000): Promise<any> {
+async function firings(id: string, n: number, timeoutMs = 25_000): Promise<ScheduleDetail> {
   return waitFor(
     async () => {
       const s = await get(id);
@@ -70,12 +91,12 @@ async function firings(id: string, n: number, timeoutMs = 25_000): Promise<any> 
 }
 
 /** Every run the schedule created (its runs route, all pages). */
-async function scheduleRuns(id: string): Promise<any[]> {
-  const runs: any[] = [];
+async function scheduleRuns(id: string): Promise<RunSummary[]> {
+  const runs: RunSummary[] = [];
   let cursor: string | null = null;
   do {
     const q: string = cursor === null ? '' : `&cursor=${cursor}`;
-    const r = await a.get(`/v1/schedules/${id}/runs?limit=100${q}`);
+    const r = await a.get<RunPage>(`/v1/schedules/${id}/runs?limit=100${q}`);
     expect(r.status).toBe(200);
     runs.push(...r.body.runs);
     cursor = r.body.nextCursor;
@@ -85,7 +106,7 @@ async function scheduleRuns(id: string): Promise<any[]> {
 
 /** Runs of the tenant whose id says which schedule and instant created them. */
 async function tenantRunsOf(id: string): Promise<string[]> {
-  const ids = await rt.redis.zrange(rt.keys.tenantRuns('sched-a'), 0, -1);
+  const ids = await rt.redis.zrange(rt.keys.tenantRuns('sched-a'), '0', '-1');
   return ids.filter((r) => r.startsWith(`${id}.`));
 }
 
@@ -135,17 +156,21 @@ describe('POST /v1/schedules validation', () => {
       ],
     ];
     for (const [extra, path, message] of cases) {
-      const r = await a.post('/v1/schedules', weather(extra));
+      const r = await a.post<unknown>('/v1/schedules', weather(extra));
       expect(r.status, JSON.stringify(extra)).toBe(400);
-      expect(r.body.error.code).toBe('validation_failed');
-      const issue = r.body.error.details.issues.find((i: any) => i.path.startsWith(path));
+      const error = errorOf(r);
+      expect(error.code).toBe('validation_failed');
+      const issue = error.issues.find((i) => i.path.startsWith(path));
       expect(issue, `${JSON.stringify(extra)} → ${JSON.stringify(r.body)}`).toBeDefined();
-      expect(issue.message).toMatch(message);
+      expect(issue?.message).toMatch(message);
     }
-    const unknown = await a.post('/v1/schedules', { ...weather({ everyMs: 5000 }), agent: 'nope' });
+    const unknown = await a.post<unknown>('/v1/schedules', {
+      ...weather({ everyMs: 5000 }),
+      agent: 'nope',
+    });
     expect(unknown.status).toBe(422);
-    expect(unknown.body.error.code).toBe('unknown_agent');
-    const list = await a.get('/v1/schedules');
+    expect(errorOf(unknown).code).toBe('unknown_agent');
+    const list = await a.get<SchedulePage>('/v1/schedules');
     expect(list.status).toBe(200);
     expect(list.body.schedules).toEqual([]);
     expect(await rt.queues.queue(SCHEDULE_QUEUE).getJobSchedulersCount()).toBe(0);
@@ -169,14 +194,14 @@ describe('second-level schedules', () => {
     const started = Date.now();
     const s = await firings(id, 3);
     measured['cron: 3 firings after create (ms)'] = Date.now() - started;
-    const recent: any[] = s.recentFirings;
+    const recent = s.recentFirings;
     expect(recent.length).toBeGreaterThanOrEqual(3);
     const instants = recent.map((f) => f.scheduledFor);
     expect(new Set(instants).size).toBe(instants.length);
     for (const f of recent) {
       expect(f.scheduledFor % 1000).toBe(0); // on the second, as the cron says
       expect(f.outcome).toBe('created');
-      const run = await a.get(`/v1/runs/${f.runId}`);
+      const run = await a.get<RunView>(`/v1/runs/${String(f.runId)}`);
       expect(run.status).toBe(200);
       expect(run.body.scheduleId).toBe(id);
     }
@@ -184,14 +209,14 @@ describe('second-level schedules', () => {
     measured['cron: max firing lag (ms)'] = Math.max(...lag);
 
     // The runs finish: the schedule's runs are ordinary runs.
-    const first = recent.at(-1);
+    const first = recent.at(-1) as ScheduleFiring;
     await waitFor(
-      async () => (await a.get(`/v1/runs/${first.runId}`)).body.status === 'done',
+      async () => (await a.get<RunView>(`/v1/runs/${String(first.runId)}`)).body.status === 'done',
       20_000,
       'the first scheduled run to finish',
     );
 
-    const paused = await a.post(`/v1/schedules/${id}/pause`);
+    const paused = await a.post<ScheduleDetail>(`/v1/schedules/${id}/pause`);
     expect(paused.status).toBe(200);
     expect(paused.body).toMatchObject({ state: 'paused', nextFireAt: null });
     expect(await rt.queues.queue(SCHEDULE_QUEUE).getJobScheduler(schedulerIdOf(id))).toBeFalsy();
@@ -200,9 +225,9 @@ describe('second-level schedules', () => {
     const settled = (await get(id)).firings;
     await new Promise((r) => setTimeout(r, 3_000));
     expect((await get(id)).firings).toBe(settled);
-    expect((await a.post(`/v1/schedules/${id}/pause`)).body.state).toBe('paused'); // idempotent
+    expect((await a.post<ScheduleDetail>(`/v1/schedules/${id}/pause`)).body.state).toBe('paused'); // idempotent
 
-    const resumed = await a.post(`/v1/schedules/${id}/resume`);
+    const resumed = await a.post<ScheduleDetail>(`/v1/schedules/${id}/resume`);
     expect(resumed.status).toBe(200);
     expect(resumed.body.state).toBe('active');
     expect(resumed.body.nextFireAt).toBeGreaterThan(0);
@@ -219,7 +244,7 @@ describe('second-level schedules', () => {
     expect((await a.request('DELETE', `/v1/schedules/${id}`)).status).toBe(404);
     expect(await rt.queues.queue(SCHEDULE_QUEUE).getJobScheduler(schedulerIdOf(id))).toBeFalsy();
     // the runs it created stay
-    expect((await a.get(`/v1/runs/${first.runId}`)).status).toBe(200);
+    expect((await a.get(`/v1/runs/${String(first.runId)}`)).status).toBe(200);
   });
 
   it('an interval schedule with a limit fires exactly that often, then completes', async () => {
@@ -234,16 +259,16 @@ describe('second-level schedules', () => {
       'the interval schedule to complete',
     );
     expect(done).toMatchObject({ firings: 3, completedReason: 'limit', nextFireAt: null });
-    const at = done.recentFirings.map((f: any) => f.scheduledFor).sort();
-    expect(at[1] - at[0]).toBe(1000);
-    expect(at[2] - at[1]).toBe(1000);
+    const at = done.recentFirings.map((f) => f.scheduledFor).sort((x, y) => x - y);
+    expect(at[1]! - at[0]!).toBe(1000);
+    expect(at[2]! - at[1]!).toBe(1000);
     await new Promise((r) => setTimeout(r, 2_000));
     expect((await get(id)).firings).toBe(3);
     expect((await scheduleRuns(id)).length).toBe(3);
-    const resume = await a.post(`/v1/schedules/${id}/resume`);
+    const resume = await a.post<unknown>(`/v1/schedules/${id}/resume`);
     expect(resume.status).toBe(409);
-    expect(resume.body.error.code).toBe('conflict');
-    expect(resume.body.error.message).toMatch(/limit/);
+    expect(errorOf(resume).code).toBe('conflict');
+    expect(errorOf(resume).message).toMatch(/limit/);
   });
 });
 
@@ -259,13 +284,15 @@ describe('tenants and idempotency', () => {
       ['POST', `/v1/schedules/${id}/resume`],
       ['DELETE', `/v1/schedules/${id}`],
     ] as const) {
-      const r = await b.request(method, path);
+      const r = await b.request<unknown>(method, path);
       expect(r.status, `${method} ${path}`).toBe(404);
-      expect(r.body.error.code).toBe('not_found');
+      expect(errorOf(r).code).toBe('not_found');
     }
-    expect((await b.get('/v1/schedules')).body.schedules).toEqual([]);
+    expect((await b.get<SchedulePage>('/v1/schedules')).body.schedules).toEqual([]);
     expect((await get(id)).state).toBe('active');
-    const listed = (await a.get('/v1/schedules')).body.schedules.map((s: any) => s.scheduleId);
+    const listed = (await a.get<SchedulePage>('/v1/schedules')).body.schedules.map(
+      (s) => s.scheduleId,
+    );
     expect(listed).toContain(id);
     expect((await a.get('/v1/schedules?cursor=garbage')).status).toBe(400);
     await a.request('DELETE', `/v1/schedules/${id}`);
@@ -279,28 +306,29 @@ describe('tenants and idempotency', () => {
     let cursor: string | null = null;
     do {
       const q: string = cursor === null ? '' : `&cursor=${cursor}`;
-      const r = await b.get(`/v1/schedules?limit=2${q}`);
+      const r = await b.get<SchedulePage>(`/v1/schedules?limit=2${q}`);
       expect(r.status).toBe(200);
       expect(r.body.schedules.length).toBeLessThanOrEqual(2);
-      seen.push(...r.body.schedules.map((s: any) => s.scheduleId));
+      seen.push(...r.body.schedules.map((s) => s.scheduleId));
       cursor = r.body.nextCursor;
     } while (cursor !== null);
     expect(seen).toEqual([...ids].reverse());
-    for (const id of ids) expect((await b.request('DELETE', `/v1/schedules/${id}`)).status).toBe(204);
+    for (const id of ids)
+      expect((await b.request('DELETE', `/v1/schedules/${id}`)).status).toBe(204);
   });
 
   it('Idempotency-Key: the same body gets the same schedule, another body 409', async () => {
     const body = weather({ cron: '0 0 1 1 *' });
     const headers = { 'idempotency-key': `sched-${prefix}` };
-    const first = await a.post('/v1/schedules', body, headers);
-    const again = await a.post('/v1/schedules', body, headers);
+    const first = await a.post<ScheduleDetail>('/v1/schedules', body, headers);
+    const again = await a.post<ScheduleDetail>('/v1/schedules', body, headers);
     expect(first.status).toBe(201);
     expect(again.status).toBe(201);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body.scheduleId).toBe(first.body.scheduleId);
-    const other = await a.post('/v1/schedules', weather({ cron: '0 0 2 1 *' }), headers);
+    const other = await a.post<unknown>('/v1/schedules', weather({ cron: '0 0 2 1 *' }), headers);
     expect(other.status).toBe(409);
-    expect(other.body.error.code).toBe('idempotency_conflict');
+    expect(errorOf(other).code).toBe('idempotency_conflict');
     await a.request('DELETE', `/v1/schedules/${first.body.scheduleId}`);
   });
 });
@@ -317,7 +345,7 @@ describe('failures', () => {
     await new Promise((r) => setTimeout(r, 2_000));
     worker = await spawnWorker({ redisUrl, prefix, agents: 'demo', probes: false });
     const s = await firings(id, before + 3);
-    const afterRestart = (s.recentFirings as any[]).filter((f) => f.firedAt > killedAt);
+    const afterRestart = s.recentFirings.filter((f) => f.firedAt > killedAt);
     expect(afterRestart.length).toBeGreaterThanOrEqual(2);
     measured['restart: first firing after kill -9 (ms)'] =
       Math.min(...afterRestart.map((f) => f.firedAt)) - killedAt;
@@ -399,18 +427,19 @@ describe('overlapping firings on a thread', () => {
     const id: string = created.scheduleId;
     const s = await firings(id, 3);
     await a.post(`/v1/schedules/${id}/pause`);
-    const recent: any[] = [...s.recentFirings].reverse(); // oldest first
-    expect(recent[0]).toMatchObject({ outcome: 'created' });
+    const recent = [...s.recentFirings].reverse(); // oldest first
+    const head = recent[0] as ScheduleFiring;
+    expect(head).toMatchObject({ outcome: 'created' });
     const rejected = recent.slice(1);
     expect(rejected.length).toBeGreaterThanOrEqual(2);
     for (const f of rejected) {
       expect(f.outcome).toBe('rejected');
       expect(f.runId).toBeUndefined();
-      expect(f.error.code).toBe('thread_busy');
+      expect(f.error?.code).toBe('thread_busy');
     }
-    const t = await a.get(`/v1/threads/${thread}`);
-    expect(t.body.activeRunId).toBe(recent[0].runId);
-    expect(t.body.runIds).toEqual([recent[0].runId]);
+    const t = await a.get<ThreadResponse>(`/v1/threads/${thread}`);
+    expect(t.body.activeRunId).toBe(head.runId);
+    expect(t.body.runIds).toEqual([head.runId]);
   });
 
   it('enqueue: later firings queue behind the active run and run after it', async () => {
@@ -425,27 +454,32 @@ describe('overlapping firings on a thread', () => {
     });
     const id: string = created.scheduleId;
     const s = await firings(id, 3);
-    const recent: any[] = [...s.recentFirings].reverse();
-    expect(recent.map((f) => f.outcome)).toEqual(['created', 'queued', 'queued']);
-    const t = await a.get(`/v1/threads/${thread}`);
-    expect(t.body.activeRunId).toBe(recent[0].runId);
-    expect(t.body.queued).toEqual([recent[1].runId, recent[2].runId]);
+    const [one, two, three] = [...s.recentFirings].reverse() as [
+      ScheduleFiring,
+      ScheduleFiring,
+      ScheduleFiring,
+    ];
+    expect([one, two, three].map((f) => f.outcome)).toEqual(['created', 'queued', 'queued']);
+    const t = await a.get<ThreadResponse>(`/v1/threads/${thread}`);
+    expect(t.body.activeRunId).toBe(one.runId);
+    expect(t.body.queued).toEqual([two.runId, three.runId]);
     // Approving the first run lets the next one start.
     const first = await waitFor(
       async () => {
-        const r = await a.get(`/v1/runs/${recent[0].runId}`);
+        const r = await a.get<RunView>(`/v1/runs/${String(one.runId)}`);
         return r.body.status === 'waiting' ? r.body : null;
       },
       20_000,
       'the first run to wait for its approval',
     );
-    const call = first.await.calls[0];
-    const decided = await a.post(`/v1/runs/${recent[0].runId}/decisions`, {
-      decisions: [{ toolCallId: call.toolCallId, action: 'resume', payload: {} }],
+    const call = first.await?.calls[0];
+    const decided = await a.post(`/v1/runs/${String(one.runId)}/decisions`, {
+      decisions: [{ toolCallId: call?.toolCallId, action: 'resume', payload: {} }],
     });
     expect(decided.status).toBe(202);
     await waitFor(
-      async () => (await a.get(`/v1/threads/${thread}`)).body.activeRunId === recent[1].runId,
+      async () =>
+        (await a.get<ThreadResponse>(`/v1/threads/${thread}`)).body.activeRunId === two.runId,
       20_000,
       'the second firing to become the active run',
     );
