@@ -25,6 +25,7 @@ import type {
   SchedulePage,
   ThreadResponse,
 } from '@baton/protocol';
+import { BatonClient, isApiError } from '@baton/client';
 import { ApiClient, type Reply } from '../support/api-harness.ts';
 import { silentLogger, testConfig, testPrefix, waitFor } from '../support/worker-harness.ts';
 import {
@@ -330,6 +331,52 @@ describe('tenants and idempotency', () => {
     expect(other.status).toBe(409);
     expect(errorOf(other).code).toBe('idempotency_conflict');
     await a.request('DELETE', `/v1/schedules/${first.body.scheduleId}`);
+  });
+});
+
+describe('@baton/client', () => {
+  it('creates, reads, pages, pauses, resumes and deletes schedules with typed answers and errors', async () => {
+    const baton = new BatonClient({ baseUrl: api.url, apiKey: KEY_A });
+    const other = new BatonClient({ baseUrl: api.url, apiKey: KEY_B });
+    const request = {
+      agent: 'assistant',
+      input: { messages: [{ role: 'user' as const, content: 'weather?' }] },
+      everyMs: 1000,
+      limit: 2,
+    };
+    const created = await baton.schedules.create(request, { idempotencyKey: `client-${prefix}` });
+    expect(created.replayed).toBe(false);
+    const replay = await baton.schedules.create(request, { idempotencyKey: `client-${prefix}` });
+    expect(replay).toMatchObject({ replayed: true, scheduleId: created.scheduleId });
+    const done = await waitFor(
+      async () => {
+        const s = await baton.schedules.get(created.scheduleId);
+        return s.state === 'completed' ? s : null;
+      },
+      20_000,
+      'the client-made schedule to complete',
+    );
+    expect(done.firings).toBe(2);
+    expect((await baton.schedules.runs(created.scheduleId)).runs).toHaveLength(2);
+    expect(
+      (await baton.schedules.list({ limit: 100 })).schedules.map((s) => s.scheduleId),
+    ).toContain(created.scheduleId);
+    expect((await baton.schedules.pause(created.scheduleId)).state).toBe('completed');
+    await expect(baton.schedules.resume(created.scheduleId)).rejects.toSatisfy((e) =>
+      isApiError(e, 'conflict'),
+    );
+    await expect(other.schedules.get(created.scheduleId)).rejects.toSatisfy((e) =>
+      isApiError(e, 'not_found'),
+    );
+    await expect(
+      baton.schedules.create({ ...request, everyMs: undefined, cron: '* * * *' }),
+    ).rejects.toSatisfy(
+      (e) => isApiError(e, 'validation_failed') && /cron/.test((e as Error).message),
+    );
+    await baton.schedules.delete(created.scheduleId);
+    await expect(baton.schedules.get(created.scheduleId)).rejects.toSatisfy((e) =>
+      isApiError(e, 'not_found'),
+    );
   });
 });
 
