@@ -20,6 +20,7 @@ import { agentsRouter } from './routes/agents.ts';
 import { eventsRouter } from './routes/events.ts';
 import { opsRouter } from './routes/ops.ts';
 import { runsRouter } from './routes/runs.ts';
+import { schedulesRouter } from './routes/schedules.ts';
 import { threadsRouter } from './routes/threads.ts';
 import { httpTracing } from './tracing.ts';
 
@@ -156,6 +157,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   }
   const v1 = express.Router();
   v1.use(runsRouter(context), eventsRouter(context), threadsRouter(context), agentsRouter(context));
+  v1.use(schedulesRouter(context)); // scheduled runs
   app.use('/v1', ...api, v1);
 
   app.use(notFoundHandler);

@@ -49,7 +49,20 @@ describe('/openapi.json', () => {
         '/v1/threads/{id}',
         '/v1/threads/{id}/runs',
         '/v1/agents',
+        '/v1/schedules',
+        '/v1/schedules/{id}',
+        '/v1/schedules/{id}/pause',
+        '/v1/schedules/{id}/resume',
+        '/v1/schedules/{id}/runs',
       ]),
+    );
+    expect(schemas['CreateScheduleRequest']).toMatchObject({
+      type: 'object',
+      additionalProperties: false,
+      required: ['agent', 'input'],
+    });
+    expect(Object.keys(schemas)).toEqual(
+      expect.arrayContaining(['Schedule', 'ScheduleDetail', 'SchedulePage']),
     );
   });
 });

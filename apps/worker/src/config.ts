@@ -48,6 +48,10 @@ export const WorkerConfigSchema = z.object({
   DELTA_WINDOW_MS: z.coerce.number().int().min(0).max(1000).default(40),
   /** A delta append happens as soon as this many characters are buffered. */
   DELTA_MAX_CHARS: z.coerce.number().int().min(1).max(1_000_000).default(4096),
+  /** Fire schedules (the `schedules` queue) and repair their job schedulers. */
+  SCHEDULES: bool.default(true),
+  /** Schedule firings handled at once by this worker. */
+  SCHEDULE_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(4),
 });
 export type WorkerConfig = z.infer<typeof WorkerConfigSchema>;
 

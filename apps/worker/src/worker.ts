@@ -26,6 +26,7 @@ import { LegacyQueueForwarder } from './legacy-queues.ts';
 import { Reconciler, type ScanReport } from './reconciler.ts';
 import { StepProcessor } from './step-processor.ts';
 import { ToolProcessor } from './tool-processor.ts';
+import { ScheduleWorker } from './schedule-worker.ts';
 import { ToolResultMailbox } from './tool-results.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 import { traceAgents, tracedProcessor } from './tracing.ts';
@@ -57,6 +58,7 @@ export class BatonWorker {
   private controlSubscriber?: RedisClient;
   private timers: NodeJS.Timeout[] = [];
   private reconciler?: Reconciler;
+  private schedules?: ScheduleWorker;
 
   constructor(opts: BatonWorkerOptions) {
     this.opts = opts;
@@ -139,7 +141,13 @@ export class BatonWorker {
         new Worker(TOOL_QUEUE, (job) => legacy.tool(job), toolOpts),
       );
     }
+    // Scheduled runs: its own queue and handlers (see schedule-worker.ts).
+    if (config.SCHEDULES) {
+      this.schedules = new ScheduleWorker(rt, config, this.logger);
+      this.bullWorkers.push(this.schedules.start());
+    }
     for (const w of this.bullWorkers) {
+      if (w === this.schedules?.worker) continue;
       w.on('error', (err) => this.logger.error({ err, queue: w.name }, 'worker error'));
       w.on('failed', (job, err) => {
         if (!job) return;
@@ -199,6 +207,7 @@ export class BatonWorker {
   async stop(graceMs = this.opts.config.SHUTDOWN_GRACE_MS): Promise<void> {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
+    this.schedules?.stopTimers();
     // Gone from GET /v1/agents at once: new runs show that they wait for a worker. Bounded: with
     // Redis away this would wait for it (the heartbeat expires on its own anyway).
     const leaving = this.liveness

@@ -21,7 +21,19 @@ export const RunOptionsSchema = z.strictObject({
   replayPolicy: DecisionReplayPolicySchema.optional(),
   stopConditions: StopConditionsSchema.optional(),
   multitask: MultitaskStrategySchema.optional(),
-  metadata: z.record(z.string().max(64), z.string().max(1024)).optional(),
+  /** Keys starting with "baton." are Baton's (e.g. baton.scheduleId on a scheduled run). */
+  metadata: z
+    .record(z.string().max(64), z.string().max(1024))
+    .superRefine((metadata, ctx) => {
+      for (const key of Object.keys(metadata))
+        if (key.startsWith('baton.'))
+          ctx.addIssue({
+            code: 'custom',
+            path: [key],
+            message: 'keys starting with "baton." are reserved for Baton; rename the key',
+          });
+    })
+    .optional(),
 });
 export type RunOptions = z.infer<typeof RunOptionsSchema>;
 

@@ -130,5 +130,7 @@ export const RunViewSchema = RunSnapshotSchema.extend({
    * waits in the agent's queue and the run moves again when a worker registers the agent.
    */
   waitingForWorker: z.boolean(),
+  /** The schedule whose firing created the run (scheduled runs). */
+  scheduleId: z.string().optional(),
 });
 export type RunView = z.infer<typeof RunViewSchema>;

@@ -3,6 +3,7 @@ import {
   BatonError,
   RunDoneError,
   UnknownAgentError,
+  VersionConflictError,
   runCommands,
   type Clock,
   type Transition,
@@ -75,7 +76,16 @@ export class RunService {
     this.ids = deps.ids ?? randomUUID;
   }
 
-  async createRun(tenantId: string, request: CreateRunRequest): Promise<CreatedRun> {
+  /**
+   * `opts.runId` (scheduled firings): a run id derived from what triggers the run, so a trigger
+   * handled twice creates one run; the second attempt fails with VersionConflictError and leaves
+   * the thread to the first.
+   */
+  async createRun(
+    tenantId: string,
+    request: CreateRunRequest,
+    opts: { readonly runId?: string } = {},
+  ): Promise<CreatedRun> {
     const { deps } = this;
     const descriptor = await this.catalog.advert(request.agent);
     if (!descriptor)
@@ -83,10 +93,10 @@ export class RunService {
         request.agent,
         (await this.catalog.list()).map((a) => a.name),
       );
-    const runId = this.ids();
+    const runId = opts.runId ?? this.ids();
     const threadId = request.threadId ?? this.ids();
     const strategy = request.options?.multitask ?? 'reject';
-    if (request.threadId !== undefined) await this.settleActiveRun(tenantId, threadId);
+    if (request.threadId !== undefined) await this.settleActiveRun(tenantId, threadId, runId);
     const acquired = await deps.threads.acquire(tenantId, threadId, runId, strategy);
     if (acquired.kind === 'busy')
       throw new BatonError(
@@ -131,6 +141,7 @@ export class RunService {
       await deps.durability.acknowledge();
       return { runId, threadId, turnId, status: 'created', queuedBehind: acquired.activeRunId };
     } catch (error) {
+      if (opts.runId !== undefined && error instanceof VersionConflictError) throw error;
       await deps.threads.release(tenantId, threadId, runId, [], null).catch(() => undefined);
       throw error;
     }
@@ -141,10 +152,12 @@ export class RunService {
    * run.finished and starts the next turn at once must not find the thread still held by it, nor
    * by a run whose keys are gone. Both are released here first (release is idempotent).
    */
-  private async settleActiveRun(tenantId: string, threadId: string): Promise<void> {
+  private async settleActiveRun(tenantId: string, threadId: string, runId: string): Promise<void> {
     const { deps } = this;
     const active = await deps.redis.hget(deps.keys.thread(tenantId, threadId).meta, 'activeRunId');
-    if (!active) return;
+    // The run being created holds it already (another attempt under the same opts.runId is
+    // between its acquire and its create): not a leftover.
+    if (!active || active === runId) return;
     const meta = await deps.store.meta(active);
     if (meta && meta.status !== 'done') return;
     const loaded = meta ? await deps.store.load(active) : null;

@@ -39,6 +39,15 @@
  *     p:reconciler:lock             STRING one scanner at a time across workers (SET NX PX)
  *     p:reconciler:waiting-cursor   STRING where the scan of waiting runs resumes
  *
+ *   Schedules (slot of `{sched:<tenant>}`: a tenant's schedules and their index change atomically)
+ *     p:{sched:<t>}:index           ZSET   schedule ids of the tenant, score = createdAt (ms)
+ *     p:{sched:<t>}:s:<id>          HASH   version (CAS), data (record JSON), state, fired (count)
+ *     p:{sched:<t>}:s:<id>:firings  ZSET   scheduledFor (ms) of the latest firings (trimmed)
+ *     p:{sched:<t>}:s:<id>:firing   HASH   scheduledFor -> firing JSON (written once per firing)
+ *     p:{sched:<t>}:s:<id>:runs     ZSET   run ids the schedule created, score = scheduledFor (trimmed)
+ *     p:schedules:all               ZSET   JSON [tenant, id] of every schedule (repair sweeps)
+ *     p:schedules:repair-lock / p:schedules:repair-cursor   one repair sweep at a time, and where it resumes
+ *
  *   API
  *     p:{idem:<t>}:<scope>:<key>    STRING Idempotency-Key record (first response or pending)
  *     p:{sse:<t>}:leases            ZSET   open SSE streams of a tenant, score = lease expiry
@@ -243,4 +252,40 @@ export class BatonKeys {
   agentWorkers(agent: string): string {
     return `${this.prefix}:agents:live:${keyPart(agent)}`;
   }
+
+  // --- Scheduled runs -------------------------------------------------------------------------
+
+  /** One schedule's keys (all in the tenant's schedule slot). */
+  schedule(tenantId: string, scheduleId: string): ScheduleKeys {
+    const base = `${this.prefix}:{sched:${keyPart(tenantId)}}`;
+    const rec = `${base}:s:${keyPart(scheduleId)}`;
+    return {
+      index: `${base}:index`,
+      record: rec,
+      firings: `${rec}:firings`,
+      firing: `${rec}:firing`,
+      runs: `${rec}:runs`,
+    };
+  }
+
+  /** Every schedule of every tenant, for the repair sweep. */
+  get allSchedules(): string {
+    return `${this.prefix}:schedules:all`;
+  }
+
+  get scheduleRepairLock(): string {
+    return `${this.prefix}:schedules:repair-lock`;
+  }
+
+  get scheduleRepairCursor(): string {
+    return `${this.prefix}:schedules:repair-cursor`;
+  }
 }
+
+export type ScheduleKeys = {
+  readonly index: string;
+  readonly record: string;
+  readonly firings: string;
+  readonly firing: string;
+  readonly runs: string;
+};
