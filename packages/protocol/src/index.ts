@@ -19,3 +19,4 @@ export const PROTOCOL_VERSION = 1;
 export * from './snapshot.ts';
 export * from './agents.ts';
 export * from './http.ts';
+export * from './webhooks.ts';

@@ -17,3 +17,4 @@ export * from './runtime.ts';
 export * from './runtime-config.ts';
 export * from './shutdown.ts';
 export * from './system-clock.ts';
+export * from './webhooks/index.ts';

@@ -10,6 +10,7 @@ import {
 import type {
   Checkpoint,
   CreateRunRequest,
+  CreatedRunWebhook,
   Decision,
   DecisionInput,
   RunEvent,
@@ -23,6 +24,7 @@ import type { RedisClient } from './redis/scripts.ts';
 import type { RedisThreadStore, ThreadSnapshot } from './redis/thread-store.ts';
 import type { Durability } from './redis/durability.ts';
 import type { RunCommitter, Loaded } from './run-committer.ts';
+import type { WebhookOutbox } from './webhooks/webhook-outbox.ts';
 
 export interface RunServiceDeps {
   readonly redis: RedisClient;
@@ -34,6 +36,8 @@ export interface RunServiceDeps {
   readonly durability: Durability;
   readonly clock: Clock;
   readonly ids?: () => string;
+  /** Webhooks of new runs (their own and their tenant's); none when absent. */
+  readonly webhooks?: WebhookOutbox;
 }
 
 export interface CreatedRun {
@@ -43,6 +47,8 @@ export interface CreatedRun {
   readonly status: Checkpoint['status'];
   /** Set when the run waits behind the thread's active run (multitask 'enqueue' / 'interrupt'). */
   readonly queuedBehind?: string;
+  /** The run's own webhook, with its generated secret (shown once). */
+  readonly webhook?: CreatedRunWebhook;
 }
 
 export class RunNotFoundError extends BatonError {
@@ -83,6 +89,11 @@ export class RunService {
         request.agent,
         (await this.catalog.list()).map((a) => a.name),
       );
+    // Checked (a webhook target must be public) before anything is written.
+    const hooks = (await deps.webhooks?.endpointsFor(tenantId, request.webhook)) ?? {
+      endpoints: [],
+    };
+    const webhook = hooks.created ? { webhook: hooks.created } : {};
     const runId = this.ids();
     const threadId = request.threadId ?? this.ids();
     const strategy = request.options?.multitask ?? 'reject';
@@ -117,6 +128,12 @@ export class RunService {
       // drops an entry whose run never came to be).
       const index = acquired.kind === 'acquired' ? deps.keys.activeRuns : deps.keys.waitingRuns;
       await deps.redis.zadd(index, t.checkpoint.updatedAt, runId);
+      await deps.webhooks?.register(
+        runId,
+        tenantId,
+        hooks.endpoints,
+        request.options?.metadata ?? {},
+      );
       const created = await deps.store.create(t.checkpoint, t.events);
       if (acquired.kind === 'acquired') {
         await deps.queues.enqueueStep(
@@ -125,13 +142,23 @@ export class RunService {
           created.version,
         );
         await deps.durability.acknowledge();
-        return { runId, threadId, turnId, status: 'created' };
+        return { runId, threadId, turnId, status: 'created', ...webhook };
       }
       if (acquired.kind === 'interrupt') await this.cancel(tenantId, acquired.activeRunId);
       await deps.durability.acknowledge();
-      return { runId, threadId, turnId, status: 'created', queuedBehind: acquired.activeRunId };
+      return {
+        runId,
+        threadId,
+        turnId,
+        status: 'created',
+        queuedBehind: acquired.activeRunId,
+        ...webhook,
+      };
     } catch (error) {
       await deps.threads.release(tenantId, threadId, runId, [], null).catch(() => undefined);
+      // A run that was created keeps its webhooks; one that never came to be has none.
+      if (deps.webhooks && (await deps.store.meta(runId).catch(() => null)) === null)
+        await deps.webhooks.forget(runId).catch(() => undefined);
       throw error;
     }
   }
@@ -223,6 +250,7 @@ export class RunService {
         `run ${runId} has not finished; cancel it (POST /v1/runs/${runId}/cancel) and delete it once it is done`,
         { runId },
       );
+    await this.deps.webhooks?.forget(runId);
     await this.deps.durability.acknowledge();
   }
 
@@ -239,7 +267,10 @@ export class RunService {
         `thread ${threadId} has an active or queued run (${outcome.runId}); cancel it and delete the thread once it is done`,
         { threadId, activeRunId: outcome.runId },
       );
-    for (const runId of outcome.runIds) await this.deps.store.deleteRun(runId, tenantId);
+    for (const runId of outcome.runIds) {
+      await this.deps.store.deleteRun(runId, tenantId);
+      await this.deps.webhooks?.forget(runId);
+    }
     await this.deps.durability.acknowledge();
     return { runs: outcome.runIds.length };
   }

@@ -39,6 +39,13 @@
  *     p:reconciler:lock             STRING one scanner at a time across workers (SET NX PX)
  *     p:reconciler:waiting-cursor   STRING where the scan of waiting runs resumes
  *
+ *   Webhooks (see webhooks/webhook-store.ts; the run's hash tag, so one script may touch them all)
+ *     p:{run:<runId>}:webhook      HASH   endpoints (JSON, with their secrets), tenant, metadata,
+ *                                         createdAt, cursor (last event seq the outbox examined)
+ *     p:{run:<runId>}:webhook-log  LIST   delivery log records (JSON), capped; expires with :webhook
+ *     p:webhooks:runs               ZSET   runs whose webhooks the sweeper checks, score = when next
+ *     p:webhooks:sweep-lock         STRING one sweeper at a time across workers (SET NX PX)
+ *
  *   API
  *     p:{idem:<t>}:<scope>:<key>    STRING Idempotency-Key record (first response or pending)
  *     p:{sse:<t>}:leases            ZSET   open SSE streams of a tenant, score = lease expiry
@@ -233,6 +240,22 @@ export class BatonKeys {
   /** One Idempotency-Key record. */
   idempotency(tenantId: string, scope: string, idemKey: string): string {
     return `${this.prefix}:{idem:${keyPart(tenantId)}}:${scope}:${keyPart(idemKey)}`;
+  }
+
+  /** A run's webhook configuration and delivery log (same slot as the run). */
+  webhook(runId: string): { readonly config: string; readonly log: string } {
+    const base = `${this.prefix}:{run:${keyPart(runId)}}`;
+    return { config: `${base}:webhook`, log: `${base}:webhook-log` };
+  }
+
+  /** Runs whose webhooks the sweeper checks (score = when next). */
+  get webhookRuns(): string {
+    return `${this.prefix}:webhooks:runs`;
+  }
+
+  /** The webhook sweeper's lock: one sweeper at a time across workers. */
+  get webhookSweepLock(): string {
+    return `${this.prefix}:webhooks:sweep-lock`;
   }
 
   /** Live workers of one agent (see agent-liveness): ZSET worker id -> heartbeat expiry (ms). */
