@@ -6,10 +6,21 @@
  * at registration and again at delivery, and a worker killed -9 between committing run.finished
  * and enqueueing its webhook loses nothing.
  */
-/* eslint-disable @typescript-eslint/no-explicit-any -- HTTP replies are untyped JSON; each test asserts their shape */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { loadApiConfig, startApi, type RunningApi } from '@baton/api';
+import {
+  CreateRunResponseSchema,
+  ErrorBodySchema,
+  RunPageSchema,
+  RunViewSchema,
+  RunWebhooksResponseSchema,
+  WebhookMessageSchema,
+  type CreateRunResponse,
+  type RunWebhooksResponse,
+  type WebhookDelivery,
+  type WebhookMessage,
+} from '@baton/protocol';
 import { webhookIdFor } from '@baton/runtime';
 import { ApiClient } from '../support/api-harness.ts';
 import { silentLogger, testPrefix } from '../support/worker-harness.ts';
@@ -92,15 +103,19 @@ async function poll<T>(fn: () => Promise<T | null | undefined | false>, what: st
   }
 }
 
-function messageOf(r: ReceivedWebhook): any {
-  return JSON.parse(r.body);
+function messageOf(r: ReceivedWebhook): WebhookMessage {
+  return WebhookMessageSchema.parse(JSON.parse(r.body));
+}
+
+function errorOf(body: unknown): { code: string; message: string; details?: unknown } {
+  return ErrorBodySchema.parse(body).error;
 }
 
 async function createRun(
   client: ApiClient,
   content: string,
   webhook?: Record<string, unknown>,
-): Promise<any> {
+): Promise<CreateRunResponse> {
   const r = await client.post('/v1/runs', {
     agent: 'assistant',
     input: { messages: [{ role: 'user', content }] },
@@ -108,15 +123,15 @@ async function createRun(
     ...(webhook ? { webhook } : {}),
   });
   expect(r.status, JSON.stringify(r.body)).toBe(202);
-  return r.body;
+  return CreateRunResponseSchema.parse(r.body);
 }
 
 async function approveAll(client: ApiClient, runId: string): Promise<void> {
   const view = await poll(async () => {
-    const r = await client.get(`/v1/runs/${runId}`);
-    return r.body.status === 'waiting' ? r.body : null;
+    const r = RunViewSchema.parse((await client.get(`/v1/runs/${runId}`)).body);
+    return r.status === 'waiting' ? r : null;
   }, `run ${runId} to wait`);
-  const decisions = view.await.calls.map((c: any) => ({
+  const decisions = (view.await?.calls ?? []).map((c) => ({
     toolCallId: c.toolCallId,
     action: 'resume',
   }));
@@ -127,12 +142,13 @@ async function approveAll(client: ApiClient, runId: string): Promise<void> {
 async function deliveriesWhen(
   client: ApiClient,
   runId: string,
-  done: (deliveries: any[]) => boolean,
-): Promise<any> {
+  done: (deliveries: WebhookDelivery[]) => boolean,
+): Promise<RunWebhooksResponse> {
   return poll(async () => {
     const r = await client.get(`/v1/runs/${runId}/webhooks`);
     expect(r.status).toBe(200);
-    return done(r.body.deliveries) ? r.body : null;
+    const body = RunWebhooksResponseSchema.parse(r.body);
+    return done(body.deliveries) ? body : null;
   }, `the delivery log of ${runId}`);
 }
 
@@ -170,12 +186,12 @@ describe('webhooks against a real receiver', () => {
     const url = rx.url('/flaky');
     const started = Date.now();
     const created = await createRun(s.a, 'deploy please', { url });
-    const runId: string = created.runId;
-    const secret: string = created.webhook.secret;
+    const runId = created.runId;
+    const secret = created.webhook?.secret ?? '';
     expect(created.webhook).toEqual({
       url,
       events: ['run.finished', 'run.waiting', 'run.child_finished'],
-      secret: expect.stringMatching(/^whsec_/),
+      secret: expect.stringMatching(/^whsec_/) as unknown,
     });
 
     await poll(async () => rx.on('/flaky').length >= 3, 'three attempts of run.waiting');
@@ -203,8 +219,9 @@ describe('webhooks against a real receiver', () => {
     }
     expect(types).toEqual(['run.waiting', 'run.finished']);
     const [waiting, finished] = [...byId.values()].map((a) => messageOf(a[0]!));
-    expect(waiting.data.await.calls.map((c: any) => c.toolName)).toEqual(['deploy_service']);
-    expect(finished.data).toMatchObject({ status: 'done', termination: { kind: 'natural_end' } });
+    if (waiting?.type !== 'run.waiting') throw new Error('expected run.waiting first');
+    expect(waiting.data.await.calls.map((c) => c.toolName)).toEqual(['deploy_service']);
+    expect(finished?.data).toMatchObject({ status: 'done', termination: { kind: 'natural_end' } });
 
     const log = await deliveriesWhen(
       s.a,
@@ -216,24 +233,31 @@ describe('webhooks against a real receiver', () => {
     ]);
     for (const delivery of log.deliveries) {
       expect(delivery.endpoint).toBe('run');
-      const [first, second, third] = delivery.attempts;
       expect(delivery.attempts).toHaveLength(3);
+      const [first, second, third] = delivery.attempts as [
+        (typeof delivery.attempts)[0],
+        (typeof delivery.attempts)[0],
+        (typeof delivery.attempts)[0],
+      ];
       expect(first).toMatchObject({ attempt: 1, statusCode: 500 });
       expect(first.nextRetryAt).toBeGreaterThan(first.at);
-      expect(second).toMatchObject({ attempt: 2, error: expect.stringMatching(/timeout/) });
+      expect(second).toMatchObject({
+        attempt: 2,
+        error: expect.stringMatching(/timeout/) as unknown,
+      });
       expect(second.statusCode).toBeUndefined();
       expect(second.durationMs).toBeGreaterThanOrEqual(450);
       expect(second.nextRetryAt).toBeGreaterThan(second.at);
       expect(third).toMatchObject({ attempt: 3, statusCode: 204 });
       expect(third.nextRetryAt).toBeUndefined();
     }
-    expect(log.deliveries.map((d: any) => d.type)).toEqual(['run.waiting', 'run.finished']);
+    expect(log.deliveries.map((d) => d.type)).toEqual(['run.waiting', 'run.finished']);
     expect(JSON.stringify(log)).not.toContain(secret.slice(6));
 
     // Another tenant's run does not exist, here as everywhere.
     const other = await s.b.get(`/v1/runs/${runId}/webhooks`);
     expect(other.status).toBe(404);
-    expect(other.body.error.code).toBe('run_not_found');
+    expect(errorOf(other.body).code).toBe('run_not_found');
   });
 
   it("the tenant's webhook fires beside the run's own (filtered) one; 410 stops it after one attempt", async () => {
@@ -243,7 +267,7 @@ describe('webhooks against a real receiver', () => {
       events: ['run.finished'],
       secret: `whsec_${Buffer.alloc(24, 3).toString('base64')}`,
     });
-    const runId: string = created.runId;
+    const runId = created.runId;
     // A secret the caller chose is not echoed back.
     expect(created.webhook).toEqual({ url: own, events: ['run.finished'] });
     await poll(async () => rx.on('/gone').some((r) => messageOf(r).data.runId === runId), 'tenant');
@@ -253,12 +277,7 @@ describe('webhooks against a real receiver', () => {
       runId,
       (d) => d.length === 3 && d.every((x) => x.status !== 'pending' && x.status !== 'retrying'),
     );
-    const summary = log.deliveries.map((d: any) => [
-      d.endpoint,
-      d.type,
-      d.status,
-      d.attempts.length,
-    ]);
+    const summary = log.deliveries.map((d) => [d.endpoint, d.type, d.status, d.attempts.length]);
     expect(summary).toEqual([
       ['tenant', 'run.waiting', 'stopped', 1],
       ['run', 'run.finished', 'delivered', 1],
@@ -272,12 +291,14 @@ describe('webhooks against a real receiver', () => {
     expect(ownHits).toHaveLength(1);
     // One message, one id, whichever endpoint receives it.
     expect(ownHits[0]!.headers['webhook-id']).toBe(tenantHits[1]!.headers['webhook-id']);
-    expect(log.endpoints.map((e: any) => e.endpoint)).toEqual(['run', 'tenant']);
+    expect(log.endpoints.map((e) => e.endpoint)).toEqual(['run', 'tenant']);
   });
 
   it('refuses internal targets at registration (400, nothing created) unless the operator allows them', async () => {
     const strict = await startStack({}, s.prefix);
-    const before = (await strict.a.get('/v1/runs')).body.runs.length;
+    const count = async (): Promise<number> =>
+      RunPageSchema.parse((await strict.a.get('/v1/runs')).body).runs.length;
+    const before = await count();
     for (const [url, reason] of [
       [rx.url('/flaky'), 'loopback'],
       ['http://localhost:9/hook', 'loopback'],
@@ -293,9 +314,10 @@ describe('webhooks against a real receiver', () => {
         webhook: { url },
       });
       expect(r.status, url).toBe(400);
-      expect(r.body.error.code, url).toBe('webhook_target_refused');
-      expect(r.body.error.details.reason, url).toBe(reason);
-      expect(r.body.error.message).toMatch(/webhook\.url/);
+      const error = errorOf(r.body);
+      expect(error.code, url).toBe('webhook_target_refused');
+      expect(error.details, url).toMatchObject({ reason });
+      expect(error.message).toMatch(/webhook\.url/);
     }
     const scheme = await strict.a.post('/v1/runs', {
       agent: 'assistant',
@@ -303,8 +325,8 @@ describe('webhooks against a real receiver', () => {
       webhook: { url: 'ftp://example.com/hook' },
     });
     expect(scheme.status).toBe(400);
-    expect(scheme.body.error.code).toBe('validation_failed');
-    expect((await strict.a.get('/v1/runs')).body.runs.length).toBe(before);
+    expect(errorOf(scheme.body).code).toBe('validation_failed');
+    expect(await count()).toBe(before);
   });
 
   it('checks the target again at delivery: a host that resolves to loopback is not called', async () => {
@@ -313,11 +335,12 @@ describe('webhooks against a real receiver', () => {
     const log = await deliveriesWhen(
       s.a,
       runId,
-      (d) => d.length === 1 && d[0].status !== 'pending',
+      (d) => d.length === 1 && d[0]?.status !== 'pending',
     );
-    expect(log.deliveries[0]).toMatchObject({ type: 'run.finished', status: 'refused' });
-    expect(log.deliveries[0].attempts).toHaveLength(1);
-    expect(log.deliveries[0].attempts[0].error).toMatch(/localhost resolves to .*loopback/);
+    const [delivery] = log.deliveries;
+    expect(delivery).toMatchObject({ type: 'run.finished', status: 'refused' });
+    expect(delivery?.attempts).toHaveLength(1);
+    expect(delivery?.attempts[0]?.error).toMatch(/localhost resolves to .*loopback/);
     expect(rx.on('/never')).toEqual([]);
   });
 });
@@ -334,8 +357,9 @@ describe('webhooks under kill -9', () => {
       });
       await first.onProbe('before-webhook-outbox', (p) => p['runId'] === runId);
       // Committed, and nothing enqueued yet: the crash window.
-      expect((await s.a.get(`/v1/runs/${runId}`)).body.status).toBe('done');
-      expect((await s.a.get(`/v1/runs/${runId}/webhooks`)).body.deliveries).toEqual([]);
+      expect(RunViewSchema.parse((await s.a.get(`/v1/runs/${runId}`)).body).status).toBe('done');
+      const before: unknown = (await s.a.get(`/v1/runs/${runId}/webhooks`)).body;
+      expect(RunWebhooksResponseSchema.parse(before).deliveries).toEqual([]);
       first.kill('SIGKILL');
       await first.waitForExit();
       const killedAt = Date.now();
@@ -345,7 +369,7 @@ describe('webhooks under kill -9', () => {
       const message = messageOf(hit);
       expect(message).toMatchObject({ type: 'run.finished', data: { runId, status: 'done' } });
       expect(hit.headers['webhook-id']).toBe(webhookIdFor(runId, message.data.seq, 'run.finished'));
-      expect(new Webhook(webhook.secret).verify(hit.body, hit.headers)).toEqual(message);
+      expect(new Webhook(webhook?.secret ?? '').verify(hit.body, hit.headers)).toEqual(message);
       const log = await deliveriesWhen(s.a, runId, (d) => d[0]?.status === 'delivered');
       expect(log.deliveries).toHaveLength(1);
       // Later sweeps find the run's events examined and enqueue nothing more.

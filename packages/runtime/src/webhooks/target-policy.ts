@@ -237,7 +237,7 @@ export class WebhookTargetPolicy {
         addresses.map((a) => a.address),
       );
       if (refused) {
-        callback(refused as unknown as NodeJS.ErrnoException, []);
+        callback(refused, []);
         return;
       }
       if (options.all) callback(null, addresses);
