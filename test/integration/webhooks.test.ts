@@ -21,7 +21,8 @@ import {
   type WebhookDelivery,
   type WebhookMessage,
 } from '@baton/protocol';
-import { webhookIdFor } from '@baton/runtime';
+import { BatonKeys, webhookIdFor } from '@baton/runtime';
+import { Redis } from 'ioredis';
 import { ApiClient } from '../support/api-harness.ts';
 import { silentLogger, testPrefix } from '../support/worker-harness.ts';
 import {
@@ -38,9 +39,9 @@ import {
 const KEY_A = 'acme-webhook-key-123';
 const KEY_B = 'beta-webhook-key-456';
 const TENANT_SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
-/** Test-sized delivery settings: an attempt times out after 500 ms, retries come within ~1 s. */
+/** Test-sized delivery settings: an attempt times out after 1.5 s, retries come within ~1 s. */
 const FAST = {
-  WEBHOOK_TIMEOUT_MS: '500',
+  WEBHOOK_TIMEOUT_MS: '1500',
   WEBHOOK_BACKOFF_MS: '200',
   WEBHOOK_BACKOFF_MAX_MS: '1000',
   WEBHOOK_ATTEMPTS: '4',
@@ -246,7 +247,7 @@ describe('webhooks against a real receiver', () => {
         error: expect.stringMatching(/timeout/) as unknown,
       });
       expect(second.statusCode).toBeUndefined();
-      expect(second.durationMs).toBeGreaterThanOrEqual(450);
+      expect(second.durationMs).toBeGreaterThanOrEqual(1_400);
       expect(second.nextRetryAt).toBeGreaterThan(second.at);
       expect(third).toMatchObject({ attempt: 3, statusCode: 204 });
       expect(third.nextRetryAt).toBeUndefined();
@@ -289,9 +290,33 @@ describe('webhooks against a real receiver', () => {
       expect(new Webhook(TENANT_SECRET).verify(r.body, r.headers)).toEqual(messageOf(r));
     const ownHits = rx.on('/own').filter((r) => messageOf(r).data.runId === runId);
     expect(ownHits).toHaveLength(1);
+    const done = messageOf(ownHits[0]!);
+    if (done.type === 'run.finished')
+      measured['finishedToReceivedMs'] = ownHits[0]!.at - done.data.finishedAt;
     // One message, one id, whichever endpoint receives it.
     expect(ownHits[0]!.headers['webhook-id']).toBe(tenantHits[1]!.headers['webhook-id']);
     expect(log.endpoints.map((e) => e.endpoint)).toEqual(['run', 'tenant']);
+  });
+
+  it('a run the API itself ends (cancelled while queued behind its thread) reports too', async () => {
+    const first = await createRun(s.a, 'deploy please');
+    const r = await s.a.post('/v1/runs', {
+      agent: 'assistant',
+      threadId: first.threadId,
+      input: { messages: [{ role: 'user', content: 'weather in Paris' }] },
+      options: { multitask: 'enqueue' },
+      webhook: { url: rx.url('/queued') },
+    });
+    expect(r.status).toBe(202);
+    const queued = CreateRunResponseSchema.parse(r.body);
+    expect(queued.queuedBehind).toBe(first.runId);
+    expect((await s.a.post(`/v1/runs/${queued.runId}/cancel`)).status).toBe(202);
+    const hit = await poll(async () => rx.on('/queued')[0], 'the cancelled run’s webhook');
+    expect(messageOf(hit)).toMatchObject({
+      type: 'run.finished',
+      data: { runId: queued.runId, termination: { kind: 'cancelled' } },
+    });
+    expect((await s.a.post(`/v1/runs/${first.runId}/cancel`)).status).toBe(202);
   });
 
   it('refuses internal targets at registration (400, nothing created) unless the operator allows them', async () => {
@@ -342,6 +367,25 @@ describe('webhooks against a real receiver', () => {
     expect(delivery?.attempts).toHaveLength(1);
     expect(delivery?.attempts[0]?.error).toMatch(/localhost resolves to .*loopback/);
     expect(rx.on('/never')).toEqual([]);
+
+    // The webhook keys live as long as the finished run, and go with it when it is deleted.
+    const redis = new Redis(s.redisUrl);
+    try {
+      const keys = new BatonKeys(s.prefix);
+      const hook = keys.webhook(runId);
+      const runTtl = await redis.pttl(keys.run(runId).cp);
+      expect(runTtl).toBeGreaterThan(0);
+      for (const key of [hook.config, hook.log]) {
+        const ttl = await redis.pttl(key);
+        expect(ttl, key).toBeGreaterThan(0);
+        expect(Math.abs(ttl - runTtl), key).toBeLessThan(30_000);
+      }
+      expect(await redis.zscore(keys.webhookRuns, runId)).toBeNull();
+      expect((await s.a.request('DELETE', `/v1/runs/${runId}`)).status).toBe(204);
+      expect(await redis.exists(hook.config, hook.log)).toBe(0);
+    } finally {
+      redis.disconnect();
+    }
   });
 });
 
