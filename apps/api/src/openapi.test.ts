@@ -26,6 +26,8 @@ describe('/openapi.json', () => {
         'RunEvent',
         'ErrorBody',
         'JsonValue',
+        'RunWebhooks',
+        'WebhookMessage',
       ]),
     );
     expect(schemas['CreateRunRequest']).toMatchObject({
@@ -46,6 +48,7 @@ describe('/openapi.json', () => {
         '/v1/runs/{id}/events',
         '/v1/runs/{id}/decisions',
         '/v1/runs/{id}/cancel',
+        '/v1/runs/{id}/webhooks',
         '/v1/threads/{id}',
         '/v1/threads/{id}/runs',
         '/v1/agents',

@@ -12,7 +12,9 @@ import {
   RunEventSchema,
   RunSnapshotSchema,
   RunViewSchema,
+  RunWebhooksResponseSchema,
   SubmitDecisionsRequestSchema,
+  WebhookMessageSchema,
 } from '@baton/protocol';
 import { z } from 'zod';
 import { AgUiRunInputSchema } from './adapters/ag-ui/input.ts';
@@ -64,6 +66,8 @@ const RESPONSES = {
   Schedule: ScheduleSchema,
   ScheduleDetail: ScheduleDetailSchema,
   SchedulePage: SchedulePageSchema,
+  RunWebhooks: RunWebhooksResponseSchema,
+  WebhookMessage: WebhookMessageSchema,
 } as const;
 
 const SHARED = { JsonValue: JsonValueSchema, Message: MessageSchema } as const;
@@ -169,6 +173,9 @@ export function buildOpenApiDocument(): Json {
           responses: {
             '202': json('CreateRunResponse', 'Run accepted'),
             ...commonErrors,
+            '400': error(
+              'validation_failed, bad_request, or webhook_target_refused (webhook.url resolves to a loopback, private, link-local … address, or does not resolve)',
+            ),
             '409': error('thread_busy or idempotency_conflict'),
             '413': error('Body or message count over the limit'),
             '422': error('unknown_agent'),
@@ -283,6 +290,21 @@ export function buildOpenApiDocument(): Json {
             '202': json('CancelResponse', 'Cancellation requested'),
             ...commonErrors,
             '404': error('run_not_found'),
+          },
+        },
+      },
+      '/v1/runs/{id}/webhooks': {
+        get: {
+          tags: ['runs'],
+          operationId: 'getRunWebhooks',
+          summary: "The run's webhook endpoints (no secrets) and delivery log, attempt by attempt",
+          description:
+            'Each message is POSTed with Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature: v1,<base64 HMAC-SHA256>); its body is a WebhookMessage (see components). The webhook-id is the same on every retry and redelivery.',
+          parameters: [runIdParam],
+          responses: {
+            '200': json('RunWebhooks', 'Endpoints and deliveries'),
+            ...commonErrors,
+            '404': error('run_not_found (also for another tenant’s run)'),
           },
         },
       },

@@ -30,6 +30,7 @@ import { ScheduleWorker } from './schedule-worker.ts';
 import { ToolResultMailbox } from './tool-results.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 import { traceAgents, tracedProcessor } from './tracing.ts';
+import { startWebhookDelivery } from './webhooks/webhook-worker.ts';
 
 export interface BatonWorkerOptions {
   readonly config: WorkerConfig;
@@ -155,6 +156,14 @@ export class BatonWorker {
           this.logger.warn({ err: e, jobId: job.id }, 'could not handle a failed job'),
         );
       });
+    }
+    // Webhooks (webhooks/): their own queue, backoff and sweeper; added after the handlers
+    // above, which are for run jobs.
+    if (this.opts.probe) rt.webhooks.probe = this.opts.probe;
+    const webhooks = startWebhookDelivery(rt, config, this.logger);
+    if (webhooks) {
+      this.bullWorkers.push(webhooks.worker as Worker);
+      this.timers.push(webhooks.sweeper);
     }
     this.timers.push(
       setInterval(

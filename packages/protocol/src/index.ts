@@ -21,3 +21,4 @@ export * from './agents.ts';
 export * from './http.ts';
 // Scheduled runs (issue 13)
 export * from './schedules.ts';
+export * from './webhooks.ts';

@@ -6,6 +6,7 @@ import {
 } from './enums.ts';
 import { InputMessageSchema } from './messages.ts';
 import { StopConditionsSchema } from './stop-conditions.ts';
+import { RunWebhookRequestSchema } from './webhooks.ts';
 
 export const MAX_INPUT_MESSAGES = 100;
 
@@ -44,6 +45,8 @@ export const CreateRunRequestSchema = z.strictObject({
     messages: z.array(InputMessageSchema).min(1).max(MAX_INPUT_MESSAGES),
   }),
   options: RunOptionsSchema.optional(),
+  /** Where to send this run's webhooks (see webhooks.ts); kept out of the checkpoint and events. */
+  webhook: RunWebhookRequestSchema.optional(),
 });
 export type CreateRunRequest = z.infer<typeof CreateRunRequestSchema>;
 

@@ -24,3 +24,4 @@ export * from './schedules/schedule-record.ts';
 export * from './schedules/schedule-service.ts';
 export * from './schedules/schedule-store.ts';
 export * from './schedules/schedule-timing.ts';
+export * from './webhooks/index.ts';

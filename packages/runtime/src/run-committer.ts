@@ -1,4 +1,4 @@
-import type { Checkpoint } from '@baton/protocol';
+import type { Checkpoint, EventBody } from '@baton/protocol';
 import {
   RunDoneError,
   VersionConflictError,
@@ -32,6 +32,8 @@ export interface CommitterDeps {
   readonly logger: Logger;
   /** Seconds a finished run's keys live (the store's retention). */
   readonly retentionSeconds: number;
+  /** Told about every commit's events once its index duties are done (webhooks' outbox). */
+  readonly afterCommitHook?: (runId: string, events: readonly EventBody[]) => Promise<void>;
 }
 
 /** Member of the expiring-runs index: enough to drop the run from its tenant and thread indexes. */
@@ -136,6 +138,7 @@ export class RunCommitter {
     );
     if (lease && released !== undefined) lease.settle(released);
     await this.afterCommit(current.checkpoint, t.checkpoint, registry);
+    await this.deps.afterCommitHook?.(current.checkpoint.identity.runId, t.events);
     return {
       checkpoint: t.checkpoint,
       version,

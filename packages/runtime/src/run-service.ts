@@ -11,6 +11,7 @@ import {
 import type {
   Checkpoint,
   CreateRunRequest,
+  CreatedRunWebhook,
   Decision,
   DecisionInput,
   RunEvent,
@@ -24,6 +25,7 @@ import type { RedisClient } from './redis/scripts.ts';
 import type { RedisThreadStore, ThreadSnapshot } from './redis/thread-store.ts';
 import type { Durability } from './redis/durability.ts';
 import type { RunCommitter, Loaded } from './run-committer.ts';
+import type { WebhookOutbox } from './webhooks/webhook-outbox.ts';
 
 export interface RunServiceDeps {
   readonly redis: RedisClient;
@@ -35,6 +37,8 @@ export interface RunServiceDeps {
   readonly durability: Durability;
   readonly clock: Clock;
   readonly ids?: () => string;
+  /** Webhooks of new runs (their own and their tenant's); none when absent. */
+  readonly webhooks?: WebhookOutbox;
 }
 
 export interface CreatedRun {
@@ -44,6 +48,8 @@ export interface CreatedRun {
   readonly status: Checkpoint['status'];
   /** Set when the run waits behind the thread's active run (multitask 'enqueue' / 'interrupt'). */
   readonly queuedBehind?: string;
+  /** The run's own webhook, with its generated secret (shown once). */
+  readonly webhook?: CreatedRunWebhook;
 }
 
 export class RunNotFoundError extends BatonError {
@@ -93,6 +99,11 @@ export class RunService {
         request.agent,
         (await this.catalog.list()).map((a) => a.name),
       );
+    // Checked (a webhook target must be public) before anything is written.
+    const hooks = (await deps.webhooks?.endpointsFor(tenantId, request.webhook)) ?? {
+      endpoints: [],
+    };
+    const webhook = hooks.created ? { webhook: hooks.created } : {};
     const runId = opts.runId ?? this.ids();
     const threadId = request.threadId ?? this.ids();
     const strategy = request.options?.multitask ?? 'reject';
@@ -127,6 +138,12 @@ export class RunService {
       // drops an entry whose run never came to be).
       const index = acquired.kind === 'acquired' ? deps.keys.activeRuns : deps.keys.waitingRuns;
       await deps.redis.zadd(index, t.checkpoint.updatedAt, runId);
+      await deps.webhooks?.register(
+        runId,
+        tenantId,
+        hooks.endpoints,
+        request.options?.metadata ?? {},
+      );
       const created = await deps.store.create(t.checkpoint, t.events);
       if (acquired.kind === 'acquired') {
         await deps.queues.enqueueStep(
@@ -135,14 +152,24 @@ export class RunService {
           created.version,
         );
         await deps.durability.acknowledge();
-        return { runId, threadId, turnId, status: 'created' };
+        return { runId, threadId, turnId, status: 'created', ...webhook };
       }
       if (acquired.kind === 'interrupt') await this.cancel(tenantId, acquired.activeRunId);
       await deps.durability.acknowledge();
-      return { runId, threadId, turnId, status: 'created', queuedBehind: acquired.activeRunId };
+      return {
+        runId,
+        threadId,
+        turnId,
+        status: 'created',
+        queuedBehind: acquired.activeRunId,
+        ...webhook,
+      };
     } catch (error) {
       if (opts.runId !== undefined && error instanceof VersionConflictError) throw error;
       await deps.threads.release(tenantId, threadId, runId, [], null).catch(() => undefined);
+      // A run that was created keeps its webhooks; one that never came to be has none.
+      if (deps.webhooks && (await deps.store.meta(runId).catch(() => null)) === null)
+        await deps.webhooks.forget(runId).catch(() => undefined);
       throw error;
     }
   }
@@ -236,6 +263,7 @@ export class RunService {
         `run ${runId} has not finished; cancel it (POST /v1/runs/${runId}/cancel) and delete it once it is done`,
         { runId },
       );
+    await this.deps.webhooks?.forget(runId);
     await this.deps.durability.acknowledge();
   }
 
@@ -252,7 +280,10 @@ export class RunService {
         `thread ${threadId} has an active or queued run (${outcome.runId}); cancel it and delete the thread once it is done`,
         { threadId, activeRunId: outcome.runId },
       );
-    for (const runId of outcome.runIds) await this.deps.store.deleteRun(runId, tenantId);
+    for (const runId of outcome.runIds) {
+      await this.deps.store.deleteRun(runId, tenantId);
+      await this.deps.webhooks?.forget(runId);
+    }
     await this.deps.durability.acknowledge();
     return { runs: outcome.runIds.length };
   }

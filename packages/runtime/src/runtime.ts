@@ -13,6 +13,8 @@ import { RunService } from './run-service.ts';
 import type { RuntimeConfig } from './runtime-config.ts';
 import { systemClock } from './system-clock.ts';
 import type { RedisClient } from './redis/scripts.ts';
+import { WebhookTargetPolicy, parseAllowedHosts } from './webhooks/target-policy.ts';
+import { WebhookOutbox } from './webhooks/webhook-outbox.ts';
 
 /** Connections and stores shared by a worker process and the API (no job processing). */
 export class BatonRuntime {
@@ -25,6 +27,8 @@ export class BatonRuntime {
   readonly queues: BatonQueues;
   readonly committer: RunCommitter;
   readonly service: RunService;
+  /** Webhooks: registration, the outbox pumped after commits, the sweeper, the delivery log. */
+  readonly webhooks: WebhookOutbox;
   readonly connection: ConnectionOptions;
   readonly clock: Clock;
   private readonly ownsClient: boolean;
@@ -95,6 +99,21 @@ export class BatonRuntime {
       onError: (err, queue) => logger.error({ err, queue }, 'queue error'),
     });
     this.queues.flows.on('error', (err) => logger.error({ err }, 'flow producer error'));
+    this.webhooks = new WebhookOutbox({
+      redis: this.redis,
+      keys: this.keys,
+      store: this.store,
+      queues: this.queues,
+      policy: new WebhookTargetPolicy({
+        allowPrivate: config.BATON_WEBHOOK_ALLOW_PRIVATE,
+        allowedHosts: parseAllowedHosts(config.BATON_WEBHOOK_ALLOWED_HOSTS),
+      }),
+      logger,
+      now,
+      retentionSeconds: config.EVENT_RETENTION_SECONDS,
+      attempts: config.WEBHOOK_ATTEMPTS,
+      sweepEveryMs: config.WEBHOOK_SWEEP_INTERVAL_MS,
+    });
     this.committer = new RunCommitter({
       store: this.store,
       threads: this.threads,
@@ -104,6 +123,7 @@ export class BatonRuntime {
       now,
       logger,
       retentionSeconds: config.EVENT_RETENTION_SECONDS,
+      afterCommitHook: this.webhooks.afterCommit,
     });
     this.service = new RunService({
       redis: this.redis,
@@ -114,6 +134,7 @@ export class BatonRuntime {
       committer: this.committer,
       durability: this.durability,
       clock,
+      webhooks: this.webhooks,
     });
   }
 

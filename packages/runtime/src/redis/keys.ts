@@ -47,6 +47,12 @@
  *     p:{sched:<t>}:s:<id>:runs     ZSET   run ids the schedule created, score = scheduledFor (trimmed)
  *     p:schedules:all               ZSET   JSON [tenant, id] of every schedule (repair sweeps)
  *     p:schedules:repair-lock / p:schedules:repair-cursor   one repair sweep at a time, and where it resumes
+ *   Webhooks (see webhooks/webhook-store.ts; the run's hash tag, so one script may touch them all)
+ *     p:{run:<runId>}:webhook      HASH   endpoints (JSON, with their secrets), tenant, metadata,
+ *                                         createdAt, cursor (last event seq the outbox examined)
+ *     p:{run:<runId>}:webhook-log  LIST   delivery log records (JSON), capped; expires with :webhook
+ *     p:webhooks:runs               ZSET   runs whose webhooks the sweeper checks, score = when next
+ *     p:webhooks:sweep-lock         STRING one sweeper at a time across workers (SET NX PX)
  *
  *   API
  *     p:{idem:<t>}:<scope>:<key>    STRING Idempotency-Key record (first response or pending)
@@ -246,6 +252,22 @@ export class BatonKeys {
   /** One Idempotency-Key record. */
   idempotency(tenantId: string, scope: string, idemKey: string): string {
     return `${this.prefix}:{idem:${keyPart(tenantId)}}:${scope}:${keyPart(idemKey)}`;
+  }
+
+  /** A run's webhook configuration and delivery log (same slot as the run). */
+  webhook(runId: string): { readonly config: string; readonly log: string } {
+    const base = `${this.prefix}:{run:${keyPart(runId)}}`;
+    return { config: `${base}:webhook`, log: `${base}:webhook-log` };
+  }
+
+  /** Runs whose webhooks the sweeper checks (score = when next). */
+  get webhookRuns(): string {
+    return `${this.prefix}:webhooks:runs`;
+  }
+
+  /** The webhook sweeper's lock: one sweeper at a time across workers. */
+  get webhookSweepLock(): string {
+    return `${this.prefix}:webhooks:sweep-lock`;
   }
 
   /** Live workers of one agent (see agent-liveness): ZSET worker id -> heartbeat expiry (ms). */

@@ -110,7 +110,7 @@ describe('RedisRunStore', () => {
     expect(loaded?.checkpoint).toEqual(cp2);
 
     // The next commit appends one message: what it sends does not grow with the thread.
-    const reply = { id: 'a1', role: 'assistant' as const, content: 'ok' };
+    const reply = { id: 'a1', role: 'assistant' as const, content: 'ok', toolCalls: [] };
     const cp3 = { ...nextCheckpoint(cp2), messages: [...cp2.messages, reply] };
     const before = Number(/total_net_input_bytes:(\d+)/.exec(await redis.info('stats'))?.[1]);
     await store.commit(runId, 2, cp3, [], null, '', undefined, cp2);
