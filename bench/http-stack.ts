@@ -13,7 +13,14 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import type { RunEvent } from '@baton/protocol';
 import { SseParser } from '../test/support/sse-client.ts';
-import { BenchError, processCpuSeconds, round, withTimeout, type BenchContext } from './lib.ts';
+import {
+  BenchError,
+  envInt,
+  processCpuSeconds,
+  round,
+  withTimeout,
+  type BenchContext,
+} from './lib.ts';
 
 export const TENANT = 'bench';
 export const API_MAIN = fileURLToPath(new URL('../apps/api/src/main.ts', import.meta.url));
@@ -473,4 +480,12 @@ export function openEvents(
 /** Epoch ms (fractional) of a performance.now() reading, to compare with events' `at`. */
 export function epochOf(t: number): number {
   return performance.timeOrigin + t;
+}
+
+/** Knobs every HTTP scenario shares: child log level and start-up timeout. */
+export function stackKnobs(): { logLevel: string; startTimeoutMs: number } {
+  return {
+    logLevel: process.env['BENCH_HTTP_LOG'] ?? process.env['BENCH_LATENCY_LOG'] ?? 'warn',
+    startTimeoutMs: envInt('BENCH_TIMEOUT_MS', 120_000, 1000),
+  };
 }

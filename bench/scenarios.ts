@@ -7,5 +7,6 @@ import type { Scenario } from './lib.ts';
 import { throughput } from './throughput.ts';
 import { inProcess } from './in-process.ts';
 import { latency } from './latency.ts';
+import { apiThroughput } from './api-throughput.ts';
 
-export const scenarios: readonly Scenario[] = [throughput, inProcess, latency];
+export const scenarios: readonly Scenario[] = [throughput, inProcess, latency, apiThroughput];
