@@ -8,5 +8,14 @@ import { throughput } from './throughput.ts';
 import { inProcess } from './in-process.ts';
 import { latency } from './latency.ts';
 import { apiThroughput } from './api-throughput.ts';
+import { decisionLatency } from './decision-latency.ts';
+import { waitingRunsScenario } from './waiting-runs.ts';
 
-export const scenarios: readonly Scenario[] = [throughput, inProcess, latency, apiThroughput];
+export const scenarios: readonly Scenario[] = [
+  throughput,
+  inProcess,
+  latency,
+  apiThroughput,
+  decisionLatency,
+  waitingRunsScenario,
+];
