@@ -489,3 +489,44 @@ export function stackKnobs(): { logLevel: string; startTimeoutMs: number } {
     startTimeoutMs: envInt('BENCH_TIMEOUT_MS', 120_000, 1000),
   };
 }
+
+export interface Followed {
+  readonly runId: string;
+  /** performance.now() before the POST. */
+  readonly t0: number;
+  /** performance.now() of the run.finished frame. */
+  readonly finishedAt: number;
+  readonly received: readonly Received[];
+  /** SSE body bytes received. */
+  readonly bytes: number;
+}
+
+/** POST /v1/runs with `body`, then follow its stream from the start until run.finished (done). */
+export async function submitAndFollow(
+  c: Client,
+  body: unknown,
+  timeoutMs: number,
+): Promise<Followed> {
+  const t0 = performance.now();
+  const { runId } = await mustPost<{ runId: string }>(c, '/v1/runs', body, timeoutMs);
+  const sse = await openEvents(c, runId, { timeoutMs });
+  const finishedAt = await sse.finished;
+  await sse.ended;
+  return { runId, t0, finishedAt, received: sse.received, bytes: sse.bytes() };
+}
+
+/** Mean step.started → step.finished of one run, from the events' own `at` (ms). */
+export function meanStepMs(received: readonly Received[]): number {
+  const started = new Map<number, number>();
+  const durations: number[] = [];
+  for (const { event } of received) {
+    if (event.type === 'step.started') started.set(event.step, event.at);
+    if (event.type === 'step.finished') {
+      const at = started.get(event.step);
+      if (at !== undefined) durations.push(event.at - at);
+    }
+  }
+  return durations.length === 0
+    ? Number.NaN
+    : durations.reduce((a, b) => a + b, 0) / durations.length;
+}

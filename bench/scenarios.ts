@@ -10,6 +10,8 @@ import { latency } from './latency.ts';
 import { apiThroughput } from './api-throughput.ts';
 import { decisionLatency } from './decision-latency.ts';
 import { waitingRunsScenario } from './waiting-runs.ts';
+import { threadGrowth } from './thread-growth.ts';
+import { streaming } from './streaming.ts';
 
 export const scenarios: readonly Scenario[] = [
   throughput,
@@ -18,4 +20,6 @@ export const scenarios: readonly Scenario[] = [
   apiThroughput,
   decisionLatency,
   waitingRunsScenario,
+  threadGrowth,
+  streaming,
 ];
