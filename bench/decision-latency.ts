@@ -47,7 +47,7 @@ export const decisionLatency: Scenario = {
         parallelism: 16,
         directive: { deltas: 1 },
         timeoutMs: Math.max(k.runTimeoutMs, k.startTimeoutMs),
-        log: ctx.log,
+        log: (m) => ctx.log(m),
       });
       const resume = async (runId: string) =>
         resumeOne(client, runId, await ticketOf(client, runId, k.runTimeoutMs), k.runTimeoutMs);

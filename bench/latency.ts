@@ -36,10 +36,9 @@ import {
   type Stack,
 } from './http-stack.ts';
 import { BenchError, envInt, round, withTimeout, type Scenario } from './lib.ts';
-import { lanes, mean, stats, statsRatio, type Stats } from './stats.ts';
+import { lanes, mean, stats, statsRatio } from './stats.ts';
 
 const AGENTS = ['bench', 'bench-sequential'] as const;
-type AgentName = (typeof AGENTS)[number];
 
 interface Knobs {
   readonly runs: number;

@@ -12,6 +12,7 @@ import { decisionLatency } from './decision-latency.ts';
 import { waitingRunsScenario } from './waiting-runs.ts';
 import { threadGrowth } from './thread-growth.ts';
 import { streaming } from './streaming.ts';
+import { sseFanout } from './sse-fanout.ts';
 
 export const scenarios: readonly Scenario[] = [
   throughput,
@@ -22,4 +23,5 @@ export const scenarios: readonly Scenario[] = [
   waitingRunsScenario,
   threadGrowth,
   streaming,
+  sseFanout,
 ];

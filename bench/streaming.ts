@@ -11,7 +11,6 @@
  * model's own pacing (rounds × deltas × deltaMs). Nothing asserts on timings.
  */
 import { performance } from 'node:perf_hooks';
-import type { RunEvent } from '@baton/protocol';
 import {
   epochOf,
   meanStepMs,
@@ -99,7 +98,7 @@ export const streaming: Scenario = {
         let previousStep: number | undefined;
         for (const { event, t } of run.received) {
           if (event.type !== 'text.delta') continue;
-          const delta = event as Extract<RunEvent, { type: 'text.delta' }>;
+          const delta = event;
           deltaFrames += 1;
           text.set(delta.step, (text.get(delta.step) ?? '') + delta.delta);
           lags.push(epochOf(t) - event.at);

@@ -189,7 +189,7 @@ export const threadGrowth: Scenario = {
       }
       const base = rows[0];
       const ratio = (row: Record<string, number>, key: string): number | null =>
-        base && base[key] ? round((row[key] as number) / (base[key] as number), 2) : null;
+        base && base[key] ? round((row[key] as number) / base[key], 2) : null;
       return {
         config: {
           lengths: k.lengths,

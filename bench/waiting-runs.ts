@@ -109,7 +109,7 @@ export const waitingRunsScenario: Scenario = {
         parallelism: k.parallelism,
         directive: { deltas: 1 },
         timeoutMs,
-        log: ctx.log,
+        log: (m) => ctx.log(m),
       });
       const parkMs = performance.now() - t0;
       // Parked means counted as waiting; the step job that parked it may still be completing.

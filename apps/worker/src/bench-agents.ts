@@ -45,7 +45,7 @@ export function benchDirective(request: InferenceRequest): Required<BenchDirecti
   let parsed: BenchDirective = {};
   try {
     const value: unknown = JSON.parse(typeof last?.content === 'string' ? last.content : '');
-    if (value !== null && typeof value === 'object') parsed = value as BenchDirective;
+    if (value !== null && typeof value === 'object') parsed = value;
   } catch {
     // Not a directive: the defaults below.
   }
