@@ -314,20 +314,33 @@ export async function mustGet<T>(c: Client, path: string, timeoutMs: number): Pr
   return reply.body as T;
 }
 
-/** One Prometheus sample from GET /metrics (the stack sets METRICS_PUBLIC=true). */
-export async function metricValue(
-  c: Client,
+/** The value of one Prometheus sample in a /metrics text (first line matching name + labels). */
+export function metricIn(
+  text: string,
   name: string,
-  labels: Record<string, string>,
-  timeoutMs: number,
-): Promise<number | undefined> {
-  const { text } = await httpJson(c, 'GET', '/metrics', undefined, timeoutMs);
+  labels: Record<string, string> = {},
+): number | undefined {
   for (const line of text.split('\n')) {
     if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
     if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`)))
       return Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return undefined;
+}
+
+/** GET /metrics as text (the stack sets METRICS_PUBLIC=true). */
+export async function metricsText(c: Client, timeoutMs: number): Promise<string> {
+  return (await httpJson(c, 'GET', '/metrics', undefined, timeoutMs)).text;
+}
+
+/** One Prometheus sample from GET /metrics. */
+export async function metricValue(
+  c: Client,
+  name: string,
+  labels: Record<string, string>,
+  timeoutMs: number,
+): Promise<number | undefined> {
+  return metricIn(await metricsText(c, timeoutMs), name, labels);
 }
 
 /** Every sample of a metric from GET /metrics, as [labels text, value]. */

@@ -10,14 +10,19 @@
  * delivered frame, connect time.
  *
  * Baseline in the same run: raw Redis PUBLISH → a plain node:http SSE echo server
- * (bench/sse-echo-server.ts) with the same subscribers over the same channel layout, the same
- * number of messages per channel and the same average frame size, paced BENCH_SSE_DELTA_MS apart.
+ * (bench/sse-echo-server.ts) with the same subscribers over the same channel layout, replaying
+ * Baton's offered load: one message of the same average size per event, at the offset (from the
+ * first decision) at which the run committed it, read back from the runs' streams afterwards.
  */
 import { performance } from 'node:perf_hooks';
 import { startFanoutClients, type FanoutResult, type Subscription } from './fanout-clients.ts';
 import {
   childCpuSeconds,
+  epochOf,
+  openEvents,
+  metricIn,
   metricValue,
+  metricsText,
   processRssBytes,
   stackKnobs,
   startChild,
@@ -38,7 +43,7 @@ import {
 } from './lib.ts';
 import { parkRuns, ticketOf, type Ticket } from './parked-runs.ts';
 import { stats, statsRatio, type Stats } from './stats.ts';
-import { mustPost } from './http-stack.ts';
+import { httpJson } from './http-stack.ts';
 import { fileURLToPath } from 'node:url';
 
 const ECHO_MAIN = fileURLToPath(new URL('./sse-echo-server.ts', import.meta.url));
@@ -137,28 +142,64 @@ async function batonSide(ctx: BenchContext, url: string, k: Knobs, counts: numbe
     const api0 = await childCpuSeconds(api);
     const redis0 = await redisSnapshot(redis);
     const t0 = performance.now();
+    // A decision answered 503 (the API's Redis commands timed out while its event loop was busy
+    // writing frames) is retried as its message asks; the retries are reported.
+    let decisionRetries = 0;
     await mapLimit(runIds, 16, async (id, i) => {
       const ticket = tickets[i] as Ticket;
-      await mustPost(
-        client,
-        `/v1/runs/${id}/decisions`,
-        { decisions: [{ toolCallId: ticket.toolCallId, action: 'resume' }] },
-        timeoutMs,
-      );
+      const body = { decisions: [{ toolCallId: ticket.toolCallId, action: 'resume' }] };
+      for (let attempt = 1; ; attempt += 1) {
+        const reply = await httpJson(client, 'POST', `/v1/runs/${id}/decisions`, body, timeoutMs);
+        if (reply.status === 202) return;
+        if ((reply.status !== 503 && reply.status !== 429) || attempt >= 20)
+          throw new BenchError(
+            `POST decisions of ${id}: HTTP ${reply.status} ${reply.text.slice(0, 200)}`,
+          );
+        decisionRetries += 1;
+        await sleep(200 * attempt);
+      }
     });
     await clients.waitDone(k.deliveryTimeoutMs);
     const deliveryMs = performance.now() - t0;
     const api1 = await childCpuSeconds(api);
     const redis1 = await redisSnapshot(redis);
     const results = await clients.report(30_000);
+    // One scrape: prom-client resets its event-loop histogram on every collect, so this covers
+    // the time since the previous scrape (just before the decisions): the delivery.
+    const scrape = await metricsText(client, timeoutMs);
+    const loopLag = (name: string): number | null => {
+      const v = metricIn(scrape, `baton_api_nodejs_eventloop_lag_${name}_seconds`);
+      return v === undefined ? null : round(v * 1000, 1);
+    };
+    const apiEventLoopLagMs = {
+      note: "the API's own nodejs_eventloop_lag_* (prom-client default metrics) over the delivery",
+      p50: loopLag('p50'),
+      p99: loopLag('p99'),
+      max: loopLag('max'),
+    };
+    // The offered load, for the baseline to replay: when each run's events were committed,
+    // relative to the first decision (read back from the runs' durable streams).
+    const t0Epoch = epochOf(t0);
+    const timeline = await mapLimit(runIds, 16, async (id, i) => {
+      const sse = await openEvents(client, id, {
+        after: (tickets[i] as Ticket).lastSeq,
+        timeoutMs,
+      });
+      await sse.finished;
+      await sse.ended;
+      return sse.received.map((r) => Math.max(0, r.event.at - t0Epoch));
+    });
     const frames = sum(results, 'frames');
     ctx.log(`baton: ${frames} frames delivered in ${round(deliveryMs / 1000, 1)} s`);
     return {
+      timeline,
       subscribersConnected: sum(results, 'connected'),
       apiOpenStreamsMetric: openStreams,
       connectSeconds: round(connectMs / 1000, 2),
       errors: sum(results, 'errors'),
       ...(firstError(results) ? { firstError: firstError(results) } : {}),
+      decisionRetries,
+      apiEventLoopLagMs,
       framesDelivered: frames,
       framesPerSubscriber: round(frames / k.subscribers, 2),
       avgFrameBytes: round(sum(results, 'bytes') / Math.max(1, frames), 0),
@@ -188,7 +229,7 @@ async function echoSide(
   url: string,
   k: Knobs,
   counts: number[],
-  messagesPerChannel: number,
+  timeline: readonly (readonly number[])[],
   frameBytes: number,
 ) {
   const redis = benchClient(url, 'bench-sse-echo-publisher');
@@ -223,18 +264,20 @@ async function echoSide(
     const rss1 = await processRssBytes(server.process.pid);
     const cpu0 = await childCpuSeconds(server);
     const redis0 = await redisSnapshot(redis);
-    // Same messages per channel as a Baton run delivered, about the same size, paced like the deltas.
+    // Baton's offered load replayed: channel i gets a message whenever run i committed an event
+    // (same offsets from the start), about the same size.
     const pad = 'x'.repeat(Math.max(0, frameBytes - 60));
     const t0 = performance.now();
     await Promise.all(
-      counts.map(async (_, i) => {
-        for (let m = 0; m < messagesPerChannel; m += 1) {
-          const last = m === messagesPerChannel - 1;
+      timeline.map(async (offsets, i) => {
+        for (const [m, offset] of offsets.entries()) {
+          const wait = t0 + offset - performance.now();
+          if (wait > 0) await sleep(wait);
+          const last = m === offsets.length - 1;
           await redis.publish(
             `${tag}.${i}`,
             JSON.stringify({ at: Date.now(), seq: m + 1, pad, ...(last ? { last: true } : {}) }),
           );
-          if (k.deltaMs > 0 && !last) await sleep(k.deltaMs);
         }
       }),
     );
@@ -279,8 +322,8 @@ export const sseFanout: Scenario = {
     const k = knobs();
     const counts = layout(k);
     const baton = await batonSide(ctx, url, k, counts);
-    const messagesPerChannel = Math.max(1, Math.round(baton.framesPerSubscriber));
-    const echo = await echoSide(ctx, url, k, counts, messagesPerChannel, baton.avgFrameBytes);
+    const { timeline, ...batonResult } = baton;
+    const echo = await echoSide(ctx, url, k, counts, timeline, baton.avgFrameBytes);
     const perSub = (a: number | null, b: number | null): number | null =>
       a !== null && b !== null && b > 0 ? round(a / b, 2) : null;
     return {
@@ -297,9 +340,9 @@ export const sseFanout: Scenario = {
         api: 'one API process (apps/api/src/main.ts), SSE_MAX_PER_TENANT raised to subscribers + 1000, open-files limit raised with ulimit -n; defaults otherwise (EVENT_METRICS on)',
         measured:
           "bench-approval runs parked on their approval; subscribers open ?after=<lastSeq>; all runs approved at once (16 decisions in flight); lag = the event's `at` (worker Date.now) -> frame parsed by a client process, until every stream ended (run.finished)",
-        baseline: `PUBLISH to one channel per run (${messagesPerChannel} messages each = frames per Baton subscriber, ~${baton.avgFrameBytes} B, ${k.deltaMs} ms apart) -> bench/sse-echo-server.ts (node:http, one SUBSCRIBE per channel) -> the same client processes and subscriber layout`,
+        baseline: `Baton's offered load replayed: PUBLISH to one channel per run, one message (~${baton.avgFrameBytes} B) at each offset from the first decision at which that run committed an event (read back from its stream) -> bench/sse-echo-server.ts (node:http, one SUBSCRIBE per channel) -> the same client processes and subscriber layout`,
       },
-      baton,
+      baton: batonResult,
       echoBaseline: echo,
       ratios: {
         lagBatonOverEcho: statsRatio(baton.lagMs, echo.lagMs),
