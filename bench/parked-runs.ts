@@ -7,6 +7,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import {
+  httpJson,
   metricValue,
   mustGet,
   mustPost,
@@ -15,7 +16,7 @@ import {
   type Client,
   type Received,
 } from './http-stack.ts';
-import { BenchError, mapLimit, pollUntil } from './lib.ts';
+import { BenchError, mapLimit, pollUntil, sleep } from './lib.ts';
 
 export const APPROVAL_AGENT = 'bench-approval';
 
@@ -88,6 +89,30 @@ export async function ticketOf(c: Client, runId: string, timeoutMs: number): Pro
   return { toolCallId: call.toolCallId, lastSeq: view.lastSeq };
 }
 
+/**
+ * Approves the run's pending call. A 503/429 is retried as its message asks, with the same
+ * decisionId, so a decision that was in fact committed before the error is a no-op the second
+ * time. Returns the number of retries.
+ */
+export async function decide(
+  c: Client,
+  runId: string,
+  ticket: Ticket,
+  timeoutMs: number,
+): Promise<number> {
+  const body = {
+    decisions: [{ decisionId: `bench-${runId}`, toolCallId: ticket.toolCallId, action: 'resume' }],
+  };
+  for (let attempt = 1; ; attempt += 1) {
+    const path = `/v1/runs/${encodeURIComponent(runId)}/decisions`;
+    const reply = await httpJson(c, 'POST', path, body, timeoutMs);
+    if (reply.status === 202) return attempt - 1;
+    if ((reply.status !== 503 && reply.status !== 429) || attempt >= 20)
+      throw new BenchError(`POST ${path}: HTTP ${reply.status} ${reply.text.slice(0, 200)}`);
+    await sleep(200 * attempt);
+  }
+}
+
 export interface Resumed {
   /** POST decisions → its 202. */
   readonly to202Ms: number;
@@ -115,12 +140,7 @@ export async function resumeOne(
     },
   });
   const t0 = performance.now();
-  await mustPost(
-    c,
-    `/v1/runs/${encodeURIComponent(runId)}/decisions`,
-    { decisions: [{ toolCallId: ticket.toolCallId, action: 'resume' }] },
-    timeoutMs,
-  );
+  await decide(c, runId, ticket, timeoutMs);
   const t202 = performance.now();
   const t1 = await sse.finished;
   await sse.ended;

@@ -41,9 +41,8 @@ import {
   type BenchContext,
   type Scenario,
 } from './lib.ts';
-import { parkRuns, ticketOf, type Ticket } from './parked-runs.ts';
+import { decide, parkRuns, ticketOf, type Ticket } from './parked-runs.ts';
 import { stats, statsRatio, type Stats } from './stats.ts';
-import { httpJson } from './http-stack.ts';
 import { fileURLToPath } from 'node:url';
 
 const ECHO_MAIN = fileURLToPath(new URL('./sse-echo-server.ts', import.meta.url));
@@ -143,21 +142,11 @@ async function batonSide(ctx: BenchContext, url: string, k: Knobs, counts: numbe
     const redis0 = await redisSnapshot(redis);
     const t0 = performance.now();
     // A decision answered 503 (the API's Redis commands timed out while its event loop was busy
-    // writing frames) is retried as its message asks; the retries are reported.
+    // writing frames; the decision may still have been committed) is retried by `decide` with
+    // the same decisionId; the retries are reported.
     let decisionRetries = 0;
     await mapLimit(runIds, 16, async (id, i) => {
-      const ticket = tickets[i] as Ticket;
-      const body = { decisions: [{ toolCallId: ticket.toolCallId, action: 'resume' }] };
-      for (let attempt = 1; ; attempt += 1) {
-        const reply = await httpJson(client, 'POST', `/v1/runs/${id}/decisions`, body, timeoutMs);
-        if (reply.status === 202) return;
-        if ((reply.status !== 503 && reply.status !== 429) || attempt >= 20)
-          throw new BenchError(
-            `POST decisions of ${id}: HTTP ${reply.status} ${reply.text.slice(0, 200)}`,
-          );
-        decisionRetries += 1;
-        await sleep(200 * attempt);
-      }
+      decisionRetries += await decide(client, id, tickets[i] as Ticket, timeoutMs);
     });
     await clients.waitDone(k.deliveryTimeoutMs);
     const deliveryMs = performance.now() - t0;
