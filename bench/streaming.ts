@@ -129,7 +129,7 @@ export const streaming: Scenario = {
           redis:
             'INFO commandstats / stats / cpu deltas over the measured runs (all clients: API, worker, bench; Lua-internal commands included), per inference round',
           client:
-            "node:http SSE client attached right after the 202 with ?after=0; lag = the event's `at` (worker clock, ms) -> its frame parsed here (same machine clock)",
+            "node:http SSE client attached right after the 202 with ?after=0; lag = the event's `at` (worker clock, ms) -> its frame parsed here (same machine clock); gaps = between consecutive delta frames of one round",
         },
         deltasEmitted: emitted,
         redisPerRound,
