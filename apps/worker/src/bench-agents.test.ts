@@ -10,8 +10,8 @@ function request(content: string): InferenceRequest {
     step: 1,
     messageId: 'm',
     messages: [
-      { role: 'user', content: '{"deltas":7}' },
-      { role: 'user', content },
+      { id: 'u1', role: 'user', content: '{"deltas":7}' },
+      { id: 'u2', role: 'user', content },
     ],
     tools: [],
     params: {},
