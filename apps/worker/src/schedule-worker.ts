@@ -42,7 +42,11 @@ export class ScheduleWorker {
         const result = await this.firer.process(job);
         if (result.kind === 'fired' && result.firing.outcome !== 'created')
           this.logger.info(
-            { scheduleId: job.data.scheduleId, outcome: result.firing.outcome, error: result.firing.error?.code },
+            {
+              scheduleId: job.data.scheduleId,
+              outcome: result.firing.outcome,
+              error: result.firing.error?.code,
+            },
             'schedule firing created no new active run',
           );
         return result.kind === 'skipped' ? result.reason : (result.firing.outcome ?? 'none');

@@ -97,7 +97,10 @@ export class ScheduleFirer {
       scheduledFor: scheduledForOf(job),
       firedAt: this.rt.clock.now(),
       outcome: 'failed',
-      error: { code: 'internal', message: `the firing failed ${job.attemptsMade} times: ${message}` },
+      error: {
+        code: 'internal',
+        message: `the firing failed ${job.attemptsMade} times: ${message}`,
+      },
     });
   }
 

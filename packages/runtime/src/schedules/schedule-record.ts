@@ -1,9 +1,4 @@
-import type {
-  InputMessage,
-  RunOptions,
-  ScheduleFiring,
-  ScheduleState,
-} from '@baton/protocol';
+import type { InputMessage, RunOptions, ScheduleFiring, ScheduleState } from '@baton/protocol';
 
 /** What Redis keeps of a schedule (the `data` field of its hash; version and counters beside it). */
 export interface ScheduleRecord {

@@ -301,7 +301,8 @@ export class ScheduleService {
       } while (opts.all && cursor !== '0');
       await redis.set(keys.scheduleRepairCursor, cursor, 'EX', 86_400);
     } finally {
-      if ((await redis.get(keys.scheduleRepairLock)) === token) await redis.del(keys.scheduleRepairLock);
+      if ((await redis.get(keys.scheduleRepairLock)) === token)
+        await redis.del(keys.scheduleRepairLock);
     }
     return { checked, repaired };
   }

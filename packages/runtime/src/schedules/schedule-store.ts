@@ -193,10 +193,7 @@ export class RedisScheduleStore {
   }
 
   /** Compare-and-set of the record on its version. */
-  async update(
-    expectedVersion: number,
-    record: ScheduleRecord,
-  ): Promise<UpdateResult> {
+  async update(expectedVersion: number, record: ScheduleRecord): Promise<UpdateResult> {
     const k = this.k(record.tenantId, record.scheduleId);
     const [code, version] = await this.updateScript(
       [k.record],
@@ -384,8 +381,7 @@ export class RedisScheduleStore {
 
 function decode(fields: (string | null)[]): StoredSchedule | null {
   const [version, data, fired, lastScheduledFor, lastFiredAt] = fields;
-  if (version === null || version === undefined || data === null || data === undefined)
-    return null;
+  if (version === null || version === undefined || data === null || data === undefined) return null;
   return {
     record: JSON.parse(data) as ScheduleRecord,
     version: Number(version),
