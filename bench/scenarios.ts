@@ -13,6 +13,7 @@ import { waitingRunsScenario } from './waiting-runs.ts';
 import { threadGrowth } from './thread-growth.ts';
 import { streaming } from './streaming.ts';
 import { sseFanout } from './sse-fanout.ts';
+import { budgets } from './budgets.ts';
 
 export const scenarios: readonly Scenario[] = [
   throughput,
@@ -24,4 +25,5 @@ export const scenarios: readonly Scenario[] = [
   threadGrowth,
   streaming,
   sseFanout,
+  budgets,
 ];

@@ -29,6 +29,7 @@ import {
   redisSnapshot,
   round,
   sleep,
+  startMonitor,
   type Scenario,
 } from './lib.ts';
 import { mean, median } from './stats.ts';
@@ -100,6 +101,42 @@ async function runKeyBytes(redis: Redis, prefix: string, runId: string): Promise
   return bytes;
 }
 
+/**
+ * Bytes of the run-commit script calls (`EVALSHA <sha> 8 <run keys…> <argv…>`, recognised by
+ * their 8 keys ending in the run's `:cp` key and the messages mode in ARGV[13]) made while `work`
+ * runs, for the run it returns.
+ */
+async function commitBytes(
+  ctx: { log: (m: string) => void },
+  url: string,
+  work: () => Promise<{ runId: string }>,
+): Promise<{ count: number; bytes: number; max: number }> {
+  const calls: { cpKey: string; bytes: number }[] = [];
+  const monitor = await startMonitor(url, ({ source, args }) => {
+    if (source === 'lua' || (args[0] ?? '').toLowerCase() !== 'evalsha' || args[2] !== '8') return;
+    const mode = args[23];
+    if (mode !== 'append' && mode !== 'replace') return;
+    calls.push({
+      cpKey: args[3] ?? '',
+      bytes: args.reduce((n, a) => n + Buffer.byteLength(a), 0),
+    });
+  });
+  let runId: string;
+  try {
+    ({ runId } = await work());
+    await sleep(100); // the last MONITOR lines
+  } finally {
+    await monitor.stop();
+  }
+  const mine = calls.filter((c) => c.cpKey.includes(`{run:${runId}}`));
+  if (mine.length === 0) ctx.log(`warning: no commit of run ${runId} seen under MONITOR`);
+  return {
+    count: mine.length,
+    bytes: mine.reduce((n, c) => n + c.bytes, 0),
+    max: mine.reduce((n, c) => Math.max(n, c.bytes), 0),
+  };
+}
+
 export const threadGrowth: Scenario = {
   name: 'thread-growth',
   description:
@@ -169,6 +206,22 @@ export const threadGrowth: Scenario = {
             runKeyBytes: await runKeyBytes(redis, prefix, run.runId),
           });
         }
+        // One more run on a thread of the same length, untimed, under MONITOR: the bytes each
+        // commit of the run sends (every argument of the commit script: checkpoint, messages,
+        // events) — what a commit writes, with nobody else's traffic in it.
+        const commits = await commitBytes(ctx, url, async () => {
+          const threadId = `tg-${length}-monitor-${randomBytes(4).toString('hex')}`;
+          await seedThread(client, threadId, length, k.messageChars, timeoutMs);
+          return submitAndFollow(
+            client,
+            {
+              agent: MEASURED_AGENT,
+              threadId,
+              input: { messages: [{ role: 'user', content: 'measure' }] },
+            },
+            timeoutMs,
+          );
+        });
         const med = (key: string): number => median(samples.map((x) => x[key] as number));
         const row = {
           length,
@@ -181,6 +234,9 @@ export const threadGrowth: Scenario = {
           stepMsMean: round(mean(samples.map((x) => x['stepMs'] as number)), 2),
           runMs: round(med('runMs'), 2),
           runKeyBytes: round(med('runKeyBytes'), 0),
+          commitsPerRun: commits.count,
+          bytesPerCommitMean: commits.count ? round(commits.bytes / commits.count, 0) : 0,
+          bytesPerCommitMax: commits.max,
         };
         ctx.log(
           `length ${length}: ${row.bytesToRedisPerStep} B/step to Redis, step ${row.stepMs} ms`,

@@ -16,6 +16,7 @@ const SCENARIOS = [
   'thread-growth',
   'streaming',
   'sse-fanout',
+  'budgets',
 ];
 
 function runBench(
@@ -91,10 +92,17 @@ describe('npm run bench: HTTP scenarios', () => {
 
     expect(get('thread-growth.byLength.0.threadMessages')).toBe(0);
     expect(get('thread-growth.byLength.1.threadMessages')).toBe(120);
-    expect(get('thread-growth.byLength.1.bytesToRedisPerStep')).toBeGreaterThan(
-      get('thread-growth.byLength.0.bytesToRedisPerStep') as number,
-    );
+    // Messages have their own list: what a commit sends does not grow with the thread.
+    const commit0 = get('thread-growth.byLength.0.bytesPerCommitMean') as number;
+    const commit1 = get('thread-growth.byLength.1.bytesPerCommitMean') as number;
+    expect(get('thread-growth.byLength.1.commitsPerRun')).toBeGreaterThan(0);
+    expect(commit0).toBeGreaterThan(0);
+    expect(commit1).toBeLessThan(commit0 * 1.5);
     expect(get('thread-growth.ratiosToLength0.1.runKeyBytes')).toBeGreaterThan(1);
+
+    // The budgets table reads the scenarios before it (api CPU per run from api-throughput).
+    expect(typeof get('budgets.budgets.apiCpuMsPerRun.measured')).toBe('number');
+    expect(get('budgets.budgets.apiCpuMsPerRun.max')).toBe(1.5);
 
     expect(get('streaming.deltasEmitted')).toBe(80);
     expect(get('streaming.sseClient.textIntact')).toBe('2/2 rounds');

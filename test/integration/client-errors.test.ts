@@ -111,6 +111,12 @@ describe('client: every error code the API answers becomes a typed BatonApiError
     await expectCode('decision_conflict', 409, a.runs.deny(runId, waiting, { decisionId: 'd-1' }));
     for await (const e of a.runs.stream(runId)) void e;
     await expectCode('run_done', 409, a.runs.approve(runId, waiting));
+    // a webhook aimed at this machine is refused (SSRF), and nothing is created
+    await expectCode(
+      'webhook_target_refused',
+      400,
+      a.runs.create({ ...deploy, webhook: { url: 'http://127.0.0.1:9/hook' } }),
+    );
     // cancel stays idempotent: a finished run answers done, not an error
     expect(await a.runs.cancel(runId)).toEqual({ runId, status: 'done' });
 

@@ -14,7 +14,11 @@ import type { RuntimeConfig } from './runtime-config.ts';
 import { systemClock } from './system-clock.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import { WebhookTargetPolicy, parseAllowedHosts } from './webhooks/target-policy.ts';
+import { withWebhookDefaults, type WebhookSettings } from './webhooks/webhook-config.ts';
 import { WebhookOutbox } from './webhooks/webhook-outbox.ts';
+
+/** A RuntimeConfig whose webhook settings may be left out (they have defaults). */
+export type RuntimeOptions = Omit<RuntimeConfig, keyof WebhookSettings> & Partial<WebhookSettings>;
 
 /** Connections and stores shared by a worker process and the API (no job processing). */
 export class BatonRuntime {
@@ -42,12 +46,14 @@ export class BatonRuntime {
    * connections need `maxRetriesPerRequest: null`, which the caller's client may not have.
    */
   constructor(
-    config: RuntimeConfig,
+    options: RuntimeOptions,
     logger: Logger,
     clock: Clock = systemClock,
     role: 'api' | 'worker' = 'worker',
     client?: RedisClient,
   ) {
+    // Configurations built in code (SDK users) predate the webhook settings: defaults fill in.
+    const config: RuntimeConfig = withWebhookDefaults(options);
     this.clock = clock;
     this.config = config;
     this.ownsClient = client === undefined;

@@ -193,10 +193,14 @@ export function rebaseOnThread(
   threadState: Record<string, JsonValue>,
 ): Checkpoint {
   if (cp.status !== 'created') return cp;
+  // The thread has not moved since the run was created (the common case: it was not queued):
+  // its messages stay the very objects they are, so the store sees them as already written.
+  const unchanged =
+    history.length === cp.historyLength && history.every((m, i) => m.id === cp.messages[i]?.id);
   const own = cp.messages.slice(cp.historyLength);
   return {
     ...cp,
-    messages: [...history, ...own],
+    messages: unchanged ? cp.messages : [...history, ...own],
     historyLength: history.length,
     state: { run: cp.state.run, thread: { ...cp.state.thread, ...threadState } },
   };
