@@ -16,6 +16,7 @@ import {
   type Transition,
 } from '@baton/core';
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
+import { startChildCalls } from './child-runs.ts';
 import { fanOutToolCalls } from './fan-out.ts';
 import { releaseOrWake } from './lease-release.ts';
 import { type Lease, LeaseLostError, type Loaded } from '@baton/runtime';
@@ -232,14 +233,22 @@ export class StepProcessor {
             state = prepared;
           }
           if (t.invocations.length === 0) break;
+          // Agent tools: their calls run as child runs, which hold nothing of this job.
+          const children = await startChildCalls(deps, state.checkpoint, t.invocations, slog);
+          if (children.recorded) {
+            state = await deps.committer.load(runId);
+            break;
+          }
+          const invocations = children.rest;
+          if (invocations.length === 0) return 'delegated';
           if (!engine.ctx.tools.size || state.checkpoint.executionMode === 'sequential') {
             // Results land in the mailbox; the next pass of this loop applies them.
             // An aborted call (cancel) leaves the run for plan() to finish: look at it afresh.
-            if (await this.executeInline(engine, state, t.invocations, lease))
+            if (await this.executeInline(engine, state, invocations, lease))
               state = await deps.committer.load(runId);
             break;
           }
-          const outcome = await fanOutToolCalls(deps, job, state, t.invocations, slog);
+          const outcome = await fanOutToolCalls(deps, job, state, invocations, slog);
           if (outcome === 'recorded') {
             state = await deps.committer.load(runId);
             break;

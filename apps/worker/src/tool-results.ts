@@ -3,7 +3,7 @@ import {
   type Checkpoint,
   type ToolExecutionResult,
 } from '@baton/protocol';
-import type { BatonKeys, RedisClient } from '@baton/runtime';
+import { mailboxField, type BatonKeys, type RedisClient } from '@baton/runtime';
 
 /**
  * Durable mailbox of tool results, keyed by call and attempt. The first result recorded for an
@@ -24,7 +24,7 @@ export class ToolResultMailbox {
   }
 
   private field(toolCallId: string, attempt: number): string {
-    return `${toolCallId}#${attempt}`;
+    return mailboxField(toolCallId, attempt);
   }
 
   /** Records the result unless one exists; returns the result that is on record. */

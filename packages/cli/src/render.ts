@@ -110,6 +110,8 @@ export class EventRenderer {
         return s.yellow(
           `decision ${event.decision.decisionId} not applied: ${event.reason} ${s.dim(event.decision.toolCallId)}`,
         );
+      case 'child_run.linked':
+        return `  ${event.link.toolName} ${s.dim(`runs as child run ${event.link.childRunId} (${event.link.childAgentId})`)}`;
       case 'run.cancel_requested':
         return s.yellow('cancel requested; the run stops at its next step boundary');
       case 'model.retry':

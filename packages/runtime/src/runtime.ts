@@ -9,6 +9,7 @@ import { RedisRunStore } from './redis/redis-run-store.ts';
 import { RedisThreadStore } from './redis/thread-store.ts';
 import { BatonQueues } from './queues.ts';
 import { RunCommitter } from './run-committer.ts';
+import { ChildRuns } from './child-runs.ts';
 import { RunService } from './run-service.ts';
 import type { RuntimeConfig } from './runtime-config.ts';
 import { systemClock } from './system-clock.ts';
@@ -25,6 +26,8 @@ export class BatonRuntime {
   readonly queues: BatonQueues;
   readonly committer: RunCommitter;
   readonly service: RunService;
+  /** Agent-as-tool: child run creation, result delivery, cancel cascade. */
+  readonly children: ChildRuns;
   readonly connection: ConnectionOptions;
   readonly clock: Clock;
   private readonly ownsClient: boolean;
@@ -104,6 +107,18 @@ export class BatonRuntime {
       now,
       logger,
       retentionSeconds: config.EVENT_RETENTION_SECONDS,
+      onFinished: (cp) => this.children.onFinished(cp),
+    });
+    this.children = new ChildRuns({
+      redis: this.redis,
+      keys: this.keys,
+      store: this.store,
+      threads: this.threads,
+      queues: this.queues,
+      committer: () => this.committer,
+      clock,
+      logger,
+      resultTtlSeconds: config.EVENT_RETENTION_SECONDS,
     });
     this.service = new RunService({
       redis: this.redis,
