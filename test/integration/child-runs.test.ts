@@ -1,4 +1,4 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access -- HTTP replies are untyped JSON; each test asserts their shape */
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-argument -- HTTP replies are untyped JSON; each test asserts their shape */
 /**
  * Child runs (agent-as-tool) with real worker processes, a real API and a real Redis: an agent
  * tool's call starts a child run whose answer, error or cancellation becomes the call's result;
@@ -41,4 +41,162 @@ describe('child runs', () => {
       ]);
     },
   );
+
+  it.each(['sequential', 'batch', 'stream'])(
+    '%s: two children and a plain tool in one round; each call gets its own child once',
+    async (mode) => {
+      const { runId } = await s.client.createRun(`tree-${mode}`, 'call answer,echo,answer');
+      const cp = await s.waitDone(runId);
+      expect(finalAnswer(cp)).toBe(
+        'results: answer="answered \\"task 0\\"" | echo={"echoed":"v1"} | answer="answered \\"task 2\\""',
+      );
+      const children = await s.childrenOf(runId);
+      expect(children.map((c) => c.identity.parent?.toolCallId).sort()).toEqual([
+        'call_1_1',
+        'call_1_3',
+      ]);
+      const linked = (await s.events(runId)).filter((e) => e.type === 'child_run.linked');
+      expect(linked).toHaveLength(2);
+    },
+  );
+
+  it('a child that fails gives the parent a tool error, and the parent goes on', async () => {
+    const { runId } = await s.client.createRun('tree-sequential', 'call fail');
+    const cp = await s.waitDone(runId);
+    expect(cp.termination).toEqual({ kind: 'natural_end' });
+    expect(finalAnswer(cp)).toMatch(
+      /^results: fail=error:\{"error":"child run .* failed: model failed/,
+    );
+    const [child] = await s.childrenOf(runId);
+    expect(child?.termination?.kind).toBe('error');
+  });
+
+  it('an agent nobody advertises and a tree too deep are tool errors, not hangs', async () => {
+    const ghost = await s.client.createRun('tree-stream', 'call ghost');
+    expect(finalAnswer(await s.waitDone(ghost.runId))).toMatch(/ghost=error:.*unknown agent/);
+    const deep = await s.client.createRun('tree-sequential', 'call self');
+    const cp = await s.waitDone(deep.runId, 60_000);
+    expect(finalAnswer(cp)).toMatch(/self=error:/);
+    // root -> 4 nested levels; the fifth is refused by the depth limit.
+    let level = cp;
+    for (let depth = 1; depth <= 4; depth += 1) {
+      const [next] = await s.childrenOf(level.identity.runId);
+      expect(next?.identity.parent?.depth).toBe(depth);
+      level = next!;
+    }
+    expect(await s.childrenOf(level.identity.runId)).toEqual([]);
+    expect(JSON.stringify(level.messages)).toContain('nested 5 levels deep; at most 4 are allowed');
+  });
+
+  it('a grandchild: the tree nests, each level answers its parent', async () => {
+    const { runId } = await s.client.createRun('tree-batch', 'call middle');
+    const cp = await s.waitDone(runId);
+    expect(finalAnswer(cp)).toBe(
+      'results: middle="middle got answer=\\"answered \\\\\\"deep\\\\\\"\\""',
+    );
+    const [middle] = await s.childrenOf(runId);
+    const [leaf] = await s.childrenOf(middle!.identity.runId);
+    expect(leaf?.identity.parent).toMatchObject({ rootRunId: runId, depth: 2 });
+  });
+
+  it('thread "new": the child gets a thread of its own and writes its history there', async () => {
+    const { runId, threadId } = await s.client.createRun('tree-sequential', 'call answer_new');
+    await s.waitDone(runId);
+    const [child] = await s.childrenOf(runId);
+    expect(child?.identity.threadId).not.toBe(threadId);
+    const thread = await s.client.get(`/v1/threads/${child!.identity.threadId}`);
+    expect(thread.status).toBe(200);
+    expect(thread.body.runIds).toEqual([child!.identity.runId]);
+    expect(thread.body.messages.map((m: { role: string }) => m.role)).toEqual([
+      'user',
+      'assistant',
+    ]);
+    // The parent's thread has the parent's run only.
+    const parentThread = await s.client.get(`/v1/threads/${threadId}`);
+    expect(parentThread.body.runIds).toEqual([runId]);
+  });
 });
+
+describe('child runs: approvals and cancellation', () => {
+  it.each(['sequential', 'batch', 'stream'])(
+    "%s: a child's approval shows in the parent's await and is answered through the parent",
+    async (mode) => {
+      const { runId } = await s.client.createRun(`tree-${mode}`, 'call approval');
+      const view = await waitForAwait(runId);
+      const awaited = view.await.calls[0];
+      expect(view.status).toBe('running');
+      expect(awaited.toolName).toBe('approve_me');
+      const [child] = await s.childrenOf(runId);
+      expect(awaited.runId).toBe(child!.identity.runId);
+      const decided = await s.client.post(`/v1/runs/${runId}/decisions`, {
+        decisions: [{ toolCallId: awaited.toolCallId, action: 'resume' }],
+      });
+      expect(decided.status).toBe(202);
+      expect(decided.body.routed).toEqual([
+        expect.objectContaining({ runId: child!.identity.runId, accepted: [expect.any(String)] }),
+      ]);
+      const cp = await s.waitDone(runId);
+      expect(finalAnswer(cp)).toBe('results: approval="child approved and done"');
+    },
+  );
+
+  it('a decision sent to the child directly works too; runId names a descendant explicitly', async () => {
+    const { runId } = await s.client.createRun('tree-stream', 'call approval,approval');
+    const view = await waitForAwait(runId, 2);
+    const [a, b] = view.await.calls;
+    const direct = await s.client.post(`/v1/runs/${a.runId}/decisions`, {
+      decisions: [{ toolCallId: a.toolCallId, action: 'resume' }],
+    });
+    expect(direct.status).toBe(202);
+    const named = await s.client.post(`/v1/runs/${runId}/decisions`, {
+      decisions: [{ toolCallId: b.toolCallId, runId: b.runId, action: 'cancel' }],
+    });
+    expect(named.status).toBe(202);
+    const cp = await s.waitDone(runId);
+    expect(finalAnswer(cp)).toMatch(/^results: approval="child approved and done" \| approval=/);
+    // A run that is not a descendant cannot be named.
+    const other = await s.client.createRun('tree-sequential', 'nothing');
+    const refused = await s.client.post(`/v1/runs/${other.runId}/decisions`, {
+      decisions: [{ toolCallId: a.toolCallId, runId: a.runId, action: 'resume' }],
+    });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe('call_unknown');
+  });
+
+  it('a child cancelled on its own is a tool error for the parent', async () => {
+    const { runId } = await s.client.createRun('tree-sequential', 'call approval');
+    const view = await waitForAwait(runId);
+    const childId = view.await.calls[0].runId as string;
+    expect((await s.client.post(`/v1/runs/${childId}/cancel`)).status).toBe(202);
+    const cp = await s.waitDone(runId);
+    expect(cp.termination).toEqual({ kind: 'natural_end' });
+    expect(finalAnswer(cp)).toMatch(/approval=error:.*was cancelled/);
+  });
+
+  it.each(['sequential', 'batch', 'stream'])(
+    '%s: cancelling the parent cancels its whole tree',
+    async (mode) => {
+      const { runId } = await s.client.createRun(`tree-${mode}`, 'call approval,middle');
+      await waitForAwait(runId);
+      expect((await s.client.post(`/v1/runs/${runId}/cancel`)).status).toBe(202);
+      const cp = await s.waitDone(runId);
+      expect(cp.termination).toEqual({ kind: 'cancelled' });
+      for (const child of await s.childrenOf(runId)) {
+        const done = await s.waitDone(child.identity.runId);
+        if (child.identity.agent === 'child-approval')
+          expect(done.termination).toEqual({ kind: 'cancelled' });
+      }
+    },
+  );
+});
+
+async function waitForAwait(runId: string, calls = 1): Promise<any> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const view = await s.client.get(`/v1/runs/${runId}`);
+    if ((view.body.await?.calls?.length ?? 0) >= calls) return view.body;
+    if (Date.now() > deadline)
+      throw new Error(`run ${runId} never awaited: ${JSON.stringify(view.body)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

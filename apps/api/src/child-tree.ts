@@ -118,8 +118,9 @@ async function findSuspendedCall(
 
 /**
  * Groups decisions by the run that holds their call: `runId` when given (the run itself or a
- * descendant), else the run itself when the call is its own, else the descendant whose call
- * with that id is suspended, else the run itself (which answers call_unknown as before).
+ * descendant), else the run itself when its own call with that id is suspended, else the
+ * descendant whose call with that id is suspended (call ids are per run, so a parent's agent
+ * call and its child's call may share one), else the run itself (which answers as before).
  */
 export async function routeDecisions(
   ctx: ApiContext,
@@ -140,7 +141,7 @@ export async function routeDecisions(
           { runId: wanted, toolCallId: input.toolCallId },
         );
       target = wanted;
-    } else if (wanted === undefined && !root.calls[input.toolCallId]) {
+    } else if (wanted === undefined && root.calls[input.toolCallId]?.status !== 'suspended') {
       target = (await findSuspendedCall(ctx, tenantId, root, input.toolCallId)) ?? rootId;
     }
     groups.set(target, [...(groups.get(target) ?? []), decision]);

@@ -39,7 +39,9 @@ function treeScript(request: InferenceRequest): ScriptedTurn {
       text: 'delegating',
       toolCalls: match[1].split(',').map((name, i) => {
         const args: JsonObject =
-          name === 'echo' ? { value: `v${String(i)}` } : { message: `task ${String(i)}` };
+          name === 'echo'
+            ? { value: `v${String(i)}` }
+            : { message: name === 'self' ? 'call self' : `task ${String(i)}` };
         return { name, arguments: args };
       }),
     };
