@@ -1,4 +1,4 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-argument -- HTTP replies are untyped JSON; each test asserts their shape */
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call -- HTTP replies are untyped JSON; each test asserts their shape */
 /**
  * Child runs (agent-as-tool) with real worker processes, a real API and a real Redis: an agent
  * tool's call starts a child run whose answer, error or cancellation becomes the call's result;
