@@ -36,6 +36,11 @@ export async function startChildCalls(
       recorded = true; // delivered already: the caller's next pass applies it
       continue;
     }
+    await deps.probe?.('before-child-start', {
+      runId: cp.identity.runId,
+      toolCallId: call.id,
+      childRunId: call.child.runId,
+    });
     const outcome = await deps.children.start(cp, call);
     await deps.probe?.('after-child-start', {
       runId: cp.identity.runId,

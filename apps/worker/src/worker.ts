@@ -83,6 +83,7 @@ export class BatonWorker {
       logger: this.logger,
       ...(this.opts.probe ? { probe: this.opts.probe } : {}),
     };
+    if (this.opts.probe) rt.children.probe = this.opts.probe;
     await rt.durability.check();
     const agentNames = this.registry.list().map((a) => a.name);
     const liveness = new AgentLiveness(rt.redis, rt.keys);

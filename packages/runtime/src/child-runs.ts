@@ -55,6 +55,8 @@ export type ChildStart =
 export class ChildRuns {
   private readonly deps: ChildRunsDeps;
   private readonly catalog: AgentCatalog;
+  /** Test hook (the worker's probes): crash tests stop a process at an exact point. */
+  probe?: (point: string, info: Record<string, unknown>) => void | Promise<void>;
 
   constructor(deps: ChildRunsDeps) {
     this.deps = deps;
@@ -220,7 +222,13 @@ export class ChildRuns {
 
   /** What a finished run owes its tree: its result to its parent, an end to its children. */
   async onFinished(cp: Checkpoint): Promise<void> {
-    if (cp.identity.parent) await this.deliver(cp);
+    if (cp.identity.parent) {
+      await this.probe?.('before-child-deliver', {
+        runId: cp.identity.runId,
+        parentRunId: cp.identity.parent.runId,
+      });
+      await this.deliver(cp);
+    }
     await this.cancelChildren(cp);
   }
 
