@@ -5,7 +5,9 @@
  * the parent holds no job meanwhile; approvals, cancellation and snapshots span the tree.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { RunEvent } from '@baton/protocol';
 import { startChildStack, finalAnswer, type ChildStack } from '../support/child-stack.ts';
+import { eventsOf } from '../support/api-harness.ts';
 import { stopAllWorkerProcesses } from '../support/worker-process.ts';
 
 let s: ChildStack;
@@ -188,6 +190,77 @@ describe('child runs: approvals and cancellation', () => {
       }
     },
   );
+});
+
+describe('child runs: the tree over SSE (?children=1)', () => {
+  /** The durable logs of the run and its descendants, in per-run seq order. */
+  async function treeLogs(runId: string): Promise<Map<string, number[]>> {
+    const logs = new Map<string, number[]>();
+    const visit = async (id: string): Promise<void> => {
+      logs.set(
+        id,
+        (await s.events(id)).map((e) => e.seq),
+      );
+      for (const child of await s.childrenOf(id)) await visit(child.identity.runId);
+    };
+    await visit(runId);
+    return logs;
+  }
+
+  function perRun(events: readonly RunEvent[]): Map<string, number[]> {
+    const out = new Map<string, number[]>();
+    for (const e of events) out.set(e.runId, [...(out.get(e.runId) ?? []), e.seq]);
+    return out;
+  }
+
+  it('streams the root and every descendant, each event tagged with its run, and ends', async () => {
+    const { runId } = await s.client.createRun('tree-stream', 'call middle,answer');
+    const result = await s.client.stream(`/v1/runs/${runId}/events?children=1`, {
+      timeoutMs: 30_000,
+    });
+    expect(result.status).toBe(200);
+    expect(result.endedByServer).toBe(true);
+    const events = eventsOf(result);
+    const logs = await treeLogs(runId);
+    expect(logs.size).toBe(4); // root, middle, its child, answer
+    expect(perRun(events)).toEqual(logs);
+    // The last id is a composite cursor naming every descendant.
+    expect(result.lastEventId.split(';')).toHaveLength(4);
+  });
+
+  it('reconnecting with Last-Event-ID resumes every log: no loss, no duplicate', async () => {
+    const { runId } = await s.client.createRun('tree-batch', 'call middle,answer');
+    await s.waitDone(runId);
+    const logs = await treeLogs(runId);
+    const total = [...logs.values()].reduce((n, seqs) => n + seqs.length, 0);
+    const seen: RunEvent[] = [];
+    let lastId = '';
+    // Cut the connection every 7 events.
+    for (let round = 0; round < 100 && seen.length < total; round += 1) {
+      const part = await s.client.stream(`/v1/runs/${runId}/events?children=1`, {
+        headers: lastId ? { 'last-event-id': lastId } : {},
+        stopWhen: (_m, all) => all.length >= 7,
+      });
+      expect(part.status).toBe(200);
+      seen.push(...eventsOf(part));
+      // The id of the last event taken (the parser may have read further into the chunk).
+      lastId = part.messages.at(-1)?.lastEventId ?? lastId;
+    }
+    expect(perRun(seen)).toEqual(logs);
+    expect(seen).toHaveLength(total);
+    // Caught up on a finished tree: the stream ends at once, with nothing.
+    const tail = await s.client.stream(`/v1/runs/${runId}/events?children=1`, {
+      headers: { 'last-event-id': lastId },
+    });
+    expect(tail.endedByServer).toBe(true);
+    expect(tail.messages).toEqual([]);
+    const bad = await s.client.stream(`/v1/runs/${runId}/events?children=1`, {
+      headers: { 'last-event-id': 'nope' },
+    });
+    expect(bad.status).toBe(400);
+    const mixed = await s.client.stream(`/v1/runs/${runId}/events?children=1&until=suspended`);
+    expect(mixed.status).toBe(400);
+  });
 });
 
 async function waitForAwait(runId: string, calls = 1): Promise<any> {
