@@ -76,7 +76,7 @@ describe('agent tools (agentTool)', () => {
         { agent: 'x', prompt: (a) => `about ${JSON.stringify(a['topic'])}` },
         { topic: 'b' },
       ),
-    ).toBe('about b');
+    ).toBe('about "b"');
   });
 });
 
