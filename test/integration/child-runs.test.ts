@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RunEvent } from '@baton/protocol';
 import { startChildStack, finalAnswer, type ChildStack } from '../support/child-stack.ts';
 import { eventsOf } from '../support/api-harness.ts';
+import { waitFor } from '../support/worker-harness.ts';
 import { stopAllWorkerProcesses } from '../support/worker-process.ts';
 
 let s: ChildStack;
@@ -130,6 +131,19 @@ describe('child runs: approvals and cancellation', () => {
       expect(awaited.toolName).toBe('approve_me');
       const [child] = await s.childrenOf(runId);
       expect(awaited.runId).toBe(child!.identity.runId);
+      // The parent holds nothing while its child waits: no lease, no live step job.
+      // (Polled: the pass that started the child may still be on its way out.)
+      const meta = await waitFor(
+        async () => {
+          const m = await s.rt.store.meta(runId);
+          const leased = await s.rt.redis.exists(s.rt.keys.run(runId).lease);
+          const job = m && (await s.rt.queues.liveStepJob(runId, m.agent, m.version));
+          return m && leased === 0 && job === null ? m : null;
+        },
+        10_000,
+        'the parent to hold no lease and no job',
+      );
+      expect(meta.status).toBe('running');
       const decided = await s.client.post(`/v1/runs/${runId}/decisions`, {
         decisions: [{ toolCallId: awaited.toolCallId, action: 'resume' }],
       });
