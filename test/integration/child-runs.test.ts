@@ -102,6 +102,46 @@ describe('child runs', () => {
     expect(leaf?.identity.parent).toMatchObject({ rootRunId: runId, depth: 2 });
   });
 
+  it('another tenant sees none of the tree: 404 on the child, its events, its decisions', async () => {
+    const { runId } = await s.client.createRun('tree-stream', 'call approval');
+    const view = await waitForAwait(runId);
+    const childId = view.await.calls[0].runId as string;
+    for (const path of [`/v1/runs/${childId}`, `/v1/runs/${runId}`]) {
+      const r = await s.stranger.get(path);
+      expect(r.status).toBe(404);
+      expect(r.body.error.code).toBe('run_not_found');
+    }
+    expect((await s.stranger.stream(`/v1/runs/${runId}/events?children=1`)).status).toBe(404);
+    const refused = await s.stranger.post(`/v1/runs/${childId}/decisions`, {
+      decisions: [{ toolCallId: view.await.calls[0].toolCallId, action: 'resume' }],
+    });
+    expect(refused.status).toBe(404);
+    expect((await s.client.post(`/v1/runs/${runId}/cancel`)).status).toBe(202);
+    await s.waitDone(runId);
+  });
+
+  it('measures: 20 parents at once, two agent calls each vs two plain tool calls each', async () => {
+    const batch = async (content: string): Promise<string> => {
+      const started = Date.now();
+      const runs = await Promise.all(
+        Array.from({ length: 20 }, () => s.client.createRun('tree-stream', content)),
+      );
+      const latencies = await Promise.all(
+        runs.map(async ({ runId }) => {
+          const cp = await s.waitDone(runId, 60_000);
+          expect(cp.termination).toEqual({ kind: 'natural_end' });
+          return (cp.finishedAt ?? 0) - cp.createdAt;
+        }),
+      );
+      latencies.sort((a, b) => a - b);
+      return `wall ${String(Date.now() - started)} ms, per run p50 ${String(latencies[10])} ms, max ${String(latencies[19])} ms`;
+    };
+    const plain = await batch('call echo,echo');
+    const trees = await batch('call answer,answer');
+    console.info(`[child-runs] 20 parents, 2 plain tools each: ${plain}`);
+    console.info(`[child-runs] 20 parents, 2 child runs each (60 runs): ${trees}`);
+  });
+
   it('thread "new": the child gets a thread of its own and writes its history there', async () => {
     const { runId, threadId } = await s.client.createRun('tree-sequential', 'call answer_new');
     await s.waitDone(runId);

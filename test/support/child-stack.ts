@@ -16,6 +16,8 @@ export interface ChildStack {
   readonly redisUrl: string;
   readonly api: RunningApi;
   readonly client: ApiClient;
+  /** The same API with another tenant's key. */
+  readonly stranger: ApiClient;
   /** Direct access to the stores (reads; and the service, as the API uses it). */
   readonly rt: BatonRuntime;
   spawn(opts?: { pause?: Record<string, number> }): Promise<WorkerProcess>;
@@ -34,7 +36,7 @@ export async function startChildStack(redisUrl: string): Promise<ChildStack> {
   const config = loadApiConfig({
     REDIS_URL: redisUrl,
     BATON_PREFIX: prefix,
-    API_KEYS: `${CHILD_TENANT}:sha256:${hashKey(key)}`,
+    API_KEYS: `${CHILD_TENANT}:sha256:${hashKey(key)},other:sha256:${hashKey(`${key}-other`)}`,
     LOG_LEVEL: 'silent',
     SSE_HEARTBEAT_MS: '250',
   });
@@ -62,6 +64,7 @@ export async function startChildStack(redisUrl: string): Promise<ChildStack> {
     api,
     rt,
     client: new ApiClient(api.url, key),
+    stranger: new ApiClient(api.url, `${key}-other`),
     spawn: (opts = {}) =>
       spawnWorker({
         redisUrl,
