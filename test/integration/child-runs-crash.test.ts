@@ -32,8 +32,9 @@ async function expectCleanTree(s: ChildStack, runId: string, children: number): 
   const kids = await s.childrenOf(runId);
   expect(kids).toHaveLength(children);
   for (const kid of kids) expect((await auditRun(s.rt, kid.identity.runId)).problems).toEqual([]);
-  const linked = (await s.events(runId)).filter((e) => e.type === 'child_run.linked');
-  expect(linked).toHaveLength(children);
+  const events = await s.events(runId);
+  expect(events.filter((e) => e.type === 'child_run.linked')).toHaveLength(children);
+  expect(events.filter((e) => e.type === 'child_run.finished')).toHaveLength(children);
 }
 
 describe('SIGKILL around child runs', () => {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { RunStatusSchema } from './enums.ts';
+import { TerminationReasonSchema } from './termination.ts';
 
 /**
  * Child runs (agent-as-tool; seed: goa-ai run.ChildRunLink / run.Context). A tool call of a
@@ -53,6 +54,17 @@ export const RunParentSchema = z.object({
   depth: z.number().int().positive(),
 });
 export type RunParent = z.infer<typeof RunParentSchema>;
+
+/** How a child run ended, as its parent's log records it (child_run.finished). */
+export const ChildRunEndSchema = z.object({
+  runId: z.string(),
+  agent: z.string(),
+  status: z.literal('done'),
+  termination: TerminationReasonSchema,
+  /** The parent's tool call the child ran for. */
+  toolCallId: z.string(),
+});
+export type ChildRunEnd = z.infer<typeof ChildRunEndSchema>;
 
 /** A child link as GET /v1/runs/:id shows it: with the child's current status. */
 export const ChildRunViewSchema = ChildRunLinkSchema.extend({

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ResumeModeSchema, ToolCallStatusSchema } from './enums.ts';
-import { ChildRunRefSchema } from './child-runs.ts';
+import { ChildRunEndSchema, ChildRunRefSchema } from './child-runs.ts';
 import { JsonObjectSchema, JsonValueSchema } from './json.ts';
 
 /** Why a call waits: shown to the human (or client) who must answer it. */
@@ -44,6 +44,8 @@ export const ToolExecutionResultSchema = z.object({
   patches: z.array(StatePatchSchema),
   startedAt: z.number(),
   finishedAt: z.number(),
+  /** Set when the result is a child run's end (agent-as-tool). */
+  child: ChildRunEndSchema.optional(),
 });
 export type ToolExecutionResult = z.infer<typeof ToolExecutionResultSchema>;
 

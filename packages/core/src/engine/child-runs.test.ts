@@ -255,6 +255,13 @@ describe("a child run's end as its parent's tool result", () => {
       patches: [],
       startedAt: 10,
       finishedAt: 20,
+      child: {
+        runId: 'root.s1c0',
+        agent: 'researcher',
+        status: 'done',
+        termination: { kind: 'natural_end' },
+        toolCallId: 'c1',
+      },
     });
     expect(childRunResult(done)).toEqual(childRunResult(structuredClone(done)));
     // Not ended, suspended, or not a child: nothing to deliver.
@@ -268,6 +275,14 @@ describe("a child run's end as its parent's tool result", () => {
     const applied = base.engine.applyToolResults(base.checkpoint, [result], 30);
     expect(applied.checkpoint.calls['c1']?.status).toBe('succeeded');
     expect(applied.checkpoint.calls['c1']?.outcome?.output).toBe('the answer');
+    // The parent's log says which child ended and how, right after the call's result.
+    const types = applied.events.map((e) => e.type);
+    expect(types.indexOf('child_run.finished')).toBe(types.indexOf('tool_call.result') + 1);
+    expect(applied.events).toContainEqual({ type: 'child_run.finished', child: result.child });
+    // A result for another child (a stale attempt's) reports nothing.
+    const stale = { ...result, child: { ...result.child!, runId: 'root.s1c0a9' } };
+    const ignored = base.engine.applyToolResults(base.checkpoint, [stale], 30);
+    expect(ignored.events.some((e) => e.type === 'child_run.finished')).toBe(false);
   });
 });
 

@@ -154,6 +154,13 @@ export function childRunResult(cp: Checkpoint): ToolExecutionResult | null {
     patches: [],
     startedAt: cp.startedAt ?? cp.createdAt,
     finishedAt,
+    child: {
+      runId: cp.identity.runId,
+      agent: cp.identity.agent,
+      status: 'done',
+      termination: cp.termination ?? { kind: 'error', message: 'ended without a reason' },
+      toolCallId: parent.toolCallId,
+    },
   };
 }
 

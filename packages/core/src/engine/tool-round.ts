@@ -239,6 +239,9 @@ export function applyToolResults(draft: Draft, results: readonly ToolExecutionRe
     cp.phase = 'after_tool_execute';
     const replay = call.replayOrigin;
     settleCall(draft, call, r.result);
+    // Only the child this attempt linked reports its end here.
+    if (r.child && call.child?.runId === r.child.runId)
+      draft.emit({ type: 'child_run.finished', child: r.child });
     if (r.patches.length > 0) {
       call.patches = [...(call.patches ?? []), ...r.patches];
       if (sequential) {

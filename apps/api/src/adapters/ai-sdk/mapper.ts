@@ -251,6 +251,7 @@ export function createUiStreamMapper(opts: UiStreamMapperOptions): UiStreamMappe
       case 'decision.applied':
       case 'decision.discarded':
       case 'child_run.linked':
+      case 'child_run.finished':
       case 'run.cancel_requested':
       case 'state.delta':
       case 'state.conflict':
