@@ -21,31 +21,24 @@
  *
  * Nothing here asserts on timings.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { Agent, request, type IncomingMessage } from 'node:http';
-import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { InProcessRunner } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
 import { loadAgents } from '@baton/worker/testing';
-import { SseParser } from '../test/support/sse-client.ts';
 import {
-  BenchError,
-  envInt,
-  processCpuSeconds,
-  round,
-  withTimeout,
-  type BenchContext,
-  type Scenario,
-} from './lib.ts';
+  childCpuSeconds,
+  openEvents,
+  postJson,
+  startStack,
+  type Client,
+  type Received,
+  type Stack,
+} from './http-stack.ts';
+import { BenchError, envInt, round, withTimeout, type Scenario } from './lib.ts';
+import { lanes, mean, stats, statsRatio } from './stats.ts';
 
 const AGENTS = ['bench', 'bench-sequential'] as const;
-type AgentName = (typeof AGENTS)[number];
-const TENANT = 'bench';
-const API_MAIN = fileURLToPath(new URL('../apps/api/src/main.ts', import.meta.url));
-const WORKER_MAIN = fileURLToPath(new URL('../apps/worker/src/main.ts', import.meta.url));
 
 interface Knobs {
   readonly runs: number;
@@ -67,258 +60,7 @@ function knobs(): Knobs {
   };
 }
 
-// ---------------------------------------------------------------------------------------------
-// Statistics
-// ---------------------------------------------------------------------------------------------
-
-/** Nearest-rank percentile of an ascending array. */
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const rank = Math.ceil((p / 100) * sorted.length);
-  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1] as number;
-}
-
-interface Stats {
-  readonly n: number;
-  readonly p50: number;
-  readonly p95: number;
-  readonly p99: number;
-  readonly mean: number;
-  readonly min: number;
-  readonly max: number;
-}
-
-function stats(values: readonly number[]): Stats {
-  const sorted = [...values].sort((a, b) => a - b);
-  const sum = sorted.reduce((a, b) => a + b, 0);
-  return {
-    n: sorted.length,
-    p50: round(percentile(sorted, 50), 3),
-    p95: round(percentile(sorted, 95), 3),
-    p99: round(percentile(sorted, 99), 3),
-    mean: round(sum / Math.max(1, sorted.length), 3),
-    min: round(sorted[0] ?? Number.NaN, 3),
-    max: round(sorted[sorted.length - 1] ?? Number.NaN, 3),
-  };
-}
-
-function mean(values: readonly number[]): number {
-  return values.length === 0 ? Number.NaN : values.reduce((a, b) => a + b, 0) / values.length;
-}
-
-/** Lanes run `fn` one after another; at most `lanes` in flight; results in index order. */
-async function lanes<R>(n: number, width: number, fn: (i: number) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(n);
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    for (;;) {
-      const i = next++;
-      if (i >= n) return;
-      out[i] = await fn(i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(width, n) }, lane));
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Child processes (API, worker)
-// ---------------------------------------------------------------------------------------------
-
-interface Child {
-  readonly process: ChildProcess;
-  /** The rest of the line that started with the ready marker (e.g. the API's URL). */
-  readonly ready: string;
-  stop(): Promise<void>;
-}
-
-async function startChild(
-  ctx: BenchContext,
-  label: string,
-  script: string,
-  env: Record<string, string>,
-  readyMarker: string,
-  timeoutMs: number,
-): Promise<Child> {
-  const child = spawn(process.execPath, [script], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    await exited.finally(() => clearTimeout(timer));
-  };
-  const ready = new Promise<string>((resolve, reject) => {
-    let buffered = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString('utf8');
-      let nl: number;
-      while ((nl = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, nl);
-        buffered = buffered.slice(nl + 1);
-        if (line.startsWith(readyMarker)) resolve(line.slice(readyMarker.length).trim());
-        else if (line.trim() !== '') ctx.log(`${label}: ${line}`);
-      }
-    });
-    child.stderr?.on('data', (chunk: Buffer) =>
-      ctx.log(`${label} stderr: ${chunk.toString('utf8').trimEnd()}`),
-    );
-    child.once('exit', (code, signal) =>
-      reject(new BenchError(`${label} exited (code ${code}, signal ${signal}) before ready`)),
-    );
-  });
-  try {
-    const rest = await withTimeout(ready, timeoutMs, `${label} to print ${readyMarker.trim()}`);
-    return { process: child, ready: rest, stop };
-  } catch (error) {
-    await stop();
-    throw error;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// HTTP client: node:http with keep-alive (the lightest honest client; sockets are reused)
-// ---------------------------------------------------------------------------------------------
-
-interface Client {
-  readonly base: URL;
-  readonly key: string;
-  readonly agent: Agent;
-}
-
-function postJson(
-  c: Client,
-  path: string,
-  body: unknown,
-  timeoutMs: number,
-): Promise<{ status: number; body: unknown }> {
-  const payload = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: c.base.hostname,
-        port: c.base.port,
-        path,
-        method: 'POST',
-        agent: c.agent,
-        timeout: timeoutMs,
-        headers: {
-          authorization: `Bearer ${c.key}`,
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(payload),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          try {
-            resolve({
-              status: res.statusCode ?? 0,
-              body: text === '' ? undefined : JSON.parse(text),
-            });
-          } catch (error) {
-            reject(error instanceof Error ? error : new BenchError(String(error)));
-          }
-        });
-      },
-    );
-    req.on('timeout', () => req.destroy(new BenchError(`POST ${path} timed out`)));
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
-
-interface Received {
-  readonly event: RunEvent;
-  /** performance.now() when its frame was parsed. */
-  readonly t: number;
-}
-
-interface SseRun {
-  /** performance.now() when the response headers arrived. */
-  readonly headersAt: number;
-  readonly received: Received[];
-  /** Resolves when run.finished arrives (with its performance.now()). */
-  readonly finished: Promise<number>;
-  /** Resolves when the server has ended the response (socket back in the pool). */
-  readonly ended: Promise<void>;
-}
-
-/** GET the event stream; resolves once the response headers are in. */
-function openEvents(c: Client, runId: string, timeoutMs: number): Promise<SseRun> {
-  return new Promise((resolveOpen, rejectOpen) => {
-    const req = request({
-      host: c.base.hostname,
-      port: c.base.port,
-      path: `/v1/runs/${encodeURIComponent(runId)}/events?after=0`,
-      method: 'GET',
-      agent: c.agent,
-      headers: { authorization: `Bearer ${c.key}`, accept: 'text/event-stream' },
-    });
-    const timer = setTimeout(
-      () => req.destroy(new BenchError(`run ${runId}: no run.finished within ${timeoutMs} ms`)),
-      timeoutMs,
-    );
-    req.on('error', (err) => {
-      clearTimeout(timer);
-      rejectOpen(err);
-    });
-    req.on('response', (res: IncomingMessage) => {
-      const headersAt = performance.now();
-      if (res.statusCode !== 200) {
-        clearTimeout(timer);
-        res.resume();
-        rejectOpen(new BenchError(`GET events of ${runId}: HTTP ${res.statusCode}`));
-        return;
-      }
-      const parser = new SseParser();
-      const received: Received[] = [];
-      let onFinished!: (t: number) => void;
-      let onFail!: (err: Error) => void;
-      const finished = new Promise<number>((resolve, reject) => {
-        onFinished = resolve;
-        onFail = reject;
-      });
-      const ended = new Promise<void>((resolve) => {
-        res.on('end', () => {
-          clearTimeout(timer);
-          onFail(new BenchError(`run ${runId}: stream ended without run.finished`));
-          resolve();
-        });
-        res.on('close', () => resolve());
-      });
-      finished.catch(() => undefined); // observed by the caller
-      res.on('error', (err) => onFail(err));
-      req.on('error', (err) => onFail(err));
-      res.setEncoding('utf8');
-      res.on('data', (text: string) => {
-        const t = performance.now();
-        for (const m of parser.push(text)) {
-          const event = JSON.parse(m.data) as RunEvent;
-          received.push({ event, t });
-          if (event.type === 'run.finished') {
-            if (event.status !== 'done' || event.termination.kind !== 'natural_end')
-              onFail(
-                new BenchError(
-                  `run ${runId} finished with ${event.status} / ${JSON.stringify(event.termination)}`,
-                ),
-              );
-            else onFinished(t);
-          }
-        }
-      });
-      resolveOpen({ headersAt, received, finished, ended });
-    });
-    req.end();
-  });
-}
-
-interface DistributedSample {
+export interface DistributedSample {
   readonly totalMs: number;
   readonly to202Ms: number;
   readonly toSseHeadersMs: number;
@@ -330,9 +72,9 @@ interface DistributedSample {
   readonly received: readonly Received[];
 }
 
-async function distributedRun(
+export async function distributedRun(
   c: Client,
-  agent: AgentName,
+  agent: string,
   label: string,
   timeoutMs: number,
 ): Promise<DistributedSample> {
@@ -348,7 +90,7 @@ async function distributedRun(
   if (created.status !== 202)
     throw new BenchError(`POST /v1/runs: HTTP ${created.status} ${JSON.stringify(created.body)}`);
   const { runId } = created.body as { runId: string };
-  const sse = await openEvents(c, runId, timeoutMs);
+  const sse = await openEvents(c, runId, { timeoutMs });
   const t1 = await sse.finished;
   await sse.ended; // outside the timing: lets the keep-alive socket go back to the pool
   const first = sse.received[0];
@@ -432,8 +174,8 @@ function breakdown(samples: readonly DistributedSample[]): Record<string, unknow
 // In-process baseline
 // ---------------------------------------------------------------------------------------------
 
-async function inProcessLatencies(
-  agent: AgentName,
+export async function inProcessLatencies(
+  agent: string,
   runs: number,
   warmupRuns: number,
   width: number,
@@ -478,15 +220,6 @@ async function inProcessLatencies(
 
 // ---------------------------------------------------------------------------------------------
 
-function ratios(distributed: Stats, inProcess: Stats): Record<string, number> {
-  return {
-    p50: round(distributed.p50 / inProcess.p50, 2),
-    p95: round(distributed.p95 / inProcess.p95, 2),
-    p99: round(distributed.p99 / inProcess.p99, 2),
-    mean: round(distributed.mean / inProcess.mean, 2),
-  };
-}
-
 export const latency: Scenario = {
   name: 'latency',
   description:
@@ -496,37 +229,15 @@ export const latency: Scenario = {
     const url = ctx.redisUrl;
     if (url === undefined) throw new BenchError('latency needs Redis');
     const k = knobs();
-    const prefix = `bench-latency-${randomBytes(3).toString('hex')}`;
-    const key = `bench-latency-${randomBytes(12).toString('hex')}`;
-    const common = { REDIS_URL: url, BATON_PREFIX: prefix, LOG_LEVEL: k.logLevel };
-    const children: Child[] = [];
-    const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+    let stack: Stack | undefined;
     const results: Record<string, unknown> = {};
-    const cpuOf = async (c: Child | undefined): Promise<number | undefined> =>
-      c?.process.pid === undefined ? undefined : processCpuSeconds(c.process.pid);
     try {
-      ctx.log('starting worker process (apps/worker/src/main.ts, BATON_AGENTS=bench)');
-      const worker = await startChild(
-        ctx,
-        'worker',
-        WORKER_MAIN,
-        { ...common, BATON_AGENTS: 'bench', RECONCILER: '0', WORKER_ID: `${prefix}-w0` },
-        'READY ',
-        k.startTimeoutMs,
-      );
-      children.push(worker);
-      ctx.log('starting API process (apps/api/src/main.ts)');
-      const api = await startChild(
-        ctx,
-        'api',
-        API_MAIN,
-        { ...common, PORT: '0', HOST: '127.0.0.1', API_KEYS: `${TENANT}:${key}` },
-        'LISTENING ',
-        k.startTimeoutMs,
-      );
-      children.push(api);
-      const client: Client = { base: new URL(api.ready), key, agent };
-      ctx.log(`api at ${api.ready}`);
+      stack = await startStack(ctx, url, {
+        label: 'latency',
+        logLevel: k.logLevel,
+        startTimeoutMs: k.startTimeoutMs,
+      });
+      const { client, api, worker } = stack;
 
       const variants = [
         { label: 'sequential', width: 1 },
@@ -547,7 +258,7 @@ export const latency: Scenario = {
             distributedRun(client, name, `warm-up ${i}`, k.runTimeoutMs),
           );
           ctx.log(`${name} [${v.label}]: distributed ${k.runs} runs`);
-          const [apiCpu0, workerCpu0] = [await cpuOf(api), await cpuOf(worker)];
+          const [apiCpu0, workerCpu0] = [await childCpuSeconds(api), await childCpuSeconds(worker)];
           const benchCpu0 = process.cpuUsage();
           const started = performance.now();
           const samples = await lanes(k.runs, v.width, (i) =>
@@ -555,7 +266,7 @@ export const latency: Scenario = {
           );
           const elapsedMs = performance.now() - started;
           const benchCpu = process.cpuUsage(benchCpu0);
-          const [apiCpu1, workerCpu1] = [await cpuOf(api), await cpuOf(worker)];
+          const [apiCpu1, workerCpu1] = [await childCpuSeconds(api), await childCpuSeconds(worker)];
           const dist = stats(samples.map((s) => s.totalMs));
           ctx.log(
             `${name} [${v.label}]: distributed p50 ${dist.p50} ms p95 ${dist.p95} ms p99 ${dist.p99} ms; in-process p50 ${inProc.p50} ms p95 ${inProc.p95} ms`,
@@ -566,7 +277,7 @@ export const latency: Scenario = {
             runsInFlight: v.width,
             distributedMs: dist,
             inProcessMs: inProc,
-            distributedOverInProcess: ratios(dist, inProc),
+            distributedOverInProcess: statsRatio(dist, inProc),
             runsPerSec: round((k.runs / elapsedMs) * 1000, 1),
             cpuMsPerRun: {
               api: perRunCpu(apiCpu0, apiCpu1),
@@ -579,8 +290,7 @@ export const latency: Scenario = {
         results[name] = perAgent;
       }
     } finally {
-      agent.destroy();
-      for (const c of children.reverse()) await c.stop();
+      await stack?.stop();
     }
     return {
       config: {

@@ -10,7 +10,7 @@
  *
  * Knobs (env): BENCH_RUNS, BENCH_WARMUP_RUNS, BENCH_RAW_JOBS, BENCH_RAW_WARMUP_JOBS,
  * BENCH_CHAINS, BENCH_CONCURRENCY, BENCH_WORKER_PROCS, BENCH_PROFILE_RUNS, BENCH_TIMEOUT_MS,
- * BENCH_CREATE_PARALLELISM (see bench/README.md).
+ * BENCH_CREATE_PARALLELISM, and each HTTP scenario's own (see bench/README.md).
  */
 import { writeFile } from 'node:fs/promises';
 import { startRedis, type RedisHandle } from '../test/support/redis.ts';
@@ -22,7 +22,7 @@ function usage(): string {
     'usage: npm run -s bench -- [--scenario=<name>[,<name>...]] [--out=<file>] [--list]',
     '  (-s keeps npm from printing its banner into the JSON on stdout)',
     'scenarios:',
-    ...scenarios.map((s) => `  ${s.name.padEnd(12)} ${s.description}`),
+    ...scenarios.map((s) => `  ${s.name.padEnd(18)} ${s.description}`),
   ].join('\n');
 }
 

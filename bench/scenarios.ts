@@ -7,5 +7,21 @@ import type { Scenario } from './lib.ts';
 import { throughput } from './throughput.ts';
 import { inProcess } from './in-process.ts';
 import { latency } from './latency.ts';
+import { apiThroughput } from './api-throughput.ts';
+import { decisionLatency } from './decision-latency.ts';
+import { waitingRunsScenario } from './waiting-runs.ts';
+import { threadGrowth } from './thread-growth.ts';
+import { streaming } from './streaming.ts';
+import { sseFanout } from './sse-fanout.ts';
 
-export const scenarios: readonly Scenario[] = [throughput, inProcess, latency];
+export const scenarios: readonly Scenario[] = [
+  throughput,
+  inProcess,
+  latency,
+  apiThroughput,
+  decisionLatency,
+  waitingRunsScenario,
+  threadGrowth,
+  streaming,
+  sseFanout,
+];

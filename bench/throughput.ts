@@ -772,17 +772,31 @@ async function monitorProfile(
   const luaCalls = new Map<string, number>();
   let clientCommands = 0;
   let luaCommands = 0;
+  // Whose work a command is: 'baton' = sent on Baton's own connections (stores, leases,
+  // mailbox, createRun) or run inside Baton's scripts; 'bullmq' = BullMQ's scripts and
+  // everything on BullMQ's connections. MONITOR prints a script's commands right after it.
+  const origin = { baton: { roundTrips: 0, commands: 0 }, bullmq: { roundTrips: 0, commands: 0 } };
+  let lastOrigin: keyof typeof origin = 'baton';
   const monitor = await startMonitor(url, ({ source, args }) => {
     if (source === benchAddr) return;
     const cmd = (args[0] ?? '').toLowerCase();
     if (source === 'lua') {
       luaCommands += 1;
       luaCalls.set(cmd, (luaCalls.get(cmd) ?? 0) + 1);
+      origin[lastOrigin].commands += 1;
       return;
     }
     if (cmd === 'monitor' || cmd === 'info' || cmd === 'client') return;
     clientCommands += 1;
     const key = scriptName(args);
+    const source_ = names.get(source) ?? '';
+    lastOrigin =
+      !key.startsWith('evalsha bullmq:') &&
+      (source_.startsWith('worker: baton') || source_.startsWith('api: baton'))
+        ? 'baton'
+        : 'bullmq';
+    origin[lastOrigin].roundTrips += 1;
+    origin[lastOrigin].commands += 1;
     roundTrips.set(key, (roundTrips.get(key) ?? 0) + 1);
     const conn = label(source);
     byConnection.set(conn, (byConnection.get(conn) ?? 0) + 1);
@@ -811,6 +825,16 @@ async function monitorProfile(
     note: 'MONITOR over a separate, untimed batch. roundTrips = commands sent by clients (each a network round trip, though ioredis pipelines concurrent ones); luaInternal = commands executed inside scripts.',
     clientRoundTripsPerStep: round(clientCommands / steps),
     luaInternalCommandsPerStep: round(luaCommands / steps),
+    perStepByOrigin: {
+      baton: {
+        roundTrips: round(origin.baton.roundTrips / steps),
+        commands: round(origin.baton.commands / steps),
+      },
+      bullmq: {
+        roundTrips: round(origin.bullmq.roundTrips / steps),
+        commands: round(origin.bullmq.commands / steps),
+      },
+    },
     roundTripsPerStep: perStep(roundTrips),
     roundTripsPerStepByConnection: perStep(byConnection),
     roundTripsPerStepByConnectionAndCommand: perStep(byConnectionAndCommand, 40),
@@ -819,6 +843,51 @@ async function monitorProfile(
 }
 
 // ---------------------------------------------------------------------------------------------
+
+/** A measured value against its budget (issue 11): `max` budgets are upper bounds, `min` lower. */
+function budget(measured: number | undefined, limit: number, kind: 'max' | 'min' = 'max') {
+  if (measured === undefined) return { measured: null, [kind]: limit, met: null };
+  return { measured, [kind]: limit, met: kind === 'max' ? measured <= limit : measured >= limit };
+}
+
+/**
+ * The per-step budgets of the in-process variant (1 worker): medians of the samples for the
+ * timed numbers, exact counts for the rest. Step jobs that do nothing: outcomes busy/missing and
+ * wake-up jobs.
+ */
+function budgetsOf(
+  baton: Record<string, unknown> | undefined,
+  ratio: Record<string, unknown> | undefined,
+  profile: Record<string, unknown> | undefined,
+): Record<string, unknown> {
+  const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
+  const redis = baton?.['redisPerStep'] as Record<string, unknown> | undefined;
+  const jobs = baton?.['jobsOfTheseRuns'] as
+    | { stepJobsByOutcome: Record<string, number>; stepJobsByReason: Record<string, number> }
+    | undefined;
+  const noop = jobs
+    ? round(
+        (jobs.stepJobsByOutcome['busy'] ?? 0) +
+          (jobs.stepJobsByOutcome['missing'] ?? 0) +
+          (jobs.stepJobsByReason['continue (wake)'] ?? 0),
+      )
+    : undefined;
+  const cpu = (baton?.['workerProcesses'] ?? baton?.['benchProcess']) as
+    Record<string, unknown> | undefined;
+  const usec = (v: unknown): number | undefined => {
+    const n = num(v);
+    return n === undefined ? undefined : round(n / 1000, 3);
+  };
+  return {
+    note: 'per step of the bench agent, 1 in-process worker (its CPU includes the bench client creating runs); see bench/README.md',
+    redisCommandsPerStep: budget(num(redis?.['commandsPerUnit']), 80),
+    clientRoundTripsPerStep: budget(num(profile?.['clientRoundTripsPerStep']), 12),
+    noopStepJobsPerRun: budget(noop, 0.1),
+    redisCpuMsPerStep: budget(usec(redis?.['redisCpuUsecPerUnit']), 0.4),
+    workerCpuMsPerStep: budget(usec(cpu?.['cpuUsecPerStep']), 0.6),
+    stepsPerSecOverRawJobsPerSec: budget(num(ratio?.['stepsPerSecOverRawJobsPerSec']), 0.3, 'min'),
+  };
+}
 
 export const throughput: Scenario = {
   name: 'throughput',
@@ -873,6 +942,7 @@ export const throughput: Scenario = {
       await raw.close();
     }
     return {
+      budgets: budgetsOf(baton[0], ratios[0], profile),
       config: {
         runs: k.runs,
         warmupRuns: k.warmupRuns,

@@ -136,6 +136,7 @@ describe('child runs', () => {
       latencies.sort((a, b) => a - b);
       return `wall ${String(Date.now() - started)} ms, per run p50 ${String(latencies[10])} ms, max ${String(latencies[19])} ms`;
     };
+    await batch('call echo,answer'); // warm-up: both paths, so neither pays for first use
     const plain = await batch('call echo,echo');
     const trees = await batch('call answer,answer');
     console.info(`[child-runs] 20 parents, 2 plain tools each: ${plain}`);

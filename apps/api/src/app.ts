@@ -20,7 +20,11 @@ import { agentsRouter } from './routes/agents.ts';
 import { eventsRouter } from './routes/events.ts';
 import { opsRouter } from './routes/ops.ts';
 import { runsRouter } from './routes/runs.ts';
+import { schedulesRouter } from './routes/schedules.ts';
 import { threadsRouter } from './routes/threads.ts';
+import { httpTracing } from './tracing.ts';
+import { webhooksRouter } from './routes/webhooks.ts';
+import { parseTenantWebhooks } from './webhooks/tenant-webhooks.ts';
 
 /**
  * An extra router (e.g. a protocol adapter under apps/api/src/adapters) mounted at `path`.
@@ -64,6 +68,7 @@ function trustProxy(value: string): boolean | number | string {
 export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   const { config } = opts;
   const logger = opts.logger ?? createApiLogger(config.LOG_LEVEL);
+  const tenantWebhooks = parseTenantWebhooks(config);
   const ownsRuntime = opts.runtime === undefined;
   const runtime = opts.runtime ?? new BatonRuntime(config, logger, opts.clock, 'api');
   const tenantEntries = opts.keys === undefined ? tenantKeyEntries(config) : [];
@@ -80,6 +85,8 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   // and refuse to start in strict durability mode against a Redis that cannot keep the promise.
   if (await runtime.waitUntilReady(5_000)) await runtime.durability.check();
   else logger.warn('redis is not reachable yet; requests get 503 until it is');
+  // Webhooks: every run of these tenants also reports to the tenant's endpoint.
+  runtime.webhooks.tenantWebhooks = tenantWebhooks;
   const metrics = new ApiMetrics(runtime);
   const subscriber = new RunEventSubscriber({
     redis: runtime.redis,
@@ -113,6 +120,9 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   if (config.TRUST_PROXY !== '') app.set('trust proxy', trustProxy(config.TRUST_PROXY));
+  // Tracing (OTEL_*): a server span per request, active while it is handled; nothing when off.
+  const tracing = httpTracing();
+  if (tracing) app.use(tracing);
   app.use(httpLogger(logger));
   app.use(metrics.middleware());
   const corsHandler = corsMiddleware(parseCorsOrigins(config.CORS_ORIGINS));
@@ -152,6 +162,8 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   }
   const v1 = express.Router();
   v1.use(runsRouter(context), eventsRouter(context), threadsRouter(context), agentsRouter(context));
+  v1.use(schedulesRouter(context)); // scheduled runs
+  v1.use(webhooksRouter(context));
   app.use('/v1', ...api, v1);
 
   app.use(notFoundHandler);

@@ -67,6 +67,9 @@ export const ApiConfigSchema = z.object({
    */
   PROTOCOL_DEFAULT_AGENT: z.string().min(1).max(128).default('assistant'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Tenant webhooks: `tenant:whsec_<base64>:https://…` entries (webhooks/tenant-webhooks.ts). */
+  TENANT_WEBHOOKS: z.string().default(''),
+  TENANT_WEBHOOKS_FILE: z.string().optional(),
 });
 export type ApiConfig = z.infer<typeof ApiConfigSchema>;
 
@@ -79,7 +82,7 @@ export class ConfigError extends Error {
 }
 
 /** Names that may hold secrets: their values are never echoed in an error. */
-const SECRET_VARIABLES = /KEY|SECRET|PASSWORD|TOKEN|REDIS_URL/;
+const SECRET_VARIABLES = /KEY|SECRET|PASSWORD|TOKEN|REDIS_URL|WEBHOOKS/;
 
 export function loadApiConfig(env: Record<string, string | undefined> = process.env): ApiConfig {
   const parsed = ApiConfigSchema.safeParse(env);

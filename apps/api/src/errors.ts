@@ -31,6 +31,7 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   rate_limited: 429,
   internal: 500,
   unavailable: 503,
+  webhook_target_refused: 400,
 };
 
 export function statusFor(code: ErrorCode): number {

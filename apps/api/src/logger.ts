@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { REDACT_PATHS } from '@baton/runtime';
+import { REDACT_PATHS, traceLogOptions } from '@baton/runtime';
 import { pino, type Logger } from 'pino';
 import { pinoHttp, type HttpLogger } from 'pino-http';
 
@@ -16,6 +16,7 @@ export function createApiLogger(level = 'info'): Logger {
     name: 'baton-api',
     level,
     redact: { paths: API_REDACT_PATHS, censor: '[redacted]' },
+    ...traceLogOptions(),
   });
 }
 

@@ -2,7 +2,7 @@
  * API process entry: `node apps/api/src/main.ts`. Configuration comes from the environment
  * (see config.ts); workers run separately (`node apps/worker/src/main.ts`).
  */
-import { exitOnSignals, safeUrl } from '@baton/runtime';
+import { exitOnSignals, safeUrl, startTracing, type TracingHandle } from '@baton/runtime';
 import { protocolPlugins } from './adapters/plugins.ts';
 import { loadApiConfig, type ApiConfig } from './config.ts';
 import { createApiLogger } from './logger.ts';
@@ -22,6 +22,14 @@ try {
 } catch (error) {
   exitWith(error, { host: process.env['HOST'] ?? '', port: Number(process.env['PORT']) });
 }
+// Tracing first (OTEL_* variables): the logger and the queues look once, when created.
+let tracing: TracingHandle | null = null;
+try {
+  tracing = await startTracing({ serviceName: 'baton-api' });
+} catch (error) {
+  process.stderr.write(`baton-api: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+}
 const logger = createApiLogger(config.LOG_LEVEL);
 let api: RunningApi;
 try {
@@ -37,4 +45,10 @@ logger.info(
 );
 process.stdout.write(`LISTENING ${publicUrl}\n`);
 
-exitOnSignals(logger, () => api.close());
+exitOnSignals(logger, async () => {
+  try {
+    await api.close();
+  } finally {
+    await tracing?.shutdown().catch(() => undefined);
+  }
+});

@@ -26,6 +26,8 @@ describe('/openapi.json', () => {
         'RunEvent',
         'ErrorBody',
         'JsonValue',
+        'RunWebhooks',
+        'WebhookMessage',
       ]),
     );
     expect(schemas['CreateRunRequest']).toMatchObject({
@@ -46,10 +48,24 @@ describe('/openapi.json', () => {
         '/v1/runs/{id}/events',
         '/v1/runs/{id}/decisions',
         '/v1/runs/{id}/cancel',
+        '/v1/runs/{id}/webhooks',
         '/v1/threads/{id}',
         '/v1/threads/{id}/runs',
         '/v1/agents',
+        '/v1/schedules',
+        '/v1/schedules/{id}',
+        '/v1/schedules/{id}/pause',
+        '/v1/schedules/{id}/resume',
+        '/v1/schedules/{id}/runs',
       ]),
+    );
+    expect(schemas['CreateScheduleRequest']).toMatchObject({
+      type: 'object',
+      additionalProperties: false,
+      required: ['agent', 'input'],
+    });
+    expect(Object.keys(schemas)).toEqual(
+      expect.arrayContaining(['Schedule', 'ScheduleDetail', 'SchedulePage']),
     );
   });
 });

@@ -1,6 +1,10 @@
 import {
   AgentDescriptorSchema,
   CreateRunRequestSchema,
+  CreateScheduleRequestSchema,
+  ScheduleDetailSchema,
+  SchedulePageSchema,
+  ScheduleSchema,
   ErrorBodySchema,
   JsonValueSchema,
   MessageSchema,
@@ -8,11 +12,14 @@ import {
   RunEventSchema,
   RunSnapshotSchema,
   RunViewSchema,
+  RunWebhooksResponseSchema,
   SubmitDecisionsRequestSchema,
+  WebhookMessageSchema,
 } from '@baton/protocol';
 import { z } from 'zod';
 import { AgUiRunInputSchema } from './adapters/ag-ui/input.ts';
 import { ChatRequestSchema } from './adapters/ai-sdk/request.ts';
+import { ListSchedulesQuerySchema } from './routes/schedules.ts';
 import {
   AgentListSchema,
   CancelResponseSchema,
@@ -39,6 +46,7 @@ const REQUESTS = {
   SubmitDecisionsRequest: SubmitDecisionsRequestSchema,
   AiSdkChatRequest: ChatRequestSchema,
   AgUiRunAgentInput: AgUiRunInputSchema,
+  CreateScheduleRequest: CreateScheduleRequestSchema,
 } as const;
 
 const RESPONSES = {
@@ -55,6 +63,11 @@ const RESPONSES = {
   AgentDescriptor: AgentDescriptorSchema,
   ErrorBody: ErrorBodySchema,
   Health: HealthSchema,
+  Schedule: ScheduleSchema,
+  ScheduleDetail: ScheduleDetailSchema,
+  SchedulePage: SchedulePageSchema,
+  RunWebhooks: RunWebhooksResponseSchema,
+  WebhookMessage: WebhookMessageSchema,
 } as const;
 
 const SHARED = { JsonValue: JsonValueSchema, Message: MessageSchema } as const;
@@ -135,6 +148,7 @@ export function buildOpenApiDocument(): Json {
       { name: 'runs' },
       { name: 'threads' },
       { name: 'agents' },
+      { name: 'schedules', description: 'Scheduled runs: cron (with a time zone) or intervals' },
       { name: 'protocols', description: 'Front-end protocols: AI SDK UI message stream, AG-UI' },
       { name: 'ops' },
     ],
@@ -159,6 +173,9 @@ export function buildOpenApiDocument(): Json {
           responses: {
             '202': json('CreateRunResponse', 'Run accepted'),
             ...commonErrors,
+            '400': error(
+              'validation_failed, bad_request, or webhook_target_refused (webhook.url resolves to a loopback, private, link-local … address, or does not resolve)',
+            ),
             '409': error('thread_busy or idempotency_conflict'),
             '413': error('Body or message count over the limit'),
             '422': error('unknown_agent'),
@@ -277,6 +294,21 @@ export function buildOpenApiDocument(): Json {
             '202': json('CancelResponse', 'Cancellation requested'),
             ...commonErrors,
             '404': error('run_not_found'),
+          },
+        },
+      },
+      '/v1/runs/{id}/webhooks': {
+        get: {
+          tags: ['runs'],
+          operationId: 'getRunWebhooks',
+          summary: "The run's webhook endpoints (no secrets) and delivery log, attempt by attempt",
+          description:
+            'Each message is POSTed with Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature: v1,<base64 HMAC-SHA256>); its body is a WebhookMessage (see components). The webhook-id is the same on every retry and redelivery.',
+          parameters: [runIdParam],
+          responses: {
+            '200': json('RunWebhooks', 'Endpoints and deliveries'),
+            ...commonErrors,
+            '404': error('run_not_found (also for another tenant’s run)'),
           },
         },
       },
@@ -409,6 +441,7 @@ export function buildOpenApiDocument(): Json {
           },
         },
       },
+      ...schedulePaths(),
       '/healthz': {
         get: {
           tags: ['ops'],
@@ -465,6 +498,98 @@ export function buildOpenApiDocument(): Json {
           description: 'Authorization: Bearer <API key>',
         },
         apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+      },
+    },
+  };
+}
+
+/** /v1/schedules: scheduled runs. */
+function schedulePaths(): Record<string, Json> {
+  const idParam: Json = { ...runIdParam, description: 'Schedule id' };
+  const notFound = error('not_found: no such schedule for this tenant');
+  const detail = (description: string): Json => json('ScheduleDetail', description);
+  return {
+    '/v1/schedules': {
+      post: {
+        tags: ['schedules'],
+        operationId: 'createSchedule',
+        summary: 'Create a schedule (201); honors Idempotency-Key',
+        description:
+          'Exactly one of cron (5 fields, or 6 with seconds first; timezone defaults to UTC) and everyMs (at least 1000). Each firing creates a run of the agent (scheduleId on the run); with threadId, overlapping firings follow options.multitask. An invalid cron or zone is a 400 validation_failed naming the field.',
+        parameters: [
+          {
+            name: 'Idempotency-Key',
+            in: 'header',
+            required: false,
+            schema: { type: 'string', maxLength: 255 },
+          },
+        ],
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: ref('CreateScheduleRequest') } },
+        },
+        responses: {
+          '201': detail('Schedule created (Location: its URL)'),
+          ...commonErrors,
+          '409': error('idempotency_conflict'),
+          '413': error('Body or message count over the limit'),
+          '422': error('unknown_agent'),
+        },
+      },
+      get: {
+        tags: ['schedules'],
+        operationId: 'listSchedules',
+        summary: "The tenant's schedules, newest first (cursor pagination)",
+        parameters: queryParameters(ListSchedulesQuerySchema),
+        responses: { '200': json('SchedulePage', 'A page of schedules'), ...commonErrors },
+      },
+    },
+    '/v1/schedules/{id}': {
+      get: {
+        tags: ['schedules'],
+        operationId: 'getSchedule',
+        summary: 'A schedule with its next firing time and its latest firings',
+        parameters: [idParam],
+        responses: { '200': detail('Schedule'), ...commonErrors, '404': notFound },
+      },
+      delete: {
+        tags: ['schedules'],
+        operationId: 'deleteSchedule',
+        summary: 'Delete a schedule (204); the runs it created stay',
+        parameters: [idParam],
+        responses: { '204': { description: 'Deleted' }, ...commonErrors, '404': notFound },
+      },
+    },
+    '/v1/schedules/{id}/pause': {
+      post: {
+        tags: ['schedules'],
+        operationId: 'pauseSchedule',
+        summary: 'Stop firing (idempotent)',
+        parameters: [idParam],
+        responses: { '200': detail('Paused'), ...commonErrors, '404': notFound },
+      },
+    },
+    '/v1/schedules/{id}/resume': {
+      post: {
+        tags: ['schedules'],
+        operationId: 'resumeSchedule',
+        summary: 'Fire again from now on (idempotent); firings missed while paused are skipped',
+        parameters: [idParam],
+        responses: {
+          '200': detail('Active'),
+          ...commonErrors,
+          '404': notFound,
+          '409': error('conflict: the schedule has completed (limit reached or endAt passed)'),
+        },
+      },
+    },
+    '/v1/schedules/{id}/runs': {
+      get: {
+        tags: ['schedules'],
+        operationId: 'listScheduleRuns',
+        summary: 'The runs the schedule created, newest first',
+        parameters: [idParam, ...queryParameters(ListSchedulesQuerySchema)],
+        responses: { '200': json('RunPage', 'A page of runs'), ...commonErrors, '404': notFound },
       },
     },
   };

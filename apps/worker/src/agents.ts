@@ -8,7 +8,7 @@ export function loadAgents(names: readonly string[], clock: Clock): AgentDefinit
   for (const name of names) {
     if (name === 'demo') out.push(...createDemoAgents(clock));
     else if (name === 'matrix') out.push(...matrixAgents());
-    else if (name === 'bench') out.push(...benchAgents());
+    else if (name === 'bench') out.push(...benchAgents(clock));
     else if (name === 'children') out.push(...childAgents());
     else throw new Error(`unknown agent set "${name}" (known: demo, matrix, bench, children)`);
   }

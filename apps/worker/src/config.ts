@@ -41,6 +41,17 @@ export const WorkerConfigSchema = z.object({
    * forwarding their jobs to the agents' queues (turn off once no old producer is left).
    */
   LEGACY_QUEUES: bool.default(true),
+  /**
+   * Text/reasoning deltas arriving within this many ms of the last write are merged into one
+   * append (the first after a pause is written at once); 0 writes every delta on its own.
+   */
+  DELTA_WINDOW_MS: z.coerce.number().int().min(0).max(1000).default(40),
+  /** A delta append happens as soon as this many characters are buffered. */
+  DELTA_MAX_CHARS: z.coerce.number().int().min(1).max(1_000_000).default(4096),
+  /** Fire schedules (the `schedules` queue) and repair their job schedulers. */
+  SCHEDULES: bool.default(true),
+  /** Schedule firings handled at once by this worker. */
+  SCHEDULE_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(4),
 });
 export type WorkerConfig = z.infer<typeof WorkerConfigSchema>;
 

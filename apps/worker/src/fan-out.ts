@@ -72,13 +72,13 @@ export async function fanOutToolCalls(
     }
   }
   let added = 0;
+  // A fresh round has no jobs yet; only a re-entry after a crash or a replay must look at each.
+  const jobKeys = deps.queues.toolJobKeys(identity.agent, identity.runId, invocations);
+  const fresh = jobKeys.length > 0 && (await deps.redis.exists(...jobKeys)) === 0;
   for (const inv of invocations) {
-    const existing = await deps.queues.toolJob(
-      identity.agent,
-      identity.runId,
-      inv.toolCallId,
-      inv.attempt,
-    );
+    const existing = fresh
+      ? undefined
+      : await deps.queues.toolJob(identity.agent, identity.runId, inv.toolCallId, inv.attempt);
     if (existing) {
       if ((await existing.getState()) === 'failed') {
         await deps.mailbox.record(
@@ -118,6 +118,5 @@ export async function fanOutToolCalls(
   if (added === 0 || parent !== self) return 'delegated';
   log.debug({ children: added, parent: parent.id }, 'tool calls fanned out');
   await deps.redis.set(parentKey, JSON.stringify({ ...self, step }), 'PX', 86_400_000);
-  await job.updateData({ ...job.data, parentOfStep: step });
   return 'children';
 }

@@ -7,7 +7,14 @@
 import { loadAgentSources } from './agent-config/agent-sources.ts';
 import type { LoadedAgents } from './agent-config/agents-file.ts';
 import { loadWorkerConfig } from './config.ts';
-import { createLogger, exitOnSignals, safeUrl, systemClock } from '@baton/runtime';
+import {
+  createLogger,
+  exitOnSignals,
+  safeUrl,
+  startTracing,
+  systemClock,
+  type TracingHandle,
+} from '@baton/runtime';
 import { BatonWorker } from './worker.ts';
 import { probeFromEnv } from './testing/probe-hook.ts';
 
@@ -20,6 +27,13 @@ function fatal(error: unknown): never {
 let config: ReturnType<typeof loadWorkerConfig>;
 try {
   config = loadWorkerConfig();
+} catch (error) {
+  fatal(error);
+}
+// Tracing first (OTEL_* variables): the logger, queues and workers look once, when created.
+let tracing: TracingHandle | null;
+try {
+  tracing = await startTracing({ serviceName: 'baton-worker' });
 } catch (error) {
   fatal(error);
 }
@@ -48,5 +62,6 @@ exitOnSignals(logger, async () => {
     await worker.stop();
   } finally {
     await loaded.close();
+    await tracing?.shutdown().catch(() => undefined);
   }
 });

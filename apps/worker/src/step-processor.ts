@@ -10,6 +10,7 @@ import {
   rebaseOnThread,
   runCommands,
   type Engine,
+  type KeyRegistry,
   type InferenceRequest,
   type InferenceResponse,
   type ToolInvocation,
@@ -19,6 +20,8 @@ import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
 import { startChildCalls } from './child-runs.ts';
 import { fanOutToolCalls } from './fan-out.ts';
 import { releaseOrWake } from './lease-release.ts';
+import { StagedCommits } from './staged-commits.ts';
+import { DeltaCoalescer } from './delta-coalescer.ts';
 import { type Lease, LeaseLostError, type Loaded } from '@baton/runtime';
 import type { WorkerDeps } from './worker-deps.ts';
 
@@ -60,29 +63,44 @@ export class StepProcessor {
   async process(job: Job, token: string | undefined): Promise<StepOutcome> {
     const data = StepJobSchema.parse(job.data);
     const log = this.deps.logger.child({ runId: data.runId, jobId: job.id, reason: data.reason });
-    const lease = await this.deps.leases.acquire(data.runId, `${job.queueName}:${job.id ?? ''}`);
-    if (!lease) {
-      // The holder will see our pending mark and look at the run again. Only a retried job
-      // (its first attempt stalled: its worker died) may be facing a dead holder whose mark
-      // nobody reads; it comes back once that lease has had time to expire.
-      const retried = job.attemptsStarted > 1 || job.stalledCounter > 0;
-      log.debug({ retried }, 'run busy');
-      if (retried && token !== undefined) {
-        await job.moveToDelayed(Date.now() + this.deps.leases.ttlMs + 100, token);
-        throw new DelayedError();
+    const driver = `${job.queueName}:${job.id ?? ''}`;
+    for (let pass = 0; ; pass += 1) {
+      const acquired = await this.deps.leases.acquireAndLoad(data.runId, driver);
+      if (!acquired) {
+        // Children all finished before this job could wait for them: whoever holds the run is
+        // a step job (children release before they finish), and it sees our pending mark.
+        if (pass > 0) return 'delegated';
+        // The holder will see our pending mark and look at the run again. Only a retried job
+        // (its first attempt stalled: its worker died) may be facing a dead holder whose mark
+        // nobody reads; it comes back once that lease has had time to expire.
+        const retried = job.attemptsStarted > 1 || job.stalledCounter > 0;
+        log.debug({ retried }, 'run busy');
+        if (retried && token !== undefined) {
+          await job.moveToDelayed(Date.now() + this.deps.leases.ttlMs + 100, token);
+          throw new DelayedError();
+        }
+        return 'busy';
       }
-      return 'busy';
-    }
-    // Someone asked for the run while we held it: make sure a pass follows.
-    const release = (): Promise<void> => releaseOrWake(this.deps, lease);
-    try {
-      return await this.run(job, token, data.expectedVersion, lease, release, log);
-    } catch (error) {
-      if (!(error instanceof LeaseLostError) && !lease.lost) throw error;
-      await this.afterLeaseLost(lease, data.tenantId, log);
-      return 'lease_lost';
-    } finally {
-      await release();
+      const { lease } = acquired;
+      // Someone asked for the run while we held it: make sure a pass follows.
+      const release = (): Promise<void> => releaseOrWake(this.deps, lease);
+      let outcome: StepOutcome | 'again';
+      try {
+        const initial = this.deps.store.decodeStored(
+          data.runId,
+          acquired.data,
+          acquired.version,
+          acquired.messages,
+        );
+        outcome = await this.run(job, token, data.expectedVersion, lease, initial, log, pass > 0);
+      } catch (error) {
+        if (!(error instanceof LeaseLostError) && !lease.lost) throw error;
+        await this.afterLeaseLost(lease, data.tenantId, log);
+        return 'lease_lost';
+      } finally {
+        await release();
+      }
+      if (outcome !== 'again') return outcome;
     }
   }
 
@@ -113,65 +131,67 @@ export class StepProcessor {
     token: string | undefined,
     jobVersion: number,
     lease: Lease,
-    release: () => Promise<void>,
+    initial: Loaded | null,
     log: WorkerDeps['logger'],
-  ): Promise<StepOutcome> {
+    inferredBefore: boolean,
+  ): Promise<StepOutcome | 'again'> {
     const { deps } = this;
     const runId = lease.runId;
-    const jobData = job.data as { parentOfStep?: number };
-    let inferred = jobData.parentOfStep !== undefined;
+    // At most one model call per activation. A parent re-entered by BullMQ after its tool
+    // children finished is a new activation taken from the queue like any job, so it carries the
+    // run into its next round itself instead of handing it to yet another job.
+    let inferred = inferredBefore;
     let pending: PendingInference | null = null;
-    const commit = (state: Loaded, t: Transition, engine?: Engine): Promise<Loaded | null> =>
-      this.commit(state, t, lease, engine);
-    // The state is carried from commit to commit; it is reloaded only when others may have
-    // changed it (a conflict, after a model call, or when someone asked for the run meanwhile).
-    let state: Loaded | null = await deps.committer.load(runId);
+    // Transitions are staged and written as one commit right before the next effect (see
+    // StagedCommits). The state is reloaded only when others may have changed it (a conflict,
+    // after a model call, or when someone asked for the run meanwhile).
+    const run = new StagedCommits(initial, (base, t, registry, releaseIfIdle) =>
+      this.commit(base, t, lease, registry, releaseIfIdle),
+    );
+    const reload = async (): Promise<void> => run.reset(await deps.committer.load(runId));
     for (;;) {
       lease.check();
+      const state = run.state;
       if (!state) return 'missing';
       const { checkpoint: cp } = state;
       const engine = deps.registry.engine(cp.identity.agent);
       const now = deps.clock.now();
       if (!engine) {
         const message = `no worker agent named ${cp.identity.agent} is registered on this worker`;
-        state = await commit(state, runCommands.fail(cp, message, now));
+        run.stage(runCommands.fail(cp, message, now));
         continue;
       }
+      const registry = engine.ctx.registry;
       const results = await deps.mailbox.pendingFor(cp);
       if (results.length > 0) {
         // Results recorded by tool jobs are applied (in call order) before anything else.
-        state = await commit(state, engine.applyToolResults(cp, results, now), engine);
+        run.stage(engine.applyToolResults(cp, results, now), registry);
         continue;
       }
       const next = engine.plan(cp);
       const slog = log.child({ step: cp.step, plan: next.kind });
       switch (next.kind) {
         case 'done':
-        case 'wait':
-          if (await lease.releaseIfIdle()) return next.kind === 'done' ? 'done' : 'waiting';
-          state = await deps.committer.load(runId);
+        case 'wait': {
+          const idle = next.kind === 'done' ? 'done' : 'waiting';
+          const written = await run.flushAndRelease();
+          if (written === 'conflict') break;
+          if (written === 'released') return idle;
+          if (written === 'nothing' && (await lease.releaseIfIdle())) return idle;
+          await reload();
           break;
+        }
         case 'start': {
           // A run queued behind another on its thread starts from the thread as it is now.
           const { tenantId, threadId } = cp.identity;
           const thread = await deps.threads.load(tenantId, threadId);
           const rebased = rebaseOnThread(cp, thread.messages, thread.state);
-          state = await commit(state, engine.start(rebased, now), engine);
+          run.stage(engine.start(rebased, now), registry);
           break;
         }
         case 'step':
-          if (inferred) {
-            // One round per job: the next round is a new job, so runs interleave fairly.
-            await release();
-            await deps.queues.enqueueStep(
-              cp.identity,
-              'continue',
-              state.version,
-              state.version === jobVersion,
-            );
-            return 'continued';
-          }
-          state = await commit(state, engine.beginStep(cp, now), engine);
+          if (inferred) return this.handOn(run, lease, jobVersion, false);
+          run.stage(engine.beginStep(cp, now), registry);
           break;
         case 'infer': {
           const request = engine.inferenceRequest(cp);
@@ -183,81 +203,78 @@ export class StepProcessor {
             JSON.stringify(pending.request) === JSON.stringify(request);
           if (!reuse || !pending) {
             pending = null;
-            if (inferred) {
-              // A second model call in one job only after a re-plan changed the request: hand
-              // the run to a fresh job instead of looping here.
-              await release();
-              await deps.queues.enqueueStep(cp.identity, 'continue', state.version, true);
-              return 'continued';
-            }
+            // A second model call in one job only after a re-plan changed the request: hand
+            // the run to a fresh job instead of looping here.
+            if (inferred) return this.handOn(run, lease, jobVersion, true);
+            // The model call is an effect: what led to it is written first.
+            if (!(await run.flush())) break;
             inferred = true;
             await deps.probe?.('before-infer', { runId, step: cp.step });
             const outcome = await this.infer(engine, request, lease, slog);
             if (outcome.kind === 'replan') {
-              state = await deps.committer.load(runId);
+              await reload();
               break;
             }
             if (outcome.kind === 'failed') {
-              state = await commit(state, engine.fail(cp, outcome.message, deps.clock.now()));
+              run.stage(engine.fail(cp, outcome.message, deps.clock.now()));
               break;
             }
             pending = { step: cp.step, request, response: outcome.response };
             await deps.probe?.('after-infer', { runId, step: cp.step });
           }
-          const t = engine.commitInference(cp, pending.response, deps.clock.now());
-          state = await commit(state, t, engine);
-          if (state?.checkpoint === t.checkpoint) pending = null;
+          // Staged like any transition: kept for reuse until a write of it succeeds.
+          run.stage(engine.commitInference(cp, pending.response, deps.clock.now()), registry);
           break;
         }
         case 'resume':
-          state = await commit(state, engine.applyDecisions(cp, now), engine);
+          run.stage(engine.applyDecisions(cp, now), registry);
           break;
         case 'finish_step':
-          state = await commit(state, engine.finishStep(cp, now), engine);
+          run.stage(engine.finishStep(cp, now), registry);
           break;
         case 'cancel':
           deps.aborts.abort(runId);
-          state = await commit(state, engine.cancel(cp, now), engine);
+          run.stage(engine.cancel(cp, now), registry);
           slog.info('run cancelled');
           break;
         case 'execute': {
           // Re-entering a round whose calls all run already changes nothing: no commit then.
           const t = engine.prepareTools(cp, now);
-          if (t.events.length > 0) {
-            const prepared = await commit(state, t, engine);
-            // A conflict re-plans like everywhere else: these invocations were for stale state.
-            if (prepared?.checkpoint !== t.checkpoint) {
-              state = prepared;
-              break;
-            }
-            state = prepared;
-          }
+          if (t.events.length > 0) run.stage(t, registry);
           if (t.invocations.length === 0) break;
-          // Agent tools: their calls run as child runs, which hold nothing of this job.
-          const children = await startChildCalls(deps, state.checkpoint, t.invocations, slog);
+          // Tools are effects: the calls are written as running first. A conflict re-plans like
+          // everywhere else: these invocations were for stale state.
+          if (!(await run.flush())) break;
+          const prepared = run.state;
+          if (!prepared) return 'missing';
+          // Agent tools: their calls run as child runs (the links are written by the flush
+          // above, before any child exists), which hold nothing of this job.
+          const children = await startChildCalls(deps, prepared.checkpoint, t.invocations, slog);
           if (children.recorded) {
-            state = await deps.committer.load(runId);
+            await reload();
             break;
           }
           const invocations = children.rest;
           if (invocations.length === 0) return 'delegated';
-          if (!engine.ctx.tools.size || state.checkpoint.executionMode === 'sequential') {
+          if (!engine.ctx.tools.size || prepared.checkpoint.executionMode === 'sequential') {
             // Results land in the mailbox; the next pass of this loop applies them.
             // An aborted call (cancel) leaves the run for plan() to finish: look at it afresh.
-            if (await this.executeInline(engine, state, invocations, lease))
-              state = await deps.committer.load(runId);
+            if (await this.executeInline(engine, prepared, invocations, lease)) await reload();
             break;
           }
-          const outcome = await fanOutToolCalls(deps, job, state, invocations, slog);
+          const outcome = await fanOutToolCalls(deps, job, prepared, invocations, slog);
           if (outcome === 'recorded') {
-            state = await deps.committer.load(runId);
+            await reload();
             break;
           }
           if (outcome === 'children') {
-            // Let the children (and decisions) advance the run while this job waits.
-            await release();
-            if (token !== undefined && (await job.moveToWaitingChildren(token)))
-              throw new WaitingChildrenError();
+            // Let the children (and decisions) advance the run while this job waits; BullMQ
+            // re-enters it once the last child finished, and that activation continues the run.
+            await this.releaseBeforeChildren(lease);
+            if (token === undefined) return 'delegated';
+            if (await job.moveToWaitingChildren(token)) throw new WaitingChildrenError();
+            // Every child finished before we got here: nobody re-enters this job, so it goes on.
+            return 'again';
           }
           return 'delegated';
         }
@@ -265,14 +282,58 @@ export class StepProcessor {
     }
   }
 
+  /**
+   * One round per job: the next round is a new job, so runs interleave fairly. That job sees
+   * whatever anyone asked for meanwhile: no wake-up of our own. The successor shares a job with
+   * other producers at its version unless `unique` or that is this job's own version (this job
+   * still holds that deduplication id).
+   */
+  private async handOn(
+    run: StagedCommits,
+    lease: Lease,
+    jobVersion: number,
+    unique: boolean,
+  ): Promise<StepOutcome | 'again'> {
+    await run.flush();
+    const state = run.state;
+    if (!state) return 'missing';
+    await lease.release();
+    await this.deps.queues.enqueueStep(
+      state.checkpoint.identity,
+      'continue',
+      state.version,
+      unique || state.version === jobVersion,
+    );
+    return 'continued';
+  }
+
+  /**
+   * Releases the lease of a job about to wait for its tool children. A pending mark left by one
+   * of those children needs no wake-up (its result is in the mailbox; a later child or this job's
+   * re-entry applies it); anything else someone asked for (a decision to replay, a cancel) does.
+   */
+  private async releaseBeforeChildren(lease: Lease): Promise<void> {
+    const { deps } = this;
+    if (!(await lease.release())) return;
+    const fresh = await deps.store.load(lease.runId);
+    if (!fresh) return;
+    const engine = deps.registry.engine(fresh.checkpoint.identity.agent);
+    const running = Object.values(fresh.checkpoint.calls).some((c) => c.status === 'running');
+    if (engine && running && engine.plan(fresh.checkpoint).kind === 'execute') return;
+    await deps.queues.enqueueStep(fresh.checkpoint.identity, 'continue', fresh.version, true);
+  }
+
   /** A fenced commit; on a conflict the fresh checkpoint comes back for the caller to re-plan. */
   private async commit(
     state: Loaded,
     t: Transition,
     lease: Lease,
-    engine?: Engine,
-  ): Promise<Loaded | null> {
-    const committed = await this.deps.committer.commitFenced(state, t, lease, engine?.ctx.registry);
+    registry: KeyRegistry | undefined,
+    releaseIfIdle = false,
+  ): Promise<(Loaded & { readonly released?: boolean }) | null> {
+    const committed = await this.deps.committer.commitFenced(state, t, lease, registry, {
+      releaseIfIdle,
+    });
     await this.deps.probe?.('after-commit', {
       runId: lease.runId,
       trigger: t.trigger,
@@ -348,22 +409,29 @@ export class StepProcessor {
     const messageId = assistantMessageId(request.runId, request.step);
     const acc = new InferenceAccumulator();
     let streamed = false;
-    for await (const part of engine.agent.model.stream(request, signal)) {
-      acc.push(part);
-      if (part.type === 'text-delta' || part.type === 'reasoning-delta') {
-        await deps.store.appendDeltas(request.runId, lease.token, marker, [
-          {
+    const deltas = new DeltaCoalescer(async (events) => {
+      await deps.store.appendDeltas(request.runId, lease.token, marker, events);
+    }, deps.deltas);
+    try {
+      for await (const part of engine.agent.model.stream(request, signal)) {
+        acc.push(part);
+        if (part.type === 'text-delta' || part.type === 'reasoning-delta') {
+          await deltas.push({
             type: part.type === 'text-delta' ? 'text.delta' : 'reasoning.delta',
             step: request.step,
             messageId,
             delta: part.delta,
-          },
-        ]);
-        if (!streamed) {
-          streamed = true;
-          await deps.probe?.('after-delta', { runId: request.runId, step: request.step });
+          });
+          if (!streamed) {
+            streamed = true;
+            await deps.probe?.('after-delta', { runId: request.runId, step: request.step });
+          }
         }
       }
+      // Every delta is in the log before the answer is committed.
+      await deltas.flush();
+    } finally {
+      deltas.discard();
     }
     return acc.result();
   }

@@ -1,5 +1,5 @@
-import { ToolJobSchema, type ToolExecutionResult } from '@baton/protocol';
-import { executeTool, invocationFor } from '@baton/core';
+import { ToolJobSchema, type Checkpoint, type ToolExecutionResult } from '@baton/protocol';
+import { executeTool, invocationFor, type Engine } from '@baton/core';
 import type { Job } from 'bullmq';
 import { failedToolJobResult } from './fan-out.ts';
 import { releaseOrWake } from './lease-release.ts';
@@ -30,13 +30,13 @@ export class ToolProcessor {
       toolCallId: data.toolCallId,
       attempt: data.attempt,
     });
-    let result: ToolExecutionResult | null = await deps.mailbox.get(
-      data.runId,
-      data.toolCallId,
-      data.attempt,
-    );
+    // Both reads go out together: one round trip.
+    const [recorded, stored] = await Promise.all([
+      deps.mailbox.get(data.runId, data.toolCallId, data.attempt),
+      deps.store.load(data.runId),
+    ]);
+    let result: ToolExecutionResult | null = recorded;
     if (!result) {
-      const stored = await deps.store.load(data.runId);
       const call = stored?.checkpoint.calls[data.toolCallId];
       if (
         !stored ||
@@ -89,17 +89,27 @@ export class ToolProcessor {
       await deps.mailbox.record(data.runId, result);
       await deps.probe?.('after-tool-recorded', { runId: data.runId, toolCallId: data.toolCallId });
     }
-    await this.apply(data.runId, `${job.queueName}:${job.id ?? ''}`);
+    await this.apply(data.runId, `${job.queueName}:${job.id ?? ''}`, job.parentKey !== undefined);
     return 'recorded';
   }
 
-  /** Applies recorded results now when nobody else is advancing the run. */
-  private async apply(runId: string, driver: string): Promise<void> {
+  /**
+   * Applies recorded results now when nobody else is advancing the run. `parented`: this job is
+   * a child of a step job that BullMQ re-enters once its last child finishes; when the round is
+   * over, that re-entry carries the run on, so scheduling a step here would only race with it.
+   */
+  private async apply(runId: string, driver: string, parented: boolean): Promise<void> {
     const { deps } = this;
-    const lease = await deps.leases.acquire(runId, driver);
-    if (!lease) return; // the holder sees the pending mark and applies our result
+    const acquired = await deps.leases.acquireAndLoad(runId, driver);
+    if (!acquired) return; // the holder sees the pending mark and applies our result
+    const { lease } = acquired;
     try {
-      let state = await deps.committer.load(runId);
+      let state = deps.store.decodeStored(
+        runId,
+        acquired.data,
+        acquired.version,
+        acquired.messages,
+      );
       for (;;) {
         if (!state) return;
         const engine = deps.registry.engine(state.checkpoint.identity.agent);
@@ -107,17 +117,23 @@ export class ToolProcessor {
         const results = await deps.mailbox.pendingFor(state.checkpoint);
         if (results.length > 0) {
           const t = engine.applyToolResults(state.checkpoint, results, deps.clock.now());
-          const committed = await deps.committer.commitFenced(state, t, lease, engine.ctx.registry);
+          // When the new state leaves nothing for this job to do, the commit releases the lease.
+          const idle = this.leavesNothingToDo(engine, t.checkpoint, parented);
+          const committed = await deps.committer.commitFenced(
+            state,
+            t,
+            lease,
+            engine.ctx.registry,
+            {
+              releaseIfIdle: idle,
+            },
+          );
+          if (committed?.released === true) return;
           // A conflict: look at the fresh checkpoint (its own pending results) instead.
-          state = committed ?? (await deps.committer.load(runId));
+          state = committed && !idle ? committed : await deps.committer.load(runId);
           continue;
         }
-        const next = engine.plan(state.checkpoint).kind;
-        // Calls still executing elsewhere drive the run themselves; anything else needs a step job.
-        const stillRunning = Object.values(state.checkpoint.calls).some(
-          (c) => c.status === 'running',
-        );
-        if (next !== 'wait' && next !== 'done' && !(next === 'execute' && stillRunning)) {
+        if (!this.leavesNothingToDo(engine, state.checkpoint, parented)) {
           await deps.queues.enqueueStep(state.checkpoint.identity, 'continue', state.version);
           return;
         }
@@ -132,5 +148,21 @@ export class ToolProcessor {
     } finally {
       await releaseOrWake(deps, lease);
     }
+  }
+
+  /**
+   * Whether a run in this state needs no step job from us: it waits or is done, calls still
+   * executing elsewhere drive it, or (`parented`) the round is over and the step job waiting for
+   * this job is re-entered by BullMQ once its last child finished, and carries the run on.
+   */
+  private leavesNothingToDo(engine: Engine, cp: Checkpoint, parented: boolean): boolean {
+    const next = engine.plan(cp).kind;
+    const stillRunning = Object.values(cp.calls).some((c) => c.status === 'running');
+    return (
+      next === 'wait' ||
+      next === 'done' ||
+      (next === 'execute' && stillRunning) ||
+      (parented && !stillRunning)
+    );
   }
 }

@@ -3,7 +3,27 @@ import {
   type Checkpoint,
   type ToolExecutionResult,
 } from '@baton/protocol';
-import { mailboxField, type BatonKeys, type RedisClient } from '@baton/runtime';
+import {
+  defineScript,
+  mailboxField,
+  type BatonKeys, type LuaScript, type RedisClient } from '@baton/runtime';
+
+/**
+ * First writer wins, in one round trip.
+ * KEYS: results   ARGV: field, resultJson, ttlSeconds   Reply: null recorded | the result on record
+ */
+const RECORD_LUA = `
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 1 then
+  redis.call('EXPIRE', KEYS[1], ARGV[3])
+  return false
+end
+return redis.call('HGET', KEYS[1], ARGV[1])`;
+
+type RecordResult = LuaScript<
+  [results: string],
+  [field: string, result: string, ttl: number],
+  string | null
+>;
 
 /**
  * Durable mailbox of tool results, keyed by call and attempt. The first result recorded for an
@@ -15,12 +35,14 @@ export class ToolResultMailbox {
   private readonly keys: BatonKeys;
 
   private readonly ttlSeconds: number;
+  private readonly recordScript: RecordResult;
 
   /** `ttlSeconds`: how long an unapplied result is kept (results are applied within moments). */
   constructor(redis: RedisClient, keys: BatonKeys, ttlSeconds = 86_400) {
     this.redis = redis;
     this.keys = keys;
     this.ttlSeconds = ttlSeconds;
+    this.recordScript = defineScript(redis, 'batonRecordToolResult', 1, RECORD_LUA);
   }
 
   private field(toolCallId: string, attempt: number): string {
@@ -29,12 +51,11 @@ export class ToolResultMailbox {
 
   /** Records the result unless one exists; returns the result that is on record. */
   async record(runId: string, result: ToolExecutionResult): Promise<ToolExecutionResult> {
-    const key = this.keys.run(runId).results;
-    const field = this.field(result.toolCallId, result.attempt);
-    const stored = await this.redis.hsetnx(key, field, JSON.stringify(result));
-    await this.redis.expire(key, this.ttlSeconds);
-    if (stored === 1) return result;
-    return (await this.get(runId, result.toolCallId, result.attempt)) ?? result;
+    const onRecord = await this.recordScript(
+      [this.keys.run(runId).results],
+      [this.field(result.toolCallId, result.attempt), JSON.stringify(result), this.ttlSeconds],
+    );
+    return onRecord === null ? result : ToolExecutionResultSchema.parse(JSON.parse(onRecord));
   }
 
   async get(

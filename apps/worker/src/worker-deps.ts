@@ -13,6 +13,7 @@ import type {
   RunLeases,
 } from '@baton/runtime';
 import type { ToolResultMailbox } from './tool-results.ts';
+import type { DeltaCoalescerOptions } from './delta-coalescer.ts';
 
 /** Everything a job processor needs; built once per worker process. */
 export interface WorkerDeps {
@@ -30,6 +31,8 @@ export interface WorkerDeps {
   readonly aborts: AbortRegistry;
   readonly clock: Clock;
   readonly logger: Logger;
+  /** How streamed deltas are merged into appends (default: DEFAULT_DELTA_COALESCING). */
+  readonly deltas?: DeltaCoalescerOptions;
   /** Test hook: called at named points so crash tests can kill the process at an exact moment. */
   readonly probe?: (point: string, info: Record<string, unknown>) => void | Promise<void>;
 }

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { Worker } from 'bullmq';
+import { Worker, type Job } from 'bullmq';
 import type { AgentDefinition, Clock } from '@baton/core';
 import type { Logger } from 'pino';
 import {
@@ -14,6 +14,7 @@ import {
   TOOL_QUEUE,
   type RedisClient,
   bullPrefix,
+  bullTelemetryOption,
   duplicateClient,
   listenForControl,
   stepQueueName,
@@ -25,8 +26,11 @@ import { LegacyQueueForwarder } from './legacy-queues.ts';
 import { Reconciler, type ScanReport } from './reconciler.ts';
 import { StepProcessor } from './step-processor.ts';
 import { ToolProcessor } from './tool-processor.ts';
+import { ScheduleWorker } from './schedule-worker.ts';
 import { ToolResultMailbox } from './tool-results.ts';
 import type { WorkerDeps } from './worker-deps.ts';
+import { traceAgents, tracedProcessor } from './tracing.ts';
+import { startWebhookDelivery } from './webhooks/webhook-worker.ts';
 
 export interface BatonWorkerOptions {
   readonly config: WorkerConfig;
@@ -55,13 +59,15 @@ export class BatonWorker {
   private controlSubscriber?: RedisClient;
   private timers: NodeJS.Timeout[] = [];
   private reconciler?: Reconciler;
+  private schedules?: ScheduleWorker;
 
   constructor(opts: BatonWorkerOptions) {
     this.opts = opts;
     this.id = opts.config.WORKER_ID ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.logger = opts.logger.child({ workerId: this.id });
     this.runtime = new BatonRuntime(opts.config, this.logger, opts.clock, 'worker', opts.redis);
-    this.registry = new AgentRegistry(opts.agents);
+    // Tracing: models and tools decorated with spans (the same agents when it is off).
+    this.registry = new AgentRegistry(traceAgents(opts.agents));
   }
 
   async start(): Promise<void> {
@@ -76,6 +82,7 @@ export class BatonWorker {
       leases: new RunLeases(rt.redis, rt.keys, config.LEASE_TTL_MS),
       mailbox: new ToolResultMailbox(rt.redis, rt.keys, config.EVENT_RETENTION_SECONDS),
       children: rt.children,
+      deltas: { windowMs: config.DELTA_WINDOW_MS, maxChars: config.DELTA_MAX_CHARS },
       queues: rt.queues,
       registry: this.registry,
       aborts: this.aborts,
@@ -107,6 +114,10 @@ export class BatonWorker {
 
     const steps = new StepProcessor(deps);
     const tools = new ToolProcessor(deps);
+    const stepJob = tracedProcessor('step', (job: Job, token?: string) =>
+      steps.process(job, token),
+    );
+    const toolJob = tracedProcessor('tool', (job: Job) => tools.process(job));
     const common = {
       connection: rt.connection,
       prefix: bullPrefix(config.BATON_PREFIX),
@@ -115,6 +126,7 @@ export class BatonWorker {
       // Losing the worker is not the job's failure: it is retried this often, then given up with
       // a reason that says so (see job-failures.ts).
       maxStalledCount: config.MAX_STALLS,
+      ...bullTelemetryOption(),
     };
     const stepOpts = { ...common, concurrency: config.WORKER_CONCURRENCY };
     const toolOpts = { ...common, concurrency: config.TOOL_CONCURRENCY };
@@ -122,8 +134,8 @@ export class BatonWorker {
     // never reaches a worker that cannot run its agent.
     for (const name of agentNames)
       this.bullWorkers.push(
-        new Worker(stepQueueName(name), (job, token) => steps.process(job, token), stepOpts),
-        new Worker(toolQueueName(name), (job) => tools.process(job), toolOpts),
+        new Worker(stepQueueName(name), stepJob, stepOpts),
+        new Worker(toolQueueName(name), toolJob, toolOpts),
       );
     if (config.LEGACY_QUEUES) {
       const legacy = new LegacyQueueForwarder(deps);
@@ -132,7 +144,13 @@ export class BatonWorker {
         new Worker(TOOL_QUEUE, (job) => legacy.tool(job), toolOpts),
       );
     }
+    // Scheduled runs: its own queue and handlers (see schedule-worker.ts).
+    if (config.SCHEDULES) {
+      this.schedules = new ScheduleWorker(rt, config, this.logger);
+      this.bullWorkers.push(this.schedules.start());
+    }
     for (const w of this.bullWorkers) {
+      if (w === this.schedules?.worker) continue;
       w.on('error', (err) => this.logger.error({ err, queue: w.name }, 'worker error'));
       w.on('failed', (job, err) => {
         if (!job) return;
@@ -140,6 +158,14 @@ export class BatonWorker {
           this.logger.warn({ err: e, jobId: job.id }, 'could not handle a failed job'),
         );
       });
+    }
+    // Webhooks (webhooks/): their own queue, backoff and sweeper; added after the handlers
+    // above, which are for run jobs.
+    if (this.opts.probe) rt.webhooks.probe = this.opts.probe;
+    const webhooks = startWebhookDelivery(rt, config, this.logger);
+    if (webhooks) {
+      this.bullWorkers.push(webhooks.worker as Worker);
+      this.timers.push(webhooks.sweeper);
     }
     this.timers.push(
       setInterval(
@@ -193,6 +219,7 @@ export class BatonWorker {
   async stop(graceMs = this.opts.config.SHUTDOWN_GRACE_MS): Promise<void> {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
+    this.schedules?.stopTimers();
     // Gone from GET /v1/agents at once: new runs show that they wait for a worker. Bounded: with
     // Redis away this would wait for it (the heartbeat expires on its own anyway).
     const leaving = this.liveness

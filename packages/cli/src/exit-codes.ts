@@ -56,6 +56,7 @@ const BY_API_CODE: Readonly<Record<ErrorCode, ExitCode>> = {
   rate_limited: EXIT.unavailable,
   internal: EXIT.unavailable,
   unavailable: EXIT.unavailable,
+  webhook_target_refused: EXIT.refused,
 };
 
 /** The exit code for an error thrown by the client (or anything else). */

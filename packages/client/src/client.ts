@@ -22,6 +22,7 @@ import {
 } from '@baton/protocol';
 import { z } from 'zod';
 import { RunEventStream, type StreamOptions } from './run-stream.ts';
+import { SchedulesApi } from './schedules.ts';
 import { Transport, type ClientOptions, type RequestOptions } from './transport.ts';
 
 /** Filters of `GET /v1/runs` (newest first). */
@@ -222,6 +223,7 @@ export class BatonClient {
   readonly runs: RunsApi;
   readonly threads: ThreadsApi;
   readonly agents: AgentsApi;
+  readonly schedules: SchedulesApi;
   readonly baseUrl: string;
   private readonly transport: Transport;
 
@@ -231,6 +233,7 @@ export class BatonClient {
     this.runs = new RunsApi(this.transport);
     this.threads = new ThreadsApi(this.transport);
     this.agents = new AgentsApi(this.transport);
+    this.schedules = new SchedulesApi(this.transport);
   }
 
   /** `GET /healthz`: resolves when the API process answers. */

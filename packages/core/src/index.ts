@@ -13,6 +13,7 @@ export * from './stop-conditions.ts';
 export * from './tool-call-status.ts';
 export * from './tools.ts';
 export { Engine, runCommands, type Transition } from './engine/engine.ts';
+export { composeTransitions } from './engine/compose-transitions.ts';
 export type { EngineContext } from './engine/context.ts';
 export { executeTool, type ExecuteToolOptions } from './engine/execute-tool.ts';
 export { assistantMessageId, buildInferenceRequest } from './engine/inference.ts';

@@ -26,6 +26,8 @@ export const ErrorCodeSchema = z.enum([
   'unsupported_media_type',
   'internal',
   'unavailable',
+  /** A webhook URL that resolves to a loopback, private or otherwise internal address (SSRF). */
+  'webhook_target_refused',
 ]);
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
 

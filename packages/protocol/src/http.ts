@@ -3,6 +3,7 @@ import { AgentDescriptorSchema } from './agents.ts';
 import { RunStatusSchema } from './enums.ts';
 import { JsonValueSchema } from './json.ts';
 import { MessageSchema } from './messages.ts';
+import { CreatedRunWebhookSchema } from './webhooks.ts';
 
 /**
  * Response bodies of the HTTP API. They live here (not in apps/api) so that clients validate what
@@ -26,6 +27,8 @@ export const CreateRunResponseSchema = z.object({
   /** Set when the run waits behind the thread's active run (multitask enqueue / interrupt). */
   queuedBehind: z.string().optional(),
   links: RunLinksSchema,
+  /** The run's webhook (when the request named one), with its generated secret shown once. */
+  webhook: CreatedRunWebhookSchema.optional(),
 });
 export type CreateRunResponse = z.infer<typeof CreateRunResponseSchema>;
 

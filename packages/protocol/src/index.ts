@@ -20,3 +20,6 @@ export const PROTOCOL_VERSION = 1;
 export * from './snapshot.ts';
 export * from './agents.ts';
 export * from './http.ts';
+// Scheduled runs (issue 13)
+export * from './schedules.ts';
+export * from './webhooks.ts';

@@ -6,6 +6,7 @@ import {
 } from './enums.ts';
 import { InputMessageSchema } from './messages.ts';
 import { StopConditionsSchema } from './stop-conditions.ts';
+import { RunWebhookRequestSchema } from './webhooks.ts';
 
 export const MAX_INPUT_MESSAGES = 100;
 
@@ -21,7 +22,19 @@ export const RunOptionsSchema = z.strictObject({
   replayPolicy: DecisionReplayPolicySchema.optional(),
   stopConditions: StopConditionsSchema.optional(),
   multitask: MultitaskStrategySchema.optional(),
-  metadata: z.record(z.string().max(64), z.string().max(1024)).optional(),
+  /** Keys starting with "baton." are Baton's (e.g. baton.scheduleId on a scheduled run). */
+  metadata: z
+    .record(z.string().max(64), z.string().max(1024))
+    .superRefine((metadata, ctx) => {
+      for (const key of Object.keys(metadata))
+        if (key.startsWith('baton.'))
+          ctx.addIssue({
+            code: 'custom',
+            path: [key],
+            message: 'keys starting with "baton." are reserved for Baton; rename the key',
+          });
+    })
+    .optional(),
 });
 export type RunOptions = z.infer<typeof RunOptionsSchema>;
 
@@ -32,6 +45,8 @@ export const CreateRunRequestSchema = z.strictObject({
     messages: z.array(InputMessageSchema).min(1).max(MAX_INPUT_MESSAGES),
   }),
   options: RunOptionsSchema.optional(),
+  /** Where to send this run's webhooks (see webhooks.ts); kept out of the checkpoint and events. */
+  webhook: RunWebhookRequestSchema.optional(),
 });
 export type CreateRunRequest = z.infer<typeof CreateRunRequestSchema>;
 

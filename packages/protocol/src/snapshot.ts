@@ -135,6 +135,8 @@ export const RunViewSchema = RunSnapshotSchema.extend({
    * waits in the agent's queue and the run moves again when a worker registers the agent.
    */
   waitingForWorker: z.boolean(),
+  /** The schedule whose firing created the run (scheduled runs). */
+  scheduleId: z.string().optional(),
   /** Child runs with their current status (agent-as-tool); absent when none. */
   childRuns: z.array(ChildRunViewSchema).optional(),
 });

@@ -110,6 +110,12 @@ export class AgentCatalog {
     return withLiveness(advert, live.get(name) ?? []);
   }
 
+  /** The agent's advert alone (no liveness lookup): what creating a run needs. */
+  async advert(name: string): Promise<AgentAdvert | null> {
+    const raw = await this.redis.hget(agentsKey(this.keys), name);
+    return raw === null ? null : parseAdvert(raw);
+  }
+
   /** Whether a live worker runs the agent now. */
   async available(name: string): Promise<boolean> {
     return ((await this.liveness.workers([name])).get(name) ?? []).length > 0;

@@ -18,3 +18,11 @@ export * from './runtime.ts';
 export * from './runtime-config.ts';
 export * from './shutdown.ts';
 export * from './system-clock.ts';
+export * from './telemetry/index.ts';
+// Scheduled runs (issue 13)
+export * from './schedules/schedule-firing.ts';
+export * from './schedules/schedule-record.ts';
+export * from './schedules/schedule-service.ts';
+export * from './schedules/schedule-store.ts';
+export * from './schedules/schedule-timing.ts';
+export * from './webhooks/index.ts';

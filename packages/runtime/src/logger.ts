@@ -1,4 +1,5 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
+import { traceLogOptions } from './telemetry/trace-log.ts';
 
 /** Secrets never reach logs: credentials and keys are redacted wherever they appear. */
 export const REDACT_PATHS = [
@@ -12,11 +13,19 @@ export const REDACT_PATHS = [
   'redisUrl',
 ];
 
+/** While tracing, each line logged inside a span carries its trace_id and span_id. */
 export function createLogger(
   name: string,
   level: string = process.env['LOG_LEVEL'] ?? 'info',
+  destination?: DestinationStream,
 ): Logger {
-  return pino({ name, level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } });
+  const options = {
+    name,
+    level,
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    ...traceLogOptions(),
+  };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 /** Redis URLs may carry a password: log them without it. */

@@ -2,6 +2,7 @@ import { FlowProducer, Job, Queue, type ConnectionOptions, type JobsOptions } fr
 import { JOB_PAYLOAD_VERSION, type StepJob, type ToolJob } from '@baton/protocol';
 import { bullPrefix } from './redis/keys.ts';
 import { createHash, randomUUID } from 'node:crypto';
+import { bullTelemetryOption } from './telemetry/tracing-state.ts';
 
 /**
  * The shared queues of Baton versions before per-agent routing. New workers still drain them
@@ -112,6 +113,8 @@ export class BatonQueues {
         connection: this.opts.connection,
         prefix: this.bullPrefix,
         streams: { events: { maxLen: 100 } },
+        // Tracing: a producer span per add, its context carried in the job's opts.
+        ...bullTelemetryOption(),
       });
       const { onError } = this.opts;
       if (onError) queue.on('error', (err) => onError(err, name));
@@ -230,6 +233,20 @@ export class BatonQueues {
     return (
       (await Job.fromId(this.toolsFor(agent), jobId)) ?? (await Job.fromId(this.legacyTools, jobId))
     );
+  }
+
+  /**
+   * The BullMQ keys the jobs of these tool-call attempts would have, in the agent's queue and
+   * the legacy one. They share BullMQ's prefix hash tag, so one multi-key EXISTS over them tells
+   * whether a fresh round has any job yet, on a cluster too.
+   */
+  toolJobKeys(
+    agent: string,
+    runId: string,
+    calls: readonly { readonly toolCallId: string; readonly attempt: number }[],
+  ): string[] {
+    const ids = calls.map((c) => toolJobId(runId, c.toolCallId, c.attempt));
+    return [this.toolsFor(agent), this.legacyTools].flatMap((q) => ids.map((id) => q.toKey(id)));
   }
 
   /** Whether the tool job of this call attempt exists and has not finished. */

@@ -1,4 +1,4 @@
-import type { Checkpoint } from '@baton/protocol';
+import type { Checkpoint, EventBody } from '@baton/protocol';
 import {
   RunDoneError,
   VersionConflictError,
@@ -34,6 +34,8 @@ export interface CommitterDeps {
   readonly retentionSeconds: number;
   /** Owed by every finished run to its run tree (child-runs.ts); idempotent like the rest. */
   readonly onFinished?: (cp: Checkpoint) => Promise<void>;
+  /** Told about every commit's events once its index duties are done (webhooks' outbox). */
+  readonly afterCommitHook?: (runId: string, events: readonly EventBody[]) => Promise<void>;
 }
 
 /** Member of the expiring-runs index: enough to drop the run from its tenant and thread indexes. */
@@ -69,16 +71,21 @@ export class RunCommitter {
     return this.deps.store.load(runId);
   }
 
-  /** Null when the run moved on meanwhile (conflict, or done): reload and re-plan. */
+  /**
+   * Null when the run moved on meanwhile (conflict, or done): reload and re-plan.
+   * `releaseIfIdle`: the same write releases the lease unless someone asked for the run
+   * meanwhile (`released` says which; false: the lease is still held, look at the run again).
+   */
   async commitFenced(
     current: Loaded,
     t: Transition,
     lease: Lease,
     registry?: KeyRegistry,
-  ): Promise<Committed | null> {
+    opts: { readonly releaseIfIdle?: boolean } = {},
+  ): Promise<(Committed & { readonly released?: boolean }) | null> {
     lease.check();
     try {
-      return await this.write(current, t, registry, lease.token);
+      return await this.write(current, t, registry, lease, opts.releaseIfIdle === true);
     } catch (error) {
       if (error instanceof VersionConflictError || error instanceof RunDoneError) return null;
       if (error instanceof LeaseLostError) lease.markLost('a commit was fenced');
@@ -118,18 +125,28 @@ export class RunCommitter {
     current: Loaded,
     t: Transition,
     registry: KeyRegistry | undefined,
-    fence?: string,
-  ): Promise<Committed> {
-    const { version } = await this.deps.store.commit(
+    lease?: Lease,
+    releaseIfIdle = false,
+  ): Promise<Committed & { readonly released?: boolean }> {
+    const { version, released } = await this.deps.store.commit(
       current.checkpoint.identity.runId,
       current.version,
       t.checkpoint,
       t.events,
       t.trigger,
-      fence,
+      lease?.token ?? '',
+      lease && releaseIfIdle ? lease.ttlMs : undefined,
+      current.checkpoint,
     );
+    if (lease && released !== undefined) lease.settle(released);
     await this.afterCommit(current.checkpoint, t.checkpoint, registry);
-    return { checkpoint: t.checkpoint, version, transition: t };
+    await this.deps.afterCommitHook?.(current.checkpoint.identity.runId, t.events);
+    return {
+      checkpoint: t.checkpoint,
+      version,
+      transition: t,
+      ...(released === undefined ? {} : { released }),
+    };
   }
 
   private async afterCommit(

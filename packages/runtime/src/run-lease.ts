@@ -31,6 +31,22 @@ end
 redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
 return 0`;
 
+/**
+ * ACQUIRE_LUA, and on success the run's checkpoint in the same round trip.
+ * KEYS: lease, pending, cp, messages   ARGV: token, ttlMs, pendingTtlMs, driver
+ * Reply: {1, data|false, version|false, {messageJson…}} acquired | {0} busy (mark left)
+ */
+const ACQUIRE_LOAD_LUA = `
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local state = redis.call('HMGET', KEYS[3], 'data', 'version')
+  if ARGV[4] ~= '' and state[2] then
+    redis.call('HSET', KEYS[3], 'driver', ARGV[4])
+  end
+  return {1, state[1], state[2], redis.call('LRANGE', KEYS[4], 0, -1)}
+end
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
+return {0}`;
+
 /** KEYS: lease, pending   ARGV: token   Reply: -1 not ours | 1 released, someone asked | 0 released */
 const RELEASE_LUA = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
@@ -62,6 +78,8 @@ export interface Lease {
   readonly runId: string;
   /** The fencing token every write for the run must carry. */
   readonly token: string;
+  /** How long the lease lives without a renewal. */
+  readonly ttlMs: number;
   /** Aborts when the lease is lost: in-flight model calls and tools stop at once. */
   readonly signal: AbortSignal;
   readonly lost: boolean;
@@ -69,6 +87,11 @@ export interface Lease {
   markLost(why: string): void;
   /** Throws LeaseLostError when the lease is lost. */
   check(): void;
+  /**
+   * A commit released the lease (`released`) or, because someone asked for the run meanwhile,
+   * cleared the mark and renewed it (false: the caller must look at the run again).
+   */
+  settle(released: boolean): void;
   /** Releases; true when another job asked for the run meanwhile (the caller must reschedule). */
   release(): Promise<boolean>;
   /**
@@ -84,6 +107,11 @@ type LeaseAcquire = LuaScript<
   [token: string, ttlMs: number, pendingTtlMs: number, driver: string],
   0 | 1
 >;
+type LeaseAcquireLoad = LuaScript<
+  [lease: string, pending: string, cp: string, messages: string],
+  [token: string, ttlMs: number, pendingTtlMs: number, driver: string],
+  [1, string | null, string | null, string[]] | [0]
+>;
 type LeaseRelease = LuaScript<[lease: string, pending: string], [token: string], -1 | 0 | 1>;
 type LeaseReleaseIfIdle = LuaScript<
   [lease: string, pending: string],
@@ -94,6 +122,7 @@ type LeaseRenew = LuaScript<[lease: string], [token: string, ttlMs: number], 0 |
 
 export class RunLeases {
   private readonly acquireScript: LeaseAcquire;
+  private readonly acquireLoadScript: LeaseAcquireLoad;
   private readonly releaseScript: LeaseRelease;
   private readonly releaseIfIdleScript: LeaseReleaseIfIdle;
   private readonly renewScript: LeaseRenew;
@@ -104,6 +133,7 @@ export class RunLeases {
     this.keys = keys;
     this.ttlMs = ttlMs;
     this.acquireScript = defineScript(redis, 'batonLeaseAcquire2', 3, ACQUIRE_LUA);
+    this.acquireLoadScript = defineScript(redis, 'batonLeaseAcquireLoad2', 4, ACQUIRE_LOAD_LUA);
     this.releaseScript = defineScript(redis, 'batonLeaseRelease', 2, RELEASE_LUA);
     this.renewScript = defineScript(redis, 'batonLeaseRenew', 1, RENEW_LUA);
     this.releaseIfIdleScript = defineScript(
@@ -125,6 +155,41 @@ export class RunLeases {
     // The pending mark outlives the lease so a holder that crashes still leaves it for the next one.
     const got = await this.acquireScript([leaseKey, pending, cp], [token, ttl, ttl * 4, driver]);
     if (got !== 1) return null;
+    return this.held(runId, token);
+  }
+
+  /**
+   * acquire() and the run's stored checkpoint fields in one round trip: what every pass does
+   * first. `data`/`version` are null when the run does not exist.
+   */
+  async acquireAndLoad(
+    runId: string,
+    driver = '',
+  ): Promise<{
+    lease: Lease;
+    data: string | null;
+    version: string | null;
+    messages: string[];
+  } | null> {
+    const token = randomUUID();
+    const { lease: leaseKey, pending, cp, messages } = this.keys.run(runId);
+    const ttl = this.ttlMs;
+    const reply = await this.acquireLoadScript(
+      [leaseKey, pending, cp, messages],
+      [token, ttl, ttl * 4, driver],
+    );
+    if (reply[0] !== 1) return null;
+    return {
+      lease: this.held(runId, token),
+      data: reply[1] ?? null,
+      version: reply[2] ?? null,
+      messages: reply[3],
+    };
+  }
+
+  private held(runId: string, token: string): Lease {
+    const { lease: leaseKey, pending } = this.keys.run(runId);
+    const ttl = this.ttlMs;
     const controller = new AbortController();
     // Until a renewal succeeds, the lease is only known to be ours for one TTL from now: a
     // renewal that cannot reach Redis before then must assume another worker took the run.
@@ -162,11 +227,16 @@ export class RunLeases {
     const lease: Lease = {
       runId,
       token,
+      ttlMs: ttl,
       signal: controller.signal,
       get lost() {
         return controller.signal.aborted;
       },
       markLost,
+      settle: (releasedByCommit) => {
+        if (releasedByCommit) stop();
+        else validUntil = Date.now() + ttl;
+      },
       check: () => {
         if (controller.signal.aborted) throw new LeaseLostError(runId);
       },

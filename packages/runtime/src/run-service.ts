@@ -3,6 +3,7 @@ import {
   BatonError,
   RunDoneError,
   UnknownAgentError,
+  VersionConflictError,
   runCommands,
   type Clock,
   type Transition,
@@ -10,6 +11,7 @@ import {
 import type {
   Checkpoint,
   CreateRunRequest,
+  CreatedRunWebhook,
   Decision,
   DecisionInput,
   RunEvent,
@@ -23,6 +25,7 @@ import type { RedisClient } from './redis/scripts.ts';
 import type { RedisThreadStore, ThreadSnapshot } from './redis/thread-store.ts';
 import type { Durability } from './redis/durability.ts';
 import type { RunCommitter, Loaded } from './run-committer.ts';
+import type { WebhookOutbox } from './webhooks/webhook-outbox.ts';
 
 export interface RunServiceDeps {
   readonly redis: RedisClient;
@@ -34,6 +37,8 @@ export interface RunServiceDeps {
   readonly durability: Durability;
   readonly clock: Clock;
   readonly ids?: () => string;
+  /** Webhooks of new runs (their own and their tenant's); none when absent. */
+  readonly webhooks?: WebhookOutbox;
 }
 
 export interface CreatedRun {
@@ -43,6 +48,8 @@ export interface CreatedRun {
   readonly status: Checkpoint['status'];
   /** Set when the run waits behind the thread's active run (multitask 'enqueue' / 'interrupt'). */
   readonly queuedBehind?: string;
+  /** The run's own webhook, with its generated secret (shown once). */
+  readonly webhook?: CreatedRunWebhook;
 }
 
 export class RunNotFoundError extends BatonError {
@@ -56,6 +63,9 @@ export class ThreadNotFoundError extends BatonError {
     super('not_found', `thread ${threadId} was not found`);
   }
 }
+
+/** What a thread that nobody has written yet loads as. */
+const EMPTY_THREAD = { messages: [], state: {}, runIds: [] } as const;
 
 /**
  * The control plane shared by the HTTP API and tests: create runs, accept decisions, cancel.
@@ -72,18 +82,32 @@ export class RunService {
     this.ids = deps.ids ?? randomUUID;
   }
 
-  async createRun(tenantId: string, request: CreateRunRequest): Promise<CreatedRun> {
+  /**
+   * `opts.runId` (scheduled firings): a run id derived from what triggers the run, so a trigger
+   * handled twice creates one run; the second attempt fails with VersionConflictError and leaves
+   * the thread to the first.
+   */
+  async createRun(
+    tenantId: string,
+    request: CreateRunRequest,
+    opts: { readonly runId?: string } = {},
+  ): Promise<CreatedRun> {
     const { deps } = this;
-    const descriptor = await this.catalog.get(request.agent);
+    const descriptor = await this.catalog.advert(request.agent);
     if (!descriptor)
       throw new UnknownAgentError(
         request.agent,
         (await this.catalog.list()).map((a) => a.name),
       );
-    const runId = this.ids();
+    // Checked (a webhook target must be public) before anything is written.
+    const hooks = (await deps.webhooks?.endpointsFor(tenantId, request.webhook)) ?? {
+      endpoints: [],
+    };
+    const webhook = hooks.created ? { webhook: hooks.created } : {};
+    const runId = opts.runId ?? this.ids();
     const threadId = request.threadId ?? this.ids();
     const strategy = request.options?.multitask ?? 'reject';
-    if (request.threadId !== undefined) await this.settleActiveRun(tenantId, threadId);
+    if (request.threadId !== undefined) await this.settleActiveRun(tenantId, threadId, runId);
     const acquired = await deps.threads.acquire(tenantId, threadId, runId, strategy);
     if (acquired.kind === 'busy')
       throw new BatonError(
@@ -95,7 +119,9 @@ export class RunService {
         },
       );
     try {
-      const thread = await deps.threads.load(tenantId, threadId);
+      // A thread this request names may hold a conversation; one made up here is empty.
+      const thread =
+        request.threadId === undefined ? EMPTY_THREAD : await deps.threads.load(tenantId, threadId);
       const turnId = `turn-${thread.runIds.length}`;
       const t = runCommands.create(
         specOf(descriptor),
@@ -112,6 +138,12 @@ export class RunService {
       // drops an entry whose run never came to be).
       const index = acquired.kind === 'acquired' ? deps.keys.activeRuns : deps.keys.waitingRuns;
       await deps.redis.zadd(index, t.checkpoint.updatedAt, runId);
+      await deps.webhooks?.register(
+        runId,
+        tenantId,
+        hooks.endpoints,
+        request.options?.metadata ?? {},
+      );
       const created = await deps.store.create(t.checkpoint, t.events);
       if (acquired.kind === 'acquired') {
         await deps.queues.enqueueStep(
@@ -120,13 +152,24 @@ export class RunService {
           created.version,
         );
         await deps.durability.acknowledge();
-        return { runId, threadId, turnId, status: 'created' };
+        return { runId, threadId, turnId, status: 'created', ...webhook };
       }
       if (acquired.kind === 'interrupt') await this.cancel(tenantId, acquired.activeRunId);
       await deps.durability.acknowledge();
-      return { runId, threadId, turnId, status: 'created', queuedBehind: acquired.activeRunId };
+      return {
+        runId,
+        threadId,
+        turnId,
+        status: 'created',
+        queuedBehind: acquired.activeRunId,
+        ...webhook,
+      };
     } catch (error) {
+      if (opts.runId !== undefined && error instanceof VersionConflictError) throw error;
       await deps.threads.release(tenantId, threadId, runId, [], null).catch(() => undefined);
+      // A run that was created keeps its webhooks; one that never came to be has none.
+      if (deps.webhooks && (await deps.store.meta(runId).catch(() => null)) === null)
+        await deps.webhooks.forget(runId).catch(() => undefined);
       throw error;
     }
   }
@@ -136,10 +179,12 @@ export class RunService {
    * run.finished and starts the next turn at once must not find the thread still held by it, nor
    * by a run whose keys are gone. Both are released here first (release is idempotent).
    */
-  private async settleActiveRun(tenantId: string, threadId: string): Promise<void> {
+  private async settleActiveRun(tenantId: string, threadId: string, runId: string): Promise<void> {
     const { deps } = this;
     const active = await deps.redis.hget(deps.keys.thread(tenantId, threadId).meta, 'activeRunId');
-    if (!active) return;
+    // The run being created holds it already (another attempt under the same opts.runId is
+    // between its acquire and its create): not a leftover.
+    if (!active || active === runId) return;
     const meta = await deps.store.meta(active);
     if (meta && meta.status !== 'done') return;
     const loaded = meta ? await deps.store.load(active) : null;
@@ -218,6 +263,7 @@ export class RunService {
         `run ${runId} has not finished; cancel it (POST /v1/runs/${runId}/cancel) and delete it once it is done`,
         { runId },
       );
+    await this.deps.webhooks?.forget(runId);
     await this.deps.durability.acknowledge();
   }
 
@@ -234,7 +280,10 @@ export class RunService {
         `thread ${threadId} has an active or queued run (${outcome.runId}); cancel it and delete the thread once it is done`,
         { threadId, activeRunId: outcome.runId },
       );
-    for (const runId of outcome.runIds) await this.deps.store.deleteRun(runId, tenantId);
+    for (const runId of outcome.runIds) {
+      await this.deps.store.deleteRun(runId, tenantId);
+      await this.deps.webhooks?.forget(runId);
+    }
     await this.deps.durability.acknowledge();
     return { runs: outcome.runIds.length };
   }

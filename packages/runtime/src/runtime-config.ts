@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { webhookConfigShape } from './webhooks/webhook-config.ts';
 
 /**
  * Settings the API and the workers share because both write the same keys and queues; they must
@@ -26,6 +27,8 @@ export const runtimeConfigShape = {
    * appendfsync always, or support WAITAOF); 'relaxed': whatever Redis is configured for.
    */
   BATON_DURABILITY: z.enum(['relaxed', 'strict']).default('relaxed'),
+  /** Webhook targets and delivery (webhooks/webhook-config.ts). */
+  ...webhookConfigShape,
 };
 
 /** The settings a runtime needs (the API's and the workers' configs both have them). */

@@ -14,6 +14,8 @@ import { RunService } from './run-service.ts';
 import type { RuntimeConfig } from './runtime-config.ts';
 import { systemClock } from './system-clock.ts';
 import type { RedisClient } from './redis/scripts.ts';
+import { WebhookTargetPolicy, parseAllowedHosts } from './webhooks/target-policy.ts';
+import { WebhookOutbox } from './webhooks/webhook-outbox.ts';
 
 /** Connections and stores shared by a worker process and the API (no job processing). */
 export class BatonRuntime {
@@ -28,6 +30,8 @@ export class BatonRuntime {
   readonly service: RunService;
   /** Agent-as-tool: child run creation, result delivery, cancel cascade. */
   readonly children: ChildRuns;
+  /** Webhooks: registration, the outbox pumped after commits, the sweeper, the delivery log. */
+  readonly webhooks: WebhookOutbox;
   readonly connection: ConnectionOptions;
   readonly clock: Clock;
   private readonly ownsClient: boolean;
@@ -98,6 +102,21 @@ export class BatonRuntime {
       onError: (err, queue) => logger.error({ err, queue }, 'queue error'),
     });
     this.queues.flows.on('error', (err) => logger.error({ err }, 'flow producer error'));
+    this.webhooks = new WebhookOutbox({
+      redis: this.redis,
+      keys: this.keys,
+      store: this.store,
+      queues: this.queues,
+      policy: new WebhookTargetPolicy({
+        allowPrivate: config.BATON_WEBHOOK_ALLOW_PRIVATE,
+        allowedHosts: parseAllowedHosts(config.BATON_WEBHOOK_ALLOWED_HOSTS),
+      }),
+      logger,
+      now,
+      retentionSeconds: config.EVENT_RETENTION_SECONDS,
+      attempts: config.WEBHOOK_ATTEMPTS,
+      sweepEveryMs: config.WEBHOOK_SWEEP_INTERVAL_MS,
+    });
     this.committer = new RunCommitter({
       store: this.store,
       threads: this.threads,
@@ -107,6 +126,7 @@ export class BatonRuntime {
       now,
       logger,
       retentionSeconds: config.EVENT_RETENTION_SECONDS,
+      afterCommitHook: this.webhooks.afterCommit,
       onFinished: (cp) => this.children.onFinished(cp),
     });
     this.children = new ChildRuns({
@@ -129,6 +149,7 @@ export class BatonRuntime {
       committer: this.committer,
       durability: this.durability,
       clock,
+      webhooks: this.webhooks,
     });
   }
 

@@ -9,7 +9,7 @@ import { Router, type Request } from 'express';
 import { z } from 'zod';
 import { principalOf } from '../auth.ts';
 import type { ApiContext } from '../context.ts';
-import { RunNotFoundError } from '@baton/runtime';
+import { RunNotFoundError, SCHEDULE_ID_METADATA } from '@baton/runtime';
 import {
   CreateRunResponseSchema,
   ListRunsQuerySchema,
@@ -47,19 +47,34 @@ export async function runSnapshot(
   tenantId: string,
   runId: string,
 ): Promise<RunSnapshot> {
-  await ctx.service.load(tenantId, runId);
+  return (await loadSnapshot(ctx, tenantId, runId)).snapshot;
+}
+
+async function loadSnapshot(
+  ctx: ApiContext,
+  tenantId: string,
+  runId: string,
+): Promise<{ snapshot: RunSnapshot; metadata: Record<string, string> }> {
+  const loaded = await ctx.service.load(tenantId, runId);
   const events = await ctx.runtime.store.readEvents(runId);
   if (events.length === 0) throw new RunNotFoundError(runId);
-  return foldSnapshot(events);
+  return { snapshot: foldSnapshot(events), metadata: loaded.checkpoint.metadata };
 }
 
 /** The snapshot, and whether the run waits for a worker of its agent (from heartbeats). */
 export async function runView(ctx: ApiContext, tenantId: string, runId: string): Promise<RunView> {
-  const snapshot = await runSnapshot(ctx, tenantId, runId);
+  const { snapshot, metadata } = await loadSnapshot(ctx, tenantId, runId);
   const needsWorker = snapshot.status === 'created' || snapshot.status === 'running';
   const waitingForWorker = needsWorker && !(await ctx.service.catalog.available(snapshot.agent));
+  const scheduleId = metadata[SCHEDULE_ID_METADATA];
   const tree = await runTreeView(ctx, tenantId, snapshot);
-  const view: RunView = { ...snapshot, childRuns: undefined, ...tree, waitingForWorker };
+  const view: RunView = {
+    ...snapshot,
+    childRuns: undefined,
+    ...tree,
+    waitingForWorker,
+    ...(scheduleId !== undefined ? { scheduleId } : {}),
+  };
   if (view.childRuns === undefined) delete view.childRuns;
   return view;
 }

@@ -1,6 +1,7 @@
 import { SUBSCRIBER_OPTIONS, duplicateClient } from './connection.ts';
 import type { RunEvent } from '@baton/protocol';
 import type { RedisClient } from './scripts.ts';
+import { decodeEventPayload } from './event-payload.ts';
 
 /** Where the subscriber reads a run's durable log and finds its channel (RedisRunStore). */
 export interface RunEventSource {
@@ -237,14 +238,14 @@ export class RunEventSubscriber {
   private readonly onMessage = (name: string, message: string): void => {
     const channel = this.channels.get(name);
     if (!channel || channel.listeners.size === 0) return;
-    let event: RunEvent;
+    let events: RunEvent[];
     try {
-      event = JSON.parse(message) as RunEvent;
+      events = decodeEventPayload(message);
     } catch (err) {
       this.reportError(err, channel.runId);
       return;
     }
-    for (const listener of channel.listeners) listener.live(event);
+    for (const event of events) for (const listener of channel.listeners) listener.live(event);
   };
 
   /** ioredis re-subscribes on reconnect; whatever was published meanwhile is read from the stream. */

@@ -39,6 +39,21 @@
  *     p:reconciler:lock             STRING one scanner at a time across workers (SET NX PX)
  *     p:reconciler:waiting-cursor   STRING where the scan of waiting runs resumes
  *
+ *   Schedules (slot of `{sched:<tenant>}`: a tenant's schedules and their index change atomically)
+ *     p:{sched:<t>}:index           ZSET   schedule ids of the tenant, score = createdAt (ms)
+ *     p:{sched:<t>}:s:<id>          HASH   version (CAS), data (record JSON), state, fired (count)
+ *     p:{sched:<t>}:s:<id>:firings  ZSET   scheduledFor (ms) of the latest firings (trimmed)
+ *     p:{sched:<t>}:s:<id>:firing   HASH   scheduledFor -> firing JSON (written once per firing)
+ *     p:{sched:<t>}:s:<id>:runs     ZSET   run ids the schedule created, score = scheduledFor (trimmed)
+ *     p:schedules:all               ZSET   JSON [tenant, id] of every schedule (repair sweeps)
+ *     p:schedules:repair-lock / p:schedules:repair-cursor   one repair sweep at a time, and where it resumes
+ *   Webhooks (see webhooks/webhook-store.ts; the run's hash tag, so one script may touch them all)
+ *     p:{run:<runId>}:webhook      HASH   endpoints (JSON, with their secrets), tenant, metadata,
+ *                                         createdAt, cursor (last event seq the outbox examined)
+ *     p:{run:<runId>}:webhook-log  LIST   delivery log records (JSON), capped; expires with :webhook
+ *     p:webhooks:runs               ZSET   runs whose webhooks the sweeper checks, score = when next
+ *     p:webhooks:sweep-lock         STRING one sweeper at a time across workers (SET NX PX)
+ *
  *   API
  *     p:{idem:<t>}:<scope>:<key>    STRING Idempotency-Key record (first response or pending)
  *     p:{sse:<t>}:leases            ZSET   open SSE streams of a tenant, score = lease expiry
@@ -90,6 +105,8 @@ export interface RunKeys {
   readonly parent: string;
   /** Failed BullMQ jobs of the run. */
   readonly failed: string;
+  /** The run's messages (history included), append-only: commits write only what is new. */
+  readonly messages: string;
 }
 
 /** Every key of a run that must expire with it, in the order the run scripts take them. */
@@ -101,11 +118,12 @@ export type RunDataKeys = [
   results: string,
   parent: string,
   failed: string,
+  messages: string,
 ];
 
 /** Every key of a run that must expire with it (the channel is not a key). */
 export function runDataKeys(k: RunKeys): RunDataKeys {
-  return [k.cp, k.events, k.lease, k.pending, k.results, k.parent, k.failed];
+  return [k.cp, k.events, k.lease, k.pending, k.results, k.parent, k.failed, k.messages];
 }
 
 export interface ThreadKeys {
@@ -145,6 +163,7 @@ export class BatonKeys {
       results: `${base}:results`,
       parent: `${base}:parent`,
       failed: `${base}:failed`,
+      messages: `${base}:messages`,
     };
   }
 
@@ -235,8 +254,60 @@ export class BatonKeys {
     return `${this.prefix}:{idem:${keyPart(tenantId)}}:${scope}:${keyPart(idemKey)}`;
   }
 
+  /** A run's webhook configuration and delivery log (same slot as the run). */
+  webhook(runId: string): { readonly config: string; readonly log: string } {
+    const base = `${this.prefix}:{run:${keyPart(runId)}}`;
+    return { config: `${base}:webhook`, log: `${base}:webhook-log` };
+  }
+
+  /** Runs whose webhooks the sweeper checks (score = when next). */
+  get webhookRuns(): string {
+    return `${this.prefix}:webhooks:runs`;
+  }
+
+  /** The webhook sweeper's lock: one sweeper at a time across workers. */
+  get webhookSweepLock(): string {
+    return `${this.prefix}:webhooks:sweep-lock`;
+  }
+
   /** Live workers of one agent (see agent-liveness): ZSET worker id -> heartbeat expiry (ms). */
   agentWorkers(agent: string): string {
     return `${this.prefix}:agents:live:${keyPart(agent)}`;
   }
+
+  // --- Scheduled runs -------------------------------------------------------------------------
+
+  /** One schedule's keys (all in the tenant's schedule slot). */
+  schedule(tenantId: string, scheduleId: string): ScheduleKeys {
+    const base = `${this.prefix}:{sched:${keyPart(tenantId)}}`;
+    const rec = `${base}:s:${keyPart(scheduleId)}`;
+    return {
+      index: `${base}:index`,
+      record: rec,
+      firings: `${rec}:firings`,
+      firing: `${rec}:firing`,
+      runs: `${rec}:runs`,
+    };
+  }
+
+  /** Every schedule of every tenant, for the repair sweep. */
+  get allSchedules(): string {
+    return `${this.prefix}:schedules:all`;
+  }
+
+  get scheduleRepairLock(): string {
+    return `${this.prefix}:schedules:repair-lock`;
+  }
+
+  get scheduleRepairCursor(): string {
+    return `${this.prefix}:schedules:repair-cursor`;
+  }
 }
+
+export type ScheduleKeys = {
+  readonly index: string;
+  readonly record: string;
+  readonly firings: string;
+  readonly firing: string;
+  readonly runs: string;
+};

@@ -12,6 +12,7 @@ import {
 } from '../../../../test/support/redis-runs.ts';
 import { InvalidCursorError, LeaseLostError, RedisRunStore } from './redis-run-store.ts';
 import { BatonKeys, keyPart } from './keys.ts';
+import { decodeEventPayload } from './event-payload.ts';
 
 const url = inject('redisUrl');
 const redis = new Redis(url, { maxRetriesPerRequest: 1 });
@@ -43,6 +44,7 @@ describe('keys', () => {
       results: 'p:{run:r1}:results',
       parent: 'p:{run:r1}:parent',
       failed: 'p:{run:r1}:failed',
+      messages: 'p:{run:r1}:messages',
     });
     expect(keys.thread('t', 'th').runs).toBe('p:{thread:t:th}:runs');
     expect(keys.tenantRuns('t')).toBe('p:{tenant:t}:runs');
@@ -85,6 +87,64 @@ describe('RedisRunStore', () => {
     expect(await store.load('nope')).toBeNull();
     expect(await store.lastSeq(id.runId)).toBe(run.events.length);
     expect(await store.lastSeq('nope')).toBe(0);
+  });
+
+  it('keeps messages in their own list: a commit over its base writes only the new ones', async () => {
+    const run = createdRun();
+    const runId = run.checkpoint.identity.runId;
+    const k = store.keys.run(runId);
+    await store.create(run.checkpoint, run.events);
+    const many = Array.from({ length: 200 }, (_, i) => ({
+      id: `m${i}`,
+      role: 'user' as const,
+      content: `message ${i} `.repeat(10),
+    }));
+    const cp2 = {
+      ...nextCheckpoint(run.checkpoint),
+      messages: [...run.checkpoint.messages, ...many],
+    };
+    await store.commit(runId, 1, cp2, [], null, '', undefined, run.checkpoint);
+    expect(await redis.llen(k.messages)).toBe(cp2.messages.length);
+    expect(await redis.hget(k.cp, 'data')).not.toContain('message 0');
+    const loaded = await store.load(runId);
+    expect(loaded?.checkpoint).toEqual(cp2);
+
+    // The next commit appends one message: what it sends does not grow with the thread.
+    const reply = { id: 'a1', role: 'assistant' as const, content: 'ok', toolCalls: [] };
+    const cp3 = { ...nextCheckpoint(cp2), messages: [...cp2.messages, reply] };
+    const before = Number(/total_net_input_bytes:(\d+)/.exec(await redis.info('stats'))?.[1]);
+    await store.commit(runId, 2, cp3, [], null, '', undefined, cp2);
+    const after = Number(/total_net_input_bytes:(\d+)/.exec(await redis.info('stats'))?.[1]);
+    expect(after - before).toBeLessThan(
+      2_048 + JSON.stringify(cp3).length - JSON.stringify(cp3.messages).length,
+    );
+    expect((await store.load(runId))?.checkpoint).toEqual(cp3);
+
+    // A base whose messages are not a prefix (a rebase) rewrites the list.
+    const rebased = { ...nextCheckpoint(cp3), messages: [reply] };
+    await store.commit(runId, 3, rebased, [], null, '', undefined, cp3);
+    expect((await store.load(runId))?.checkpoint.messages).toEqual([reply]);
+    expect(await redis.llen(k.messages)).toBe(1);
+  });
+
+  it('loads a checkpoint stored with its messages inside, and moves them to the list on commit', async () => {
+    const run = createdRun();
+    const runId = run.checkpoint.identity.runId;
+    const k = store.keys.run(runId);
+    await store.create(run.checkpoint, run.events);
+    // as an earlier version stored it
+    await redis.hset(k.cp, 'data', JSON.stringify(run.checkpoint));
+    await redis.del(k.messages);
+    const loaded = await store.load(runId);
+    expect(loaded?.checkpoint).toEqual(run.checkpoint);
+    const cp2 = {
+      ...nextCheckpoint(run.checkpoint),
+      messages: [...run.checkpoint.messages, { id: 'x', role: 'user' as const, content: 'x' }],
+    };
+    // the base's messages are a prefix, but the list is empty: the store sends them all
+    await store.commit(runId, 1, cp2, [], null, '', undefined, loaded!.checkpoint);
+    expect(await redis.llen(k.messages)).toBe(cp2.messages.length);
+    expect((await store.load(runId))?.checkpoint).toEqual(cp2);
   });
 
   it('matches MemoryRunStore event for event', async () => {
@@ -246,12 +306,23 @@ describe('RedisRunStore', () => {
 
       const read = await store.readEvents(runId);
       expect(read).toEqual(returned);
-      await expect.poll(() => received.length).toBe(returned.length);
-      expect(received).toEqual(returned.map((e) => JSON.stringify(e)));
+      // one message and one stream entry per write: an object for one event, an array for more
+      await expect.poll(() => received.length).toBe(3);
+      expect(received.flatMap((m) => decodeEventPayload(m))).toEqual(returned);
+      expect(received.map((m) => m.startsWith('['))).toEqual([
+        run.events.length > 1,
+        committed.events.length > 1,
+        false,
+      ]);
       const raw = await redis.xrange(store.keys.run(runId).events, '-', '+');
       expect(raw.map(([id, fields]) => [id, fields[1]])).toEqual(
-        received.map((json, i) => [`0-${i + 1}`, json]),
+        received.map((json) => [`0-${decodeEventPayload(json).at(-1)?.seq ?? -1}`, json]),
       );
+      // a reader resuming inside a batch gets exactly the events after its cursor
+      for (let after = 0; after <= returned.length; after += 1) {
+        expect(await store.readEvents(runId, after)).toEqual(returned.slice(after));
+        expect(await store.readEvents(runId, after, 1)).toEqual(returned.slice(after, after + 1));
+      }
     } finally {
       sub.off('message', onMessage);
       await sub.unsubscribe(channel);

@@ -10,31 +10,67 @@ import { RunDoneError, VersionConflictError, activityOf } from '@baton/core';
 import type { CommitResult, RunStore, StoredCheckpoint } from '@baton/core';
 import { BatonKeys, runDataKeys, type RunDataKeys, type RunKeys } from './keys.ts';
 import { defineScript, type LuaScript, type RedisClient } from './scripts.ts';
+import { decodeEventPayload } from './event-payload.ts';
 
 /**
  * Lua shared by every script that appends events. Expects, in scope:
- *   cp, stream, channel, env, at, first (index of the first body in ARGV), out (reply table).
+ *   cp, stream, channel, env, at, bodies (a table of body tails), out (reply table).
  * Each body arrives as its JSON without the leading '{' and is glued to the envelope by string
  * concatenation: decoding and re-encoding with cjson would turn empty arrays into objects.
- * The event is XADDed (id 0-<seq>) and PUBLISHed in the same script, so subscribers see exactly
- * the durable order and nothing that was not stored.
+ * The events of one write are one stream entry (id 0-<last seq>) and one PUBLISH: a single event
+ * as its JSON object, several as a JSON array. So a commit costs the same few commands whatever
+ * its number of events, subscribers see exactly the durable order and nothing that was not
+ * stored, and a reader resuming after seq k reads from the entry whose last seq is > k.
  */
 const APPEND_EVENTS_LUA = `
-for i = first, #ARGV do
-  local seq = redis.call('HINCRBY', cp, 'seq', 1)
-  local json = '{"seq":' .. seq .. ',' .. env .. ',"at":' .. at .. ',' .. ARGV[i]
-  redis.call('XADD', stream, '0-' .. seq, 'e', json)
-  redis.call('PUBLISH', channel, json)
-  out[#out + 1] = json
+local n = #bodies
+if n > 0 then
+  local last = redis.call('HINCRBY', cp, 'seq', n)
+  local parts = {}
+  for i = 1, n do
+    local json = '{"seq":' .. (last - n + i) .. ',' .. env .. ',"at":' .. at .. ',' .. bodies[i]
+    parts[i] = json
+    out[#out + 1] = json
+  end
+  local payload = parts[1]
+  if n > 1 then payload = '[' .. table.concat(parts, ',') .. ']' end
+  redis.call('XADD', stream, '0-' .. last, 'e', payload)
+  redis.call('PUBLISH', channel, payload)
 end
 `;
 
 /**
- * A finished run keeps every key for `retention` seconds. Expects, in scope: retention, and the
- * run's keys as KEYS (all of them are the run's: cp, events, lease, pending, results, parent, failed).
+ * Writes the run's messages list. Expects, in scope: msgs (key), mode ('append' | 'replace'),
+ * nmsg, from (index of the first message in ARGV), base (the count an append expects stored).
+ * Sets `first` to the index of the first event body after the messages. An append that finds
+ * another count stored (a run written before messages had their own list) returns -4 and
+ * writes nothing: the caller resends the whole list.
+ */
+const MESSAGES_LUA = `
+if mode == 'append' and redis.call('LLEN', msgs) ~= base then return {-4, current} end
+if mode == 'replace' then redis.call('DEL', msgs) end
+local i = from
+while i < from + nmsg do
+  local last = math.min(i + 999, from + nmsg - 1)
+  redis.call('RPUSH', msgs, unpack(ARGV, i, last))
+  i = last + 1
+end
+first = from + nmsg
+`;
+
+/** Lua: `bodies` = ARGV[first..]. Expects `first` in scope. */
+const BODIES_FROM_ARGV_LUA = `
+local bodies = {}
+for i = first, #ARGV do bodies[#bodies + 1] = ARGV[i] end
+`;
+
+/**
+ * A finished run keeps every key for `retention` seconds. Expects, in scope: retention, status
+ * (the status this script wrote), and the run's keys as KEYS (all of them are the run's: cp,
+ * events, lease, pending, results, parent, failed).
  */
 const RETENTION_LUA = `
-if redis.call('HGET', KEYS[1], 'status') == 'done' then
+if status == 'done' then
   for i = 1, #KEYS do redis.call('EXPIRE', KEYS[i], retention) end
 end
 `;
@@ -47,50 +83,74 @@ end
  * Sets `current` (the stored version).
  */
 const GUARDS_LUA = `
-local current = redis.call('HGET', cp, 'version')
+local guarded = redis.call('HMGET', cp, 'version', 'status')
+local current = guarded[1]
 if not current then return {-1, -1} end
 current = tonumber(current)
-if redis.call('HGET', cp, 'status') == 'done' then return {-3, current} end
+if guarded[2] == 'done' then return {-3, current} end
 if fence ~= '' and redis.call('GET', lease) ~= fence then return {-2, current} end
 `;
 
 /**
- * KEYS: cp, events, lease, pending, results, parent, failed
- * ARGV: channel, data, status, tenant, agent, threadId, createdAt, updatedAt, env, at, retention,
- *       activity, bodies…
+ * KEYS: cp, events, lease, pending, results, parent, failed, messages
+ * ARGV: channel, data (without messages), status, tenant, agent, threadId, createdAt, updatedAt,
+ *       env, at, retention, activity, nmsg, messageJson × nmsg, bodies…
  * Reply: {1, 1, eventJson…} | {0, actualVersion}
  */
 const CREATE_LUA = `
-local cp, stream = KEYS[1], KEYS[2]
+local cp, stream, msgs = KEYS[1], KEYS[2], KEYS[8]
 local current = redis.call('HGET', cp, 'version')
 if current then return {0, tonumber(current)} end
 -- a stream without a checkpoint is a leftover (cannot happen unless keys were deleted by hand)
 redis.call('DEL', stream)
-local channel, env, at, retention, first = ARGV[1], ARGV[9], ARGV[10], ARGV[11], 13
+local channel, env, at, retention = ARGV[1], ARGV[9], ARGV[10], ARGV[11]
+local mode, nmsg, from, base, first = 'replace', tonumber(ARGV[13]), 14, 0, 0
+${MESSAGES_LUA}
+local status = ARGV[3]
 redis.call('HSET', cp, 'version', 1, 'seq', 0, 'data', ARGV[2], 'status', ARGV[3], 'tenant', ARGV[4],
   'agent', ARGV[5], 'threadId', ARGV[6], 'createdAt', ARGV[7], 'updatedAt', ARGV[8], 'env', env,
   'lastTrigger', '', 'activity', ARGV[12])
 local out = {1, 1}
+${BODIES_FROM_ARGV_LUA}
 ${APPEND_EVENTS_LUA}
 ${RETENTION_LUA}
 return out
 `;
 
 /**
- * KEYS: cp, events, lease, pending, results, parent, failed
- * ARGV: channel, expectedVersion, fence ('' = unfenced), data, status, activity, updatedAt,
- *       trigger ('' = none), env, at, retention, bodies…
- * Reply: {1, newVersion, eventJson…} | {code, actualVersion} (codes: see GUARDS_LUA)
+ * KEYS: cp, events, lease, pending, results, parent, failed, messages
+ * ARGV: channel, expectedVersion, fence ('' = unfenced), data (without messages), status,
+ *       activity, updatedAt, trigger ('' = none), env, at, retention, release ('' = keep the
+ *       lease; else the lease TTL in ms: release it after the commit unless someone asked for the
+ *       run meanwhile, in which case the mark is cleared and the lease renewed), messages mode
+ *       ('append' the new ones after `base` stored | 'replace' all), base, nmsg,
+ *       messageJson × nmsg, bodies…
+ * Reply: {1, newVersion, released (1 released | 0 kept | -1 not asked), eventJson…}
+ *      | {code, actualVersion} (codes: see GUARDS_LUA; -4 see MESSAGES_LUA)
  */
 const COMMIT_LUA = `
-local cp, stream, lease, fence = KEYS[1], KEYS[2], KEYS[3], ARGV[3]
+local cp, stream, lease, fence, msgs = KEYS[1], KEYS[2], KEYS[3], ARGV[3], KEYS[8]
 ${GUARDS_LUA}
 if current ~= tonumber(ARGV[2]) then return {0, current} end
 local version = current + 1
-local channel, env, at, retention, first = ARGV[1], ARGV[9], ARGV[10], ARGV[11], 12
+local channel, env, at, retention = ARGV[1], ARGV[9], ARGV[10], ARGV[11]
+local mode, base, nmsg, from, first = ARGV[13], tonumber(ARGV[14]), tonumber(ARGV[15]), 16, 0
+${MESSAGES_LUA}
+local status = ARGV[5]
 redis.call('HSET', cp, 'version', version, 'data', ARGV[4], 'status', ARGV[5], 'activity', ARGV[6],
   'updatedAt', ARGV[7], 'lastTrigger', ARGV[8], 'env', env)
-local out = {1, version}
+local released = -1
+if ARGV[12] ~= '' and fence ~= '' then
+  if redis.call('DEL', KEYS[4]) == 1 then
+    redis.call('PEXPIRE', lease, ARGV[12])
+    released = 0
+  else
+    redis.call('DEL', lease)
+    released = 1
+  end
+end
+local out = {1, version, released}
+${BODIES_FROM_ARGV_LUA}
 ${APPEND_EVENTS_LUA}
 ${RETENTION_LUA}
 return out
@@ -113,18 +173,15 @@ ${GUARDS_LUA}
 local channel, at, marker, stepPrefix, resetBody = ARGV[1], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local env = redis.call('HGET', cp, 'env')
 local out = {1, current}
-local first = 7
+local bodies = {}
 local previous = redis.call('HGET', cp, 'stream')
 if previous ~= marker then
   redis.call('HSET', cp, 'stream', marker)
   if previous and resetBody ~= '' and string.sub(previous, 1, #stepPrefix) == stepPrefix then
-    local seq = redis.call('HINCRBY', cp, 'seq', 1)
-    local json = '{"seq":' .. seq .. ',' .. env .. ',"at":' .. at .. ',' .. resetBody
-    redis.call('XADD', stream, '0-' .. seq, 'e', json)
-    redis.call('PUBLISH', channel, json)
-    out[#out + 1] = json
+    bodies[1] = resetBody
   end
 end
+for i = 7, #ARGV do bodies[#bodies + 1] = ARGV[i] end
 ${APPEND_EVENTS_LUA}
 return out
 `;
@@ -132,7 +189,7 @@ return out
 /**
  * Deletes a finished run's keys (DELETE /v1/runs/:id). A run that is not done is refused: its
  * workers would recreate what was deleted.
- * KEYS: cp, events, lease, pending, results, parent, failed
+ * KEYS: cp, events, lease, pending, results, parent, failed, messages
  * ARGV: tenant
  * Reply: 1 deleted | 0 no such run (or another tenant's) | -1 not done
  */
@@ -220,8 +277,11 @@ const VERSION_MOVED = 0;
 const NO_RUN = -1;
 const FENCED = -2;
 const FINISHED = -3;
+const MESSAGES_OUT_OF_STEP = -4;
 
 type ScriptReply = [number, number, ...string[]];
+/** The commit's reply: a third header element says whether it released the lease. */
+type CommitReply = [number, number, number, ...string[]];
 
 type RunCreate = LuaScript<
   RunDataKeys,
@@ -238,7 +298,7 @@ type RunCreate = LuaScript<
     at: string,
     retention: number,
     activity: string,
-    ...bodies: string[],
+    ...messagesAndBodies: (string | number)[],
   ],
   ScriptReply
 >;
@@ -256,9 +316,12 @@ type RunCommit = LuaScript<
     env: string,
     at: string,
     retention: number,
-    ...bodies: string[],
+    release: string,
+    messagesMode: 'append' | 'replace',
+    base: number,
+    ...messagesAndBodies: (string | number)[],
   ],
-  ScriptReply
+  CommitReply
 >;
 type RunAppend = LuaScript<
   [cp: string, events: string, lease: string],
@@ -315,10 +378,10 @@ export class RedisRunStore implements RunStore {
     if (!Number.isInteger(this.retentionSeconds) || this.retentionSeconds <= 0)
       throw new Error('RedisRunStore: retentionSeconds must be a positive integer');
     this.validateOnLoad = opts.validateOnLoad ?? false;
-    this.createScript = defineScript(this.redis, 'batonRunCreate2', 7, CREATE_LUA);
-    this.commitScript = defineScript(this.redis, 'batonRunCommit2', 7, COMMIT_LUA);
+    this.createScript = defineScript(this.redis, 'batonRunCreate3', 8, CREATE_LUA);
+    this.commitScript = defineScript(this.redis, 'batonRunCommit3', 8, COMMIT_LUA);
     this.appendScript = defineScript(this.redis, 'batonRunAppend2', 3, APPEND_LUA);
-    this.deleteScript = defineScript(this.redis, 'batonRunDelete', 7, DELETE_LUA);
+    this.deleteScript = defineScript(this.redis, 'batonRunDelete2', 8, DELETE_LUA);
   }
 
   /** Pub/sub channel of a run (RunEventSource, used by RunEventSubscriber). */
@@ -331,7 +394,7 @@ export class RedisRunStore implements RunStore {
     const k = this.keys.run(id.runId);
     const reply = await this.createScript(runDataKeys(k), [
       k.channel,
-      JSON.stringify(checkpoint),
+      checkpointData(checkpoint),
       checkpoint.status,
       id.tenantId,
       id.agent,
@@ -342,6 +405,8 @@ export class RedisRunStore implements RunStore {
       this.atArg(),
       this.retentionSeconds,
       activityOf(checkpoint),
+      checkpoint.messages.length,
+      ...checkpoint.messages.map((m) => JSON.stringify(m)),
       ...events.map(bodyTail),
     ]);
     if (reply[0] !== WRITTEN) throw new VersionConflictError(id.runId, 0, reply[1]);
@@ -359,14 +424,34 @@ export class RedisRunStore implements RunStore {
   }
 
   async load(runId: string): Promise<StoredCheckpoint | null> {
-    const [data, version] = await this.redis.hmget(this.keys.run(runId).cp, 'data', 'version');
-    return this.decode(runId, data ?? null, version ?? null, this.validateOnLoad);
+    const { data, version, messages } = await this.readStored(runId);
+    return this.decode(runId, data, version, messages, this.validateOnLoad);
   }
 
   /** load() with a full CheckpointSchema parse (debug / admin paths). */
   async loadValidated(runId: string): Promise<StoredCheckpoint | null> {
-    const [data, version] = await this.redis.hmget(this.keys.run(runId).cp, 'data', 'version');
-    return this.decode(runId, data ?? null, version ?? null, true);
+    const { data, version, messages } = await this.readStored(runId);
+    return this.decode(runId, data, version, messages, true);
+  }
+
+  /** The checkpoint's fields and its messages list, in one round trip (one hash slot). */
+  private async readStored(
+    runId: string,
+  ): Promise<{ data: string | null; version: string | null; messages: string[] }> {
+    const k = this.keys.run(runId);
+    const replies = await this.redis
+      .pipeline()
+      .hmget(k.cp, 'data', 'version')
+      .lrange(k.messages, 0, -1)
+      .exec();
+    if (!replies) throw new Error(`run ${runId}: load was not executed`);
+    for (const [error] of replies) if (error) throw error;
+    const [data, version] = (replies[0]?.[1] ?? []) as (string | null)[];
+    return {
+      data: data ?? null,
+      version: version ?? null,
+      messages: (replies[1]?.[1] ?? []) as string[],
+    };
   }
 
   /** load(), but null when the run belongs to another tenant (no existence leak). */
@@ -375,8 +460,7 @@ export class RedisRunStore implements RunStore {
     // whatever the size of its checkpoint.
     const key = this.keys.run(runId).cp;
     if ((await this.redis.hget(key, 'tenant')) !== tenantId) return null;
-    const [data, version] = await this.redis.hmget(key, 'data', 'version');
-    return this.decode(runId, data ?? null, version ?? null, this.validateOnLoad);
+    return this.load(runId);
   }
 
   /**
@@ -392,28 +476,51 @@ export class RedisRunStore implements RunStore {
     events: readonly EventBody[],
     trigger: CheckpointTrigger | null,
     fence = '',
-  ): Promise<CommitResult> {
+    releaseTtlMs?: number,
+    base?: Checkpoint,
+  ): Promise<CommitResult & { readonly released?: boolean }> {
     if (checkpoint.identity.runId !== runId)
       throw new Error(
         `commit: checkpoint belongs to run ${checkpoint.identity.runId}, not ${runId}`,
       );
     const k = this.keys.run(runId);
-    const reply = await this.commitScript(runDataKeys(k), [
-      k.channel,
-      expectedVersion,
-      fence,
-      JSON.stringify(checkpoint),
-      checkpoint.status,
-      activityOf(checkpoint),
-      checkpoint.updatedAt,
-      trigger ?? '',
-      envelopeIds(checkpoint),
-      this.atArg(),
-      this.retentionSeconds,
-      ...events.map(bodyTail),
-    ]);
+    // Messages are append-only in practice (transitions copy the array and never edit a message
+    // in place), so a commit whose base shares every earlier message writes only the new ones.
+    const from = base ? sharedPrefix(base.messages, checkpoint.messages) : 0;
+    const mode = base && from === base.messages.length ? 'append' : 'replace';
+    const call = (m: 'append' | 'replace', after: number) =>
+      this.commitScript(runDataKeys(k), [
+        k.channel,
+        expectedVersion,
+        fence,
+        data,
+        checkpoint.status,
+        activityOf(checkpoint),
+        checkpoint.updatedAt,
+        trigger ?? '',
+        envelopeIds(checkpoint),
+        this.atArg(),
+        this.retentionSeconds,
+        releaseTtlMs === undefined ? '' : String(releaseTtlMs),
+        m,
+        after,
+        checkpoint.messages.length - after,
+        ...checkpoint.messages.slice(after).map((msg) => JSON.stringify(msg)),
+        ...bodies,
+      ]);
+    const data = checkpointData(checkpoint);
+    const bodies = events.map(bodyTail);
+    let reply = await call(mode, mode === 'append' ? from : 0);
+    // The stored list was not what the base says (a run written before messages had their own
+    // list): write the whole list instead.
+    if (reply[0] === MESSAGES_OUT_OF_STEP) reply = await call('replace', 0);
     refused(runId, expectedVersion, reply);
-    return { version: reply[1], events: parseEvents(reply) };
+    const released = reply[2];
+    return {
+      version: reply[1],
+      events: parseEvents(reply, 3),
+      ...(released === -1 ? {} : { released: released === 1 }),
+    };
   }
 
   /**
@@ -504,14 +611,21 @@ export class RedisRunStore implements RunStore {
   /** Events with seq > afterSeq, in order (at most `limit`). */
   async readEvents(runId: string, afterSeq = 0, limit?: number): Promise<RunEvent[]> {
     const key = this.keys.run(runId).events;
-    const start = `(0-${Math.max(0, Math.floor(afterSeq))}`;
+    const after = Math.max(0, Math.floor(afterSeq));
+    // An entry's id is the seq of its last event: every entry holding an event after `after`
+    // has an id above it. Each entry holds at least one event, so `limit` entries suffice.
+    const start = `(0-${after}`;
     const entries =
       limit === undefined
         ? await this.redis.xrange(key, start, '+')
         : limit <= 0
           ? []
           : await this.redis.xrange(key, start, '+', 'COUNT', Math.floor(limit));
-    return entries.map(([, fields]) => JSON.parse(streamField(fields)) as RunEvent);
+    const events: RunEvent[] = [];
+    for (const [, fields] of entries)
+      for (const event of decodeEventPayload(streamField(fields)))
+        if (event.seq > after) events.push(event);
+    return limit === undefined ? events : events.slice(0, Math.floor(limit));
   }
 
   /** Seq of the run's last event (0 when none or no such run). */
@@ -614,16 +728,32 @@ export class RedisRunStore implements RunStore {
     return JSON.stringify(at);
   }
 
+  /** A checkpoint read by another script (e.g. the lease's acquire-and-load). */
+  decodeStored(
+    runId: string,
+    data: string | null,
+    version: string | null,
+    messages: readonly string[],
+  ): StoredCheckpoint | null {
+    return this.decode(runId, data, version, messages, this.validateOnLoad);
+  }
+
   private decode(
     runId: string,
     data: string | null,
     version: string | null,
+    messages: readonly string[],
     validate: boolean,
   ): StoredCheckpoint | null {
     if (data === null || version === null) return null;
     let parsed: unknown;
     try {
       parsed = JSON.parse(data);
+      // Runs stored before messages had their own list carry them inside the checkpoint.
+      if (typeof parsed === 'object' && parsed !== null && !('messages' in parsed))
+        (parsed as { messages: unknown[] }).messages = messages.map(
+          (m) => JSON.parse(m) as unknown,
+        );
     } catch {
       throw new CorruptCheckpointError(runId, 'not JSON');
     }
@@ -657,6 +787,19 @@ function cheapCheck(runId: string, value: unknown): Checkpoint {
   return value as Checkpoint;
 }
 
+/** The checkpoint as stored in its hash: everything but the messages (they have their own list). */
+function checkpointData(cp: Checkpoint): string {
+  return JSON.stringify({ ...cp, messages: undefined });
+}
+
+/** How many leading messages `next` shares (by identity) with `base`. */
+function sharedPrefix(base: readonly unknown[], next: readonly unknown[]): number {
+  const n = Math.min(base.length, next.length);
+  let i = 0;
+  while (i < n && base[i] === next[i]) i += 1;
+  return i;
+}
+
 /** `"runId":…,"threadId":…,"turnId":…` — the envelope ids as JSON members without braces. */
 function envelopeIds(cp: Checkpoint): string {
   const { runId, threadId, turnId } = cp.identity;
@@ -672,7 +815,11 @@ function bodyTail(body: EventBody): string {
 }
 
 /** Throws the typed error for a refused write (see GUARDS_LUA); returns for a written one. */
-function refused(runId: string, expectedVersion: number, reply: ScriptReply): void {
+function refused(
+  runId: string,
+  expectedVersion: number,
+  reply: readonly [number, number, ...unknown[]],
+): void {
   switch (reply[0]) {
     case WRITTEN:
       return;
@@ -689,9 +836,9 @@ function refused(runId: string, expectedVersion: number, reply: ScriptReply): vo
   }
 }
 
-function parseEvents(reply: ScriptReply): RunEvent[] {
+function parseEvents(reply: readonly unknown[], from = 2): RunEvent[] {
   const out: RunEvent[] = [];
-  for (let i = 2; i < reply.length; i += 1) out.push(JSON.parse(reply[i] as string) as RunEvent);
+  for (let i = from; i < reply.length; i += 1) out.push(JSON.parse(reply[i] as string) as RunEvent);
   return out;
 }
 

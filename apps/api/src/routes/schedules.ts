@@ -1,0 +1,144 @@
+import { BatonError } from '@baton/core';
+import {
+  CreateScheduleRequestSchema,
+  SCHEDULE_RECENT_FIRINGS,
+  ScheduleDetailSchema,
+  ScheduleSchema,
+  type Schedule,
+  type ScheduleDetail,
+} from '@baton/protocol';
+import { ScheduleService, type StoredSchedule } from '@baton/runtime';
+import { Router, type Request } from 'express';
+import { z } from 'zod';
+import { principalOf } from '../auth.ts';
+import type { ApiContext } from '../context.ts';
+import { parseBody, parseId, parseQuery } from '../validation.ts';
+
+export const ListSchedulesQuerySchema = z.strictObject({
+  cursor: z.string().min(1).max(512).optional(),
+  limit: z.coerce.number().int().min(1).max(100).optional(),
+});
+
+const EmptyBodySchema = z.strictObject({}).optional();
+
+function scheduleView(stored: StoredSchedule, nextFireAt: number | null): Schedule {
+  const { record: r } = stored;
+  const self = `/v1/schedules/${encodeURIComponent(r.scheduleId)}`;
+  return ScheduleSchema.parse({
+    scheduleId: r.scheduleId,
+    ...(r.name !== undefined ? { name: r.name } : {}),
+    agent: r.agent,
+    ...(r.threadId !== undefined ? { threadId: r.threadId } : {}),
+    input: r.input,
+    ...(r.options !== undefined ? { options: r.options } : {}),
+    ...(r.cron !== undefined ? { cron: r.cron, timezone: r.timezone ?? 'UTC' } : {}),
+    ...(r.everyMs !== undefined ? { everyMs: r.everyMs } : {}),
+    ...(r.startAt !== undefined ? { startAt: r.startAt } : {}),
+    ...(r.endAt !== undefined ? { endAt: r.endAt } : {}),
+    ...(r.limit !== undefined ? { limit: r.limit } : {}),
+    state: r.state,
+    ...(r.completedReason !== undefined ? { completedReason: r.completedReason } : {}),
+    version: stored.version,
+    createdAt: r.createdAt,
+    updatedAt: r.updatedAt,
+    nextFireAt,
+    firings: stored.fired,
+    lastFiredAt: stored.lastFiredAt,
+    links: {
+      self,
+      runs: `${self}/runs`,
+      pause: `${self}/pause`,
+      resume: `${self}/resume`,
+    },
+  });
+}
+
+function idempotencyKeyOf(req: Request): string | undefined {
+  const key = req.headers['idempotency-key'];
+  return typeof key === 'string' ? key : undefined;
+}
+
+/** Scheduled runs: /v1/schedules (tenant-scoped; another tenant's schedule is a 404). */
+export function schedulesRouter(ctx: ApiContext): Router {
+  const router = Router();
+  const schedules = new ScheduleService(ctx.runtime);
+
+  const detail = async (stored: StoredSchedule): Promise<ScheduleDetail> => {
+    const { tenantId, scheduleId } = stored.record;
+    const [nextFireAt, recentFirings] = await Promise.all([
+      schedules.nextFireAt(stored),
+      schedules.store.recentFirings(tenantId, scheduleId, SCHEDULE_RECENT_FIRINGS),
+    ]);
+    return ScheduleDetailSchema.parse({ ...scheduleView(stored, nextFireAt), recentFirings });
+  };
+
+  router.post('/schedules', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const messages = (req.body as { input?: { messages?: unknown } } | undefined)?.input?.messages;
+    if (Array.isArray(messages) && messages.length > ctx.config.MAX_INPUT_MESSAGES)
+      throw new BatonError(
+        'payload_too_large',
+        `at most ${ctx.config.MAX_INPUT_MESSAGES} input messages per schedule (got ${messages.length}); shorten the input`,
+        { limit: ctx.config.MAX_INPUT_MESSAGES, got: messages.length },
+      );
+    const body = parseBody(CreateScheduleRequestSchema, req);
+    const create = async (): Promise<ScheduleDetail> =>
+      detail(await schedules.create(tenantId, body));
+    const key = idempotencyKeyOf(req);
+    let response: ScheduleDetail;
+    if (key === undefined) response = await create();
+    else {
+      const result = await ctx.idempotency.run(tenantId, 'create-schedule', key, body, create);
+      response = result.response;
+      if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');
+    }
+    res.status(201).location(response.links.self).json(response);
+  });
+
+  router.get('/schedules', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const query = parseQuery(ListSchedulesQuerySchema, req);
+    const page = await schedules.list(tenantId, query.limit ?? 20, query.cursor ?? null);
+    const views = await Promise.all(
+      page.schedules.map(async (s) => scheduleView(s, await schedules.nextFireAt(s))),
+    );
+    res.json({ schedules: views, nextCursor: page.nextCursor });
+  });
+
+  router.get('/schedules/:id', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const id = parseId(req.params['id'], 'schedule id');
+    res.json(await detail(await schedules.get(tenantId, id)));
+  });
+
+  router.get('/schedules/:id/runs', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const id = parseId(req.params['id'], 'schedule id');
+    const query = parseQuery(ListSchedulesQuerySchema, req);
+    await schedules.get(tenantId, id);
+    res.json(await schedules.store.runs(tenantId, id, query.limit ?? 20, query.cursor ?? null));
+  });
+
+  router.post('/schedules/:id/pause', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const id = parseId(req.params['id'], 'schedule id');
+    if (req.body !== undefined) parseBody(EmptyBodySchema, req);
+    res.json(await detail(await schedules.pause(tenantId, id)));
+  });
+
+  router.post('/schedules/:id/resume', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const id = parseId(req.params['id'], 'schedule id');
+    if (req.body !== undefined) parseBody(EmptyBodySchema, req);
+    res.json(await detail(await schedules.resume(tenantId, id)));
+  });
+
+  router.delete('/schedules/:id', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const id = parseId(req.params['id'], 'schedule id');
+    await schedules.delete(tenantId, id);
+    res.status(204).end();
+  });
+
+  return router;
+}

@@ -1,0 +1,126 @@
+import { UnrecoverableError, type Job } from 'bullmq';
+import {
+  parseRetryAfter,
+  webhookHeaders,
+  webhookRetryDelay,
+  type AttemptOutcome,
+  type WebhookBackoffOptions,
+  type WebhookJob,
+  type WebhookOutbox,
+} from '@baton/runtime';
+import type { Logger } from 'pino';
+import { postWebhook, type PostOutcome } from './webhook-http.ts';
+
+/** A failed attempt another will follow; BullMQ's backoff strategy reads the delay from it. */
+export class WebhookAttemptError extends Error {
+  override readonly name = 'WebhookAttemptError';
+  readonly delayMs: number;
+  constructor(message: string, delayMs: number) {
+    super(message);
+    this.delayMs = delayMs;
+  }
+}
+
+export interface WebhookDeliveryDeps {
+  readonly outbox: WebhookOutbox;
+  readonly logger: Logger;
+  readonly now: () => number;
+  readonly backoff: WebhookBackoffOptions;
+  readonly timeoutMs: number;
+  readonly random?: () => number;
+}
+
+function describe(outcome: PostOutcome): string {
+  if (outcome.refused !== undefined) return outcome.refused;
+  if (outcome.error !== undefined) return outcome.error;
+  const code = outcome.statusCode ?? 0;
+  return code >= 300 && code < 400 ? `HTTP ${code} (redirects are not followed)` : `HTTP ${code}`;
+}
+
+/**
+ * One delivery attempt per job run: sign (a fresh timestamp, the stable webhook id), POST, log
+ * the attempt in the run's delivery log, and tell BullMQ what comes next. 2xx: delivered. 410:
+ * the receiver is gone for good, stop. A refused target: stop. Anything else (other statuses,
+ * timeouts, connection errors) is retried with backoff until the job's attempts are used up.
+ */
+export class WebhookDeliveryProcessor {
+  private readonly deps: WebhookDeliveryDeps;
+
+  constructor(deps: WebhookDeliveryDeps) {
+    this.deps = deps;
+  }
+
+  /** BullMQ's backoffStrategy for WEBHOOK_BACKOFF_TYPE: the delay the failed attempt logged. */
+  readonly backoffStrategy = (attemptsMade: number, _type?: string, err?: Error): number =>
+    err instanceof WebhookAttemptError
+      ? err.delayMs
+      : webhookRetryDelay(attemptsMade, this.deps.backoff, this.deps.random);
+
+  async process(job: Job<WebhookJob>): Promise<AttemptOutcome | 'expired'> {
+    const data = job.data;
+    if (data?.kind !== 'webhook' || data.v !== 1)
+      throw new UnrecoverableError('not a webhook delivery job of this version');
+    const { outbox, now } = this.deps;
+    const config = await outbox.webhooks.load(data.runId);
+    const endpoint = config?.endpoints.find((e) => e.name === data.endpoint);
+    // The run and its webhook keys expired (retention) or were deleted: nobody to tell.
+    if (!endpoint) return 'expired';
+    const attempt = job.attemptsMade + 1;
+    const maxAttempts = job.opts.attempts ?? 1;
+    const startedAt = now();
+    const headers = webhookHeaders(
+      endpoint.secret,
+      data.webhookId,
+      Math.floor(startedAt / 1000),
+      data.body,
+    );
+    const posted = await postWebhook(endpoint.url, headers, data.body, {
+      timeoutMs: this.deps.timeoutMs,
+      policy: outbox.policy,
+    });
+    const finishedAt = now();
+    const code = posted.statusCode;
+    let outcome: AttemptOutcome;
+    if (posted.refused !== undefined) outcome = 'refused';
+    else if (code !== undefined && code >= 200 && code < 300) outcome = 'delivered';
+    else if (code === 410) outcome = 'stopped';
+    else outcome = attempt >= maxAttempts ? 'failed' : 'retry';
+    const delayMs =
+      outcome === 'retry'
+        ? webhookRetryDelay(
+            attempt,
+            this.deps.backoff,
+            this.deps.random,
+            parseRetryAfter(posted.retryAfter, finishedAt),
+          )
+        : undefined;
+    const error = outcome === 'delivered' || code !== undefined ? undefined : describe(posted);
+    await outbox.webhooks.append(data.runId, {
+      k: 'attempt',
+      webhookId: data.webhookId,
+      endpoint: data.endpoint,
+      type: data.type,
+      seq: data.seq,
+      at: startedAt,
+      attempt,
+      durationMs: finishedAt - startedAt,
+      ...(code === undefined ? {} : { statusCode: code }),
+      ...(error === undefined ? {} : { error }),
+      outcome,
+      ...(delayMs === undefined ? {} : { nextRetryAt: finishedAt + delayMs }),
+    });
+    const log = this.deps.logger.child({
+      runId: data.runId,
+      webhookId: data.webhookId,
+      endpoint: data.endpoint,
+      attempt,
+    });
+    if (outcome === 'retry') throw new WebhookAttemptError(describe(posted), delayMs ?? 0);
+    if (outcome === 'failed') {
+      log.warn({ reason: describe(posted) }, 'webhook delivery failed after its last attempt');
+      throw new UnrecoverableError(`webhook not delivered: ${describe(posted)}`);
+    }
+    if (outcome !== 'delivered') log.warn({ outcome, reason: describe(posted) }, 'webhook stopped');
+    return outcome;
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * The HTTP bench scenarios (api-throughput, decision-latency, waiting-runs, thread-growth,
+ * streaming, sse-fanout) each run once on tiny knobs, in one bench process (one private Redis):
+ * each must finish and print the counts its README section promises. Counts and invariants only
+ * (every run finished, no job held by a waiting run, every delta reached the SSE client, every
+ * subscriber got every frame); no timing is asserted.
+ */
+import { spawn } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = new URL('../../', import.meta.url);
+const SCENARIOS = [
+  'api-throughput',
+  'decision-latency',
+  'waiting-runs',
+  'thread-growth',
+  'streaming',
+  'sse-fanout',
+];
+
+function runBench(
+  env: Record<string, string>,
+): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['bench/run.ts', `--scenario=${SCENARIOS.join(',')}`], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.once('exit', (code) => resolve({ code, out, err }));
+  });
+}
+
+/** The value at a dotted path of the report (array indexes as numbers). */
+function at(root: unknown, path: string): unknown {
+  let v: unknown = root;
+  for (const part of path.split('.')) v = (v as Record<string, unknown> | undefined)?.[part];
+  return v;
+}
+
+describe('npm run bench: HTTP scenarios', () => {
+  it('every HTTP scenario completes on tiny knobs and reports its counts', async () => {
+    const { code, out, err } = await runBench({
+      BENCH_API_RUNS: '6',
+      BENCH_API_WARMUP_RUNS: '2',
+      BENCH_API_IN_FLIGHT: '3',
+      BENCH_DECISION_RUNS: '3',
+      BENCH_DECISION_WARMUP_RUNS: '1',
+      BENCH_WAITING_RUNS: '12',
+      BENCH_WAITING_DECISIONS: '2',
+      BENCH_THREAD_LENGTHS: '0,120',
+      BENCH_THREAD_SAMPLES: '1',
+      BENCH_THREAD_WARMUP_RUNS: '0',
+      BENCH_STREAM_RUNS: '1',
+      BENCH_STREAM_WARMUP_RUNS: '0',
+      BENCH_STREAM_DELTAS: '40',
+      BENCH_STREAM_DELTA_MS: '1',
+      BENCH_SSE_SUBSCRIBERS: '60',
+      BENCH_SSE_RUNS: '5',
+      BENCH_SSE_HOT_RUNS: '1',
+      BENCH_SSE_CLIENT_PROCS: '2',
+      BENCH_SSE_DELTAS: '2',
+    });
+    expect(code, err.slice(-3000)).toBe(0);
+    const s = (JSON.parse(out) as { scenarios: unknown }).scenarios;
+    const get = (path: string): unknown => at(s, path);
+
+    for (const agent of ['bench', 'bench-sequential']) {
+      expect(get(`api-throughput.${agent}.latencyMs.n`)).toBe(6);
+      expect(get(`api-throughput.${agent}.runsPerSec`)).toBeGreaterThan(0);
+      expect(get(`api-throughput.${agent}.ratios.runsPerSecOverRawBullmq`)).toBeGreaterThan(0);
+      expect(get(`api-throughput.${agent}.ratios.runsPerSecOverInProcess`)).toBeGreaterThan(0);
+    }
+    expect(get('api-throughput.rawBullmq.latencyMs.n')).toBe(6);
+
+    expect(get('decision-latency.decisionToFirstEventMs.n')).toBe(3);
+    expect(get('decision-latency.plainRun.submitToRunStartedFrameMs.n')).toBe(3);
+    const after = get('decision-latency.eventsAfterDecision') as string[];
+    expect(after).toContain('decision.applied');
+    expect(after.at(-1)).toBe('run.finished');
+
+    expect(get('waiting-runs.runsCountedWaiting')).toBe(12);
+    expect(get('waiting-runs.bullmqJobsHeld')).toBe(0);
+    expect(get('waiting-runs.usedMemoryPerRunBytes')).toBeGreaterThan(0);
+    expect(get('waiting-runs.keyBytesPerRun')).toBeGreaterThan(0);
+    expect(get('waiting-runs.decisionWithOthersWaiting.toFirstEventMs.n')).toBe(2);
+
+    expect(get('thread-growth.byLength.0.threadMessages')).toBe(0);
+    expect(get('thread-growth.byLength.1.threadMessages')).toBe(120);
+    expect(get('thread-growth.byLength.1.bytesToRedisPerStep')).toBeGreaterThan(
+      get('thread-growth.byLength.0.bytesToRedisPerStep') as number,
+    );
+    expect(get('thread-growth.ratiosToLength0.1.runKeyBytes')).toBeGreaterThan(1);
+
+    expect(get('streaming.deltasEmitted')).toBe(80);
+    expect(get('streaming.sseClient.textIntact')).toBe('2/2 rounds');
+    expect(get('streaming.ratios.deltaFramesReceivedOverDeltasEmitted')).toBeGreaterThan(0);
+    expect(get('streaming.redisCommandsPerDelta')).toBeGreaterThan(0);
+
+    expect(get('sse-fanout.baton.subscribersConnected')).toBe(60);
+    expect(get('sse-fanout.baton.errors')).toBe(0);
+    expect(get('sse-fanout.echoBaseline.subscribersConnected')).toBe(60);
+    expect(get('sse-fanout.echoBaseline.errors')).toBe(0);
+    // Every subscriber of a run got every frame of it, and the baseline replayed as many.
+    const perSubscriber = get('sse-fanout.baton.framesPerSubscriber') as number;
+    expect(Number.isInteger(perSubscriber)).toBe(true);
+    expect(perSubscriber).toBeGreaterThan(2);
+    expect(get('sse-fanout.echoBaseline.framesDelivered')).toBe(
+      get('sse-fanout.baton.framesDelivered'),
+    );
+  }, 240_000);
+});
