@@ -199,6 +199,8 @@ export function buildOpenApiDocument(): Json {
           operationId: 'getRun',
           summary:
             'The run snapshot derived from its event log, and whether it waits for a worker of its agent',
+          description:
+            'A run whose agent tools started child runs lists them in `childRuns` (with their status), and `await` also holds the suspended calls of its unfinished descendants, each with the `runId` that holds it.',
           parameters: [runIdParam],
           responses: {
             '200': json('RunView', 'Snapshot'),
@@ -225,14 +227,14 @@ export function buildOpenApiDocument(): Json {
           operationId: 'streamRunEvents',
           summary: 'Server-Sent Events: replay after Last-Event-ID / after, then live',
           description:
-            'Each frame: `id:` (seq), `event:` (type), `data:` (RunEvent JSON). `: ping` comments are heartbeats. 204 when nothing more will come.',
+            "Each frame: `id:` (seq), `event:` (type), `data:` (RunEvent JSON). `: ping` comments are heartbeats. 204 when nothing more will come. With `children=1` the stream also carries the events of the run's child runs (agent-as-tool; the envelope `runId` says whose) and `id:` is a composite cursor `<seq>;<child suffix>=<seq>…` to send back as Last-Event-ID; it ends when the whole tree is done (`until=suspended` is refused with it, 400).",
           parameters: [
             runIdParam,
             {
               name: 'Last-Event-ID',
               in: 'header',
               required: false,
-              schema: { type: 'string', pattern: '^[0-9]+$' },
+              schema: { type: 'string', pattern: '^[0-9]+(;[A-Za-z0-9._:-]+=[0-9]+)*$' },
             },
             ...queryParameters(EventsQuerySchema),
           ],
@@ -263,6 +265,8 @@ export function buildOpenApiDocument(): Json {
           tags: ['runs'],
           operationId: 'submitDecisions',
           summary: 'Answer suspended tool calls (202)',
+          description:
+            "A decision for a descendant run's call (agent-as-tool) may be sent to an ancestor: it is routed to the run named by its `runId`, else to the descendant whose call with that id is suspended; `routed` lists what each descendant accepted.",
           parameters: [runIdParam],
           requestBody: {
             required: true,

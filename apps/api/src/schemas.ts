@@ -43,6 +43,8 @@ export const EventsQuerySchema = z.strictObject({
   after: z.coerce.number().int().min(0).optional(),
   /** 'done' (default): follow the run to the end; 'suspended': also end when the run starts waiting. */
   until: z.enum(['done', 'suspended']).optional(),
+  /** '1': also stream the run's child runs' events (agent-as-tool), with a composite cursor. */
+  children: z.enum(['0', '1']).optional(),
 });
 
 export const HealthSchema = z.object({

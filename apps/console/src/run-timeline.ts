@@ -86,6 +86,10 @@ export function summarize(event: RunEvent): string | null {
       return `decision ${event.decision.action === 'resume' ? 'approve' : 'deny'} (${event.decision.toolCallId})`;
     case 'decision.discarded':
       return `decision ${event.decision.decisionId} not applied: ${event.reason}`;
+    case 'child_run.linked':
+      return `${event.link.toolName} runs as child run ${event.link.childRunId} (${event.link.childAgentId})`;
+    case 'child_run.finished':
+      return `child run ${event.child.runId} ended: ${event.child.termination.kind}`;
     case 'run.cancel_requested':
       return 'cancel requested';
     case 'model.retry':

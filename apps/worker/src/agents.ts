@@ -1,5 +1,5 @@
 import { type AgentDefinition, type Clock } from '@baton/core';
-import { createDemoAgents, matrixAgents } from '@baton/core/testing';
+import { childAgents, createDemoAgents, matrixAgents } from '@baton/core/testing';
 import { benchAgents } from './bench-agents.ts';
 
 /** Agent sets a worker can be started with (BATON_AGENTS=demo,matrix,bench). */
@@ -9,7 +9,8 @@ export function loadAgents(names: readonly string[], clock: Clock): AgentDefinit
     if (name === 'demo') out.push(...createDemoAgents(clock));
     else if (name === 'matrix') out.push(...matrixAgents());
     else if (name === 'bench') out.push(...benchAgents(clock));
-    else throw new Error(`unknown agent set "${name}" (known: demo, matrix, bench)`);
+    else if (name === 'children') out.push(...childAgents());
+    else throw new Error(`unknown agent set "${name}" (known: demo, matrix, bench, children)`);
   }
   return out;
 }

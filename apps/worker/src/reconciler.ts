@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type {
   BatonKeys,
   BatonQueues,
+  ChildRuns,
   RedisClient,
   RedisRunStore,
   RunCommitter,
@@ -16,6 +17,8 @@ export interface ReconcilerDeps {
   readonly store: RedisRunStore;
   readonly queues: BatonQueues;
   readonly committer: RunCommitter;
+  /** Agent-as-tool: a parent whose agent calls run as child runs is driven by them. */
+  readonly children?: ChildRuns;
   readonly logger: Logger;
   readonly now: () => number;
   /** A run untouched for this long is checked for a live lease or job. */
@@ -263,7 +266,7 @@ export class Reconciler {
       )
         return true;
     }
-    return false;
+    return (await this.deps.children?.drive(cp)) ?? false;
   }
 }
 

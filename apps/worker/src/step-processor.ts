@@ -17,6 +17,7 @@ import {
   type Transition,
 } from '@baton/core';
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
+import { startChildCalls } from './child-runs.ts';
 import { fanOutToolCalls } from './fan-out.ts';
 import { releaseOrWake } from './lease-release.ts';
 import { StagedCommits } from './staged-commits.ts';
@@ -246,13 +247,22 @@ export class StepProcessor {
           if (!(await run.flush())) break;
           const prepared = run.state;
           if (!prepared) return 'missing';
+          // Agent tools: their calls run as child runs (the links are written by the flush
+          // above, before any child exists), which hold nothing of this job.
+          const children = await startChildCalls(deps, prepared.checkpoint, t.invocations, slog);
+          if (children.recorded) {
+            await reload();
+            break;
+          }
+          const invocations = children.rest;
+          if (invocations.length === 0) return 'delegated';
           if (!engine.ctx.tools.size || prepared.checkpoint.executionMode === 'sequential') {
             // Results land in the mailbox; the next pass of this loop applies them.
             // An aborted call (cancel) leaves the run for plan() to finish: look at it afresh.
-            if (await this.executeInline(engine, prepared, t.invocations, lease)) await reload();
+            if (await this.executeInline(engine, prepared, invocations, lease)) await reload();
             break;
           }
-          const outcome = await fanOutToolCalls(deps, job, prepared, t.invocations, slog);
+          const outcome = await fanOutToolCalls(deps, job, prepared, invocations, slog);
           if (outcome === 'recorded') {
             await reload();
             break;

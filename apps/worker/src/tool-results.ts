@@ -3,7 +3,10 @@ import {
   type Checkpoint,
   type ToolExecutionResult,
 } from '@baton/protocol';
-import { defineScript, type BatonKeys, type LuaScript, type RedisClient } from '@baton/runtime';
+import {
+  defineScript,
+  mailboxField,
+  type BatonKeys, type LuaScript, type RedisClient } from '@baton/runtime';
 
 /**
  * First writer wins, in one round trip.
@@ -43,7 +46,7 @@ export class ToolResultMailbox {
   }
 
   private field(toolCallId: string, attempt: number): string {
-    return `${toolCallId}#${attempt}`;
+    return mailboxField(toolCallId, attempt);
   }
 
   /** Records the result unless one exists; returns the result that is on record. */

@@ -5,6 +5,7 @@ import type {
   AgentRegistry,
   BatonKeys,
   BatonQueues,
+  ChildRuns,
   RedisClient,
   RedisRunStore,
   RedisThreadStore,
@@ -23,6 +24,8 @@ export interface WorkerDeps {
   readonly committer: RunCommitter;
   readonly leases: RunLeases;
   readonly mailbox: ToolResultMailbox;
+  /** Agent-as-tool: starts child runs of agent-tool calls (child-runs.ts). */
+  readonly children: ChildRuns;
   readonly queues: BatonQueues;
   readonly registry: AgentRegistry;
   readonly aborts: AbortRegistry;

@@ -81,6 +81,7 @@ export class BatonWorker {
       committer: rt.committer,
       leases: new RunLeases(rt.redis, rt.keys, config.LEASE_TTL_MS),
       mailbox: new ToolResultMailbox(rt.redis, rt.keys, config.EVENT_RETENTION_SECONDS),
+      children: rt.children,
       deltas: { windowMs: config.DELTA_WINDOW_MS, maxChars: config.DELTA_MAX_CHARS },
       queues: rt.queues,
       registry: this.registry,
@@ -89,6 +90,7 @@ export class BatonWorker {
       logger: this.logger,
       ...(this.opts.probe ? { probe: this.opts.probe } : {}),
     };
+    if (this.opts.probe) rt.children.probe = this.opts.probe;
     await rt.durability.check();
     const agentNames = this.registry.list().map((a) => a.name);
     const liveness = new AgentLiveness(rt.redis, rt.keys);
@@ -180,6 +182,7 @@ export class BatonWorker {
         store: rt.store,
         queues: rt.queues,
         committer: rt.committer,
+        children: rt.children,
         logger: this.logger,
         now: () => rt.clock.now(),
         staleAfterMs: Math.max(config.LEASE_TTL_MS * 2, 1_000),

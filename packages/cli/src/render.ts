@@ -110,6 +110,10 @@ export class EventRenderer {
         return s.yellow(
           `decision ${event.decision.decisionId} not applied: ${event.reason} ${s.dim(event.decision.toolCallId)}`,
         );
+      case 'child_run.linked':
+        return `  ${event.link.toolName} ${s.dim(`runs as child run ${event.link.childRunId} (${event.link.childAgentId})`)}`;
+      case 'child_run.finished':
+        return `  ${s.dim(`child run ${event.child.runId} ended: ${event.child.termination.kind}`)}`;
       case 'run.cancel_requested':
         return s.yellow('cancel requested; the run stops at its next step boundary');
       case 'model.retry':

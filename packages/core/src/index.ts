@@ -28,6 +28,14 @@ export {
 } from './engine/round-state.ts';
 export { idempotencyKey, invocationFor, type ToolInvocation } from './engine/tool-round.ts';
 export { toolMessageFor } from './engine/tool-messages.ts';
+export {
+  childParentOf,
+  childRunOutcome,
+  childRunResult,
+  childStartFailure,
+  linkedChildRuns,
+  runningChildCalls,
+} from './engine/child-runs.ts';
 export { ScriptedModel, type Script, type ScriptedTurn } from './model/scripted-model.ts';
 export {
   InProcessRunner,

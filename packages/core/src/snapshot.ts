@@ -143,6 +143,12 @@ export function applyEvent(snapshot: RunSnapshot, event: RunEvent): RunSnapshot 
     case 'decision.applied':
     case 'decision.discarded':
       return applyDecisionFate(s, event);
+    case 'child_run.finished':
+      return s;
+    case 'child_run.linked':
+      return s.childRuns?.some((c) => c.childRunId === event.link.childRunId)
+        ? s
+        : { ...s, childRuns: [...(s.childRuns ?? []), event.link] };
     case 'run.cancel_requested':
       return { ...s, cancelRequested: true };
     case 'step.finished':

@@ -1,4 +1,5 @@
 import type {
+  ChildThreadMode,
   JsonObject,
   JsonValue,
   ResumeMode,
@@ -41,6 +42,16 @@ export interface ApprovalSpec {
   readonly responseSchema?: z.ZodType;
 }
 
+/** What makes a tool an agent tool: calling it runs another agent as a child run. */
+export interface AgentToolSpec {
+  /** The agent the child run executes (advertised by some worker; same tenant as the parent). */
+  readonly agent: string;
+  /** 'inherit' (default): the child belongs to the parent's thread; 'new': a thread of its own. */
+  readonly thread?: ChildThreadMode;
+  /** The child's user message from the call's arguments (default: `message`, else the JSON). */
+  readonly prompt?: (args: JsonObject) => string;
+}
+
 export interface ToolDefinition<I extends z.ZodType = z.ZodType> {
   readonly name: string;
   readonly description: string;
@@ -62,6 +73,8 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType> {
    * code 'tool_timeout' (the model sees the error). Unset: no limit of Baton's own.
    */
   readonly timeoutMs?: number;
+  /** An agent tool (see agentTool): the call's execution is a child run, not `execute`. */
+  readonly agent?: AgentToolSpec;
   readonly execute?: (args: z.infer<I>, ctx: ToolContext) => Promise<ToolReturn | ToolResult>;
 }
 
@@ -122,9 +135,57 @@ export function describeTool(tool: ToolDefinition): ToolDescriptor {
     inputSchema: tool.inputJsonSchema ?? toJsonSchema(toolInputSchema(tool)),
     approval: tool.approval !== undefined,
     clientSide: tool.clientSide !== undefined,
+    ...(tool.agent ? { childAgent: tool.agent.agent } : {}),
   };
 }
 
 export function normalizeToolReturn(value: ToolReturn | ToolResult): ToolReturn {
   return 'kind' in value ? { result: value } : value;
+}
+
+const AGENT_TOOL_INPUT = z.object({
+  message: z.string().describe('What the agent should do, as a self-contained request'),
+});
+
+export interface AgentToolOptions<I extends z.ZodType> {
+  readonly description: string;
+  /** The tool's name as the model sees it (default: the agent's name). */
+  readonly name?: string;
+  /** Arguments the model passes (default `{ message: string }`). */
+  readonly inputSchema?: I;
+  readonly thread?: ChildThreadMode;
+  readonly prompt?: (args: JsonObject) => string;
+  /** Requires a human decision before the child run starts, like any tool. */
+  readonly approval?: ApprovalSpec;
+}
+
+/**
+ * Exposes another agent as a tool (agent-as-tool). The model sees a normal tool; calling it
+ * starts a child run of `agent` (the distributed worker does; see docs/ARCHITECTURE.md, "Child
+ * runs") whose answer, error or cancellation becomes the call's result.
+ */
+export function agentTool<I extends z.ZodType = typeof AGENT_TOOL_INPUT>(
+  agent: string,
+  opts: AgentToolOptions<I>,
+): ToolDefinition<I> {
+  return {
+    name: opts.name ?? agent,
+    description: opts.description,
+    inputSchema: (opts.inputSchema ?? AGENT_TOOL_INPUT) as I,
+    ...(opts.approval ? { approval: opts.approval } : {}),
+    agent: {
+      agent,
+      ...(opts.thread ? { thread: opts.thread } : {}),
+      ...(opts.prompt ? { prompt: opts.prompt } : {}),
+    },
+  };
+}
+
+/** The child run's user message for a call of an agent tool. */
+export function agentToolPrompt(spec: AgentToolSpec, args: JsonObject): string {
+  if (spec.prompt) return spec.prompt(args);
+  const keys = Object.keys(args);
+  const message = args['message'];
+  if (keys.length === 1 && typeof message === 'string') return message;
+  return JSON.stringify(args);
 }

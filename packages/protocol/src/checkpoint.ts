@@ -5,6 +5,7 @@ import {
   PhaseSchema,
   RunStatusSchema,
 } from './enums.ts';
+import { RunParentSchema } from './child-runs.ts';
 import { DecisionSchema } from './decisions.ts';
 import { JsonValueSchema } from './json.ts';
 import { MessageSchema } from './messages.ts';
@@ -21,6 +22,8 @@ export const RunIdentitySchema = z.object({
   turnId: z.string(),
   tenantId: z.string(),
   agent: z.string(),
+  /** Set on child runs (agent-as-tool): the parent call that started this run. */
+  parent: RunParentSchema.optional(),
 });
 export type RunIdentity = z.infer<typeof RunIdentitySchema>;
 

@@ -16,6 +16,11 @@ export type Decision = z.infer<typeof DecisionSchema>;
 /** As callers send it: decisionId is optional and generated when absent. */
 export const DecisionInputSchema = z.strictObject({
   decisionId: z.string().min(1).max(200).optional(),
+  /**
+   * The run that holds the call, when a decision for a child run's call is sent to an ancestor
+   * (agent-as-tool); default: the run itself, else the descendant whose call has this id.
+   */
+  runId: z.string().min(1).max(128).optional(),
   toolCallId: z.string().min(1).max(200),
   action: DecisionActionSchema,
   payload: JsonValueSchema.optional(),

@@ -5,6 +5,7 @@ import {
   RunStatusSchema,
   ToolCallStatusSchema,
 } from './enums.ts';
+import { ChildRunEndSchema, ChildRunLinkSchema } from './child-runs.ts';
 import { DecisionSchema } from './decisions.ts';
 import { JsonObjectSchema } from './json.ts';
 import { AssistantMessageSchema, MessageSchema } from './messages.ts';
@@ -76,6 +77,13 @@ export const EventBodySchema = z.discriminatedUnion('type', [
     outcome: ToolOutcomeSchema,
     durationMs: z.number().nonnegative().optional(),
   }),
+  /**
+   * An agent tool's call started running: its execution is the child run named here (goa-ai
+   * ChildRunLink). Recorded before the child run is created, under the same commit.
+   */
+  z.object({ type: z.literal('child_run.linked'), link: ChildRunLinkSchema }),
+  /** A child run ended and its end became the call's result (follows its tool_call.result). */
+  z.object({ type: z.literal('child_run.finished'), child: ChildRunEndSchema }),
   z.object({ type: z.literal('decision.applied'), decision: DecisionSchema }),
   /** An accepted decision the run ended without applying (it was cancelled or failed first). */
   z.object({

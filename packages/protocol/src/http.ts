@@ -54,6 +54,16 @@ export const DecisionsResponseSchema = z.object({
   accepted: z.array(z.string()),
   duplicates: z.array(z.string()),
   status: RunStatusSchema,
+  /** Decisions for child runs' calls, per run they were routed to (agent-as-tool). */
+  routed: z
+    .array(
+      z.object({
+        runId: z.string(),
+        accepted: z.array(z.string()),
+        duplicates: z.array(z.string()),
+      }),
+    )
+    .optional(),
 });
 export type DecisionsResponse = z.infer<typeof DecisionsResponseSchema>;
 

@@ -1,4 +1,5 @@
 export * from './checkpoint.ts';
+export * from './child-runs.ts';
 export * from './content-pattern.ts';
 export * from './decisions.ts';
 export * from './enums.ts';

@@ -6,6 +6,7 @@ import {
   RunStatusSchema,
   ToolCallStatusSchema,
 } from './enums.ts';
+import { ChildRunLinkSchema, ChildRunViewSchema } from './child-runs.ts';
 import { DecisionActionSchema } from './decisions.ts';
 import { JsonObjectSchema, JsonValueSchema } from './json.ts';
 import { TerminationReasonSchema } from './termination.ts';
@@ -32,6 +33,8 @@ export const AwaitedToolCallSchema = z.object({
   resumeMode: ResumeModeSchema,
   /** When the call was suspended. */
   since: z.number(),
+  /** Set when the call belongs to a descendant run (agent-as-tool): send decisions for it here. */
+  runId: z.string().optional(),
 });
 export type AwaitedToolCall = z.infer<typeof AwaitedToolCallSchema>;
 
@@ -120,6 +123,8 @@ export const RunSnapshotSchema = z.object({
   decisions: z.array(AppliedDecisionSchema),
   /** A cancel was requested and the run has not ended yet (or ended Cancelled). */
   cancelRequested: z.boolean(),
+  /** Child runs its agent tools started (child_run.linked), in order; absent when none. */
+  childRuns: z.array(ChildRunLinkSchema).optional(),
 });
 export type RunSnapshot = z.infer<typeof RunSnapshotSchema>;
 
@@ -132,5 +137,7 @@ export const RunViewSchema = RunSnapshotSchema.extend({
   waitingForWorker: z.boolean(),
   /** The schedule whose firing created the run (scheduled runs). */
   scheduleId: z.string().optional(),
+  /** Child runs with their current status (agent-as-tool); absent when none. */
+  childRuns: z.array(ChildRunViewSchema).optional(),
 });
 export type RunView = z.infer<typeof RunViewSchema>;

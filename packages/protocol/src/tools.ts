@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ResumeModeSchema, ToolCallStatusSchema } from './enums.ts';
+import { ChildRunEndSchema, ChildRunRefSchema } from './child-runs.ts';
 import { JsonObjectSchema, JsonValueSchema } from './json.ts';
 
 /** Why a call waits: shown to the human (or client) who must answer it. */
@@ -43,6 +44,8 @@ export const ToolExecutionResultSchema = z.object({
   patches: z.array(StatePatchSchema),
   startedAt: z.number(),
   finishedAt: z.number(),
+  /** Set when the result is a child run's end (agent-as-tool). */
+  child: ChildRunEndSchema.optional(),
 });
 export type ToolExecutionResult = z.infer<typeof ToolExecutionResultSchema>;
 
@@ -75,6 +78,8 @@ export const ToolCallStateSchema = z.object({
   patches: z.array(StatePatchSchema).optional(),
   /** Whether the replay began while the run was waiting (re-activation) or running. */
   replayOrigin: z.enum(['waiting', 'running']).optional(),
+  /** An agent tool's call: the child run its execution is (set when the call starts running). */
+  child: ChildRunRefSchema.optional(),
   createdAt: z.number(),
   startedAt: z.number().optional(),
   completedAt: z.number().optional(),
@@ -88,5 +93,7 @@ export const ToolDescriptorSchema = z.object({
   inputSchema: JsonObjectSchema,
   approval: z.boolean(),
   clientSide: z.boolean(),
+  /** An agent tool: calling it starts a child run of this agent. */
+  childAgent: z.string().optional(),
 });
 export type ToolDescriptor = z.infer<typeof ToolDescriptorSchema>;

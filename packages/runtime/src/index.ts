@@ -1,5 +1,6 @@
 export * from './agent-liveness.ts';
 export * from './agent-registry.ts';
+export * from './child-runs.ts';
 export * from './control-channel.ts';
 export * from './logger.ts';
 export * from './queues.ts';

@@ -32,6 +32,8 @@ export interface CommitterDeps {
   readonly logger: Logger;
   /** Seconds a finished run's keys live (the store's retention). */
   readonly retentionSeconds: number;
+  /** Owed by every finished run to its run tree (child-runs.ts); idempotent like the rest. */
+  readonly onFinished?: (cp: Checkpoint) => Promise<void>;
   /** Told about every commit's events once its index duties are done (webhooks' outbox). */
   readonly afterCommitHook?: (runId: string, events: readonly EventBody[]) => Promise<void>;
 }
@@ -178,6 +180,8 @@ export class RunCommitter {
     const runId = cp.identity.runId;
     // The thread first: the next turn of a conversation waits for it.
     await this.releaseThread(cp, registry);
+    // Before the run leaves the live indexes: a crash here leaves it for the reconciler to redo.
+    await this.deps.onFinished?.(cp);
     const expiresAt = (cp.finishedAt ?? this.deps.now()) + this.deps.retentionSeconds * 1000;
     await redis.zadd(keys.expiringRuns, expiresAt, expiringMember(cp));
     await this.deps.queues.removeFailedJobs(await redis.smembers(keys.run(runId).failed));

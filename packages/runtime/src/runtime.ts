@@ -9,6 +9,7 @@ import { RedisRunStore } from './redis/redis-run-store.ts';
 import { RedisThreadStore } from './redis/thread-store.ts';
 import { BatonQueues } from './queues.ts';
 import { RunCommitter } from './run-committer.ts';
+import { ChildRuns } from './child-runs.ts';
 import { RunService } from './run-service.ts';
 import type { RuntimeConfig } from './runtime-config.ts';
 import { systemClock } from './system-clock.ts';
@@ -31,6 +32,8 @@ export class BatonRuntime {
   readonly queues: BatonQueues;
   readonly committer: RunCommitter;
   readonly service: RunService;
+  /** Agent-as-tool: child run creation, result delivery, cancel cascade. */
+  readonly children: ChildRuns;
   /** Webhooks: registration, the outbox pumped after commits, the sweeper, the delivery log. */
   readonly webhooks: WebhookOutbox;
   readonly connection: ConnectionOptions;
@@ -130,6 +133,18 @@ export class BatonRuntime {
       logger,
       retentionSeconds: config.EVENT_RETENTION_SECONDS,
       afterCommitHook: this.webhooks.afterCommit,
+      onFinished: (cp) => this.children.onFinished(cp),
+    });
+    this.children = new ChildRuns({
+      redis: this.redis,
+      keys: this.keys,
+      store: this.store,
+      threads: this.threads,
+      queues: this.queues,
+      committer: () => this.committer,
+      clock,
+      logger,
+      resultTtlSeconds: config.EVENT_RETENTION_SECONDS,
     });
     this.service = new RunService({
       redis: this.redis,

@@ -6,6 +6,7 @@ import type { ApiContext } from '../context.ts';
 import { EventsQuerySchema } from '../schemas.ts';
 import { SseStream, eventFrame } from '../sse.ts';
 import { parseId, parseQuery } from '../validation.ts';
+import { streamRunTree } from './tree-events.ts';
 
 /** A slow client whose unsent output exceeds this is dropped; it reconnects with Last-Event-ID. */
 const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
@@ -42,6 +43,11 @@ export function eventsRouter(ctx: ApiContext): Router {
     const { tenantId } = principalOf(req);
     const runId = parseId(req.params['id'], 'run id');
     const query = parseQuery(EventsQuerySchema, req);
+    if (query.children === '1') {
+      await ctx.service.load(tenantId, runId);
+      await streamRunTree(ctx, req, res, tenantId, runId, query);
+      return;
+    }
     const after = afterSeqOf(req, query.after);
     const until = query.until ?? 'done';
     const { checkpoint } = await ctx.service.load(tenantId, runId);

@@ -17,6 +17,7 @@ import {
   type RunLinks,
 } from '../schemas.ts';
 import { parseBody, parseId, parseQuery } from '../validation.ts';
+import { precheckDecisions, routeDecisions, runTreeView } from '../child-tree.ts';
 
 export function runLinks(runId: string, threadId: string): RunLinks {
   const self = `/v1/runs/${encodeURIComponent(runId)}`;
@@ -66,7 +67,16 @@ export async function runView(ctx: ApiContext, tenantId: string, runId: string):
   const needsWorker = snapshot.status === 'created' || snapshot.status === 'running';
   const waitingForWorker = needsWorker && !(await ctx.service.catalog.available(snapshot.agent));
   const scheduleId = metadata[SCHEDULE_ID_METADATA];
-  return { ...snapshot, waitingForWorker, ...(scheduleId !== undefined ? { scheduleId } : {}) };
+  const tree = await runTreeView(ctx, tenantId, snapshot);
+  const view: RunView = {
+    ...snapshot,
+    childRuns: undefined,
+    ...tree,
+    waitingForWorker,
+    ...(scheduleId !== undefined ? { scheduleId } : {}),
+  };
+  if (view.childRuns === undefined) delete view.childRuns;
+  return view;
 }
 
 function idempotencyKeyOf(req: Request): string | undefined {
@@ -136,8 +146,24 @@ export function runsRouter(ctx: ApiContext): Router {
       'decisions',
     );
     const body = parseBody(SubmitDecisionsRequestSchema, req);
-    const result = await ctx.service.submitDecisions(tenantId, runId, body.decisions);
-    res.status(202).json({ runId, ...result });
+    // Decisions for child runs' calls may be sent to an ancestor (agent-as-tool): routed.
+    const root = await ctx.service.load(tenantId, runId);
+    const groups = await routeDecisions(ctx, tenantId, root.checkpoint, body.decisions);
+    if (groups.size === 1 && groups.has(runId)) {
+      const result = await ctx.service.submitDecisions(tenantId, runId, groups.get(runId) ?? []);
+      res.status(202).json({ runId, ...result });
+      return;
+    }
+    await precheckDecisions(ctx, tenantId, groups);
+    const own = { accepted: [] as string[], duplicates: [] as string[] };
+    const routed: { runId: string; accepted: string[]; duplicates: string[] }[] = [];
+    for (const [target, decisions] of groups) {
+      const result = await ctx.service.submitDecisions(tenantId, target, decisions);
+      if (target === runId) Object.assign(own, result);
+      else routed.push({ runId: target, accepted: result.accepted, duplicates: result.duplicates });
+    }
+    const status = (await ctx.service.load(tenantId, runId)).checkpoint.status;
+    res.status(202).json({ runId, ...own, status, routed });
   });
 
   router.post('/runs/:id/cancel', async (req, res) => {

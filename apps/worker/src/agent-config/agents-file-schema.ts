@@ -56,6 +56,22 @@ export const ToolSourceSchema = z.strictObject({
   timeoutMs: z.number().int().positive().optional(),
 });
 
+/** Another agent exposed as a tool (agent-as-tool): calling it starts a child run of `agent`. */
+export const AgentToolConfigSchema = z.strictObject({
+  /** The agent the child run executes (from this file or any worker on the same Redis). */
+  agent: z.string().min(1).max(128),
+  /** The tool's name as the model sees it (default: the agent's name). */
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" and "-" only (1-64)')
+    .optional(),
+  description: z.string().min(1),
+  /** inherit (default): the child joins the parent's thread; new: a thread of its own. */
+  thread: z.enum(['inherit', 'new']).optional(),
+  /** Ask a human before the child run starts. */
+  approval: z.boolean().optional(),
+});
+
 const MODEL_HINT = 'use e.g. "openai:gpt-4o" or "<a provider declared under providers>:<model>"';
 
 export const AgentConfigSchema = z.strictObject({
@@ -77,6 +93,8 @@ export const AgentConfigSchema = z.strictObject({
     })
     .optional(),
   tools: z.array(ToolSourceSchema).default([]),
+  /** Other agents this one may call as tools; the model sees `{ message }` arguments. */
+  agentTools: z.array(AgentToolConfigSchema).max(64).default([]),
   executionMode: ExecutionModeSchema.optional(),
   replayPolicy: DecisionReplayPolicySchema.optional(),
   stopConditions: z.array(StopConditionSchema).max(20).optional(),

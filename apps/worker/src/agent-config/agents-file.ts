@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import {
   AiSdkModel,
+  agentTool,
   type AgentDefinition,
   type AiSdkTelemetry,
   type ToolDefinition,
@@ -114,6 +115,20 @@ export async function loadAgentsFile(
             );
           tools.push(tool);
         }
+      });
+      agent.agentTools.forEach((spec, j) => {
+        const tool = agentTool(spec.agent, {
+          description: spec.description,
+          ...(spec.name ? { name: spec.name } : {}),
+          ...(spec.thread ? { thread: spec.thread } : {}),
+          ...(spec.approval ? { approval: { message: `Start ${spec.agent}?` } } : {}),
+        });
+        if (tools.some((t) => t.name === tool.name))
+          throw new AgentConfigError(
+            'agents_file_invalid',
+            `${file}: agents[${i}].agentTools[${j}]: tool "${tool.name}" is already defined for this agent; give this one another name:`,
+          );
+        tools.push(tool);
       });
       return {
         name: agent.name,

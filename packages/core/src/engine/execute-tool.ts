@@ -34,7 +34,9 @@ export async function executeTool(
       ...base,
       result: {
         kind: 'error',
-        message: `tool "${invocation.toolName}" cannot execute on the server`,
+        message: tool?.agent
+          ? `agent tool "${invocation.toolName}" runs as a child run, which only Baton workers start`
+          : `tool "${invocation.toolName}" cannot execute on the server`,
         code: 'tool_missing',
       },
       patches: [],

@@ -1,4 +1,5 @@
 import type {
+  ChildRunRef,
   JsonValue,
   SuspendTicket,
   ToolCallState,
@@ -15,6 +16,7 @@ import type { Draft } from './draft.ts';
 import { applyCommonCommands, finishRun, runPhaseHooks } from './lifecycle.ts';
 import { applicableDecisions, roundState } from './round-state.ts';
 import { completeToolRound } from './step-end.ts';
+import { childDepthError, linkChildRun } from './child-runs.ts';
 
 export interface ToolInvocation {
   readonly toolCallId: string;
@@ -23,6 +25,8 @@ export interface ToolInvocation {
   readonly attempt: number;
   readonly idempotencyKey: string;
   readonly resume?: { readonly decisionId: string; readonly payload: JsonValue | undefined };
+  /** An agent tool's call: the driver starts (or waits for) this child run instead of executing. */
+  readonly child?: ChildRunRef;
 }
 
 export function idempotencyKey(runId: string, callId: string, attempt: number): string {
@@ -37,6 +41,7 @@ export function invocationFor(draft: Pick<Draft, 'cp'>, call: ToolCallState): To
     arguments: resuming ? (call.replayArguments ?? call.arguments) : call.arguments,
     attempt: call.attempt,
     idempotencyKey: idempotencyKey(draft.cp.identity.runId, call.id, call.attempt),
+    ...(call.child ? { child: call.child } : {}),
     ...(resuming && call.decisionId !== undefined
       ? { resume: { decisionId: call.decisionId, payload: call.resumePayload } }
       : {}),
@@ -174,8 +179,18 @@ function gateCall(draft: Draft, call: ToolCallState): 'execute' | 'settled' | 't
     });
     return 'settled';
   }
+  const tooDeep = tool.agent ? childDepthError(draft.cp, call.name) : null;
+  if (tooDeep) {
+    settleCall(draft, call, tooDeep);
+    return 'settled';
+  }
   draft.setCallStatus(call.id, 'running');
   call.startedAt = draft.now;
+  delete call.child;
+  if (tool.agent) {
+    const input = typeof args === 'object' && args !== null && !Array.isArray(args) ? args : {};
+    linkChildRun(draft, call, tool.agent, input);
+  }
   applyCommonCommands(draft, runPhaseHooks(draft, 'before_tool_execute', { call }));
   return 'execute';
 }
@@ -224,6 +239,9 @@ export function applyToolResults(draft: Draft, results: readonly ToolExecutionRe
     cp.phase = 'after_tool_execute';
     const replay = call.replayOrigin;
     settleCall(draft, call, r.result);
+    // Only the child this attempt linked reports its end here.
+    if (r.child && call.child?.runId === r.child.runId)
+      draft.emit({ type: 'child_run.finished', child: r.child });
     if (r.patches.length > 0) {
       call.patches = [...(call.patches ?? []), ...r.patches];
       if (sequential) {

@@ -1,6 +1,7 @@
 // Demo, matrix and scenario agents for tests, benchmarks and the shipped worker's built-in sets:
 // kept out of the main entry so production code does not pull them in by accident.
 export { createDemoAgents, demoTools } from '../demo/demo-agents.ts';
+export { childAgents } from './child-agents.ts';
 export {
   MATRIX_CASES,
   matrixAgents,

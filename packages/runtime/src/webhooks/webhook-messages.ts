@@ -30,13 +30,15 @@ export interface WebhookMessageDraft {
 const MAX_LAST_MESSAGE = 16_384;
 
 /**
- * CHILD RUNS (merge point, the only one): when a child run ends, the parent's log records it (an
- * event such as `child_run.finished`, or the agent tool's `tool_call.result`). Return the child's
- * outcome from that event here and the parent's subscribers get a `run.child_finished` message:
- * the commit hook, the outbox, the sweeper, signing and delivery are generic.
+ * Child runs: when a child run ends, the parent's log records it (`child_run.finished`, right
+ * after the agent call's `tool_call.result`), and the parent's subscribers get a
+ * `run.child_finished` message: the commit hook, the outbox, the sweeper, signing and delivery
+ * are generic.
  */
-export function childOutcomeOf(_event: EventBody): RunChildFinishedData['child'] | null {
-  return null;
+export function childOutcomeOf(event: EventBody): RunChildFinishedData['child'] | null {
+  if (event.type !== 'child_run.finished') return null;
+  const { runId, agent, status, termination, toolCallId } = event.child;
+  return { runId, agent, status, termination, toolCallId };
 }
 
 /** The webhook type a committed run event reports, if any. */

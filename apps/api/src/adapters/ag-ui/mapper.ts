@@ -427,6 +427,8 @@ export function createAgUiMapper(opts: AgUiMapperOptions): AgUiMapper {
       case 'tool_call.suspended':
       case 'decision.applied':
       case 'decision.discarded':
+      case 'child_run.linked':
+      case 'child_run.finished':
       case 'run.cancel_requested':
       case 'state.conflict':
       case 'model.retry':

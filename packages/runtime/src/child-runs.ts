@@ -1,0 +1,252 @@
+import {
+  RunDoneError,
+  UnknownAgentError,
+  VersionConflictError,
+  childParentOf,
+  childRunResult,
+  childStartFailure,
+  linkedChildRuns,
+  runCommands,
+  type Clock,
+} from '@baton/core';
+import type { Checkpoint, ToolCallState, ToolExecutionResult } from '@baton/protocol';
+import type { Logger } from 'pino';
+import { AgentCatalog, specOf } from './agent-registry.ts';
+import { broadcastCancel } from './control-channel.ts';
+import type { BatonQueues } from './queues.ts';
+import type { BatonKeys } from './redis/keys.ts';
+import type { RedisRunStore } from './redis/redis-run-store.ts';
+import type { RedisClient } from './redis/scripts.ts';
+import type { RedisThreadStore } from './redis/thread-store.ts';
+import type { RunCommitter } from './run-committer.ts';
+
+/** Field of a call's result in a run's tool-result mailbox (`{run}:results`): per call and attempt. */
+export function mailboxField(toolCallId: string, attempt: number): string {
+  return `${toolCallId}#${attempt}`;
+}
+
+export interface ChildRunsDeps {
+  readonly redis: RedisClient;
+  readonly keys: BatonKeys;
+  readonly store: RedisRunStore;
+  readonly threads: RedisThreadStore;
+  readonly queues: BatonQueues;
+  /** A getter: the committer calls back into this class when a run finishes. */
+  readonly committer: () => RunCommitter;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Seconds an undelivered result is kept in the parent's mailbox. */
+  readonly resultTtlSeconds: number;
+}
+
+/** What starting a call's child run came to. */
+export type ChildStart =
+  | { readonly kind: 'created' | 'exists' }
+  /** It cannot start (unknown agent, id taken): this is the call's result. */
+  | { readonly kind: 'failed'; readonly result: ToolExecutionResult };
+
+/**
+ * Agent-as-tool, the Redis half: creates a parent call's child run, delivers a finished child's
+ * result into its parent's tool-result mailbox and wakes the parent, and cancels the children of
+ * a run that ended. Every operation is idempotent, keyed by the deterministic child run id
+ * (parent run, call position, attempt), so a redelivered job, a re-run step or the reconciler
+ * may repeat any of them.
+ */
+export class ChildRuns {
+  private readonly deps: ChildRunsDeps;
+  private readonly catalog: AgentCatalog;
+  /** Test hook (the worker's probes): crash tests stop a process at an exact point. */
+  probe?: (point: string, info: Record<string, unknown>) => void | Promise<void>;
+
+  constructor(deps: ChildRunsDeps) {
+    this.deps = deps;
+    this.catalog = new AgentCatalog(deps.redis, deps.keys);
+  }
+
+  /**
+   * Creates the child run of a Running agent-tool call unless it exists: the same steps as
+   * POST /v1/runs (index, create, first step job), with the link's id and thread. Run by the
+   * parent's lease holder; a parent that ended meanwhile gets the child cancelled at once.
+   */
+  async start(parent: Checkpoint, call: ToolCallState): Promise<ChildStart> {
+    const { deps } = this;
+    const ref = call.child;
+    if (!ref)
+      throw new Error(`call ${call.id} of run ${parent.identity.runId} is not an agent call`);
+    const now = deps.clock.now();
+    const origin = childParentOf(parent, call);
+    const existing = await deps.store.load(ref.runId);
+    if (existing) {
+      const p = existing.checkpoint.identity.parent;
+      const ours =
+        existing.checkpoint.identity.tenantId === parent.identity.tenantId &&
+        p?.runId === origin.runId &&
+        p.toolCallId === origin.toolCallId &&
+        p.attempt === origin.attempt;
+      if (!ours)
+        return {
+          kind: 'failed',
+          result: childStartFailure(
+            call,
+            'child_run_conflict',
+            `run id ${ref.runId} is taken`,
+            now,
+          ),
+        };
+      // Created but its first job lost (a crash between create and enqueue): enqueue it again.
+      if (existing.checkpoint.status === 'created')
+        await deps.queues.enqueueStep(existing.checkpoint.identity, 'start', existing.version);
+      return { kind: 'exists' };
+    }
+    const descriptor = await this.catalog.get(ref.agent);
+    if (!descriptor) {
+      const known = await this.catalog.names();
+      const error = new UnknownAgentError(ref.agent, known);
+      return { kind: 'failed', result: childStartFailure(call, error.code, error.message, now) };
+    }
+    const { tenantId } = parent.identity;
+    if (ref.thread === 'new') {
+      const acquired = await deps.threads.acquire(tenantId, ref.threadId, ref.runId, 'reject');
+      if (acquired.kind === 'busy' || acquired.kind === 'queued')
+        return {
+          kind: 'failed',
+          result: childStartFailure(
+            call,
+            'child_run_conflict',
+            `thread ${ref.threadId} is in use`,
+            now,
+          ),
+        };
+    }
+    // Inherit: the child reads the session's history but never holds the thread (its parent
+    // does), so it neither queues behind its parent nor writes the thread when it ends.
+    const thread = await deps.threads.load(tenantId, ref.threadId);
+    const t = runCommands.create(
+      specOf(descriptor),
+      {
+        identity: {
+          runId: ref.runId,
+          threadId: ref.threadId,
+          turnId: ref.thread === 'inherit' ? parent.identity.turnId : 'turn-0',
+          tenantId,
+          agent: ref.agent,
+          parent: origin,
+        },
+        input: [{ role: 'user', content: ref.input }],
+        history: thread.messages,
+        threadState: thread.state,
+      },
+      now,
+    );
+    await deps.redis.zadd(deps.keys.activeRuns, now, ref.runId);
+    let version: number;
+    try {
+      version = (await deps.store.create(t.checkpoint, t.events)).version;
+    } catch (error) {
+      // Another process created it first (a redelivered job racing the original).
+      if (error instanceof VersionConflictError) return { kind: 'exists' };
+      throw error;
+    }
+    await deps.queues.enqueueStep(
+      { runId: ref.runId, tenantId, agent: ref.agent },
+      'start',
+      version,
+    );
+    deps.logger.debug({ runId: parent.identity.runId, child: ref.runId }, 'child run created');
+    // The parent's end cancels its children (onFinished); one that ended before this child
+    // existed could not see it, so the creator looks after creating.
+    const parentMeta = await deps.store.meta(parent.identity.runId);
+    if (!parentMeta || parentMeta.status === 'done') await this.cancel(ref.runId);
+    return { kind: 'created' };
+  }
+
+  /**
+   * A child that ended delivers its result to its parent's call: recorded first-writer-wins in
+   * the parent's mailbox (the same one tool jobs use), then a pass over the parent is scheduled,
+   * which applies it under the parent's lease. The result is a function of the child's final
+   * checkpoint, so any number of deliveries record the same thing once.
+   */
+  async deliver(child: Checkpoint): Promise<boolean> {
+    const { deps } = this;
+    const result = childRunResult(child);
+    const parentId = child.identity.parent?.runId;
+    if (!result || !parentId) return false;
+    const parent = await deps.store.meta(parentId);
+    if (!parent || parent.status === 'done') return false;
+    const key = deps.keys.run(parentId).results;
+    await deps.redis.hsetnx(
+      key,
+      mailboxField(result.toolCallId, result.attempt),
+      JSON.stringify(result),
+    );
+    await deps.redis.expire(key, deps.resultTtlSeconds);
+    // unique: a pass at this version may be running and have looked at the mailbox already.
+    await deps.queues.enqueueStep(
+      { runId: parentId, tenantId: parent.tenantId, agent: parent.agent },
+      'continue',
+      parent.version,
+      true,
+    );
+    return true;
+  }
+
+  /** Cancels every unfinished child a run's current round started (idempotent). */
+  async cancelChildren(parent: Checkpoint): Promise<void> {
+    for (const ref of linkedChildRuns(parent)) {
+      const meta = await this.deps.store.meta(ref.runId);
+      if (meta && meta.status !== 'done') await this.cancel(ref.runId);
+    }
+  }
+
+  /** POST /v1/runs/:id/cancel for a child: durable request, broadcast, a pass to honor it. */
+  async cancel(runId: string): Promise<void> {
+    const { deps } = this;
+    const loaded = await deps.store.load(runId);
+    if (!loaded || loaded.checkpoint.status === 'done') return;
+    let current = loaded;
+    if (!loaded.checkpoint.cancelRequested) {
+      try {
+        current = await deps.committer().commitCommand(loaded, (cp) => {
+          if (cp.status === 'done') throw new RunDoneError(runId);
+          return runCommands.requestCancel(cp, deps.clock.now());
+        });
+      } catch (error) {
+        if (error instanceof RunDoneError) return;
+        throw error;
+      }
+    }
+    await broadcastCancel(deps.redis, deps.keys, runId);
+    if (current.checkpoint.status !== 'done')
+      await deps.queues.enqueueStep(current.checkpoint.identity, 'cancel', current.version);
+  }
+
+  /** What a finished run owes its tree: its result to its parent, an end to its children. */
+  async onFinished(cp: Checkpoint): Promise<void> {
+    if (cp.identity.parent) {
+      await this.probe?.('before-child-deliver', {
+        runId: cp.identity.runId,
+        parentRunId: cp.identity.parent.runId,
+      });
+      await this.deliver(cp);
+    }
+    await this.cancelChildren(cp);
+  }
+
+  /**
+   * For the reconciler: whether the running agent calls of `parent` are driven by their child
+   * runs (each exists and has not ended). A child that ended is delivered here (its own
+   * clean-up may have died with its worker); a missing one is not driving anything.
+   */
+  async drive(parent: Checkpoint): Promise<boolean> {
+    let driven = false;
+    for (const id of parent.round) {
+      const ref = parent.calls[id]?.status === 'running' ? parent.calls[id]?.child : undefined;
+      if (!ref) continue;
+      const child = await this.deps.store.load(ref.runId);
+      if (!child) return false;
+      if (child.checkpoint.status === 'done') await this.deliver(child.checkpoint);
+      driven = true;
+    }
+    return driven;
+  }
+}
