@@ -6,7 +6,10 @@ import {
 import {
   defineScript,
   mailboxField,
-  type BatonKeys, type LuaScript, type RedisClient } from '@baton/runtime';
+  type BatonKeys,
+  type LuaScript,
+  type RedisClient,
+} from '@baton/runtime';
 
 /**
  * First writer wins, in one round trip.
