@@ -20,7 +20,10 @@ export interface ChildStack {
   readonly stranger: ApiClient;
   /** Direct access to the stores (reads; and the service, as the API uses it). */
   readonly rt: BatonRuntime;
-  spawn(opts?: { pause?: Record<string, number> }): Promise<WorkerProcess>;
+  spawn(opts?: {
+    pause?: Record<string, number>;
+    env?: Record<string, string>;
+  }): Promise<WorkerProcess>;
   load(runId: string): Promise<Checkpoint | null>;
   waitDone(runId: string, timeoutMs?: number): Promise<Checkpoint>;
   waitFor(runId: string, pred: (cp: Checkpoint) => boolean, what: string): Promise<Checkpoint>;
@@ -30,7 +33,10 @@ export interface ChildStack {
   stop(): Promise<void>;
 }
 
-export async function startChildStack(redisUrl: string): Promise<ChildStack> {
+export async function startChildStack(
+  redisUrl: string,
+  apiEnv: Record<string, string> = {},
+): Promise<ChildStack> {
   const prefix = testPrefix();
   const key = `tree-key-${prefix}`;
   const config = loadApiConfig({
@@ -39,6 +45,7 @@ export async function startChildStack(redisUrl: string): Promise<ChildStack> {
     API_KEYS: `${CHILD_TENANT}:sha256:${hashKey(key)},other:sha256:${hashKey(`${key}-other`)}`,
     LOG_LEVEL: 'silent',
     SSE_HEARTBEAT_MS: '250',
+    ...apiEnv,
   });
   const api = await startApi({ config, port: 0, host: '127.0.0.1', logger: silentLogger });
   const rt = new BatonRuntime(testConfig(redisUrl, prefix), silentLogger);
@@ -71,6 +78,7 @@ export async function startChildStack(redisUrl: string): Promise<ChildStack> {
         prefix,
         agents: 'children',
         ...(opts.pause ? { pause: opts.pause } : {}),
+        ...(opts.env ? { env: opts.env } : {}),
       }),
     load,
     waitDone: (runId, timeoutMs) =>
