@@ -6,16 +6,19 @@
  *
  *   Run (slot of `{run:<runId>}`)
  *     p:{run:<runId>}:cp        HASH   version      integer, compare-and-set fence (1 after create)
- *                                      data         checkpoint JSON
+ *                                      data         checkpoint JSON without its messages
  *                                      seq          last event seq assigned (HINCRBY; gapless from 1)
  *                                      env          envelope ids as JSON members without braces:
  *                                                   "runId":…,"threadId":…,"turnId":… (used by append)
  *                                      status, tenant, agent, threadId, createdAt, updatedAt
  *                                      lastTrigger  trigger of the last commit ('' = none; observability)
- *     p:{run:<runId>}:events    STREAM one entry per event, id `0-<seq>`, field `e` = event JSON
- *     p:{run:<runId>}:ch        PUB/SUB channel: the same event JSON, published by the same script
+ *     p:{run:<runId>}:messages  LIST   the checkpoint's messages, one JSON per element; a commit
+ *                                      appends what it adds (or rewrites them all after a rebase)
+ *     p:{run:<runId>}:events    STREAM one entry per write, id `0-<last seq>`, field `e` = the
+ *                                      event JSON, or a JSON array of the write's events
+ *     p:{run:<runId>}:ch        PUB/SUB channel: the same payload, published by the same script
  *                                      that XADDs it (fan-out order == durable order)
- *     When a commit sets status 'done', :cp and :events get EXPIRE retentionSeconds.
+ *     When a commit sets status 'done', every key of the run gets EXPIRE retentionSeconds.
  *
  *   Thread (slot of `{thread:<tenant>:<threadId>}`)
  *     p:{thread:<t>:<th>}:meta      HASH   activeRunId
