@@ -4,12 +4,10 @@ import { BatonError, activityOf } from '@baton/core';
 import { principalOf } from '../auth.ts';
 import type { ApiContext } from '../context.ts';
 import { EventsQuerySchema } from '../schemas.ts';
-import { SseStream, eventFrame } from '../sse.ts';
+import { eventFrame } from '../sse.ts';
+import { MAX_BUFFERED_BYTES, openSseConnection } from '../sse-connection.ts';
 import { parseId, parseQuery } from '../validation.ts';
 import { streamRunTree } from './tree-events.ts';
-
-/** A slow client whose unsent output exceeds this is dropped; it reconnects with Last-Event-ID. */
-const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 
 function afterSeqOf(req: Request, queryAfter: number | undefined): number {
   const header = req.headers['last-event-id'];
@@ -69,36 +67,20 @@ export function eventsRouter(ctx: ApiContext): Router {
       res.status(204).end();
       return;
     }
-    const release = await ctx.sseLimiter.acquire(tenantId);
-    const stream = new SseStream(res, ctx.config.SSE_HEARTBEAT_MS);
-    ctx.metrics.sseConnections.inc();
-    let unsubscribe: (() => Promise<void>) | undefined;
-    let finished = false;
-    const finish = (): void => {
-      if (finished) return;
-      finished = true;
-      ctx.streams.delete(finish);
-      stream.close();
-      release();
-      ctx.metrics.sseConnections.dec();
-      if (unsubscribe) void unsubscribe().catch(() => undefined);
-    };
-    ctx.streams.add(finish);
-    res.on('close', finish);
-    stream.comment(`run ${runId} after ${after}`);
+    const conn = await openSseConnection(ctx, res, tenantId);
+    conn.stream.comment(`run ${runId} after ${after}`);
     try {
-      unsubscribe = await ctx.subscriber.subscribe(runId, after, (event) => {
-        if (finished) return;
-        stream.write(eventFrame(event));
+      const unsubscribe = await ctx.subscriber.subscribe(runId, after, (event) => {
+        if (conn.finished) return;
+        conn.stream.write(eventFrame(event));
         ctx.metrics.eventLag.observe({ path: 'sse' }, Math.max(0, Date.now() - event.at) / 1000);
-        if (endsStream(event, until) || res.writableLength > MAX_BUFFERED_BYTES) finish();
+        if (endsStream(event, until) || res.writableLength > MAX_BUFFERED_BYTES) conn.finish();
       });
+      await conn.adopt(unsubscribe);
     } catch (error) {
       req.log.warn({ err: error, runId }, 'event subscription failed');
-      finish();
-      return;
+      conn.finish();
     }
-    if (finished) await unsubscribe().catch(() => undefined);
   });
 
   return router;

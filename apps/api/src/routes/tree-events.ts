@@ -2,10 +2,9 @@ import type { RunEvent } from '@baton/protocol';
 import type { Request, Response } from 'express';
 import { BatonError } from '@baton/core';
 import type { ApiContext } from '../context.ts';
-import { SseStream, formatFrame } from '../sse.ts';
+import { formatFrame } from '../sse.ts';
+import { MAX_BUFFERED_BYTES, openSseConnection } from '../sse-connection.ts';
 
-/** A slow client whose unsent output exceeds this is dropped; it reconnects with Last-Event-ID. */
-const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 const MAX_TRACKED_RUNS = 1_000;
 
 /**
@@ -77,23 +76,9 @@ export async function streamRunTree(
       // A descendant whose keys are gone (retention): nothing more can come from it.
       cursor.delete(runId);
     }
-  const release = await ctx.sseLimiter.acquire(tenantId);
-  const stream = new SseStream(res, ctx.config.SSE_HEARTBEAT_MS);
-  ctx.metrics.sseConnections.inc();
-  const unsubscribes: (() => Promise<void>)[] = [];
+  const conn = await openSseConnection(ctx, res, tenantId);
+  const { stream, finish } = conn;
   const ended = new Set<string>();
-  let finished = false;
-  const finish = (): void => {
-    if (finished) return;
-    finished = true;
-    ctx.streams.delete(finish);
-    stream.close();
-    release();
-    ctx.metrics.sseConnections.dec();
-    for (const u of unsubscribes) void u().catch(() => undefined);
-  };
-  ctx.streams.add(finish);
-  res.on('close', finish);
   stream.comment(`run tree ${rootId} after ${formatTreeCursor(rootId, cursor)}`);
 
   /** Every tracked run has ended (seen, or done in the store with nothing left to send, or absent). */
@@ -113,7 +98,7 @@ export async function streamRunTree(
   const follow = async (runId: string): Promise<void> => {
     const after = cursor.get(runId) ?? 0;
     const unsubscribe = await ctx.subscriber.subscribe(runId, after, (event: RunEvent) => {
-      if (finished) return;
+      if (conn.finished) return;
       cursor.set(runId, event.seq);
       const linked = event.type === 'child_run.linked' ? event.link.childRunId : null;
       const discovered = linked !== null && !cursor.has(linked) && cursor.size < MAX_TRACKED_RUNS;
@@ -132,8 +117,7 @@ export async function streamRunTree(
       }
       if (res.writableLength > MAX_BUFFERED_BYTES) finish();
     });
-    if (finished) await unsubscribe().catch(() => undefined);
-    else unsubscribes.push(unsubscribe);
+    await conn.adopt(unsubscribe);
   };
   const fail = (error: unknown, runId: string): void => {
     req.log.warn({ err: error, runId }, 'run tree subscription failed');
