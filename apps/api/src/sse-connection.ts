@@ -13,9 +13,9 @@ export const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 export interface SseConnection {
   readonly stream: SseStream;
   readonly finished: boolean;
-  finish(): void;
+  readonly finish: () => void;
   /** Unsubscribes when the connection finishes; at once if it already has. */
-  adopt(unsubscribe: () => Promise<void>): Promise<void>;
+  readonly adopt: (unsubscribe: () => Promise<void>) => Promise<void>;
 }
 
 export async function openSseConnection(
