@@ -4,7 +4,7 @@
  * `thread-growth`. A budget whose scenario did not run shows `measured: null`.
  */
 import type { Scenario } from './lib.ts';
-import { round } from './lib.ts';
+import { budgetCheck, round } from './lib.ts';
 
 type Json = Record<string, unknown>;
 
@@ -15,11 +15,6 @@ function at(value: unknown, ...path: (string | number)[]): unknown {
     v = (v as Record<string | number, unknown>)[p];
   }
   return v;
-}
-
-function check(measured: unknown, limit: number, kind: 'max' | 'min' = 'max'): Json {
-  if (typeof measured !== 'number') return { measured: null, [kind]: limit, met: null };
-  return { measured, [kind]: limit, met: kind === 'max' ? measured <= limit : measured >= limit };
 }
 
 export const budgets: Scenario = {
@@ -34,9 +29,12 @@ export const budgets: Scenario = {
     const commit0 = row(0)?.['bytesPerCommitMean'];
     const table: Json = {
       ...Object.fromEntries(Object.entries(perStep).filter(([key]) => key !== 'note')),
-      apiCpuMsPerRun: check(at(ctx.results, 'api-throughput', 'bench', 'cpuMsPerRun', 'api'), 1.5),
-      bytesPerCommitAt200Messages: check(commit200, 2048),
-      bytesPerCommit200Over0: check(
+      apiCpuMsPerRun: budgetCheck(
+        at(ctx.results, 'api-throughput', 'bench', 'cpuMsPerRun', 'api'),
+        1.5,
+      ),
+      bytesPerCommitAt200Messages: budgetCheck(commit200, 2048),
+      bytesPerCommit200Over0: budgetCheck(
         typeof commit200 === 'number' && typeof commit0 === 'number' && commit0 > 0
           ? round(commit200 / commit0, 2)
           : undefined,

@@ -1,5 +1,6 @@
 /** Child processes of the bench (API, worker, echo server): start, wait for ready, CPU, RSS. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { readFile } from 'node:fs/promises';
 import { BenchError, processCpuSeconds, round, withTimeout, type BenchContext } from './lib.ts';
 
@@ -8,6 +9,20 @@ export interface Child {
   /** The rest of the line that started with the ready marker (e.g. the API's URL). */
   readonly ready: string;
   stop(): Promise<void>;
+}
+
+/** Calls `onLine` with every complete line written to `stream` (a child's stdout). */
+export function onLines(stream: Readable | null | undefined, onLine: (line: string) => void): void {
+  let buffered = '';
+  stream?.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString('utf8');
+    let nl: number;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      onLine(line);
+    }
+  });
 }
 
 export interface ChildOptions {
@@ -49,17 +64,10 @@ export async function startChild(
     await exited.finally(() => clearTimeout(timer));
   };
   const ready = new Promise<string>((resolve, reject) => {
-    let buffered = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString('utf8');
-      let nl: number;
-      while ((nl = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, nl);
-        buffered = buffered.slice(nl + 1);
-        if (line.startsWith(readyMarker)) resolve(line.slice(readyMarker.length).trim());
-        else if (opts.onLine) opts.onLine(line);
-        else if (line.trim() !== '') ctx.log(`${label}: ${line}`);
-      }
+    onLines(child.stdout, (line) => {
+      if (line.startsWith(readyMarker)) resolve(line.slice(readyMarker.length).trim());
+      else if (opts.onLine) opts.onLine(line);
+      else if (line.trim() !== '') ctx.log(`${label}: ${line}`);
     });
     child.stderr?.on('data', (chunk: Buffer) =>
       ctx.log(`${label} stderr: ${chunk.toString('utf8').trimEnd()}`),

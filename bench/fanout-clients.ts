@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { BenchError, withTimeout } from './lib.ts';
+import { onLines } from './child-process.ts';
 
 const CLIENT_MAIN = fileURLToPath(new URL('./sse-fanout-client.ts', import.meta.url));
 
@@ -58,18 +59,11 @@ function spawnClient(config: unknown, fdLimit: number, log: (m: string) => void)
   });
   for (const p of [ready, done, result]) p.catch(() => undefined);
   const onFail = (e: Error): void => failures.forEach((f) => f(e));
-  let buffered = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString('utf8');
-    let nl: number;
-    while ((nl = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      if (line.startsWith('READY ')) onReady(Number(line.slice(6)));
-      else if (line.startsWith('DONE ')) onDone();
-      else if (line.startsWith('RESULT ')) onResult(JSON.parse(line.slice(7)) as FanoutResult);
-      else if (line.trim() !== '') log(`fanout client: ${line}`);
-    }
+  onLines(child.stdout, (line) => {
+    if (line.startsWith('READY ')) onReady(Number(line.slice(6)));
+    else if (line.startsWith('DONE ')) onDone();
+    else if (line.startsWith('RESULT ')) onResult(JSON.parse(line.slice(7)) as FanoutResult);
+    else if (line.trim() !== '') log(`fanout client: ${line}`);
   });
   child.stderr?.on('data', (chunk: Buffer) =>
     log(`fanout client stderr: ${chunk.toString('utf8').trimEnd()}`),

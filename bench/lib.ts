@@ -348,3 +348,12 @@ export async function startMonitor(
     },
   };
 }
+
+/**
+ * A measured value against its budget (issue 11): `max` budgets are upper bounds, `min` lower;
+ * anything but a number (the scenario did not run) is `measured: null`.
+ */
+export function budgetCheck(measured: unknown, limit: number, kind: 'max' | 'min' = 'max') {
+  if (typeof measured !== 'number') return { measured: null, [kind]: limit, met: null };
+  return { measured, [kind]: limit, met: kind === 'max' ? measured <= limit : measured >= limit };
+}

@@ -13,7 +13,7 @@
  *
  * Redis work per step comes from INFO commandstats deltas around each measured phase.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { childCpuSeconds, startChild, type Child } from './child-process.ts';
 import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { join, sep } from 'node:path';
@@ -26,18 +26,17 @@ import { BatonRuntime, bullPrefix, systemClock, type RedisClient } from '@baton/
 import { BatonWorker, WorkerConfigSchema, type WorkerConfig } from '@baton/worker';
 import { loadAgents } from '@baton/worker/testing';
 import {
+  budgetCheck,
   BenchError,
   benchClient,
   envInt,
   envIntList,
   mapLimit,
   pollUntil,
-  processCpuSeconds,
   redisDelta,
   redisSnapshot,
   round,
   startMonitor,
-  withTimeout,
   type BenchContext,
   type Scenario,
 } from './lib.ts';
@@ -293,61 +292,31 @@ async function workerProcesses(
   count: number,
   timeoutMs: number,
 ): Promise<WorkerSet> {
-  const children: ChildProcess[] = [];
-  const exited = new Map<ChildProcess, Promise<void>>();
+  const children: Child[] = [];
   const stop = async (): Promise<void> => {
-    for (const child of children)
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await Promise.all(
-      children.map((child) => {
-        const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-        return (exited.get(child) ?? Promise.resolve()).finally(() => clearTimeout(timer));
-      }),
-    );
+    await Promise.all(children.map((c) => c.stop()));
   };
   try {
-    for (let i = 0; i < count; i += 1) {
-      const child = spawn(process.execPath, [WORKER_MAIN], {
-        env: {
-          ...process.env,
-          REDIS_URL: config.REDIS_URL,
-          BATON_PREFIX: config.BATON_PREFIX,
-          WORKER_CONCURRENCY: String(config.WORKER_CONCURRENCY),
-          TOOL_CONCURRENCY: String(config.TOOL_CONCURRENCY),
-          RECONCILER: '0',
-          LOG_LEVEL: 'warn',
-          BATON_AGENTS: AGENT,
-          WORKER_ID: `${config.BATON_PREFIX}-w${i}`,
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      children.push(child);
-      exited.set(child, new Promise((resolve) => child.once('exit', () => resolve())));
-      const ready = new Promise<void>((resolve, reject) => {
-        let buffered = '';
-        child.stdout?.on('data', (chunk: Buffer) => {
-          buffered += chunk.toString('utf8');
-          let nl: number;
-          while ((nl = buffered.indexOf('\n')) >= 0) {
-            const line = buffered.slice(0, nl);
-            buffered = buffered.slice(nl + 1);
-            if (line.startsWith('READY ')) resolve();
-            else if (line.trim() !== '') ctx.log(`worker ${i}: ${line}`);
-          }
-        });
-        child.stderr?.on('data', (chunk: Buffer) =>
-          ctx.log(`worker ${i} stderr: ${chunk.toString('utf8').trimEnd()}`),
-        );
-        child.once('exit', (code, signal) =>
-          reject(
-            new BenchError(
-              `worker process ${i} exited (code ${code}, signal ${signal}) before READY`,
-            ),
-          ),
-        );
-      });
-      await withTimeout(ready, timeoutMs, `worker process ${i} to print READY`);
-    }
+    for (let i = 0; i < count; i += 1)
+      children.push(
+        await startChild(
+          ctx,
+          `worker ${i}`,
+          WORKER_MAIN,
+          {
+            REDIS_URL: config.REDIS_URL,
+            BATON_PREFIX: config.BATON_PREFIX,
+            WORKER_CONCURRENCY: String(config.WORKER_CONCURRENCY),
+            TOOL_CONCURRENCY: String(config.TOOL_CONCURRENCY),
+            RECONCILER: '0',
+            LOG_LEVEL: 'warn',
+            BATON_AGENTS: AGENT,
+            WORKER_ID: `${config.BATON_PREFIX}-w${i}`,
+          },
+          'READY ',
+          timeoutMs,
+        ),
+      );
   } catch (error) {
     await stop();
     throw error;
@@ -359,7 +328,7 @@ async function workerProcesses(
     cpuSeconds: async () => {
       let total = 0;
       for (const child of children) {
-        const s = child.pid === undefined ? undefined : await processCpuSeconds(child.pid);
+        const s = await childCpuSeconds(child);
         if (s === undefined) return undefined;
         total += s;
       }
@@ -844,12 +813,6 @@ async function monitorProfile(
 
 // ---------------------------------------------------------------------------------------------
 
-/** A measured value against its budget (issue 11): `max` budgets are upper bounds, `min` lower. */
-function budget(measured: number | undefined, limit: number, kind: 'max' | 'min' = 'max') {
-  if (measured === undefined) return { measured: null, [kind]: limit, met: null };
-  return { measured, [kind]: limit, met: kind === 'max' ? measured <= limit : measured >= limit };
-}
-
 /**
  * The per-step budgets of the in-process variant (1 worker): medians of the samples for the
  * timed numbers, exact counts for the rest. Step jobs that do nothing: outcomes busy/missing and
@@ -880,12 +843,16 @@ function budgetsOf(
   };
   return {
     note: 'per step of the bench agent, 1 in-process worker (its CPU includes the bench client creating runs); see bench/README.md',
-    redisCommandsPerStep: budget(num(redis?.['commandsPerUnit']), 80),
-    clientRoundTripsPerStep: budget(num(profile?.['clientRoundTripsPerStep']), 12),
-    noopStepJobsPerRun: budget(noop, 0.1),
-    redisCpuMsPerStep: budget(usec(redis?.['redisCpuUsecPerUnit']), 0.4),
-    workerCpuMsPerStep: budget(usec(cpu?.['cpuUsecPerStep']), 0.6),
-    stepsPerSecOverRawJobsPerSec: budget(num(ratio?.['stepsPerSecOverRawJobsPerSec']), 0.3, 'min'),
+    redisCommandsPerStep: budgetCheck(num(redis?.['commandsPerUnit']), 80),
+    clientRoundTripsPerStep: budgetCheck(num(profile?.['clientRoundTripsPerStep']), 12),
+    noopStepJobsPerRun: budgetCheck(noop, 0.1),
+    redisCpuMsPerStep: budgetCheck(usec(redis?.['redisCpuUsecPerUnit']), 0.4),
+    workerCpuMsPerStep: budgetCheck(usec(cpu?.['cpuUsecPerStep']), 0.6),
+    stepsPerSecOverRawJobsPerSec: budgetCheck(
+      num(ratio?.['stepsPerSecOverRawJobsPerSec']),
+      0.3,
+      'min',
+    ),
   };
 }
 
