@@ -1,4 +1,4 @@
-import type { Lease } from '@baton/runtime';
+import type { Lease, Loaded } from '@baton/runtime';
 import type { WorkerDeps } from './worker-deps.ts';
 
 /**
@@ -13,4 +13,31 @@ export async function releaseOrWake(
   const current = await deps.store.load(lease.runId);
   if (current)
     await deps.queues.enqueueStep(current.checkpoint.identity, 'continue', current.version, true);
+}
+
+/**
+ * Takes the run's lease and reads its checkpoint in one round trip; null when another job holds
+ * it (our pending mark is left for the holder). A checkpoint that cannot be decoded releases the
+ * lease before the error goes up.
+ */
+export async function leaseAndLoad(
+  deps: Pick<WorkerDeps, 'store' | 'queues' | 'leases'>,
+  runId: string,
+  driver: string,
+): Promise<{ lease: Lease; state: Loaded | null } | null> {
+  const acquired = await deps.leases.acquireAndLoad(runId, driver);
+  if (!acquired) return null;
+  const { lease } = acquired;
+  try {
+    const state = deps.store.decodeStored(
+      runId,
+      acquired.data,
+      acquired.version,
+      acquired.messages,
+    );
+    return { lease, state };
+  } catch (error) {
+    await releaseOrWake(deps, lease);
+    throw error;
+  }
 }

@@ -54,12 +54,7 @@ export class StagedCommits {
    * fresh one, to re-plan from.
    */
   async flush(): Promise<boolean> {
-    const { committed, staged } = this;
-    if (!staged || !committed) return true;
-    this.staged = null;
-    const stored = await this.write(committed, staged, this.registry, false);
-    this.committed = stored;
-    return stored !== null && stored.checkpoint === staged.checkpoint;
+    return (await this.writeStaged(false)) !== 'conflict';
   }
 
   /**
@@ -68,13 +63,20 @@ export class StagedCommits {
    * again); 'conflict' (nothing written; re-plan); 'nothing' (nothing was staged).
    */
   async flushAndRelease(): Promise<'released' | 'kept' | 'conflict' | 'nothing'> {
+    const written = await this.writeStaged(true);
+    return written === 'written' ? 'released' : written;
+  }
+
+  private async writeStaged(
+    releaseIfIdle: boolean,
+  ): Promise<'written' | 'kept' | 'conflict' | 'nothing'> {
     const { committed, staged } = this;
     if (!staged || !committed) return 'nothing';
     this.staged = null;
-    const stored = await this.write(committed, staged, this.registry, true);
+    const stored = await this.write(committed, staged, this.registry, releaseIfIdle);
     this.committed = stored;
     if (stored === null || stored.checkpoint !== staged.checkpoint) return 'conflict';
-    return stored.released === false ? 'kept' : 'released';
+    return stored.released === false ? 'kept' : 'written';
   }
 
   /** Forgets anything staged and starts again from `loaded` (a fresh load). */

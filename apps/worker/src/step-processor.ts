@@ -19,7 +19,7 @@ import {
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
 import { startChildCalls } from './child-runs.ts';
 import { fanOutToolCalls } from './fan-out.ts';
-import { releaseOrWake } from './lease-release.ts';
+import { leaseAndLoad, releaseOrWake } from './lease-release.ts';
 import { StagedCommits } from './staged-commits.ts';
 import { DeltaCoalescer } from './delta-coalescer.ts';
 import { type Lease, LeaseLostError, type Loaded } from '@baton/runtime';
@@ -65,7 +65,7 @@ export class StepProcessor {
     const log = this.deps.logger.child({ runId: data.runId, jobId: job.id, reason: data.reason });
     const driver = `${job.queueName}:${job.id ?? ''}`;
     for (let pass = 0; ; pass += 1) {
-      const acquired = await this.deps.leases.acquireAndLoad(data.runId, driver);
+      const acquired = await leaseAndLoad(this.deps, data.runId, driver);
       if (!acquired) {
         // Children all finished before this job could wait for them: whoever holds the run is
         // a step job (children release before they finish), and it sees our pending mark.
@@ -86,13 +86,15 @@ export class StepProcessor {
       const release = (): Promise<void> => releaseOrWake(this.deps, lease);
       let outcome: StepOutcome | 'again';
       try {
-        const initial = this.deps.store.decodeStored(
-          data.runId,
-          acquired.data,
-          acquired.version,
-          acquired.messages,
+        outcome = await this.run(
+          job,
+          token,
+          data.expectedVersion,
+          lease,
+          acquired.state,
+          log,
+          pass > 0,
         );
-        outcome = await this.run(job, token, data.expectedVersion, lease, initial, log, pass > 0);
       } catch (error) {
         if (!(error instanceof LeaseLostError) && !lease.lost) throw error;
         await this.afterLeaseLost(lease, data.tenantId, log);

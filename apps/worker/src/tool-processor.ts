@@ -2,7 +2,7 @@ import { ToolJobSchema, type Checkpoint, type ToolExecutionResult } from '@baton
 import { executeTool, invocationFor, type Engine } from '@baton/core';
 import type { Job } from 'bullmq';
 import { failedToolJobResult } from './fan-out.ts';
-import { releaseOrWake } from './lease-release.ts';
+import { leaseAndLoad, releaseOrWake } from './lease-release.ts';
 import { LeaseLostError } from '@baton/runtime';
 import type { WorkerDeps } from './worker-deps.ts';
 
@@ -100,16 +100,11 @@ export class ToolProcessor {
    */
   private async apply(runId: string, driver: string, parented: boolean): Promise<void> {
     const { deps } = this;
-    const acquired = await deps.leases.acquireAndLoad(runId, driver);
+    const acquired = await leaseAndLoad(deps, runId, driver);
     if (!acquired) return; // the holder sees the pending mark and applies our result
     const { lease } = acquired;
     try {
-      let state = deps.store.decodeStored(
-        runId,
-        acquired.data,
-        acquired.version,
-        acquired.messages,
-      );
+      let state = acquired.state;
       for (;;) {
         if (!state) return;
         const engine = deps.registry.engine(state.checkpoint.identity.agent);
