@@ -5,10 +5,9 @@
  * (every run finished, no job held by a waiting run, every delta reached the SSE client, every
  * subscriber got every frame); no timing is asserted.
  */
-import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { runBench } from '../support/bench-run.ts';
 
-const ROOT = new URL('../../', import.meta.url);
 const SCENARIOS = [
   'api-throughput',
   'decision-latency',
@@ -19,23 +18,6 @@ const SCENARIOS = [
   'budgets',
 ];
 
-function runBench(
-  env: Record<string, string>,
-): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['bench/run.ts', `--scenario=${SCENARIOS.join(',')}`], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.once('exit', (code) => resolve({ code, out, err }));
-  });
-}
-
 /** The value at a dotted path of the report (array indexes as numbers). */
 function at(root: unknown, path: string): unknown {
   let v: unknown = root;
@@ -45,7 +27,7 @@ function at(root: unknown, path: string): unknown {
 
 describe('npm run bench: HTTP scenarios', () => {
   it('every HTTP scenario completes on tiny knobs and reports its counts', async () => {
-    const { code, out, err } = await runBench({
+    const { code, out, err } = await runBench(SCENARIOS, {
       BENCH_API_RUNS: '6',
       BENCH_API_WARMUP_RUNS: '2',
       BENCH_API_IN_FLIGHT: '3',

@@ -3,31 +3,12 @@
  * print its JSON with every run completed (it once polled a key the store no longer writes and
  * "finished" before any run did). Counts only; no timing is asserted.
  */
-import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-
-const ROOT = new URL('../../', import.meta.url);
-
-function runBench(
-  env: Record<string, string>,
-): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['bench/run.ts', '--scenario=throughput'], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.once('exit', (code) => resolve({ code, out, err }));
-  });
-}
+import { runBench } from '../support/bench-run.ts';
 
 describe('npm run bench', () => {
   it('the throughput scenario completes on a tiny budget and reports JSON', async () => {
-    const { code, out, err } = await runBench({
+    const { code, out, err } = await runBench(['throughput'], {
       BENCH_RUNS: '6',
       BENCH_WARMUP_RUNS: '2',
       BENCH_RAW_JOBS: '60',
