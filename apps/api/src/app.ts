@@ -83,8 +83,10 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     );
   // Requests fail fast while Redis is away (503); at start-up give it a moment to connect first,
   // and refuse to start in strict durability mode against a Redis that cannot keep the promise.
-  if (await runtime.waitUntilReady(5_000)) await runtime.durability.check();
-  else logger.warn('redis is not reachable yet; requests get 503 until it is');
+  if (await runtime.waitUntilReady(5_000)) {
+    await runtime.durability.check();
+    await warmStepQueues(runtime, 5_000);
+  } else logger.warn('redis is not reachable yet; requests get 503 until it is');
   // Webhooks: every run of these tenants also reports to the tenant's endpoint.
   runtime.webhooks.tenantWebhooks = tenantWebhooks;
   const metrics = new ApiMetrics(runtime);
@@ -183,4 +185,25 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
       if (ownsRuntime) await runtime.close();
     },
   };
+}
+
+/**
+ * Opens the step queues of the agents known now, so the first run or decision after a (re)start
+ * does not pay for a new BullMQ connection inside its request (where the API's 2 s command
+ * timeout could turn a slow connect into a 503). Bounded: an agent advertised later, or a slow
+ * Redis, only means its queue connects on first use, as before.
+ */
+async function warmStepQueues(runtime: BatonRuntime, timeoutMs: number): Promise<void> {
+  const names = await runtime.service.catalog.names();
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, timeoutMs);
+  });
+  await Promise.race([
+    Promise.all(names.map((n) => runtime.queues.stepsFor(n).waitUntilReady())).catch(
+      () => undefined,
+    ),
+    deadline,
+  ]);
+  clearTimeout(timer);
 }
