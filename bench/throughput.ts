@@ -15,6 +15,7 @@
  */
 import { childCpuSeconds, startChild, type Child } from './child-process.ts';
 import { createHash, randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -57,6 +58,8 @@ interface Knobs {
   readonly concurrency: number;
   readonly workerProcs: number[];
   readonly profileRuns: number;
+  /** Write every command of the profile batch, in order, to this file (debugging). */
+  readonly profileTrace: string | undefined;
   readonly timeoutMs: number;
   readonly createParallelism: number;
   readonly repeat: number;
@@ -74,6 +77,7 @@ function knobs(): Knobs {
     concurrency: envInt('BENCH_CONCURRENCY', 16, 1),
     workerProcs: envIntList('BENCH_WORKER_PROCS', [2]).filter((k) => k > 0),
     profileRuns: envInt('BENCH_PROFILE_RUNS', 50, 0),
+    profileTrace: process.env['BENCH_PROFILE_TRACE'] || undefined,
     timeoutMs: envInt('BENCH_TIMEOUT_MS', 120_000, 1000),
     createParallelism: envInt('BENCH_CREATE_PARALLELISM', 32, 1),
     repeat: envInt('BENCH_REPEAT', 5, 1),
@@ -746,9 +750,21 @@ async function monitorProfile(
   // everything on BullMQ's connections. MONITOR prints a script's commands right after it.
   const origin = { baton: { roundTrips: 0, commands: 0 }, bullmq: { roundTrips: 0, commands: 0 } };
   let lastOrigin: keyof typeof origin = 'baton';
+  const trace: string[] = [];
   const monitor = await startMonitor(url, ({ source, args }) => {
     if (source === benchAddr) return;
     const cmd = (args[0] ?? '').toLowerCase();
+    if (k.profileTrace !== undefined)
+      trace.push(
+        `${source === 'lua' ? '    lua' : label(source)} | ${source === 'lua' ? args.join(' ').slice(0, 160) : scriptName(args)} ${
+          source === 'lua'
+            ? ''
+            : args
+                .slice(cmd.startsWith('eval') ? 2 : 1)
+                .join(' ')
+                .slice(0, 120)
+        }`,
+      );
     if (source === 'lua') {
       luaCommands += 1;
       luaCalls.set(cmd, (luaCalls.get(cmd) ?? 0) + 1);
@@ -779,6 +795,7 @@ async function monitorProfile(
   } finally {
     await monitor.stop();
   }
+  if (k.profileTrace !== undefined) await writeFile(k.profileTrace, trace.join('\n') + '\n');
   // The bench's own polling ran on `bench` (excluded above by address).
   const { steps } = await verifyRuns(client, batch.runIds, 'profile');
   const perStep = (m: Map<string, number>, top = 25): Record<string, number> =>

@@ -44,6 +44,17 @@ describe('run console in a real Chromium', () => {
     page.on('console', (m) => {
       if (m.type() === 'error') problems.push(`console: ${m.text()}`);
     });
+    // Which request failed, and what the API said: a console line names neither.
+    page.on('response', (r) => {
+      if (r.status() < 500) return;
+      void r.text().then(
+        (body) =>
+          problems.push(
+            `response ${r.status()} ${r.request().method()} ${r.url()}: ${body.slice(0, 300)}`,
+          ),
+        () => problems.push(`response ${r.status()} ${r.request().method()} ${r.url()}`),
+      );
+    });
     await page.goto(`${url}/console/`);
     return { page, problems };
   }

@@ -25,6 +25,7 @@ import { threadsRouter } from './routes/threads.ts';
 import { httpTracing } from './tracing.ts';
 import { webhooksRouter } from './routes/webhooks.ts';
 import { parseTenantWebhooks } from './webhooks/tenant-webhooks.ts';
+import { ShutdownGate } from './shutdown-gate.ts';
 
 /**
  * An extra router (e.g. a protocol adapter under apps/api/src/adapters) mounted at `path`.
@@ -119,6 +120,8 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   };
 
   const app = express();
+  const gate = new ShutdownGate();
+  app.use(gate.middleware);
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   if (config.TRUST_PROXY !== '') app.set('trust proxy', trustProxy(config.TRUST_PROXY));
@@ -178,7 +181,10 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     close: async () => {
       if (closed) return;
       closed = true;
+      gate.close();
       for (const finish of [...context.streams]) finish();
+      // What is still being answered needs Redis until it is done.
+      await gate.drain(2_000);
       context.sseLimiter.close();
       await subscriber.close().catch(() => undefined);
       await observer?.close();

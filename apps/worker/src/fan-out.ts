@@ -60,8 +60,13 @@ export async function fanOutToolCalls(
   const { identity, step } = state.checkpoint;
   const self = { id: job.id ?? '', queue: job.queueQualifiedName };
   const parentKey = deps.keys.run(identity.runId).parent;
+  // A fresh round has no jobs yet; only a re-entry after a crash or a replay must look at each.
+  const jobKeys = deps.queues.toolJobKeys(identity.agent, identity.runId, invocations);
+  const fresh = jobKeys.length > 0 && (await deps.redis.exists(...jobKeys)) === 0;
   let parent = self;
-  const recorded = await deps.redis.get(parentKey);
+  // Only a replay (a later attempt) or a re-entry can find a parent of this round waiting.
+  const recorded =
+    fresh && invocations.every((inv) => inv.attempt === 0) ? null : await deps.redis.get(parentKey);
   if (recorded) {
     const candidate = JSON.parse(recorded) as { id: string; queue: string; step: number };
     if (candidate.step === step && candidate.id !== self.id) {
@@ -72,9 +77,6 @@ export async function fanOutToolCalls(
     }
   }
   let added = 0;
-  // A fresh round has no jobs yet; only a re-entry after a crash or a replay must look at each.
-  const jobKeys = deps.queues.toolJobKeys(identity.agent, identity.runId, invocations);
-  const fresh = jobKeys.length > 0 && (await deps.redis.exists(...jobKeys)) === 0;
   for (const inv of invocations) {
     const existing = fresh
       ? undefined

@@ -1,4 +1,4 @@
-import type { Lease, Loaded } from '@baton/runtime';
+import type { AwaitedResults, Lease, Loaded, RecordFirst } from '@baton/runtime';
 import type { WorkerDeps } from './worker-deps.ts';
 
 /**
@@ -16,17 +16,23 @@ export async function releaseOrWake(
 }
 
 /**
- * Takes the run's lease and reads its checkpoint in one round trip; null when another job holds
- * it (our pending mark is left for the holder). A checkpoint that cannot be decoded releases the
- * lease before the error goes up.
+ * Takes the run's lease and reads its checkpoint (and the results recorded for its running
+ * calls) in one round trip; `acquired` is null when another job holds it (our pending mark is
+ * left for the holder). `record`: a tool result recorded first, in the same round trip. A
+ * checkpoint that cannot be decoded releases the lease before the error goes up.
  */
 export async function leaseAndLoad(
   deps: Pick<WorkerDeps, 'store' | 'queues' | 'leases'>,
   runId: string,
   driver: string,
-): Promise<{ lease: Lease; state: Loaded | null } | null> {
-  const acquired = await deps.leases.acquireAndLoad(runId, driver);
-  if (!acquired) return null;
+  record?: RecordFirst,
+): Promise<{
+  acquired: { lease: Lease; state: Loaded | null; awaited: AwaitedResults | null } | null;
+  onRecord: string | null;
+  deferred: boolean;
+}> {
+  const { acquired, onRecord, deferred } = await deps.leases.acquireAndLoad(runId, driver, record);
+  if (!acquired) return { acquired: null, onRecord, deferred };
   const { lease } = acquired;
   try {
     const state = deps.store.decodeStored(
@@ -35,7 +41,7 @@ export async function leaseAndLoad(
       acquired.version,
       acquired.messages,
     );
-    return { lease, state };
+    return { acquired: { lease, state, awaited: acquired.awaited }, onRecord, deferred };
   } catch (error) {
     await releaseOrWake(deps, lease);
     throw error;

@@ -22,7 +22,7 @@ import { fanOutToolCalls } from './fan-out.ts';
 import { leaseAndLoad, releaseOrWake } from './lease-release.ts';
 import { StagedCommits } from './staged-commits.ts';
 import { DeltaCoalescer } from './delta-coalescer.ts';
-import { type Lease, LeaseLostError, type Loaded } from '@baton/runtime';
+import { type AwaitedResults, type Lease, LeaseLostError, type Loaded } from '@baton/runtime';
 import type { WorkerDeps } from './worker-deps.ts';
 
 export type StepOutcome =
@@ -65,7 +65,7 @@ export class StepProcessor {
     const log = this.deps.logger.child({ runId: data.runId, jobId: job.id, reason: data.reason });
     const driver = `${job.queueName}:${job.id ?? ''}`;
     for (let pass = 0; ; pass += 1) {
-      const acquired = await leaseAndLoad(this.deps, data.runId, driver);
+      const { acquired } = await leaseAndLoad(this.deps, data.runId, driver);
       if (!acquired) {
         // Children all finished before this job could wait for them: whoever holds the run is
         // a step job (children release before they finish), and it sees our pending mark.
@@ -92,6 +92,7 @@ export class StepProcessor {
           data.expectedVersion,
           lease,
           acquired.state,
+          acquired.awaited,
           log,
           pass > 0,
         );
@@ -134,6 +135,7 @@ export class StepProcessor {
     jobVersion: number,
     lease: Lease,
     initial: Loaded | null,
+    initialAwaited: AwaitedResults | null,
     log: WorkerDeps['logger'],
     inferredBefore: boolean,
   ): Promise<StepOutcome | 'again'> {
@@ -143,6 +145,7 @@ export class StepProcessor {
     // children finished is a new activation taken from the queue like any job, so it carries the
     // run into its next round itself instead of handing it to yet another job.
     let inferred = inferredBefore;
+    let awaited = initialAwaited;
     let pending: PendingInference | null = null;
     // Transitions are staged and written as one commit right before the next effect (see
     // StagedCommits). The state is reloaded only when others may have changed it (a conflict,
@@ -164,7 +167,10 @@ export class StepProcessor {
         continue;
       }
       const registry = engine.ctx.registry;
-      const results = await deps.mailbox.pendingFor(cp);
+      // What the lease acquire read describes the loaded state at that moment only: used once
+      // (a later pass over the same state may follow tools that ran inline meanwhile).
+      const results = await deps.mailbox.pendingFor(cp, state === initial ? awaited : null);
+      awaited = null;
       if (results.length > 0) {
         // Results recorded by tool jobs are applied (in call order) before anything else.
         run.stage(engine.applyToolResults(cp, results, now), registry);
@@ -186,7 +192,7 @@ export class StepProcessor {
         case 'start': {
           // A run queued behind another on its thread starts from the thread as it is now.
           const { tenantId, threadId } = cp.identity;
-          const thread = await deps.threads.load(tenantId, threadId);
+          const thread = await deps.threads.history(tenantId, threadId);
           const rebased = rebaseOnThread(cp, thread.messages, thread.state);
           run.stage(engine.start(rebased, now), registry);
           break;

@@ -30,13 +30,13 @@ export class ToolProcessor {
       toolCallId: data.toolCallId,
       attempt: data.attempt,
     });
-    // Both reads go out together: one round trip.
-    const [recorded, stored] = await Promise.all([
-      deps.mailbox.get(data.runId, data.toolCallId, data.attempt),
-      deps.store.load(data.runId),
-    ]);
-    let result: ToolExecutionResult | null = recorded;
-    if (!result) {
+    // The result on record (a redelivered job) or the run, in one round trip.
+    const found = await deps.mailbox.lookup(data.runId, data.toolCallId, data.attempt);
+    let result: ToolExecutionResult | null = found.kind === 'recorded' ? found.result : null;
+    let fresh = false;
+    if (found.kind === 'run') {
+      // Its messages are not read: a tool runs from its call, the identity and the state.
+      const stored = deps.store.decodeStored(data.runId, found.data, found.version, []);
       const call = stored?.checkpoint.calls[data.toolCallId];
       if (
         !stored ||
@@ -86,10 +86,14 @@ export class ToolProcessor {
       } finally {
         tracked.done();
       }
-      await deps.mailbox.record(data.runId, result);
-      await deps.probe?.('after-tool-recorded', { runId: data.runId, toolCallId: data.toolCallId });
+      fresh = true;
     }
-    await this.apply(data.runId, `${job.queueName}:${job.id ?? ''}`, job.parentKey !== undefined);
+    await this.apply(
+      data.runId,
+      `${job.queueName}:${job.id ?? ''}`,
+      job.parentKey !== undefined,
+      fresh ? result : null,
+    );
     return 'recorded';
   }
 
@@ -98,18 +102,41 @@ export class ToolProcessor {
    * a child of a step job that BullMQ re-enters once its last child finishes; when the round is
    * over, that re-entry carries the run on, so scheduling a step here would only race with it.
    */
-  private async apply(runId: string, driver: string, parented: boolean): Promise<void> {
+  private async apply(
+    runId: string,
+    driver: string,
+    parented: boolean,
+    toRecord: ToolExecutionResult | null,
+  ): Promise<void> {
     const { deps } = this;
-    const acquired = await leaseAndLoad(deps, runId, driver);
+    // Our result is recorded (first writer wins) in the same round trip as the lease is tried.
+    // A child job whose result completes the round takes nothing: the parent step job, which
+    // BullMQ re-enters once this job finished, applies the round's results with its next round
+    // in one commit (applying them here would be a commit of its own for the same events).
+    const { acquired, deferred } = await leaseAndLoad(
+      deps,
+      runId,
+      driver,
+      toRecord ? { ...deps.mailbox.recordFirst(toRecord), deferIfComplete: parented } : undefined,
+    );
+    if (toRecord)
+      await deps.probe?.('after-tool-recorded', { runId, toolCallId: toRecord.toolCallId });
+    if (deferred) return;
     if (!acquired) return; // the holder sees the pending mark and applies our result
     const { lease } = acquired;
+    let awaited = acquired.awaited;
     try {
       let state = acquired.state;
       for (;;) {
         if (!state) return;
         const engine = deps.registry.engine(state.checkpoint.identity.agent);
         if (!engine) return;
-        const results = await deps.mailbox.pendingFor(state.checkpoint);
+        // What the acquire read describes the loaded state at that moment only: used once.
+        const results = await deps.mailbox.pendingFor(
+          state.checkpoint,
+          state === acquired.state ? awaited : null,
+        );
+        awaited = null;
         if (results.length > 0) {
           const t = engine.applyToolResults(state.checkpoint, results, deps.clock.now());
           // When the new state leaves nothing for this job to do, the commit releases the lease.

@@ -6,7 +6,9 @@ import {
 import {
   defineScript,
   mailboxField,
+  type AwaitedResults,
   type BatonKeys,
+  type RecordFirst,
   type LuaScript,
   type RedisClient,
 } from '@baton/runtime';
@@ -21,6 +23,23 @@ if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 1 then
   return false
 end
 return redis.call('HGET', KEYS[1], ARGV[1])`;
+
+/**
+ * What a tool job needs before it runs its call, in one round trip: the result already on
+ * record for the attempt (a redelivered job), else the run's checkpoint to run it from.
+ * KEYS: results, cp   ARGV: field   Reply: {onRecord|false, data|false, version|false}
+ */
+const LOOKUP_LUA = `
+local onRecord = redis.call('HGET', KEYS[1], ARGV[1])
+if onRecord then return {onRecord} end
+local state = redis.call('HMGET', KEYS[2], 'data', 'version')
+return {false, state[1], state[2]}`;
+
+type Lookup = LuaScript<
+  [results: string, cp: string],
+  [field: string],
+  [string] | [null, string | null, string | null]
+>;
 
 type RecordResult = LuaScript<
   [results: string],
@@ -39,6 +58,7 @@ export class ToolResultMailbox {
 
   private readonly ttlSeconds: number;
   private readonly recordScript: RecordResult;
+  private readonly lookupScript: Lookup;
 
   /** `ttlSeconds`: how long an unapplied result is kept (results are applied within moments). */
   constructor(redis: RedisClient, keys: BatonKeys, ttlSeconds = 86_400) {
@@ -46,6 +66,35 @@ export class ToolResultMailbox {
     this.keys = keys;
     this.ttlSeconds = ttlSeconds;
     this.recordScript = defineScript(redis, 'batonRecordToolResult', 1, RECORD_LUA);
+    this.lookupScript = defineScript(redis, 'batonToolLookup', 2, LOOKUP_LUA);
+  }
+
+  /** What `record` sends to the lease acquire that records it in the same round trip. */
+  recordFirst(result: ToolExecutionResult): RecordFirst {
+    return {
+      field: this.field(result.toolCallId, result.attempt),
+      json: JSON.stringify(result),
+      ttlSeconds: this.ttlSeconds,
+    };
+  }
+
+  /**
+   * The attempt's result when one is on record, else the run's stored checkpoint fields (null
+   * when the run does not exist): one round trip.
+   */
+  async lookup(
+    runId: string,
+    toolCallId: string,
+    attempt: number,
+  ): Promise<
+    | { kind: 'recorded'; result: ToolExecutionResult }
+    | { kind: 'run'; data: string | null; version: string | null }
+  > {
+    const k = this.keys.run(runId);
+    const reply = await this.lookupScript([k.results, k.cp], [this.field(toolCallId, attempt)]);
+    if (typeof reply[0] === 'string')
+      return { kind: 'recorded', result: ToolExecutionResultSchema.parse(JSON.parse(reply[0])) };
+    return { kind: 'run', data: reply[1] ?? null, version: reply[2] ?? null };
   }
 
   private field(toolCallId: string, attempt: number): string {
@@ -73,17 +122,26 @@ export class ToolResultMailbox {
     return raw === null ? null : ToolExecutionResultSchema.parse(JSON.parse(raw));
   }
 
-  /** Results waiting for the run's running calls, in the model's call order. */
-  async pendingFor(cp: Checkpoint): Promise<ToolExecutionResult[]> {
-    const running = cp.round.flatMap((id) => {
+  /**
+   * Results waiting for the run's running calls, in the model's call order. `awaited`: what the
+   * lease acquire read for this very checkpoint; used when it covers exactly these calls, so the
+   * usual pass reads nothing here.
+   */
+  async pendingFor(
+    cp: Checkpoint,
+    awaited?: AwaitedResults | null,
+  ): Promise<ToolExecutionResult[]> {
+    const fields = cp.round.flatMap((id) => {
       const call = cp.calls[id];
-      return call?.status === 'running' ? [call] : [];
+      return call?.status === 'running' ? [this.field(call.id, call.attempt)] : [];
     });
-    if (running.length === 0) return [];
-    const raw = await this.redis.hmget(
-      this.keys.run(cp.identity.runId).results,
-      ...running.map((c) => this.field(c.id, c.attempt)),
-    );
+    if (fields.length === 0) return [];
+    const raw =
+      awaited &&
+      awaited.fields.length === fields.length &&
+      awaited.fields.every((f, i) => f === fields[i])
+        ? awaited.results
+        : await this.redis.hmget(this.keys.run(cp.identity.runId).results, ...fields);
     return raw.flatMap((r) => (r === null ? [] : [ToolExecutionResultSchema.parse(JSON.parse(r))]));
   }
 

@@ -5,6 +5,7 @@ import {
   type ModelRetryPolicy,
 } from './model-retry.ts';
 import type { Clock } from './ports.ts';
+import { stopTimer } from './stop-timer.ts';
 
 /** What a model.retry event says about one failed attempt. */
 export interface ModelRetryNotice {
@@ -99,6 +100,6 @@ async function timedCall<T>(options: RetryingCallOptions<T>, attempt: number): P
     if (timeout.signal.aborted && !signal.aborted) throw timeout.signal.reason as Error;
     throw error;
   } finally {
-    timer.abort();
+    stopTimer(timer);
   }
 }

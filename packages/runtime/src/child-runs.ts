@@ -14,16 +14,11 @@ import type { Logger } from 'pino';
 import { AgentCatalog, specOf } from './agent-registry.ts';
 import { broadcastCancel } from './control-channel.ts';
 import type { BatonQueues } from './queues.ts';
-import type { BatonKeys } from './redis/keys.ts';
+import { mailboxField, type BatonKeys } from './redis/keys.ts';
 import type { RedisRunStore } from './redis/redis-run-store.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import type { RedisThreadStore } from './redis/thread-store.ts';
 import type { RunCommitter } from './run-committer.ts';
-
-/** Field of a call's result in a run's tool-result mailbox (`{run}:results`): per call and attempt. */
-export function mailboxField(toolCallId: string, attempt: number): string {
-  return `${toolCallId}#${attempt}`;
-}
 
 export interface ChildRunsDeps {
   readonly redis: RedisClient;

@@ -32,20 +32,59 @@ redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
 return 0`;
 
 /**
- * ACQUIRE_LUA, and on success the run's checkpoint in the same round trip.
- * KEYS: lease, pending, cp, messages   ARGV: token, ttlMs, pendingTtlMs, driver
- * Reply: {1, data|false, version|false, {messageJson…}} acquired | {0} busy (mark left)
+ * ACQUIRE_LUA, and on success the run's checkpoint and the results already recorded for its
+ * running calls (the commit keeps their mailbox fields in `awaiting`, a JSON array; absent on
+ * runs written before it existed), all in the same round trip. A tool job first records its own
+ * result (`recordField` ≠ '': first writer wins, as in the mailbox) in the same script. With
+ * `deferIfComplete` = '1' (a child job of a step job that BullMQ re-enters once its last child
+ * finished) the lease is not even tried when every awaited call now has a result: the round is
+ * over and that re-entry applies them all with its next round, in one commit.
+ * KEYS: lease, pending, cp, messages, results
+ * ARGV: token, ttlMs, pendingTtlMs, driver, recordField, recordJson, recordTtlSeconds,
+ *       deferIfComplete
+ * Reply: {1, data|false, version|false, {messageJson…}, onRecord|false, awaiting|false,
+ *         {resultJson|false…}|false} acquired | {0, onRecord|false} busy (mark left)
+ *       | {2, onRecord|false} deferred (round complete, nothing taken)
+ * `onRecord`: the result that was already on record when one was to be recorded.
  */
 const ACQUIRE_LOAD_LUA = `
+local results = KEYS[5]
+local onRecord = false
+if ARGV[5] ~= '' then
+  if redis.call('HSETNX', results, ARGV[5], ARGV[6]) == 1 then
+    redis.call('EXPIRE', results, ARGV[7])
+  else
+    onRecord = redis.call('HGET', results, ARGV[5])
+  end
+end
+if ARGV[8] == '1' then
+  local awaiting = redis.call('HGET', KEYS[3], 'awaiting')
+  if awaiting then
+    local fields = cjson.decode(awaiting)
+    if #fields > 0 then
+      local complete = true
+      local recorded = redis.call('HMGET', results, unpack(fields))
+      for i = 1, #fields do
+        if not recorded[i] then complete = false end
+      end
+      if complete then return {2, onRecord} end
+    end
+  end
+end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local state = redis.call('HMGET', KEYS[3], 'data', 'version')
+  local state = redis.call('HMGET', KEYS[3], 'data', 'version', 'awaiting')
   if ARGV[4] ~= '' and state[2] then
     redis.call('HSET', KEYS[3], 'driver', ARGV[4])
   end
-  return {1, state[1], state[2], redis.call('LRANGE', KEYS[4], 0, -1)}
+  local recorded = false
+  if state[3] then
+    local fields = cjson.decode(state[3])
+    if #fields > 0 then recorded = redis.call('HMGET', results, unpack(fields)) else recorded = {} end
+  end
+  return {1, state[1], state[2], redis.call('LRANGE', KEYS[4], 0, -1), onRecord, state[3], recorded}
 end
 redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
-return {0}`;
+return {0, onRecord}`;
 
 /** KEYS: lease, pending   ARGV: token   Reply: -1 not ours | 1 released, someone asked | 0 released */
 const RELEASE_LUA = `
@@ -108,10 +147,57 @@ type LeaseAcquire = LuaScript<
   0 | 1
 >;
 type LeaseAcquireLoad = LuaScript<
-  [lease: string, pending: string, cp: string, messages: string],
-  [token: string, ttlMs: number, pendingTtlMs: number, driver: string],
-  [1, string | null, string | null, string[]] | [0]
+  [lease: string, pending: string, cp: string, messages: string, results: string],
+  [
+    token: string,
+    ttlMs: number,
+    pendingTtlMs: number,
+    driver: string,
+    recordField: string,
+    recordJson: string,
+    recordTtlSeconds: number,
+    deferIfComplete: '0' | '1',
+  ],
+  | [
+      1,
+      string | null,
+      string | null,
+      string[],
+      string | null,
+      string | null,
+      (string | null)[] | null,
+    ]
+  | [0 | 2, string | null]
 >;
+
+/** A result to record in the run's mailbox before the lease is tried (see acquireAndLoad). */
+export interface RecordFirst {
+  readonly field: string;
+  readonly json: string;
+  readonly ttlSeconds: number;
+  /**
+   * Take nothing when this result completes the round (every awaited call has one): the
+   * recorder is a child job whose parent step job BullMQ re-enters next, and applies them.
+   */
+  readonly deferIfComplete?: boolean;
+}
+
+/** The results on record for a run's running calls, read with its checkpoint. */
+export interface AwaitedResults {
+  /** Mailbox fields of the running calls when the checkpoint was written, in call order. */
+  readonly fields: readonly string[];
+  /** The result recorded under each field (null: none yet). */
+  readonly results: readonly (string | null)[];
+}
+
+export interface AcquiredAndLoaded {
+  readonly lease: Lease;
+  readonly data: string | null;
+  readonly version: string | null;
+  readonly messages: string[];
+  /** null: the run was written before `awaiting` existed (read the mailbox instead). */
+  readonly awaited: AwaitedResults | null;
+}
 type LeaseRelease = LuaScript<[lease: string, pending: string], [token: string], -1 | 0 | 1>;
 type LeaseReleaseIfIdle = LuaScript<
   [lease: string, pending: string],
@@ -133,7 +219,7 @@ export class RunLeases {
     this.keys = keys;
     this.ttlMs = ttlMs;
     this.acquireScript = defineScript(redis, 'batonLeaseAcquire2', 3, ACQUIRE_LUA);
-    this.acquireLoadScript = defineScript(redis, 'batonLeaseAcquireLoad2', 4, ACQUIRE_LOAD_LUA);
+    this.acquireLoadScript = defineScript(redis, 'batonLeaseAcquireLoad4', 5, ACQUIRE_LOAD_LUA);
     this.releaseScript = defineScript(redis, 'batonLeaseRelease', 2, RELEASE_LUA);
     this.renewScript = defineScript(redis, 'batonLeaseRenew', 1, RENEW_LUA);
     this.releaseIfIdleScript = defineScript(
@@ -160,30 +246,51 @@ export class RunLeases {
 
   /**
    * acquire() and the run's stored checkpoint fields in one round trip: what every pass does
-   * first. `data`/`version` are null when the run does not exist.
+   * first. `data`/`version` are null when the run does not exist. `record`: a tool result to
+   * record first (first writer wins); `onRecord` is the result that was there before, if any.
    */
   async acquireAndLoad(
     runId: string,
     driver = '',
+    record?: RecordFirst,
   ): Promise<{
-    lease: Lease;
-    data: string | null;
-    version: string | null;
-    messages: string[];
-  } | null> {
+    acquired: AcquiredAndLoaded | null;
+    onRecord: string | null;
+    /** The round is complete and left to the parent step job (see RecordFirst). */
+    deferred: boolean;
+  }> {
     const token = randomUUID();
-    const { lease: leaseKey, pending, cp, messages } = this.keys.run(runId);
+    const { lease: leaseKey, pending, cp, messages, results } = this.keys.run(runId);
     const ttl = this.ttlMs;
     const reply = await this.acquireLoadScript(
-      [leaseKey, pending, cp, messages],
-      [token, ttl, ttl * 4, driver],
+      [leaseKey, pending, cp, messages, results],
+      [
+        token,
+        ttl,
+        ttl * 4,
+        driver,
+        record?.field ?? '',
+        record?.json ?? '',
+        record?.ttlSeconds ?? 0,
+        record?.deferIfComplete === true ? '1' : '0',
+      ],
     );
-    if (reply[0] !== 1) return null;
+    if (reply[0] !== 1)
+      return { acquired: null, onRecord: reply[1] ?? null, deferred: reply[0] === 2 };
+    const [, data, version, list, onRecord, awaiting, recorded] = reply;
     return {
-      lease: this.held(runId, token),
-      data: reply[1] ?? null,
-      version: reply[2] ?? null,
-      messages: reply[3],
+      acquired: {
+        lease: this.held(runId, token),
+        data: data ?? null,
+        version: version ?? null,
+        messages: list,
+        awaited:
+          awaiting === null || awaiting === undefined || !recorded
+            ? null
+            : { fields: JSON.parse(awaiting) as string[], results: recorded },
+      },
+      onRecord: onRecord ?? null,
+      deferred: false,
     };
   }
 

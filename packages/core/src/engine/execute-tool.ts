@@ -2,6 +2,7 @@ import type { JsonValue, RunIdentity, StateScopes, ToolExecutionResult } from '@
 import type { ToolDefinition } from '../tools.ts';
 import { normalizeToolReturn, toolInputSchema } from '../tools.ts';
 import type { ToolInvocation } from './tool-round.ts';
+import { stopTimer } from '../stop-timer.ts';
 
 export interface ExecuteToolOptions {
   readonly identity: RunIdentity;
@@ -110,7 +111,7 @@ export async function executeTool(
       finishedAt: opts.now(),
     };
   } finally {
-    timer.abort();
+    stopTimer(timer);
     opts.signal.removeEventListener('abort', forward);
   }
 }

@@ -314,3 +314,8 @@ export type ScheduleKeys = {
   readonly firing: string;
   readonly runs: string;
 };
+
+/** Field of a call's result in a run's tool-result mailbox (`{run}:results`): per call and attempt. */
+export function mailboxField(toolCallId: string, attempt: number): string {
+  return `${toolCallId}#${attempt}`;
+}

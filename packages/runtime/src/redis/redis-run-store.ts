@@ -8,7 +8,7 @@ import type {
 } from '@baton/protocol';
 import { RunDoneError, VersionConflictError, activityOf } from '@baton/core';
 import type { CommitResult, RunStore, StoredCheckpoint } from '@baton/core';
-import { BatonKeys, runDataKeys, type RunDataKeys, type RunKeys } from './keys.ts';
+import { BatonKeys, mailboxField, runDataKeys, type RunDataKeys, type RunKeys } from './keys.ts';
 import { defineScript, type LuaScript, type RedisClient } from './scripts.ts';
 import { decodeEventPayload } from './event-payload.ts';
 
@@ -80,15 +80,16 @@ end
  * useful reason: the run is gone (-1), finished (-3: a done run takes no event at all), the
  * writer's lease is not the current one (-2: fencing; '' = an unfenced control-plane write such
  * as a decision), or the version moved (0). Expects, in scope: cp, lease, fence.
- * Sets `current` (the stored version).
+ * Sets `current` (the stored version) and `env` (the run's envelope ids, written once at create).
  */
 const GUARDS_LUA = `
-local guarded = redis.call('HMGET', cp, 'version', 'status')
+local guarded = redis.call('HMGET', cp, 'version', 'status', 'env')
 local current = guarded[1]
 if not current then return {-1, -1} end
 current = tonumber(current)
 if guarded[2] == 'done' then return {-3, current} end
 if fence ~= '' and redis.call('GET', lease) ~= fence then return {-2, current} end
+local env = guarded[3]
 `;
 
 /**
@@ -109,7 +110,7 @@ ${MESSAGES_LUA}
 local status = ARGV[3]
 redis.call('HSET', cp, 'version', 1, 'seq', 0, 'data', ARGV[2], 'status', ARGV[3], 'tenant', ARGV[4],
   'agent', ARGV[5], 'threadId', ARGV[6], 'createdAt', ARGV[7], 'updatedAt', ARGV[8], 'env', env,
-  'lastTrigger', '', 'activity', ARGV[12])
+  'lastTrigger', '', 'activity', ARGV[12], 'awaiting', '[]')
 local out = {1, 1}
 ${BODIES_FROM_ARGV_LUA}
 ${APPEND_EVENTS_LUA}
@@ -120,7 +121,8 @@ return out
 /**
  * KEYS: cp, events, lease, pending, results, parent, failed, messages
  * ARGV: channel, expectedVersion, fence ('' = unfenced), data (without messages), status,
- *       activity, updatedAt, trigger ('' = none), env, at, retention, release ('' = keep the
+ *       activity, updatedAt, trigger ('' = none), awaiting (JSON array of the mailbox fields of
+ *       the running calls, read back by the lease acquire), at, retention, release ('' = keep the
  *       lease; else the lease TTL in ms: release it after the commit unless someone asked for the
  *       run meanwhile, in which case the mark is cleared and the lease renewed), messages mode
  *       ('append' the new ones after `base` stored | 'replace' all), base, nmsg,
@@ -133,12 +135,12 @@ local cp, stream, lease, fence, msgs = KEYS[1], KEYS[2], KEYS[3], ARGV[3], KEYS[
 ${GUARDS_LUA}
 if current ~= tonumber(ARGV[2]) then return {0, current} end
 local version = current + 1
-local channel, env, at, retention = ARGV[1], ARGV[9], ARGV[10], ARGV[11]
+local channel, at, retention = ARGV[1], ARGV[10], ARGV[11]
 local mode, base, nmsg, from, first = ARGV[13], tonumber(ARGV[14]), tonumber(ARGV[15]), 16, 0
 ${MESSAGES_LUA}
 local status = ARGV[5]
 redis.call('HSET', cp, 'version', version, 'data', ARGV[4], 'status', ARGV[5], 'activity', ARGV[6],
-  'updatedAt', ARGV[7], 'lastTrigger', ARGV[8], 'env', env)
+  'updatedAt', ARGV[7], 'lastTrigger', ARGV[8], 'awaiting', ARGV[9])
 local released = -1
 if ARGV[12] ~= '' and fence ~= '' then
   if redis.call('DEL', KEYS[4]) == 1 then
@@ -171,7 +173,6 @@ local cp, stream, lease, fence = KEYS[1], KEYS[2], KEYS[3], ARGV[2]
 if fence == '' then return redis.error_reply('append needs a fencing token') end
 ${GUARDS_LUA}
 local channel, at, marker, stepPrefix, resetBody = ARGV[1], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-local env = redis.call('HGET', cp, 'env')
 local out = {1, current}
 local bodies = {}
 local previous = redis.call('HGET', cp, 'stream')
@@ -313,7 +314,7 @@ type RunCommit = LuaScript<
     activity: string,
     updatedAt: number,
     trigger: string,
-    env: string,
+    awaiting: string,
     at: string,
     retention: number,
     release: string,
@@ -379,8 +380,8 @@ export class RedisRunStore implements RunStore {
       throw new Error('RedisRunStore: retentionSeconds must be a positive integer');
     this.validateOnLoad = opts.validateOnLoad ?? false;
     this.createScript = defineScript(this.redis, 'batonRunCreate3', 8, CREATE_LUA);
-    this.commitScript = defineScript(this.redis, 'batonRunCommit3', 8, COMMIT_LUA);
-    this.appendScript = defineScript(this.redis, 'batonRunAppend2', 3, APPEND_LUA);
+    this.commitScript = defineScript(this.redis, 'batonRunCommit4', 8, COMMIT_LUA);
+    this.appendScript = defineScript(this.redis, 'batonRunAppend3', 3, APPEND_LUA);
     this.deleteScript = defineScript(this.redis, 'batonRunDelete2', 8, DELETE_LUA);
   }
 
@@ -498,7 +499,7 @@ export class RedisRunStore implements RunStore {
         activityOf(checkpoint),
         checkpoint.updatedAt,
         trigger ?? '',
-        envelopeIds(checkpoint),
+        awaitingFields(checkpoint),
         this.atArg(),
         this.retentionSeconds,
         releaseTtlMs === undefined ? '' : String(releaseTtlMs),
@@ -798,6 +799,19 @@ function sharedPrefix(base: readonly unknown[], next: readonly unknown[]): numbe
   let i = 0;
   while (i < n && base[i] === next[i]) i += 1;
   return i;
+}
+
+/**
+ * The mailbox fields of the calls that wait for a result, in call order, as a JSON array: the
+ * lease acquire reads their results with the checkpoint (see RunLeases.acquireAndLoad).
+ */
+function awaitingFields(cp: Checkpoint): string {
+  const fields: string[] = [];
+  for (const id of cp.round) {
+    const call = cp.calls[id];
+    if (call?.status === 'running') fields.push(mailboxField(call.id, call.attempt));
+  }
+  return JSON.stringify(fields);
 }
 
 /** `"runId":…,"threadId":…,"turnId":…` — the envelope ids as JSON members without braces. */

@@ -149,6 +149,14 @@ type ThreadRelease = LuaScript<
 >;
 type ThreadDelete = LuaScript<ThreadDataKeys, [], string[]>;
 
+/** KEYS: messages, state   Reply: {{messageJson…}, stateJson|false} */
+const HISTORY_LUA = `return {redis.call('LRANGE', KEYS[1], 0, -1), redis.call('GET', KEYS[2])}`;
+type ThreadHistory = LuaScript<
+  [messages: string, state: string],
+  [],
+  [messages: string[], state: string | null]
+>;
+
 export class RedisThreadStore {
   readonly keys: BatonKeys;
   private readonly redis: RedisClient;
@@ -156,6 +164,7 @@ export class RedisThreadStore {
   private readonly acquireScript: ThreadAcquire;
   private readonly releaseScript: ThreadRelease;
   private readonly deleteScript: ThreadDelete;
+  private readonly historyScript: ThreadHistory;
   private readonly ttlSeconds: number;
 
   constructor(opts: RedisThreadStoreOptions) {
@@ -166,6 +175,7 @@ export class RedisThreadStore {
     this.acquireScript = defineScript(this.redis, 'batonThreadAcquire2', 6, ACQUIRE_LUA);
     this.releaseScript = defineScript(this.redis, 'batonThreadRelease2', 6, RELEASE_LUA);
     this.deleteScript = defineScript(this.redis, 'batonThreadDelete', 6, DELETE_LUA);
+    this.historyScript = defineScript(this.redis, 'batonThreadHistory', 2, HISTORY_LUA);
   }
 
   /**
@@ -245,6 +255,22 @@ export class RedisThreadStore {
   /** KEYS of every thread script, in the order the scripts expect. */
   private scriptKeys(tenantId: string, threadId: string): ThreadDataKeys {
     return this.keys.threadDataKeys(tenantId, threadId);
+  }
+
+  /**
+   * What a run starts from: the thread's messages and state, consistent, in one round trip (a
+   * script: a MULTI of two reads is four commands on the wire).
+   */
+  async history(
+    tenantId: string,
+    threadId: string,
+  ): Promise<Pick<ThreadSnapshot, 'messages' | 'state'>> {
+    const k = this.keys.thread(tenantId, threadId);
+    const [messages, state] = await this.historyScript([k.messages, k.state], []);
+    return {
+      messages: messages.map((m) => JSON.parse(m) as Message),
+      state: state === null ? {} : (JSON.parse(state) as Record<string, JsonValue>),
+    };
   }
 
   /** A consistent snapshot of the thread (one MULTI on one slot). */
