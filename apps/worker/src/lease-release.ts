@@ -9,8 +9,9 @@ export async function releaseOrWake(
   deps: Pick<WorkerDeps, 'store' | 'queues'>,
   lease: Lease,
 ): Promise<void> {
-  if (!(await lease.release())) return;
-  const current = await deps.store.load(lease.runId);
+  const asked = await lease.releaseAndRead();
+  if (!asked) return;
+  const current = deps.store.decodeStored(lease.runId, asked.data, asked.version, asked.messages);
   if (current)
     await deps.queues.enqueueStep(current.checkpoint.identity, 'continue', current.version, true);
 }

@@ -322,8 +322,9 @@ export class StepProcessor {
    */
   private async releaseBeforeChildren(lease: Lease): Promise<void> {
     const { deps } = this;
-    if (!(await lease.release())) return;
-    const fresh = await deps.store.load(lease.runId);
+    const asked = await lease.releaseAndRead();
+    if (!asked) return;
+    const fresh = deps.store.decodeStored(lease.runId, asked.data, asked.version, asked.messages);
     if (!fresh) return;
     const engine = deps.registry.engine(fresh.checkpoint.identity.agent);
     const running = Object.values(fresh.checkpoint.calls).some((c) => c.status === 'running');

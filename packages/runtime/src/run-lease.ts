@@ -94,6 +94,19 @@ if redis.call('DEL', KEYS[2]) == 1 then return 1 end
 return 0`;
 
 /**
+ * RELEASE_LUA, and when someone asked for the run meanwhile, its stored checkpoint in the same
+ * round trip: the caller must look at it to decide who carries the run on.
+ * KEYS: lease, pending, cp, messages   ARGV: token
+ * Reply: {-1} not ours | {0} released | {1, data|false, version|false, {messageJson…}} released, asked
+ */
+const RELEASE_READ_LUA = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {-1} end
+redis.call('DEL', KEYS[1])
+if redis.call('DEL', KEYS[2]) == 0 then return {0} end
+local state = redis.call('HMGET', KEYS[3], 'data', 'version')
+return {1, state[1], state[2], redis.call('LRANGE', KEYS[4], 0, -1)}`;
+
+/**
  * Releases only when nobody asked for the run meanwhile; otherwise clears the mark and keeps the
  * lease, so the holder makes one more pass itself instead of scheduling a job for it.
  * KEYS: lease, pending   ARGV: token, ttlMs   Reply: -1 not ours | 0 kept (look again) | 1 released
@@ -133,6 +146,11 @@ export interface Lease {
   settle(released: boolean): void;
   /** Releases; true when another job asked for the run meanwhile (the caller must reschedule). */
   release(): Promise<boolean>;
+  /**
+   * release(), and when another job asked for the run meanwhile its stored fields, read in the
+   * same round trip (null: nobody asked, or released before).
+   */
+  releaseAndRead(): Promise<StoredFields | null>;
   /**
    * Releases unless another job asked for the run meanwhile; then the mark is cleared, the lease
    * kept, and false returned: the caller must look at the run again. Throws LeaseLostError when
@@ -199,6 +217,18 @@ export interface AcquiredAndLoaded {
   readonly awaited: AwaitedResults | null;
 }
 type LeaseRelease = LuaScript<[lease: string, pending: string], [token: string], -1 | 0 | 1>;
+type LeaseReleaseRead = LuaScript<
+  [lease: string, pending: string, cp: string, messages: string],
+  [token: string],
+  [-1] | [0] | [1, string | null, string | null, string[]]
+>;
+
+/** A run's checkpoint fields as stored (decode with the run store's decodeStored). */
+export interface StoredFields {
+  readonly data: string | null;
+  readonly version: string | null;
+  readonly messages: string[];
+}
 type LeaseReleaseIfIdle = LuaScript<
   [lease: string, pending: string],
   [token: string, ttlMs: number],
@@ -210,6 +240,7 @@ export class RunLeases {
   private readonly acquireScript: LeaseAcquire;
   private readonly acquireLoadScript: LeaseAcquireLoad;
   private readonly releaseScript: LeaseRelease;
+  private readonly releaseReadScript: LeaseReleaseRead;
   private readonly releaseIfIdleScript: LeaseReleaseIfIdle;
   private readonly renewScript: LeaseRenew;
   private readonly keys: BatonKeys;
@@ -221,6 +252,7 @@ export class RunLeases {
     this.acquireScript = defineScript(redis, 'batonLeaseAcquire2', 3, ACQUIRE_LUA);
     this.acquireLoadScript = defineScript(redis, 'batonLeaseAcquireLoad4', 5, ACQUIRE_LOAD_LUA);
     this.releaseScript = defineScript(redis, 'batonLeaseRelease', 2, RELEASE_LUA);
+    this.releaseReadScript = defineScript(redis, 'batonLeaseReleaseRead', 4, RELEASE_READ_LUA);
     this.renewScript = defineScript(redis, 'batonLeaseRenew', 1, RENEW_LUA);
     this.releaseIfIdleScript = defineScript(
       redis,
@@ -351,6 +383,14 @@ export class RunLeases {
         if (released) return false;
         stop();
         return (await this.releaseScript([leaseKey, pending], [token])) === 1;
+      },
+      releaseAndRead: async () => {
+        if (released) return null;
+        stop();
+        const { cp, messages } = this.keys.run(runId);
+        const reply = await this.releaseReadScript([leaseKey, pending, cp, messages], [token]);
+        if (reply[0] !== 1) return null;
+        return { data: reply[1] ?? null, version: reply[2] ?? null, messages: reply[3] };
       },
       releaseIfIdle: async () => {
         if (released) return true;

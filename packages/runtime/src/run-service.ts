@@ -144,7 +144,8 @@ export class RunService {
         hooks.endpoints,
         request.options?.metadata ?? {},
       );
-      const created = await deps.store.create(t.checkpoint, t.events);
+      // The thread acquire above listed the run in the thread's index already.
+      const created = await deps.store.create(t.checkpoint, t.events, { threadIndexed: true });
       if (acquired.kind === 'acquired') {
         await deps.queues.enqueueStep(
           { runId, tenantId, agent: request.agent },

@@ -14,7 +14,8 @@ import { decodeEventPayload } from './event-payload.ts';
 
 /**
  * Lua shared by every script that appends events. Expects, in scope:
- *   cp, stream, channel, env, at, bodies (a table of body tails), out (reply table).
+ *   cp, stream, channel, env, at, bodies (a table of body tails), out (reply table), echo (append
+ *   each event's JSON to `out`). Sets `lastSeq` (0 when there were no events).
  * Each body arrives as its JSON without the leading '{' and is glued to the envelope by string
  * concatenation: decoding and re-encoding with cjson would turn empty arrays into objects.
  * The events of one write are one stream entry (id 0-<last seq>) and one PUBLISH: a single event
@@ -24,13 +25,15 @@ import { decodeEventPayload } from './event-payload.ts';
  */
 const APPEND_EVENTS_LUA = `
 local n = #bodies
+local lastSeq = 0
 if n > 0 then
   local last = redis.call('HINCRBY', cp, 'seq', n)
+  lastSeq = last
   local parts = {}
   for i = 1, n do
     local json = '{"seq":' .. (last - n + i) .. ',' .. env .. ',"at":' .. at .. ',' .. bodies[i]
     parts[i] = json
-    out[#out + 1] = json
+    if echo then out[#out + 1] = json end
   end
   local payload = parts[1]
   if n > 1 then payload = '[' .. table.concat(parts, ',') .. ']' end
@@ -111,7 +114,7 @@ local status = ARGV[3]
 redis.call('HSET', cp, 'version', 1, 'seq', 0, 'data', ARGV[2], 'status', ARGV[3], 'tenant', ARGV[4],
   'agent', ARGV[5], 'threadId', ARGV[6], 'createdAt', ARGV[7], 'updatedAt', ARGV[8], 'env', env,
   'lastTrigger', '', 'activity', ARGV[12], 'awaiting', '[]')
-local out = {1, 1}
+local out, echo = {1, 1}, true
 ${BODIES_FROM_ARGV_LUA}
 ${APPEND_EVENTS_LUA}
 ${RETENTION_LUA}
@@ -127,7 +130,7 @@ return out
  *       run meanwhile, in which case the mark is cleared and the lease renewed), messages mode
  *       ('append' the new ones after `base` stored | 'replace' all), base, nmsg,
  *       messageJson × nmsg, bodies…
- * Reply: {1, newVersion, released (1 released | 0 kept | -1 not asked), eventJson…}
+ * Reply: {1, newVersion, released (1 released | 0 kept | -1 not asked), lastSeq}
  *      | {code, actualVersion} (codes: see GUARDS_LUA; -4 see MESSAGES_LUA)
  */
 const COMMIT_LUA = `
@@ -151,9 +154,11 @@ if ARGV[12] ~= '' and fence ~= '' then
     released = 1
   end
 end
-local out = {1, version, released}
+-- The events are not sent back: the caller has their bodies and rebuilds them from lastSeq.
+local out, echo = {1, version, released}, false
 ${BODIES_FROM_ARGV_LUA}
 ${APPEND_EVENTS_LUA}
+out[4] = lastSeq
 ${RETENTION_LUA}
 return out
 `;
@@ -173,7 +178,7 @@ local cp, stream, lease, fence = KEYS[1], KEYS[2], KEYS[3], ARGV[2]
 if fence == '' then return redis.error_reply('append needs a fencing token') end
 ${GUARDS_LUA}
 local channel, at, marker, stepPrefix, resetBody = ARGV[1], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-local out = {1, current}
+local out, echo = {1, current}, true
 local bodies = {}
 local previous = redis.call('HGET', cp, 'stream')
 if previous ~= marker then
@@ -390,7 +395,15 @@ export class RedisRunStore implements RunStore {
     return this.keys.channel(runId);
   }
 
-  async create(checkpoint: Checkpoint, events: readonly EventBody[]): Promise<CommitResult> {
+  /**
+   * `threadIndexed`: the run is in its thread's run index already (acquiring the thread puts it
+   * there), so only the tenant's index is written here.
+   */
+  async create(
+    checkpoint: Checkpoint,
+    events: readonly EventBody[],
+    opts: { readonly threadIndexed?: boolean } = {},
+  ): Promise<CommitResult> {
     const id = checkpoint.identity;
     const k = this.keys.run(id.runId);
     const reply = await this.createScript(runDataKeys(k), [
@@ -415,11 +428,13 @@ export class RedisRunStore implements RunStore {
     // ZADD is idempotent; a crash in between leaves an unlisted (but fully working) run.
     await Promise.all([
       this.redis.zadd(this.keys.tenantRuns(id.tenantId), checkpoint.createdAt, id.runId),
-      this.redis.zadd(
-        this.keys.thread(id.tenantId, id.threadId).runs,
-        checkpoint.createdAt,
-        id.runId,
-      ),
+      opts.threadIndexed === true
+        ? undefined
+        : this.redis.zadd(
+            this.keys.thread(id.tenantId, id.threadId).runs,
+            checkpoint.createdAt,
+            id.runId,
+          ),
     ]);
     return { version: 1, events: parseEvents(reply) };
   }
@@ -500,7 +515,7 @@ export class RedisRunStore implements RunStore {
         checkpoint.updatedAt,
         trigger ?? '',
         awaitingFields(checkpoint),
-        this.atArg(),
+        at,
         this.retentionSeconds,
         releaseTtlMs === undefined ? '' : String(releaseTtlMs),
         m,
@@ -511,15 +526,20 @@ export class RedisRunStore implements RunStore {
       ]);
     const data = checkpointData(checkpoint);
     const bodies = events.map(bodyTail);
+    const at = this.atArg();
     let reply = await call(mode, mode === 'append' ? from : 0);
     // The stored list was not what the base says (a run written before messages had their own
     // list): write the whole list instead.
     if (reply[0] === MESSAGES_OUT_OF_STEP) reply = await call('replace', 0);
     refused(runId, expectedVersion, reply);
     const released = reply[2];
+    const lastSeq = Number(reply[3]);
+    let appended: RunEvent[] | undefined;
     return {
       version: reply[1],
-      events: parseEvents(reply, 3),
+      get events() {
+        return (appended ??= rebuiltEvents(envelopeIds(checkpoint), at, bodies, lastSeq));
+      },
       ...(released === -1 ? {} : { released: released === 1 }),
     };
   }
@@ -848,6 +868,25 @@ function refused(
     default:
       throw new Error(`run ${runId}: unexpected script reply ${JSON.stringify(reply)}`);
   }
+}
+
+/**
+ * The events a commit appended, as the script built them (same envelope, same `at`, seqs ending
+ * at `lastSeq`). The worker's commits never read them: building them here instead of sending them
+ * back from Redis saves bytes and decoding on every commit (callers that read them do so once).
+ */
+function rebuiltEvents(
+  env: string,
+  at: string,
+  bodies: readonly string[],
+  lastSeq: number,
+): RunEvent[] {
+  return bodies.map(
+    (body, i) =>
+      JSON.parse(
+        `{"seq":${String(lastSeq - bodies.length + 1 + i)},${env},"at":${at},${body}`,
+      ) as RunEvent,
+  );
 }
 
 function parseEvents(reply: readonly unknown[], from = 2): RunEvent[] {
