@@ -128,7 +128,7 @@ export class RunCommitter {
     lease?: Lease,
     releaseIfIdle = false,
   ): Promise<Committed & { readonly released?: boolean }> {
-    const { version, released } = await this.deps.store.commit(
+    const { version, released, failedJobs } = await this.deps.store.commit(
       current.checkpoint.identity.runId,
       current.version,
       t.checkpoint,
@@ -139,7 +139,7 @@ export class RunCommitter {
       current.checkpoint,
     );
     if (lease && released !== undefined) lease.settle(released);
-    await this.afterCommit(current.checkpoint, t.checkpoint, registry);
+    await this.afterCommit(current.checkpoint, t.checkpoint, registry, failedJobs);
     await this.deps.afterCommitHook?.(current.checkpoint.identity.runId, t.events);
     return {
       checkpoint: t.checkpoint,
@@ -153,6 +153,7 @@ export class RunCommitter {
     before: Checkpoint,
     after: Checkpoint,
     registry?: KeyRegistry,
+    failedJobs?: readonly string[],
   ): Promise<void> {
     const was = activityOf(before);
     const is = activityOf(after);
@@ -166,7 +167,7 @@ export class RunCommitter {
       await redis.zadd(keys.waitingRuns, this.deps.now(), runId);
       await redis.zrem(keys.activeRuns, runId);
     } else {
-      await this.finished(after, registry);
+      await this.finished(after, registry, failedJobs);
     }
   }
 
@@ -175,7 +176,12 @@ export class RunCommitter {
    * may start the next queued run), its failed jobs removed, and leaving the live indexes. Each
    * part is idempotent, so the reconciler repeats it for a run whose worker died half-way.
    */
-  async finished(cp: Checkpoint, registry?: KeyRegistry): Promise<void> {
+  async finished(
+    cp: Checkpoint,
+    registry?: KeyRegistry,
+    /** The run's failed jobs, when the final commit read them already. */
+    failedJobs?: readonly string[],
+  ): Promise<void> {
     const { redis, keys } = this.deps;
     const runId = cp.identity.runId;
     // The thread first: the next turn of a conversation waits for it.
@@ -184,7 +190,9 @@ export class RunCommitter {
     await this.deps.onFinished?.(cp);
     const expiresAt = (cp.finishedAt ?? this.deps.now()) + this.deps.retentionSeconds * 1000;
     await redis.zadd(keys.expiringRuns, expiresAt, expiringMember(cp));
-    await this.deps.queues.removeFailedJobs(await redis.smembers(keys.run(runId).failed));
+    await this.deps.queues.removeFailedJobs(
+      failedJobs ?? (await redis.smembers(keys.run(runId).failed)),
+    );
     await redis.zrem(keys.activeRuns, runId);
     await redis.zrem(keys.waitingRuns, runId);
   }

@@ -130,7 +130,8 @@ return out
  *       run meanwhile, in which case the mark is cleared and the lease renewed), messages mode
  *       ('append' the new ones after `base` stored | 'replace' all), base, nmsg,
  *       messageJson × nmsg, bodies…
- * Reply: {1, newVersion, released (1 released | 0 kept | -1 not asked), lastSeq}
+ * Reply: {1, newVersion, released (1 released | 0 kept | -1 not asked), lastSeq,
+ *         failedJobs (only when the run is done now)}
  *      | {code, actualVersion} (codes: see GUARDS_LUA; -4 see MESSAGES_LUA)
  */
 const COMMIT_LUA = `
@@ -159,6 +160,8 @@ local out, echo = {1, version, released}, false
 ${BODIES_FROM_ARGV_LUA}
 ${APPEND_EVENTS_LUA}
 out[4] = lastSeq
+-- A finished run's failed tool jobs are removed by its clean-up: it gets their ids from here.
+if status == 'done' then out[5] = redis.call('SMEMBERS', KEYS[7]) end
 ${RETENTION_LUA}
 return out
 `;
@@ -494,7 +497,9 @@ export class RedisRunStore implements RunStore {
     fence = '',
     releaseTtlMs?: number,
     base?: Checkpoint,
-  ): Promise<CommitResult & { readonly released?: boolean }> {
+  ): Promise<
+    CommitResult & { readonly released?: boolean; readonly failedJobs?: readonly string[] }
+  > {
     if (checkpoint.identity.runId !== runId)
       throw new Error(
         `commit: checkpoint belongs to run ${checkpoint.identity.runId}, not ${runId}`,
@@ -541,6 +546,7 @@ export class RedisRunStore implements RunStore {
         return (appended ??= rebuiltEvents(envelopeIds(checkpoint), at, bodies, lastSeq));
       },
       ...(released === -1 ? {} : { released: released === 1 }),
+      ...(Array.isArray(reply[4]) ? { failedJobs: reply[4] as string[] } : {}),
     };
   }
 
