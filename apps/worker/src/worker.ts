@@ -14,6 +14,7 @@ import {
   TOOL_QUEUE,
   type RedisClient,
   bullPrefix,
+  coalesceWrites,
   bullTelemetryOption,
   duplicateClient,
   listenForControl,
@@ -150,6 +151,9 @@ export class BatonWorker {
       this.bullWorkers.push(this.schedules.start());
     }
     for (const w of this.bullWorkers) {
+      // A job's completion and the next fetch, and what several jobs send in one turn, go out
+      // in one write (see coalesceWrites).
+      w.backend.client.then(coalesceWrites, () => undefined);
       if (w === this.schedules?.worker) continue;
       w.on('error', (err) => this.logger.error({ err, queue: w.name }, 'worker error'));
       w.on('failed', (job, err) => {

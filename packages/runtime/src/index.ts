@@ -11,6 +11,7 @@ export * from './redis/keys.ts';
 export * from './redis/redis-run-store.ts';
 export * from './redis/scripts.ts';
 export * from './redis/thread-store.ts';
+export * from './redis/write-coalescing.ts';
 export * from './run-committer.ts';
 export * from './run-lease.ts';
 export * from './run-service.ts';

@@ -3,6 +3,7 @@ import { JOB_PAYLOAD_VERSION, type StepJob, type ToolJob } from '@baton/protocol
 import { bullPrefix } from './redis/keys.ts';
 import { createHash, randomUUID } from 'node:crypto';
 import { bullTelemetryOption } from './telemetry/tracing-state.ts';
+import { coalesceWrites } from './redis/write-coalescing.ts';
 
 /**
  * The shared queues of Baton versions before per-agent routing. New workers still drain them
@@ -118,6 +119,8 @@ export class BatonQueues {
       });
       const { onError } = this.opts;
       if (onError) queue.on('error', (err) => onError(err, name));
+      // Jobs added in the same turn (a round's tool calls) go out in one write.
+      queue.backend.client.then(coalesceWrites, () => undefined);
       this.open.set(name, queue);
     }
     return queue;

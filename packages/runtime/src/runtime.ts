@@ -3,6 +3,7 @@ import { Cluster, Redis } from 'ioredis';
 import type { Clock } from '@baton/core';
 import type { Logger } from 'pino';
 import { duplicateClient, reconnectDelay, redisOptions } from './redis/connection.ts';
+import { coalesceWrites } from './redis/write-coalescing.ts';
 import { Durability } from './redis/durability.ts';
 import { BatonKeys } from './redis/keys.ts';
 import { RedisRunStore } from './redis/redis-run-store.ts';
@@ -61,6 +62,7 @@ export class BatonRuntime {
     this.config = config;
     this.ownsClient = client === undefined;
     this.redis = client ?? new Redis(config.REDIS_URL, redisOptions(role, 'baton'));
+    coalesceWrites(this.redis);
     let down = false;
     this.redis.on('error', (err) => {
       // One line per outage, not one per reconnect attempt.
