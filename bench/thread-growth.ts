@@ -102,8 +102,8 @@ async function runKeyBytes(redis: Redis, prefix: string, runId: string): Promise
 }
 
 /**
- * Bytes of the run-commit script calls (`EVALSHA <sha> 8 <run keys…> <argv…>`, recognised by
- * their 8 keys ending in the run's `:cp` key and the messages mode in ARGV[13]) made while `work`
+ * Bytes of the run-commit script calls (`EVALSHA <sha> <5|8> <run keys…> <argv…>`, recognised by
+ * their first key, the run's `:cp` key, and the messages mode in ARGV[12]) made while `work`
  * runs, for the run it returns.
  */
 async function commitBytes(
@@ -113,8 +113,11 @@ async function commitBytes(
 ): Promise<{ count: number; bytes: number; max: number }> {
   const calls: { cpKey: string; bytes: number }[] = [];
   const monitor = await startMonitor(url, ({ source, args }) => {
-    if (source === 'lua' || (args[0] ?? '').toLowerCase() !== 'evalsha' || args[2] !== '8') return;
-    const mode = args[23];
+    const numKeys = Number(args[2]);
+    if (source === 'lua' || (args[0] ?? '').toLowerCase() !== 'evalsha') return;
+    if (numKeys !== 5 && numKeys !== 8) return;
+    if (!(args[3] ?? '').endsWith(':cp')) return;
+    const mode = args[3 + numKeys + 11];
     if (mode !== 'append' && mode !== 'replace') return;
     calls.push({
       cpKey: args[3] ?? '',

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { BatonKeys } from './redis/keys.ts';
 import { LeaseLostError } from './redis/redis-run-store.ts';
 import { defineScript, type LuaScript, type RedisClient } from './redis/scripts.ts';
@@ -125,6 +125,11 @@ const RENEW_LUA = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1`;
+
+/** A lease (fencing) token: 128 random bits, short because every fenced write carries it. */
+function newToken(): string {
+  return randomBytes(16).toString('base64url');
+}
 
 export interface Lease {
   readonly runId: string;
@@ -267,7 +272,7 @@ export class RunLeases {
    * `driver` ('<queue>:<jobId>') names the job that will hold it.
    */
   async acquire(runId: string, driver = ''): Promise<Lease | null> {
-    const token = randomUUID();
+    const token = newToken();
     const { lease: leaseKey, pending, cp } = this.keys.run(runId);
     const ttl = this.ttlMs;
     // The pending mark outlives the lease so a holder that crashes still leaves it for the next one.
@@ -291,7 +296,7 @@ export class RunLeases {
     /** The round is complete and left to the parent step job (see RecordFirst). */
     deferred: boolean;
   }> {
-    const token = randomUUID();
+    const token = newToken();
     const { lease: leaseKey, pending, cp, messages, results } = this.keys.run(runId);
     const ttl = this.ttlMs;
     const reply = await this.acquireLoadScript(

@@ -298,7 +298,13 @@ export class RunService {
     return this.deps.store.listRuns(query);
   }
 
+  /**
+   * The thread as a client that saw its last run's `run.finished` expects it: that run's
+   * messages in, even when its worker has not released the thread yet (done right after the
+   * final commit, so a read can come in between).
+   */
   async thread(tenantId: string, threadId: string): Promise<ThreadSnapshot> {
+    await this.settleActiveRun(tenantId, threadId, '');
     return this.deps.threads.load(tenantId, threadId);
   }
 

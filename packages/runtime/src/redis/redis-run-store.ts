@@ -9,7 +9,12 @@ import type {
 import { RunDoneError, VersionConflictError, activityOf } from '@baton/core';
 import type { CommitResult, RunStore, StoredCheckpoint } from '@baton/core';
 import { BatonKeys, mailboxField, runDataKeys, type RunDataKeys, type RunKeys } from './keys.ts';
-import { defineScript, type LuaScript, type RedisClient } from './scripts.ts';
+import {
+  defineScript,
+  defineVariadicScript,
+  type LuaScript,
+  type RedisClient,
+} from './scripts.ts';
 import { decodeEventPayload } from './event-payload.ts';
 
 /**
@@ -122,33 +127,40 @@ return out
 `;
 
 /**
- * KEYS: cp, events, lease, pending, results, parent, failed, messages
- * ARGV: channel, expectedVersion, fence ('' = unfenced), data (without messages), status,
- *       activity, updatedAt, trigger ('' = none), awaiting (JSON array of the mailbox fields of
- *       the running calls, read back by the lease acquire), at, retention, release ('' = keep the
- *       lease; else the lease TTL in ms: release it after the commit unless someone asked for the
- *       run meanwhile, in which case the mark is cleared and the lease renewed), messages mode
+ * KEYS: cp, events, lease, pending, messages, and for a commit that finishes the run (status
+ *       'done') also results, parent, failed: only that commit touches them (retention, the
+ *       failed jobs), so the others do not send their names.
+ * ARGV: expectedVersion, fence ('' = unfenced), data (without messages), status, activity,
+ *       updatedAt, trigger ('' = none), awaiting (JSON array of the mailbox fields of the running
+ *       calls, read back by the lease acquire), at, retention, release ('' = keep the lease; else
+ *       the lease TTL in ms: release it after the commit unless someone asked for the run
+ *       meanwhile, in which case the mark is cleared and the lease renewed), messages mode
  *       ('append' the new ones after `base` stored | 'replace' all), base, nmsg,
  *       messageJson × nmsg, bodies…
+ * The run's pub/sub channel is its key base + ':ch' (BatonKeys.run), derived from the cp key.
  * Reply: {1, newVersion, released (1 released | 0 kept | -1 not asked), lastSeq,
  *         failedJobs (only when the run is done now)}
  *      | {code, actualVersion} (codes: see GUARDS_LUA; -4 see MESSAGES_LUA)
  */
 const COMMIT_LUA = `
-local cp, stream, lease, fence, msgs = KEYS[1], KEYS[2], KEYS[3], ARGV[3], KEYS[8]
+local cp, stream, lease, fence, msgs = KEYS[1], KEYS[2], KEYS[3], ARGV[2], KEYS[5]
 ${GUARDS_LUA}
-if current ~= tonumber(ARGV[2]) then return {0, current} end
+if current ~= tonumber(ARGV[1]) then return {0, current} end
+local status = ARGV[4]
+if status == 'done' and #KEYS < 8 then
+  return redis.error_reply('commit: a commit that finishes the run takes all of its keys')
+end
 local version = current + 1
-local channel, at, retention = ARGV[1], ARGV[10], ARGV[11]
-local mode, base, nmsg, from, first = ARGV[13], tonumber(ARGV[14]), tonumber(ARGV[15]), 16, 0
+local channel = string.sub(cp, 1, -4) .. ':ch'
+local at, retention = ARGV[9], ARGV[10]
+local mode, base, nmsg, from, first = ARGV[12], tonumber(ARGV[13]), tonumber(ARGV[14]), 15, 0
 ${MESSAGES_LUA}
-local status = ARGV[5]
-redis.call('HSET', cp, 'version', version, 'data', ARGV[4], 'status', ARGV[5], 'activity', ARGV[6],
-  'updatedAt', ARGV[7], 'lastTrigger', ARGV[8], 'awaiting', ARGV[9])
+redis.call('HSET', cp, 'version', version, 'data', ARGV[3], 'status', status, 'activity', ARGV[5],
+  'updatedAt', ARGV[6], 'lastTrigger', ARGV[7], 'awaiting', ARGV[8])
 local released = -1
-if ARGV[12] ~= '' and fence ~= '' then
+if ARGV[11] ~= '' and fence ~= '' then
   if redis.call('DEL', KEYS[4]) == 1 then
-    redis.call('PEXPIRE', lease, ARGV[12])
+    redis.call('PEXPIRE', lease, ARGV[11])
     released = 0
   else
     redis.call('DEL', lease)
@@ -161,7 +173,7 @@ ${BODIES_FROM_ARGV_LUA}
 ${APPEND_EVENTS_LUA}
 out[4] = lastSeq
 -- A finished run's failed tool jobs are removed by its clean-up: it gets their ids from here.
-if status == 'done' then out[5] = redis.call('SMEMBERS', KEYS[7]) end
+if status == 'done' then out[5] = redis.call('SMEMBERS', KEYS[8]) end
 ${RETENTION_LUA}
 return out
 `;
@@ -312,9 +324,8 @@ type RunCreate = LuaScript<
   ScriptReply
 >;
 type RunCommit = LuaScript<
-  RunDataKeys,
+  readonly string[],
   [
-    channel: string,
     expectedVersion: number,
     fence: string,
     data: string,
@@ -388,7 +399,7 @@ export class RedisRunStore implements RunStore {
       throw new Error('RedisRunStore: retentionSeconds must be a positive integer');
     this.validateOnLoad = opts.validateOnLoad ?? false;
     this.createScript = defineScript(this.redis, 'batonRunCreate3', 8, CREATE_LUA);
-    this.commitScript = defineScript(this.redis, 'batonRunCommit4', 8, COMMIT_LUA);
+    this.commitScript = defineVariadicScript(this.redis, 'batonRunCommit5', COMMIT_LUA);
     this.appendScript = defineScript(this.redis, 'batonRunAppend3', 3, APPEND_LUA);
     this.deleteScript = defineScript(this.redis, 'batonRunDelete2', 8, DELETE_LUA);
   }
@@ -510,8 +521,7 @@ export class RedisRunStore implements RunStore {
     const from = base ? sharedPrefix(base.messages, checkpoint.messages) : 0;
     const mode = base && from === base.messages.length ? 'append' : 'replace';
     const call = (m: 'append' | 'replace', after: number) =>
-      this.commitScript(runDataKeys(k), [
-        k.channel,
+      this.commitScript(checkpoint.status === 'done' ? finalCommitKeys(k) : commitKeys(k), [
         expectedVersion,
         fence,
         data,
@@ -825,6 +835,16 @@ function sharedPrefix(base: readonly unknown[], next: readonly unknown[]): numbe
   let i = 0;
   while (i < n && base[i] === next[i]) i += 1;
   return i;
+}
+
+/** The keys every commit takes (see COMMIT_LUA). */
+function commitKeys(k: RunKeys): [string, string, string, string, string] {
+  return [k.cp, k.events, k.lease, k.pending, k.messages];
+}
+
+/** The keys of a commit that finishes the run: all of them (retention, failed jobs). */
+function finalCommitKeys(k: RunKeys): string[] {
+  return [...commitKeys(k), k.results, k.parent, k.failed];
 }
 
 /**

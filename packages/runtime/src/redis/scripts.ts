@@ -37,3 +37,20 @@ export function defineScript<Keys extends readonly string[], Argv extends readon
     return call(...keys, ...argv);
   };
 }
+
+/**
+ * defineScript for a script whose number of keys varies between calls (the number is sent with
+ * each call, as EVALSHA takes it).
+ */
+export function defineVariadicScript<Argv extends readonly LuaArg[], Reply>(
+  redis: RedisClient,
+  name: string,
+  lua: string,
+): LuaScript<readonly string[], Argv, Reply> {
+  const commands = redis as unknown as Record<string, unknown>;
+  if (typeof commands[name] !== 'function') redis.defineCommand(name, { lua });
+  const fn = commands[name];
+  if (typeof fn !== 'function') throw new Error(`defineScript: ioredis did not define ${name}`);
+  const call = (fn as (...args: LuaArg[]) => Promise<Reply>).bind(redis);
+  return async (keys, argv) => call(keys.length, ...keys, ...argv);
+}
