@@ -1,6 +1,7 @@
 import type { RunEvent } from '@baton/protocol';
 import {
   SUBSCRIBER_OPTIONS,
+  decodeEventPayload,
   duplicateClient,
   type BatonRuntime,
   type RedisClient,
@@ -154,8 +155,35 @@ export class ApiMetrics {
   }
 }
 
-/** Event types the observer needs; everything else (deltas above all) is skipped unparsed. */
+/** Event types the observer needs; a message with none of them (deltas above all) is skipped unparsed. */
 const OBSERVED = /"type":"(step\.started|step\.finished|tool_call\.result|run\.finished)"/;
+const OBSERVED_TYPES: ReadonlySet<string> = new Set([
+  'step.started',
+  'step.finished',
+  'tool_call.result',
+  'run.finished',
+]);
+
+/**
+ * Folds one pub/sub message of a run's channel into the metrics. A message holds the events of
+ * one commit (a JSON array) or one event; only the observed types are folded in.
+ */
+export function observeMessage(metrics: ApiMetrics, message: string, now: number): void {
+  if (!OBSERVED.test(message)) return;
+  let events: RunEvent[];
+  try {
+    events = decodeEventPayload(message);
+  } catch {
+    return; // not an event: ignore
+  }
+  for (const event of events) {
+    try {
+      if (OBSERVED_TYPES.has(event.type)) metrics.observe(event, now);
+    } catch {
+      // not an event: ignore
+    }
+  }
+}
 
 /**
  * Watches every run's channel (PSUBSCRIBE) so step and tool durations are measured for all runs,
@@ -174,14 +202,9 @@ export class EventMetricsObserver {
     });
     this.sub.on('error', (err) => logger.warn({ err }, 'metrics subscriber error'));
     this.pattern = runtime.keys.runChannelPattern;
-    this.sub.on('pmessage', (_pattern: string, _channel: string, message: string) => {
-      if (!OBSERVED.test(message)) return;
-      try {
-        this.metrics.observe(JSON.parse(message) as RunEvent, Date.now());
-      } catch {
-        // not an event: ignore
-      }
-    });
+    this.sub.on('pmessage', (_pattern: string, _channel: string, message: string) =>
+      observeMessage(this.metrics, message, Date.now()),
+    );
   }
 
   async start(): Promise<void> {
