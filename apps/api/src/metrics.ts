@@ -1,13 +1,6 @@
 import type { RunEvent } from '@baton/protocol';
-import {
-  SUBSCRIBER_OPTIONS,
-  decodeEventPayload,
-  duplicateClient,
-  type BatonRuntime,
-  type RedisClient,
-} from '@baton/runtime';
+import { decodeEventPayload, type BatonRuntime } from '@baton/runtime';
 import type { RequestHandler } from 'express';
-import type { Logger } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 const QUEUE_STATES = [
@@ -166,13 +159,22 @@ const OBSERVED_TYPES: ReadonlySet<string> = new Set([
 
 /**
  * Folds one pub/sub message of a run's channel into the metrics. A message holds the events of
- * one commit (a JSON array) or one event; only the observed types are folded in.
+ * one commit (a JSON array) or one event; only the observed types are folded in. The API's
+ * RunEventSubscriber watches every run's channel (PSUBSCRIBE) when EVENT_METRICS is on and hands
+ * each message here (`decode` shares the decoding with the streams), so step and tool durations
+ * are measured for all runs, not only streamed ones. Each API instance sees the whole cluster:
+ * do not sum across instances.
  */
-export function observeMessage(metrics: ApiMetrics, message: string, now: number): void {
+export function observeMessage(
+  metrics: ApiMetrics,
+  message: string,
+  now: number,
+  decode: () => RunEvent[] = () => decodeEventPayload(message),
+): void {
   if (!OBSERVED.test(message)) return;
   let events: RunEvent[];
   try {
-    events = decodeEventPayload(message);
+    events = decode();
   } catch {
     return; // not an event: ignore
   }
@@ -182,36 +184,5 @@ export function observeMessage(metrics: ApiMetrics, message: string, now: number
     } catch {
       // not an event: ignore
     }
-  }
-}
-
-/**
- * Watches every run's channel (PSUBSCRIBE) so step and tool durations are measured for all runs,
- * not only streamed ones. Each API instance sees the whole cluster: do not sum across instances.
- */
-export class EventMetricsObserver {
-  private readonly sub: RedisClient;
-  private readonly metrics: ApiMetrics;
-  private readonly pattern: string;
-
-  constructor(runtime: BatonRuntime, metrics: ApiMetrics, logger: Logger) {
-    this.metrics = metrics;
-    this.sub = duplicateClient(runtime.redis, {
-      ...SUBSCRIBER_OPTIONS,
-      connectionName: 'baton-api-metrics',
-    });
-    this.sub.on('error', (err) => logger.warn({ err }, 'metrics subscriber error'));
-    this.pattern = runtime.keys.runChannelPattern;
-    this.sub.on('pmessage', (_pattern: string, _channel: string, message: string) =>
-      observeMessage(this.metrics, message, Date.now()),
-    );
-  }
-
-  async start(): Promise<void> {
-    await this.sub.psubscribe(this.pattern);
-  }
-
-  async close(): Promise<void> {
-    await this.sub.quit().catch(() => undefined);
   }
 }
