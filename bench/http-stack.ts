@@ -89,6 +89,7 @@ export async function startStack(
         HOST: '127.0.0.1',
         API_KEYS: `${TENANT}:${key}`,
         METRICS_PUBLIC: 'true',
+        ...apiNodeOptions(),
         ...opts.apiEnv,
       },
       'LISTENING ',
@@ -109,6 +110,16 @@ export async function startStack(
     await stop();
     throw error;
   }
+}
+
+/**
+ * BENCH_API_NODE_OPTIONS becomes the API child's NODE_OPTIONS (only its own), e.g.
+ * `--cpu-prof --cpu-prof-dir=/tmp/apiprof` to profile where the API's CPU per run goes; the
+ * profile is written when the child exits on the bench's SIGTERM.
+ */
+function apiNodeOptions(): Record<string, string> {
+  const value = process.env['BENCH_API_NODE_OPTIONS'];
+  return value === undefined || value === '' ? {} : { NODE_OPTIONS: value };
 }
 
 /** Knobs every HTTP scenario shares: child log level and start-up timeout. */

@@ -1,5 +1,6 @@
 import { BatonRuntime, RunEventSubscriber } from '@baton/runtime';
 import type { Clock } from '@baton/core';
+import type { RunEvent } from '@baton/protocol';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { BULL_BOARD_PATH, BoardQueues, bullBoardGuard, bullBoardRouter } from './admin.ts';
@@ -14,7 +15,7 @@ import { IdempotencyStore } from './idempotency.ts';
 import { AuthFailureLimiter, SseConnectionLimiter, rateLimit } from './limits.ts';
 import { protocolPlugins } from './adapters/plugins.ts';
 import { createApiLogger, httpLogger } from './logger.ts';
-import { ApiMetrics, EventMetricsObserver } from './metrics.ts';
+import { ApiMetrics, observeMessage } from './metrics.ts';
 import { metricsAuth } from './metrics-auth.ts';
 import { agentsRouter } from './routes/agents.ts';
 import { eventsRouter } from './routes/events.ts';
@@ -91,15 +92,21 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   // Webhooks: every run of these tenants also reports to the tenant's endpoint.
   runtime.webhooks.tenantWebhooks = tenantWebhooks;
   const metrics = new ApiMetrics(runtime);
+  // With EVENT_METRICS the metrics watch every run's channel: the streams' subscriber then takes
+  // its messages from that one pattern subscription (no SUBSCRIBE per stream, one decode each).
   const subscriber = new RunEventSubscriber({
     redis: runtime.redis,
     source: runtime.store,
     onError: (err, runId) => logger.warn({ err, runId }, 'event subscriber error'),
+    ...(config.EVENT_METRICS
+      ? {
+          pattern: runtime.keys.runChannelPattern,
+          onMessage: (message: string, decode: () => RunEvent[]) =>
+            observeMessage(metrics, message, Date.now(), decode),
+        }
+      : {}),
   });
-  const observer = config.EVENT_METRICS
-    ? new EventMetricsObserver(runtime, metrics, logger)
-    : undefined;
-  await observer?.start();
+  await subscriber.start();
 
   const context: ApiContext = {
     config,
@@ -187,7 +194,6 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
       await gate.drain(2_000);
       context.sseLimiter.close();
       await subscriber.close().catch(() => undefined);
-      await observer?.close();
       if (ownsRuntime) await runtime.close();
     },
   };

@@ -41,4 +41,30 @@ describe('httpLogger', () => {
     expect(line.length).toBeLessThan(400);
     expect(line).not.toMatch(/super-secret/);
   });
+
+  it('at level warn logs a 5xx only (a routine response builds no line)', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(...chunk.toString().split('\n').filter(Boolean));
+        done();
+      },
+    });
+    const app = express();
+    app.use(httpLogger(pino({ level: 'warn' }, sink)));
+    app.get('/ok', (_req, res) => {
+      res.status(404).json({});
+    });
+    app.get('/fail', (_req, res) => {
+      res.status(503).json({});
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    await fetch(`http://127.0.0.1:${port}/ok`);
+    await fetch(`http://127.0.0.1:${port}/fail`);
+    server.close();
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 50, res: { statusCode: 503 } });
+  });
 });

@@ -34,7 +34,12 @@ export function httpLogger(logger: Logger): HttpLogger {
       return id;
     },
     // A client's mistake is routine: info, and one short line (method, url, status, code).
-    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
+    // 'silent' when the logger would drop the line anyway: pino-http then skips building it (a
+    // child logger with the tenant, the line's object) on every response.
+    customLogLevel: (_req, res, err) => {
+      const level = err || res.statusCode >= 500 ? 'error' : 'info';
+      return logger.isLevelEnabled(level) ? level : 'silent';
+    },
     serializers: {
       req: (req: { id?: unknown; method?: string; url?: string }) => ({
         id: req.id,

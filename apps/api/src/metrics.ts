@@ -1,12 +1,6 @@
 import type { RunEvent } from '@baton/protocol';
-import {
-  SUBSCRIBER_OPTIONS,
-  duplicateClient,
-  type BatonRuntime,
-  type RedisClient,
-} from '@baton/runtime';
+import { decodeEventPayload, type BatonRuntime } from '@baton/runtime';
 import type { RequestHandler } from 'express';
-import type { Logger } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 const QUEUE_STATES = [
@@ -154,41 +148,41 @@ export class ApiMetrics {
   }
 }
 
-/** Event types the observer needs; everything else (deltas above all) is skipped unparsed. */
+/** Event types the observer needs; a message with none of them (deltas above all) is skipped unparsed. */
 const OBSERVED = /"type":"(step\.started|step\.finished|tool_call\.result|run\.finished)"/;
+const OBSERVED_TYPES: ReadonlySet<string> = new Set([
+  'step.started',
+  'step.finished',
+  'tool_call.result',
+  'run.finished',
+]);
 
 /**
- * Watches every run's channel (PSUBSCRIBE) so step and tool durations are measured for all runs,
- * not only streamed ones. Each API instance sees the whole cluster: do not sum across instances.
+ * Folds one pub/sub message of a run's channel into the metrics. A message holds the events of
+ * one commit (a JSON array) or one event; only the observed types are folded in. The API's
+ * RunEventSubscriber watches every run's channel (PSUBSCRIBE) when EVENT_METRICS is on and hands
+ * each message here (`decode` shares the decoding with the streams), so step and tool durations
+ * are measured for all runs, not only streamed ones. Each API instance sees the whole cluster:
+ * do not sum across instances.
  */
-export class EventMetricsObserver {
-  private readonly sub: RedisClient;
-  private readonly metrics: ApiMetrics;
-  private readonly pattern: string;
-
-  constructor(runtime: BatonRuntime, metrics: ApiMetrics, logger: Logger) {
-    this.metrics = metrics;
-    this.sub = duplicateClient(runtime.redis, {
-      ...SUBSCRIBER_OPTIONS,
-      connectionName: 'baton-api-metrics',
-    });
-    this.sub.on('error', (err) => logger.warn({ err }, 'metrics subscriber error'));
-    this.pattern = runtime.keys.runChannelPattern;
-    this.sub.on('pmessage', (_pattern: string, _channel: string, message: string) => {
-      if (!OBSERVED.test(message)) return;
-      try {
-        this.metrics.observe(JSON.parse(message) as RunEvent, Date.now());
-      } catch {
-        // not an event: ignore
-      }
-    });
+export function observeMessage(
+  metrics: ApiMetrics,
+  message: string,
+  now: number,
+  decode: () => RunEvent[] = () => decodeEventPayload(message),
+): void {
+  if (!OBSERVED.test(message)) return;
+  let events: RunEvent[];
+  try {
+    events = decode();
+  } catch {
+    return; // not an event: ignore
   }
-
-  async start(): Promise<void> {
-    await this.sub.psubscribe(this.pattern);
-  }
-
-  async close(): Promise<void> {
-    await this.sub.quit().catch(() => undefined);
+  for (const event of events) {
+    try {
+      if (OBSERVED_TYPES.has(event.type)) metrics.observe(event, now);
+    } catch {
+      // not an event: ignore
+    }
   }
 }

@@ -16,6 +16,18 @@ describe('SSE serializer', () => {
     expect(() => formatFrame({ id: '1\r', data: '' })).toThrow(/line breaks/);
   });
 
+  it('an event frame is the frame of its seq, type and JSON, whatever the event holds', () => {
+    const events: { seq: number; type: string; [k: string]: unknown }[] = [
+      { seq: 1, type: 'run.created', text: 'multi\nline\r\nand\rcr' },
+      { seq: 22, type: 'text.delta', text: 'é ✓ "quoted" \u2028 \ud800' },
+    ];
+    for (const e of events)
+      expect(eventFrame(e)).toBe(
+        formatFrame({ id: e.seq, event: e.type, data: JSON.stringify(e) }),
+      );
+    expect(() => eventFrame({ seq: 3, type: 'a\nb' })).toThrow(/line breaks/);
+  });
+
   it('round-trips through an EventSource-conformant parser, in arbitrary chunks', () => {
     const events = [
       { seq: 1, type: 'run.created', text: 'multi\nline' },

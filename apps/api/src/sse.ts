@@ -12,8 +12,10 @@ export interface SseFrame {
   readonly retry?: number;
 }
 
+const LINE_BREAK = /[\r\n]/;
+
 function singleLine(value: string, field: string): string {
-  if (/[\r\n]/.test(value)) throw new Error(`SSE ${field} may not contain line breaks`);
+  if (LINE_BREAK.test(value)) throw new Error(`SSE ${field} may not contain line breaks`);
   return value;
 }
 
@@ -35,7 +37,16 @@ export function formatComment(text: string): string {
 
 /** A JSON payload as a frame whose id is its sequence and event its type. */
 export function eventFrame(event: { seq: number; type: string }): string {
-  return formatFrame({ id: event.seq, event: event.type, data: JSON.stringify(event) });
+  const data = JSON.stringify(event);
+  // The frame of every event of every stream: JSON.stringify escapes line breaks, so the data is
+  // one line and needs no splitting, nor does a numeric id. Anything else takes formatFrame.
+  if (
+    typeof event.seq === 'number' &&
+    typeof event.type === 'string' &&
+    !LINE_BREAK.test(event.type)
+  )
+    return `id: ${event.seq}\nevent: ${event.type}\ndata: ${data}\n\n`;
+  return formatFrame({ id: event.seq, event: event.type, data });
 }
 
 /** An open SSE response: headers are flushed at once, heartbeats run until close(). */
@@ -52,6 +63,14 @@ export class SseStream {
     res.setHeader('Connection', 'keep-alive');
     // nginx and friends: do not buffer this response.
     res.setHeader('X-Accel-Buffering', 'no');
+    // The headers leave at the end of this tick together with what the route writes right after
+    // (its opening comment): one write to the socket instead of two. Node's own writes cork the
+    // same way (until the next tick).
+    const socket = res.socket;
+    if (socket && !socket.writableCorked) {
+      socket.cork();
+      process.nextTick(() => socket.uncork());
+    }
     res.flushHeaders();
     res.socket?.setNoDelay(true);
     this.heartbeat = setInterval(() => this.write(formatComment('ping')), heartbeatMs);

@@ -81,6 +81,15 @@ export class AgentCatalog {
   readonly liveness: AgentLiveness;
   private readonly redis: RedisClient;
   private readonly keys: BatonKeys;
+  /**
+   * The last advert read per agent, by its stored text: creating a run reads the advert every
+   * time, and it only changes when a worker advertises again (a parse per run was the API's
+   * largest own cost of creating one). One entry per agent name, replaced when the text changes.
+   */
+  private readonly parsed = new Map<
+    string,
+    { readonly raw: string; readonly advert: AgentAdvert }
+  >();
 
   constructor(redis: RedisClient, keys: BatonKeys) {
     this.redis = redis;
@@ -113,7 +122,13 @@ export class AgentCatalog {
   /** The agent's advert alone (no liveness lookup): what creating a run needs. */
   async advert(name: string): Promise<AgentAdvert | null> {
     const raw = await this.redis.hget(agentsKey(this.keys), name);
-    return raw === null ? null : parseAdvert(raw);
+    if (raw === null) return null;
+    const known = this.parsed.get(name);
+    if (known?.raw === raw) return known.advert;
+    const advert = parseAdvert(raw);
+    if (advert) this.parsed.set(name, { raw, advert });
+    else this.parsed.delete(name);
+    return advert;
   }
 
   /** Whether a live worker runs the agent now. */

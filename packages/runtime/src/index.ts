@@ -6,6 +6,7 @@ export * from './logger.ts';
 export * from './queues.ts';
 export * from './redis/connection.ts';
 export * from './redis/durability.ts';
+export * from './redis/event-payload.ts';
 export * from './redis/event-subscriber.ts';
 export * from './redis/keys.ts';
 export * from './redis/redis-run-store.ts';

@@ -1,6 +1,7 @@
 import type { RunEvent } from '@baton/protocol';
 import { Router, type Request } from 'express';
 import { BatonError, activityOf } from '@baton/core';
+import { RunNotFoundError } from '@baton/runtime';
 import { principalOf } from '../auth.ts';
 import type { ApiContext } from '../context.ts';
 import { EventsQuerySchema } from '../schemas.ts';
@@ -48,8 +49,20 @@ export function eventsRouter(ctx: ApiContext): Router {
     }
     const after = afterSeqOf(req, query.after);
     const until = query.until ?? 'done';
-    const { checkpoint } = await ctx.service.load(tenantId, runId);
-    const lastSeq = await ctx.runtime.store.lastSeq(runId);
+    // The tenant check and the log's end in one read: a client that has not seen everything
+    // yet (the usual case) is streamed to, whatever the checkpoint says.
+    let lastSeq = await ctx.runtime.store.lastSeqForTenant(runId, tenantId);
+    if (lastSeq === null) throw new RunNotFoundError(runId);
+    let idle = false;
+    if (after >= lastSeq) {
+      // Whether the stream would end at once needs the checkpoint; the log's end is read again
+      // after it, so an event committed in between (the run's last, say) is not missed.
+      const { checkpoint } = await ctx.service.load(tenantId, runId);
+      lastSeq = await ctx.runtime.store.lastSeq(runId);
+      // core's one idle predicate (a partly decided batch_all_suspended round is idle too).
+      const activity = activityOf(checkpoint);
+      idle = activity === 'done' || (until === 'suspended' && activity === 'waiting');
+    }
     if (after > lastSeq)
       // The client saw events the log no longer has: Redis lost acknowledged writes (a restart
       // without them). Its view must be rebuilt, not continued: the seqs after lastSeq will be
@@ -59,9 +72,6 @@ export function eventsRouter(ctx: ApiContext): Router {
         `the run's event log ends at seq ${lastSeq} but Last-Event-ID/after is ${after}: the store lost events after a restart; drop what you received after seq ${lastSeq} and read again from there`,
         { lastSeq, after },
       );
-    // core's one idle predicate (a partly decided batch_all_suspended round is idle too).
-    const activity = activityOf(checkpoint);
-    const idle = activity === 'done' || (until === 'suspended' && activity === 'waiting');
     if (after >= lastSeq && idle) {
       // Nothing more will come: 204 also tells a browser EventSource not to reconnect.
       res.status(204).end();

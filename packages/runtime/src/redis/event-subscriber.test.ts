@@ -11,6 +11,7 @@ import {
 } from '../../../../test/support/redis-runs.ts';
 import { RedisRunStore } from './redis-run-store.ts';
 import { RunEventSubscriber } from './event-subscriber.ts';
+import { BatonKeys } from './keys.ts';
 
 const url = inject('redisUrl');
 const redis = new Redis(url, { maxRetriesPerRequest: 1 });
@@ -23,14 +24,26 @@ afterAll(async () => {
 });
 
 let store: RedisRunStore;
+let prefix: string;
 let clock = 1_000;
 
 beforeEach(() => {
-  store = new RedisRunStore({ redis, prefix: uniquePrefix('sub'), now: () => clock++ });
+  prefix = uniquePrefix('sub');
+  store = new RedisRunStore({ redis, prefix, now: () => clock++ });
 });
 
-function newSubscriber(errors: unknown[] = []): RunEventSubscriber {
-  const s = new RunEventSubscriber({ redis, source: store, onError: (err) => errors.push(err) });
+/** Every run's channel of this test's store (the pattern mode's subscription). */
+function runChannelPattern(): string {
+  return new BatonKeys(prefix).runChannelPattern;
+}
+
+function newSubscriber(errors: unknown[] = [], pattern = false): RunEventSubscriber {
+  const s = new RunEventSubscriber({
+    redis,
+    source: store,
+    onError: (err) => errors.push(err),
+    ...(pattern ? { pattern: runChannelPattern() } : {}),
+  });
   subscribers.push(s);
   return s;
 }
@@ -75,9 +88,14 @@ function collector(): { events: RunEvent[]; onEvent: (e: RunEvent) => void } {
   return { events, onEvent: (e) => void events.push(e) };
 }
 
-describe('RunEventSubscriber', () => {
+const MODES = [
+  { mode: 'one SUBSCRIBE per run', pattern: false },
+  { mode: "one PSUBSCRIBE of every run's channel", pattern: true },
+];
+
+describe.each(MODES)('RunEventSubscriber, $mode', ({ pattern }) => {
   it('delivers every event exactly once, in order, while commits run concurrently (subscribed mid-way)', async () => {
-    const sub = newSubscriber();
+    const sub = newSubscriber([], pattern);
     const { runId, write } = await startRun();
     const writing = write(200);
     // wait until the writer is well under way, then subscribe from an earlier point
@@ -103,7 +121,7 @@ describe('RunEventSubscriber', () => {
   });
 
   it('many subscribers joining at random points all see a gapless sequence', async () => {
-    const sub = newSubscriber();
+    const sub = newSubscriber([], pattern);
     const { runId, write } = await startRun();
     const writing = write(200);
     const joined: {
@@ -129,7 +147,7 @@ describe('RunEventSubscriber', () => {
   });
 
   it('fills a gap from the stream and drops duplicates of live messages', async () => {
-    const sub = newSubscriber();
+    const sub = newSubscriber([], pattern);
     const { runId, write } = await startRun();
     const log = await write(5);
     const c = collector();
@@ -162,7 +180,7 @@ describe('RunEventSubscriber', () => {
   });
 
   it('two subscribers on one run share one channel; unsubscribe cleans up', async () => {
-    const sub = newSubscriber();
+    const sub = newSubscriber([], pattern);
     const { runId, write } = await startRun();
     await write(3);
     const a = collector();
@@ -173,7 +191,9 @@ describe('RunEventSubscriber', () => {
     const channel = store.channelOf(runId);
     const numsub = async (): Promise<number> =>
       Number(((await redis.pubsub('NUMSUB', channel)) as [string, number])[1]);
-    expect(await numsub()).toBe(1);
+    // With the pattern no run has a subscription of its own.
+    const subscribed = pattern ? 0 : 1;
+    expect(await numsub()).toBe(subscribed);
 
     const log = await write(6);
     await expect.poll(() => b.events.length).toBe(3);
@@ -183,7 +203,7 @@ describe('RunEventSubscriber', () => {
     await unsubA();
     await unsubA(); // idempotent
     expect(sub.activeChannels).toBe(1);
-    expect(await numsub()).toBe(1);
+    expect(await numsub()).toBe(subscribed);
     const log2 = await write(8);
     await expect.poll(() => b.events.length).toBe(5);
     expect(a.events).toHaveLength(6); // nothing after unsubscribe
@@ -204,7 +224,7 @@ describe('RunEventSubscriber', () => {
 
   it('isolates listener errors and keeps delivering', async () => {
     const errors: unknown[] = [];
-    const sub = newSubscriber(errors);
+    const sub = newSubscriber(errors, pattern);
     const { runId, write } = await startRun();
     const seen: number[] = [];
     const unsub = await sub.subscribe(runId, 0, (e) => {
@@ -221,7 +241,11 @@ describe('RunEventSubscriber', () => {
   it('catches up from the stream after the subscriber connection reconnects', async () => {
     const conn = new Redis(url, { maxRetriesPerRequest: 1 });
     connections.push(conn);
-    const sub = new RunEventSubscriber({ subscriber: conn, source: store });
+    const sub = new RunEventSubscriber({
+      subscriber: conn,
+      source: store,
+      ...(pattern ? { pattern: runChannelPattern() } : {}),
+    });
     subscribers.push(sub);
     await new Promise<void>((resolve) =>
       conn.status === 'ready' ? resolve() : conn.once('ready', () => resolve()),
@@ -238,6 +262,36 @@ describe('RunEventSubscriber', () => {
     const log2 = await write(35);
     await expect.poll(() => c.events.length).toBe(35);
     expect(c.events).toEqual(log2);
+    await unsub();
+  });
+});
+
+describe('RunEventSubscriber with a pattern', () => {
+  it("hands every run's messages to onMessage, decoded once for it and the listeners", async () => {
+    const seen: { message: string; events: RunEvent[] }[] = [];
+    const sub = new RunEventSubscriber({
+      redis,
+      source: store,
+      pattern: runChannelPattern(),
+      onMessage: (message, decode) => seen.push({ message, events: decode() }),
+    });
+    subscribers.push(sub);
+    await sub.start();
+    const streamed = await startRun();
+    const unstreamed = await startRun();
+    const c = collector();
+    const unsub = await sub.subscribe(streamed.runId, 0, c.onEvent);
+    const [log, other] = [await streamed.write(12), await unstreamed.write(7)];
+    await expect.poll(() => c.events.length).toBe(12);
+    expect(c.events).toEqual(log);
+    const tapped = (runId: string): RunEvent[] =>
+      seen.flatMap((m) => m.events).filter((e) => e.runId === runId);
+    // Both runs were created after start(): the tap saw every event of each.
+    await expect.poll(() => tapped(unstreamed.runId).length).toBe(other.length);
+    expect(tapped(unstreamed.runId)).toEqual(other);
+    expect(tapped(streamed.runId)).toEqual(log);
+    // A live event is one object: decoded once for the tap and the listener.
+    expect(c.events.at(-1)).toBe(tapped(streamed.runId).at(-1));
     await unsub();
   });
 });

@@ -22,6 +22,18 @@ export interface RunEventSubscriberOptions {
   readonly source: RunEventSource;
   /** Listener errors, Redis errors during catch-up, and unrecoverable gaps (stream expired). */
   readonly onError?: (err: unknown, runId: string) => void;
+  /**
+   * PSUBSCRIBE this pattern of every run's channel (BatonKeys.runChannelPattern) once, instead of
+   * one SUBSCRIBE per run: for a process that receives every run's messages anyway (the API's
+   * event metrics, through onMessage), so each message arrives, and is decoded, once.
+   */
+  readonly pattern?: string;
+  /**
+   * With `pattern`: every message of every run, before it is delivered to the run's listeners.
+   * `decode()` is the payload's events, decoded at most once for this callback and the listeners
+   * (it throws on a payload that is not events).
+   */
+  readonly onMessage?: (message: string, decode: () => RunEvent[]) => void;
 }
 
 export class EventGapError extends Error {
@@ -140,6 +152,10 @@ export class RunEventSubscriber {
   private readonly sub: RedisClient;
   private readonly ownsConnection: boolean;
   private readonly onError: ((err: unknown, runId: string) => void) | undefined;
+  private readonly pattern: string | undefined;
+  private readonly tap: ((message: string, decode: () => RunEvent[]) => void) | undefined;
+  /** With a pattern: resolves once the server confirmed PSUBSCRIBE (start()). */
+  private patternReady: Promise<void> | undefined;
   private readonly channels = new Map<string, Channel>();
   private closed = false;
   private connectedOnce = false;
@@ -147,6 +163,8 @@ export class RunEventSubscriber {
   constructor(opts: RunEventSubscriberOptions) {
     this.source = opts.source;
     this.onError = opts.onError;
+    this.pattern = opts.pattern;
+    this.tap = opts.onMessage;
     if (opts.subscriber) {
       this.sub = opts.subscriber;
       this.ownsConnection = false;
@@ -157,6 +175,7 @@ export class RunEventSubscriber {
       throw new Error('RunEventSubscriber: pass redis (to duplicate) or subscriber');
     }
     this.sub.on('message', this.onMessage);
+    this.sub.on('pmessage', this.onPatternMessage);
     this.sub.on('ready', this.onReady);
     // Connection errors are retried by ioredis (and reported by the main client); an unhandled
     // 'error' event would only spam stderr during an outage.
@@ -167,6 +186,22 @@ export class RunEventSubscriber {
   /** Number of runs currently subscribed (observability/tests). */
   get activeChannels(): number {
     return this.channels.size;
+  }
+
+  /**
+   * With a pattern: subscribes to it (once; subscribe() waits for it too). Resolves when the
+   * server confirmed, from then on every run's messages arrive. Without: nothing to do.
+   */
+  start(): Promise<void> {
+    if (this.pattern === undefined) return Promise.resolve();
+    if (this.closed) return Promise.reject(new Error('RunEventSubscriber is closed'));
+    return (this.patternReady ??= this.sub.psubscribe(this.pattern).then(
+      () => undefined,
+      (err: unknown) => {
+        this.patternReady = undefined; // the next start() or subscribe() tries again
+        throw err;
+      },
+    ));
   }
 
   /**
@@ -183,7 +218,9 @@ export class RunEventSubscriber {
     const name = this.source.channelOf(runId);
     let channel = this.channels.get(name);
     if (!channel) {
-      const ready = this.sub.subscribe(name).then(() => undefined);
+      // With a pattern, messages published once it was confirmed arrive; the backlog is read after.
+      const ready =
+        this.pattern === undefined ? this.sub.subscribe(name).then(() => undefined) : this.start();
       channel = { runId, listeners: new Set(), ready };
       this.channels.set(name, channel);
     }
@@ -211,9 +248,12 @@ export class RunEventSubscriber {
     const names = [...this.channels.keys()];
     this.channels.clear();
     this.sub.off('message', this.onMessage);
+    this.sub.off('pmessage', this.onPatternMessage);
     this.sub.off('ready', this.onReady);
     if (this.ownsConnection) {
       await this.sub.quit();
+    } else if (this.patternReady !== undefined && this.pattern !== undefined) {
+      await this.sub.punsubscribe(this.pattern);
     } else if (names.length > 0) {
       await this.sub.unsubscribe(...names);
     }
@@ -229,7 +269,7 @@ export class RunEventSubscriber {
     if (!channel || !channel.listeners.delete(listener)) return;
     if (channel.listeners.size > 0) return;
     this.channels.delete(name);
-    if (this.closed) return;
+    if (this.closed || this.pattern !== undefined) return;
     // Issued synchronously after the map entry is gone: a later subscribe() for the same run sends
     // its SUBSCRIBE after this UNSUBSCRIBE on the same connection, so it ends up subscribed.
     await this.sub.unsubscribe(name);
@@ -245,8 +285,34 @@ export class RunEventSubscriber {
       this.reportError(err, channel.runId);
       return;
     }
-    for (const event of events) for (const listener of channel.listeners) listener.live(event);
+    this.dispatch(channel, events);
   };
+
+  private readonly onPatternMessage = (_pattern: string, name: string, message: string): void => {
+    let decoded: RunEvent[] | undefined;
+    const decode = (): RunEvent[] => (decoded ??= decodeEventPayload(message));
+    if (this.tap) {
+      try {
+        this.tap(message, decode);
+      } catch {
+        // the tap's own failure is not the listeners' concern
+      }
+    }
+    const channel = this.channels.get(name);
+    if (!channel || channel.listeners.size === 0) return;
+    let events: RunEvent[];
+    try {
+      events = decode();
+    } catch (err) {
+      this.reportError(err, channel.runId);
+      return;
+    }
+    this.dispatch(channel, events);
+  };
+
+  private dispatch(channel: Channel, events: readonly RunEvent[]): void {
+    for (const event of events) for (const listener of channel.listeners) listener.live(event);
+  }
 
   /** ioredis re-subscribes on reconnect; whatever was published meanwhile is read from the stream. */
   private readonly onReady = (): void => {
@@ -256,9 +322,12 @@ export class RunEventSubscriber {
     }
     const names = [...this.channels.keys()];
     if (names.length === 0) return;
-    // ioredis re-sent SUBSCRIBE for these channels; a SUBSCRIBE of our own on the same connection
-    // is answered after those, so once it resolves no live message can be missed by the catch-up.
-    this.sub.subscribe(...names).then(
+    // ioredis re-sent SUBSCRIBE for these channels (PSUBSCRIBE for the pattern); one of our own on
+    // the same connection is answered after those, so once it resolves no live message can be
+    // missed by the catch-up.
+    const resubscribed =
+      this.pattern === undefined ? this.sub.subscribe(...names) : this.sub.psubscribe(this.pattern);
+    resubscribed.then(
       () => {
         for (const name of names) {
           const channel = this.channels.get(name);

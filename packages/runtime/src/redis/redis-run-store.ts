@@ -671,6 +671,17 @@ export class RedisRunStore implements RunStore {
     return seq === null ? 0 : Number(seq);
   }
 
+  /**
+   * lastSeq() of a run of this tenant, read with its tenant field in one round trip (an event
+   * stream's opening needs both, not the checkpoint); null when the run does not exist or belongs
+   * to another tenant (no existence leak, as loadForTenant).
+   */
+  async lastSeqForTenant(runId: string, tenantId: string): Promise<number | null> {
+    const [tenant, seq] = await this.redis.hmget(this.keys.run(runId).cp, 'tenant', 'seq');
+    if (tenant !== tenantId) return null;
+    return seq === null || seq === undefined ? 0 : Number(seq);
+  }
+
   /** Trigger of the last commit (observability); null when none or no such run. */
   async lastTrigger(runId: string): Promise<CheckpointTrigger | null> {
     const t = await this.redis.hget(this.keys.run(runId).cp, 'lastTrigger');
