@@ -30,7 +30,12 @@ describe('reading a thread right after its run finished', () => {
     expect(stored).not.toBeNull();
     const cp = stored!.checkpoint;
     const now = Date.now();
-    const reply = { id: 'm-final', role: 'assistant' as const, content: 'done here' };
+    const reply = {
+      id: 'm-final',
+      role: 'assistant' as const,
+      content: 'done here',
+      toolCalls: [],
+    };
     // The final commit alone (the store's commit does not release the thread; the worker's
     // committer does that next).
     await h.client.store.commit(
@@ -46,7 +51,14 @@ describe('reading a thread right after its run finished', () => {
         finishedAt: now,
         updatedAt: now,
       },
-      [{ type: 'run.finished', status: 'done', termination: { kind: 'natural_end' } }],
+      [
+        {
+          type: 'run.finished',
+          status: 'done',
+          termination: { kind: 'natural_end' },
+          usage: cp.usage,
+        },
+      ],
       null,
     );
     const thread = await svc.thread('t1', created.threadId);
