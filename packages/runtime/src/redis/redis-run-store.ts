@@ -9,12 +9,7 @@ import type {
 import { RunDoneError, VersionConflictError, activityOf } from '@baton/core';
 import type { CommitResult, RunStore, StoredCheckpoint } from '@baton/core';
 import { BatonKeys, mailboxField, runDataKeys, type RunDataKeys, type RunKeys } from './keys.ts';
-import {
-  defineScript,
-  defineVariadicScript,
-  type LuaScript,
-  type RedisClient,
-} from './scripts.ts';
+import { defineScript, defineVariadicScript, type LuaScript, type RedisClient } from './scripts.ts';
 import { decodeEventPayload } from './event-payload.ts';
 
 /**
