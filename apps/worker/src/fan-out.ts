@@ -56,13 +56,19 @@ export async function fanOutToolCalls(
   state: Loaded,
   invocations: readonly ToolInvocation[],
   log: WorkerDeps['logger'],
+  /** Every call was started by the commit just before this (none can have a job yet). */
+  startedHere = false,
 ): Promise<FanOutOutcome> {
   const { identity, step } = state.checkpoint;
   const self = { id: job.id ?? '', queue: job.queueQualifiedName };
   const parentKey = deps.keys.run(identity.runId).parent;
   // A fresh round has no jobs yet; only a re-entry after a crash or a replay must look at each.
-  const jobKeys = deps.queues.toolJobKeys(identity.agent, identity.runId, invocations);
-  const fresh = jobKeys.length > 0 && (await deps.redis.exists(...jobKeys)) === 0;
+  const fresh =
+    startedHere ||
+    (await (async () => {
+      const jobKeys = deps.queues.toolJobKeys(identity.agent, identity.runId, invocations);
+      return jobKeys.length > 0 && (await deps.redis.exists(...jobKeys)) === 0;
+    })());
   let parent = self;
   // Only a replay (a later attempt) or a re-entry can find a parent of this round waiting.
   const recorded =

@@ -270,7 +270,20 @@ export class StepProcessor {
             if (await this.executeInline(engine, prepared, invocations, lease)) await reload();
             break;
           }
-          const outcome = await fanOutToolCalls(deps, job, prepared, invocations, slog);
+          // Calls this pass started (not running at this attempt before its commit) can have no
+          // job yet: the commit that marks a call running always precedes its job.
+          const startedHere = invocations.every((inv) => {
+            const before = cp.calls[inv.toolCallId];
+            return before?.status !== 'running' || before.attempt !== inv.attempt;
+          });
+          const outcome = await fanOutToolCalls(
+            deps,
+            job,
+            prepared,
+            invocations,
+            slog,
+            startedHere,
+          );
           if (outcome === 'recorded') {
             await reload();
             break;
