@@ -103,7 +103,7 @@ async function runKeyBytes(redis: Redis, prefix: string, runId: string): Promise
 
 /**
  * Bytes of the run-commit script calls (`EVALSHA <sha> <5|8> <run keys…> <argv…>`, recognised by
- * their first key, the run's `:cp` key, and the messages mode in ARGV[12]) made while `work`
+ * their first key, the run's `:cp` key, and the messages mode in ARGV[13]) made while `work`
  * runs, for the run it returns.
  */
 async function commitBytes(
@@ -117,7 +117,7 @@ async function commitBytes(
     if (source === 'lua' || (args[0] ?? '').toLowerCase() !== 'evalsha') return;
     if (numKeys !== 5 && numKeys !== 8) return;
     if (!(args[3] ?? '').endsWith(':cp')) return;
-    const mode = args[3 + numKeys + 11];
+    const mode = args[3 + numKeys + 12];
     if (mode !== 'append' && mode !== 'replace') return;
     calls.push({
       cpKey: args[3] ?? '',

@@ -23,7 +23,7 @@ export async function releaseOrWake(
  * checkpoint that cannot be decoded releases the lease before the error goes up.
  */
 export async function leaseAndLoad(
-  deps: Pick<WorkerDeps, 'store' | 'queues' | 'leases'>,
+  deps: Pick<WorkerDeps, 'store' | 'queues' | 'leases' | 'messages'>,
   runId: string,
   driver: string,
   record?: RecordFirst,
@@ -32,7 +32,13 @@ export async function leaseAndLoad(
   onRecord: string | null;
   deferred: boolean;
 }> {
-  const { acquired, onRecord, deferred } = await deps.leases.acquireAndLoad(runId, driver, record);
+  const kept = deps.messages?.known(runId);
+  const { acquired, onRecord, deferred } = await deps.leases.acquireAndLoad(
+    runId,
+    driver,
+    record,
+    kept,
+  );
   if (!acquired) return { acquired: null, onRecord, deferred };
   const { lease } = acquired;
   try {
@@ -40,10 +46,21 @@ export async function leaseAndLoad(
       runId,
       acquired.data,
       acquired.version,
-      acquired.messages,
+      deps.messages
+        ? {
+            parsed: deps.messages.resolve(
+              runId,
+              kept,
+              acquired.messagesName,
+              acquired.messagesFrom,
+              acquired.messages,
+            ),
+          }
+        : acquired.messages,
     );
     return { acquired: { lease, state, awaited: acquired.awaited }, onRecord, deferred };
   } catch (error) {
+    deps.messages?.forget(runId);
     await releaseOrWake(deps, lease);
     throw error;
   }

@@ -14,6 +14,7 @@ import type {
 } from '@baton/runtime';
 import type { ToolResultMailbox } from './tool-results.ts';
 import type { DeltaCoalescerOptions } from './delta-coalescer.ts';
+import type { MessageCache } from './message-cache.ts';
 
 /** Everything a job processor needs; built once per worker process. */
 export interface WorkerDeps {
@@ -24,6 +25,8 @@ export interface WorkerDeps {
   readonly committer: RunCommitter;
   readonly leases: RunLeases;
   readonly mailbox: ToolResultMailbox;
+  /** Runs' messages kept between passes, so a lease reads only what was added since. */
+  readonly messages?: MessageCache;
   /** Agent-as-tool: starts child runs of agent-tool calls (child-runs.ts). */
   readonly children: ChildRuns;
   readonly queues: BatonQueues;

@@ -29,6 +29,7 @@ import { StepProcessor } from './step-processor.ts';
 import { ToolProcessor } from './tool-processor.ts';
 import { ScheduleWorker } from './schedule-worker.ts';
 import { ToolResultMailbox } from './tool-results.ts';
+import { MessageCache } from './message-cache.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 import { traceAgents, tracedProcessor } from './tracing.ts';
 import { startWebhookDelivery } from './webhooks/webhook-worker.ts';
@@ -82,6 +83,7 @@ export class BatonWorker {
       committer: rt.committer,
       leases: new RunLeases(rt.redis, rt.keys, config.LEASE_TTL_MS),
       mailbox: new ToolResultMailbox(rt.redis, rt.keys, config.EVENT_RETENTION_SECONDS),
+      messages: new MessageCache(),
       children: rt.children,
       deltas: { windowMs: config.DELTA_WINDOW_MS, maxChars: config.DELTA_MAX_CHARS },
       queues: rt.queues,

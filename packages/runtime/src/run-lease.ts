@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomToken } from './random-token.ts';
 import type { BatonKeys } from './redis/keys.ts';
 import { LeaseLostError } from './redis/redis-run-store.ts';
 import { defineScript, type LuaScript, type RedisClient } from './redis/scripts.ts';
@@ -39,11 +39,15 @@ return 0`;
  * `deferIfComplete` = '1' (a child job of a step job that BullMQ re-enters once its last child
  * finished) the lease is not even tried when every awaited call now has a result: the round is
  * over and that re-entry applies them all with its next round, in one commit.
+ * The messages: a reader that kept the first `knownCount` messages of the list named
+ * `knownName` (the run's 'mepoch', see COMMIT_LUA) gets only the ones after them, when the list
+ * still has that name; otherwise all of them (`from` says which).
  * KEYS: lease, pending, cp, messages, results
  * ARGV: token, ttlMs, pendingTtlMs, driver, recordField, recordJson, recordTtlSeconds,
- *       deferIfComplete
+ *       deferIfComplete, knownName ('' = none), knownCount
  * Reply: {1, data|false, version|false, {messageJson…}, onRecord|false, awaiting|false,
- *         {resultJson|false…}|false} acquired | {0, onRecord|false} busy (mark left)
+ *         {resultJson|false…}|false, name|false, from} acquired
+ *       | {0, onRecord|false} busy (mark left)
  *       | {2, onRecord|false} deferred (round complete, nothing taken)
  * `onRecord`: the result that was already on record when one was to be recorded.
  */
@@ -72,7 +76,7 @@ if ARGV[8] == '1' then
   end
 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local state = redis.call('HMGET', KEYS[3], 'data', 'version', 'awaiting')
+  local state = redis.call('HMGET', KEYS[3], 'data', 'version', 'awaiting', 'mepoch')
   if ARGV[4] ~= '' and state[2] then
     redis.call('HSET', KEYS[3], 'driver', ARGV[4])
   end
@@ -81,7 +85,10 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     local fields = cjson.decode(state[3])
     if #fields > 0 then recorded = redis.call('HMGET', results, unpack(fields)) else recorded = {} end
   end
-  return {1, state[1], state[2], redis.call('LRANGE', KEYS[4], 0, -1), onRecord, state[3], recorded}
+  local from = 0
+  if ARGV[9] ~= '' and state[4] == ARGV[9] then from = tonumber(ARGV[10]) end
+  local list = redis.call('LRANGE', KEYS[4], from, -1)
+  return {1, state[1], state[2], list, onRecord, state[3], recorded, state[4], from}
 end
 redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
 return {0, onRecord}`;
@@ -125,24 +132,6 @@ const RENEW_LUA = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1`;
-
-/**
- * A lease (fencing) token: 128 random bits as 22 characters, short because every fenced write
- * carries it. Drawn from a pool refilled 256 tokens at a time (as randomUUID does): a
- * randomBytes call per lease showed up in the worker's CPU profile.
- */
-const TOKEN_BYTES = 16;
-let tokenPool = Buffer.alloc(0);
-let tokenOffset = 0;
-function newToken(): string {
-  if (tokenOffset + TOKEN_BYTES > tokenPool.length) {
-    tokenPool = randomBytes(TOKEN_BYTES * 256);
-    tokenOffset = 0;
-  }
-  const token = tokenPool.toString('base64url', tokenOffset, tokenOffset + TOKEN_BYTES);
-  tokenOffset += TOKEN_BYTES;
-  return token;
-}
 
 export interface Lease {
   readonly runId: string;
@@ -193,6 +182,8 @@ type LeaseAcquireLoad = LuaScript<
     recordJson: string,
     recordTtlSeconds: number,
     deferIfComplete: '0' | '1',
+    knownName: string,
+    knownCount: number,
   ],
   | [
       1,
@@ -202,6 +193,8 @@ type LeaseAcquireLoad = LuaScript<
       string | null,
       string | null,
       (string | null)[] | null,
+      string | null,
+      number,
     ]
   | [0 | 2, string | null]
 >;
@@ -226,11 +219,21 @@ export interface AwaitedResults {
   readonly results: readonly (string | null)[];
 }
 
+/** Messages a reader kept of a run's list: its name ('mepoch') and how many. */
+export interface KnownMessages {
+  readonly name: string;
+  readonly count: number;
+}
+
 export interface AcquiredAndLoaded {
   readonly lease: Lease;
   readonly data: string | null;
   readonly version: string | null;
+  /** The stored messages from index `messagesFrom` on (0: all of them). */
   readonly messages: string[];
+  readonly messagesFrom: number;
+  /** The list's name ('mepoch'); null for a run written before lists were named. */
+  readonly messagesName: string | null;
   /** null: the run was written before `awaiting` existed (read the mailbox instead). */
   readonly awaited: AwaitedResults | null;
 }
@@ -268,7 +271,7 @@ export class RunLeases {
     this.keys = keys;
     this.ttlMs = ttlMs;
     this.acquireScript = defineScript(redis, 'batonLeaseAcquire2', 3, ACQUIRE_LUA);
-    this.acquireLoadScript = defineScript(redis, 'batonLeaseAcquireLoad4', 5, ACQUIRE_LOAD_LUA);
+    this.acquireLoadScript = defineScript(redis, 'batonLeaseAcquireLoad5', 5, ACQUIRE_LOAD_LUA);
     this.releaseScript = defineScript(redis, 'batonLeaseRelease', 2, RELEASE_LUA);
     this.releaseReadScript = defineScript(redis, 'batonLeaseReleaseRead', 4, RELEASE_READ_LUA);
     this.renewScript = defineScript(redis, 'batonLeaseRenew', 1, RENEW_LUA);
@@ -285,7 +288,7 @@ export class RunLeases {
    * `driver` ('<queue>:<jobId>') names the job that will hold it.
    */
   async acquire(runId: string, driver = ''): Promise<Lease | null> {
-    const token = newToken();
+    const token = randomToken();
     const { lease: leaseKey, pending, cp } = this.keys.run(runId);
     const ttl = this.ttlMs;
     // The pending mark outlives the lease so a holder that crashes still leaves it for the next one.
@@ -303,13 +306,14 @@ export class RunLeases {
     runId: string,
     driver = '',
     record?: RecordFirst,
+    known?: KnownMessages,
   ): Promise<{
     acquired: AcquiredAndLoaded | null;
     onRecord: string | null;
     /** The round is complete and left to the parent step job (see RecordFirst). */
     deferred: boolean;
   }> {
-    const token = newToken();
+    const token = randomToken();
     const { lease: leaseKey, pending, cp, messages, results } = this.keys.run(runId);
     const ttl = this.ttlMs;
     const reply = await this.acquireLoadScript(
@@ -323,17 +327,21 @@ export class RunLeases {
         record?.json ?? '',
         record?.ttlSeconds ?? 0,
         record?.deferIfComplete === true ? '1' : '0',
+        known?.name ?? '',
+        known?.count ?? 0,
       ],
     );
     if (reply[0] !== 1)
       return { acquired: null, onRecord: reply[1] ?? null, deferred: reply[0] === 2 };
-    const [, data, version, list, onRecord, awaiting, recorded] = reply;
+    const [, data, version, list, onRecord, awaiting, recorded, name, from] = reply;
     return {
       acquired: {
         lease: this.held(runId, token),
         data: data ?? null,
         version: version ?? null,
         messages: list,
+        messagesFrom: Number(from),
+        messagesName: name ?? null,
         awaited:
           awaiting === null || awaiting === undefined || !recorded
             ? null

@@ -3,6 +3,7 @@ import type {
   Checkpoint,
   CheckpointTrigger,
   EventBody,
+  Message,
   RunEvent,
   RunStatus,
 } from '@baton/protocol';
@@ -11,6 +12,7 @@ import type { CommitResult, RunStore, StoredCheckpoint } from '@baton/core';
 import { BatonKeys, mailboxField, runDataKeys, type RunDataKeys, type RunKeys } from './keys.ts';
 import { defineScript, defineVariadicScript, type LuaScript, type RedisClient } from './scripts.ts';
 import { decodeEventPayload } from './event-payload.ts';
+import { randomToken } from '../random-token.ts';
 
 /**
  * Lua shared by every script that appends events. Expects, in scope:
@@ -98,7 +100,8 @@ local env = guarded[3]
 /**
  * KEYS: cp, events, lease, pending, results, parent, failed, messages
  * ARGV: channel, data (without messages), status, tenant, agent, threadId, createdAt, updatedAt,
- *       env, at, retention, activity, nmsg, messageJson × nmsg, bodies…
+ *       env, at, retention, activity, messages token (names this list: see 'mepoch'), nmsg,
+ *       messageJson × nmsg, bodies…
  * Reply: {1, 1, eventJson…} | {0, actualVersion}
  */
 const CREATE_LUA = `
@@ -108,12 +111,12 @@ if current then return {0, tonumber(current)} end
 -- a stream without a checkpoint is a leftover (cannot happen unless keys were deleted by hand)
 redis.call('DEL', stream)
 local channel, env, at, retention = ARGV[1], ARGV[9], ARGV[10], ARGV[11]
-local mode, nmsg, from, base, first = 'replace', tonumber(ARGV[13]), 14, 0, 0
+local mode, nmsg, from, base, first = 'replace', tonumber(ARGV[14]), 15, 0, 0
 ${MESSAGES_LUA}
 local status = ARGV[3]
 redis.call('HSET', cp, 'version', 1, 'seq', 0, 'data', ARGV[2], 'status', ARGV[3], 'tenant', ARGV[4],
   'agent', ARGV[5], 'threadId', ARGV[6], 'createdAt', ARGV[7], 'updatedAt', ARGV[8], 'env', env,
-  'lastTrigger', '', 'activity', ARGV[12], 'awaiting', '[]')
+  'lastTrigger', '', 'activity', ARGV[12], 'awaiting', '[]', 'mepoch', ARGV[13])
 local out, echo = {1, 1}, true
 ${BODIES_FROM_ARGV_LUA}
 ${APPEND_EVENTS_LUA}
@@ -129,9 +132,12 @@ return out
  *       updatedAt, trigger ('' = none), awaiting (JSON array of the mailbox fields of the running
  *       calls, read back by the lease acquire), at, retention, release ('' = keep the lease; else
  *       the lease TTL in ms: release it after the commit unless someone asked for the run
- *       meanwhile, in which case the mark is cleared and the lease renewed), messages mode
- *       ('append' the new ones after `base` stored | 'replace' all), base, nmsg,
- *       messageJson × nmsg, bodies…
+ *       meanwhile, in which case the mark is cleared and the lease renewed), messages token
+ *       (the list's new name when it is replaced), messages mode ('append' the new ones after
+ *       `base` stored | 'replace' all), base, nmsg, messageJson × nmsg, bodies…
+ * 'mepoch' names a run's message list: set at create and whenever the list is written anew, never
+ * on an append, so a reader that kept the first n messages of a list with that name can read only
+ * the rest (RunLeases.acquireAndLoad).
  * The run's pub/sub channel is its key base + ':ch' (BatonKeys.run), derived from the cp key.
  * Reply: {1, newVersion, released (1 released | 0 kept | -1 not asked), lastSeq,
  *         failedJobs (only when the run is done now)}
@@ -148,8 +154,10 @@ end
 local version = current + 1
 local channel = string.sub(cp, 1, -4) .. ':ch'
 local at, retention = ARGV[9], ARGV[10]
-local mode, base, nmsg, from, first = ARGV[12], tonumber(ARGV[13]), tonumber(ARGV[14]), 15, 0
+local mode, base, nmsg, from, first = ARGV[13], tonumber(ARGV[14]), tonumber(ARGV[15]), 16, 0
 ${MESSAGES_LUA}
+-- A list written anew gets a new name: what a reader kept of the old one is not a prefix of it.
+if mode == 'replace' then redis.call('HSET', cp, 'mepoch', ARGV[12]) end
 redis.call('HSET', cp, 'version', version, 'data', ARGV[3], 'status', status, 'activity', ARGV[5],
   'updatedAt', ARGV[6], 'lastTrigger', ARGV[7], 'awaiting', ARGV[8])
 local released = -1
@@ -314,6 +322,7 @@ type RunCreate = LuaScript<
     at: string,
     retention: number,
     activity: string,
+    messagesToken: string,
     ...messagesAndBodies: (string | number)[],
   ],
   ScriptReply
@@ -332,6 +341,7 @@ type RunCommit = LuaScript<
     at: string,
     retention: number,
     release: string,
+    messagesToken: string,
     messagesMode: 'append' | 'replace',
     base: number,
     ...messagesAndBodies: (string | number)[],
@@ -393,8 +403,8 @@ export class RedisRunStore implements RunStore {
     if (!Number.isInteger(this.retentionSeconds) || this.retentionSeconds <= 0)
       throw new Error('RedisRunStore: retentionSeconds must be a positive integer');
     this.validateOnLoad = opts.validateOnLoad ?? false;
-    this.createScript = defineScript(this.redis, 'batonRunCreate3', 8, CREATE_LUA);
-    this.commitScript = defineVariadicScript(this.redis, 'batonRunCommit5', COMMIT_LUA);
+    this.createScript = defineScript(this.redis, 'batonRunCreate4', 8, CREATE_LUA);
+    this.commitScript = defineVariadicScript(this.redis, 'batonRunCommit6', COMMIT_LUA);
     this.appendScript = defineScript(this.redis, 'batonRunAppend3', 3, APPEND_LUA);
     this.deleteScript = defineScript(this.redis, 'batonRunDelete2', 8, DELETE_LUA);
   }
@@ -428,6 +438,7 @@ export class RedisRunStore implements RunStore {
       this.atArg(),
       this.retentionSeconds,
       activityOf(checkpoint),
+      randomToken(),
       checkpoint.messages.length,
       ...checkpoint.messages.map((m) => JSON.stringify(m)),
       ...events.map(bodyTail),
@@ -528,6 +539,7 @@ export class RedisRunStore implements RunStore {
         at,
         this.retentionSeconds,
         releaseTtlMs === undefined ? '' : String(releaseTtlMs),
+        m === 'replace' ? randomToken() : '',
         m,
         after,
         checkpoint.messages.length - after,
@@ -776,7 +788,7 @@ export class RedisRunStore implements RunStore {
     runId: string,
     data: string | null,
     version: string | null,
-    messages: readonly string[],
+    messages: readonly string[] | { readonly parsed: readonly Message[] },
   ): StoredCheckpoint | null {
     return this.decode(runId, data, version, messages, this.validateOnLoad);
   }
@@ -785,7 +797,7 @@ export class RedisRunStore implements RunStore {
     runId: string,
     data: string | null,
     version: string | null,
-    messages: readonly string[],
+    messages: readonly string[] | { readonly parsed: readonly Message[] },
     validate: boolean,
   ): StoredCheckpoint | null {
     if (data === null || version === null) return null;
@@ -794,9 +806,10 @@ export class RedisRunStore implements RunStore {
       parsed = JSON.parse(data);
       // Runs stored before messages had their own list carry them inside the checkpoint.
       if (typeof parsed === 'object' && parsed !== null && !('messages' in parsed))
-        (parsed as { messages: unknown[] }).messages = messages.map(
-          (m) => JSON.parse(m) as unknown,
-        );
+        (parsed as { messages: unknown[] }).messages =
+          'parsed' in messages
+            ? [...messages.parsed]
+            : messages.map((m) => JSON.parse(m) as unknown);
     } catch {
       throw new CorruptCheckpointError(runId, 'not JSON');
     }

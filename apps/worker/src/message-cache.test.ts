@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import type { Message } from '@baton/protocol';
+import { MessageCache } from './message-cache.ts';
+
+const m = (id: string): Message => ({ id, role: 'user', content: id });
+const json = (...ids: string[]): string[] => ids.map((id) => JSON.stringify(m(id)));
+
+describe('MessageCache', () => {
+  it('keeps a run list by name and puts a read tail after what it kept', () => {
+    const cache = new MessageCache();
+    expect(cache.known('r')).toBeUndefined();
+    const all = cache.resolve('r', undefined, 'n1', 0, json('a', 'b'));
+    expect(all.map((x) => x.id)).toEqual(['a', 'b']);
+    const kept = cache.known('r');
+    expect(kept).toMatchObject({ name: 'n1', count: 2 });
+    const more = cache.resolve('r', kept, 'n1', 2, json('c'));
+    expect(more.map((x) => x.id)).toEqual(['a', 'b', 'c']);
+    // The same objects: a commit over them appends only what is new (identity prefix).
+    expect(more[0]).toBe(all[0]);
+  });
+
+  it('a list read whole replaces what was kept; an unnamed list is not kept', () => {
+    const cache = new MessageCache();
+    cache.resolve('r', undefined, 'n1', 0, json('a'));
+    cache.resolve('r', cache.known('r'), 'n2', 0, json('x', 'y'));
+    expect(cache.known('r')).toMatchObject({ name: 'n2', count: 2 });
+    cache.resolve('old', undefined, null, 0, json('a'));
+    expect(cache.known('old')).toBeUndefined();
+  });
+
+  it('refuses a tail it has no prefix for, rather than build a wrong list', () => {
+    const cache = new MessageCache();
+    expect(() => cache.resolve('r', undefined, 'n1', 3, json('d'))).toThrow(/without a prefix/);
+    cache.resolve('r', undefined, 'n1', 0, json('a'));
+    expect(() => cache.resolve('r', cache.known('r'), 'n2', 1, json('b'))).toThrow();
+  });
+
+  it('holds at most `max` runs, the least recently used going first', () => {
+    const cache = new MessageCache(2);
+    cache.resolve('a', undefined, 'n', 0, json('1'));
+    cache.resolve('b', undefined, 'n', 0, json('1'));
+    cache.resolve('a', cache.known('a'), 'n', 1, json('2'));
+    cache.resolve('c', undefined, 'n', 0, json('1'));
+    expect(cache.known('b')).toBeUndefined();
+    expect(cache.known('a')).toBeDefined();
+    expect(cache.known('c')).toBeDefined();
+  });
+});

@@ -1,0 +1,73 @@
+import type { Message } from '@baton/protocol';
+import type { KnownMessages } from '@baton/runtime';
+
+/** What a worker kept of a run's message list. */
+export interface Kept extends KnownMessages {
+  readonly messages: readonly Message[];
+}
+
+interface Entry {
+  readonly name: string;
+  readonly messages: readonly Message[];
+}
+
+/**
+ * The messages of the runs this worker passed over lately, by the name of the list they came
+ * from ('mepoch': a list keeps its name while it only grows). A pass over a run this worker saw
+ * before reads only the messages added since (RunLeases.acquireAndLoad), instead of the whole
+ * conversation on every lease: at 1,000 earlier messages that was ~250 KB read and parsed per
+ * pass. Bounded (least recently used out); a miss or a renamed list reads everything, as before.
+ */
+export class MessageCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly max: number;
+
+  constructor(max = 2_000) {
+    this.max = max;
+  }
+
+  /**
+   * What is kept of the run's list (its name and messages), to tell the acquire; the caller
+   * hands it back to `resolve`, so an eviction meanwhile changes nothing.
+   */
+  known(runId: string): Kept | undefined {
+    const entry = this.entries.get(runId);
+    return entry
+      ? { name: entry.name, count: entry.messages.length, messages: entry.messages }
+      : undefined;
+  }
+
+  /**
+   * The run's whole message list from what the acquire returned: `tail` (JSON) starting at index
+   * `from` (0: the whole list) of the list named `name` (null: not named, nothing is kept), on top
+   * of `kept` (what `known` gave before the acquire).
+   */
+  resolve(
+    runId: string,
+    kept: Kept | undefined,
+    name: string | null,
+    from: number,
+    tail: readonly string[],
+  ): Message[] {
+    // The acquire answers from > 0 only for the name and count it was given.
+    if (from !== 0 && (kept === undefined || kept.name !== name || kept.count !== from))
+      throw new Error(
+        `message cache: run ${runId} list read from ${String(from)} without a prefix`,
+      );
+    const prefix = from === 0 || !kept ? [] : kept.messages;
+    const messages = [...prefix, ...tail.map((m) => JSON.parse(m) as Message)];
+    this.entries.delete(runId);
+    if (name !== null) {
+      this.entries.set(runId, { name, messages });
+      if (this.entries.size > this.max) {
+        const oldest = this.entries.keys().next();
+        if (!oldest.done) this.entries.delete(oldest.value);
+      }
+    }
+    return messages;
+  }
+
+  forget(runId: string): void {
+    this.entries.delete(runId);
+  }
+}
