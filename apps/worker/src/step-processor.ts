@@ -192,7 +192,11 @@ export class StepProcessor {
         case 'start': {
           // A run queued behind another on its thread starts from the thread as it is now.
           const { tenantId, threadId } = cp.identity;
-          const thread = await deps.threads.history(tenantId, threadId);
+          const thread = await deps.threads.history(
+            tenantId,
+            threadId,
+            cp.messages.slice(0, cp.historyLength),
+          );
           const rebased = rebaseOnThread(cp, thread.messages, thread.state);
           run.stage(engine.start(rebased, now), registry);
           break;

@@ -144,6 +144,28 @@ describe('RedisThreadStore', () => {
     expect(t.messages.map((m) => m.id)).toEqual(['a', 'b']);
   });
 
+  it('history: the known messages when the thread still ends where they do, else the thread', async () => {
+    await threads.acquire(T, TH, 'r1', 'reject');
+    await threads.release(T, TH, 'r1', [user('a'), assistant('b')], { k: 1 });
+    const known = (await threads.load(T, TH)).messages;
+    const same = await threads.history(T, TH, known);
+    // The very objects: the thread was not read again.
+    expect(same.messages[0]).toBe(known[0]);
+    expect(same.messages.map((m) => m.id)).toEqual(['a', 'b']);
+    expect(same.state).toEqual({ k: 1 });
+    // The thread moved on: its messages, read again.
+    await threads.acquire(T, TH, 'r2', 'reject');
+    await threads.release(T, TH, 'r2', [user('c')], null);
+    const moved = await threads.history(T, TH, known);
+    expect(moved.messages.map((m) => m.id)).toEqual(['a', 'b', 'c']);
+    // Same length, another last message (the thread was deleted and written anew).
+    const other = [user('a'), assistant('x'), user('y')];
+    const replaced = await threads.history(T, TH, other);
+    expect(replaced.messages.map((m) => m.id)).toEqual(['a', 'b', 'c']);
+    // Nothing known: everything.
+    expect((await threads.history(T, TH)).messages.map((m) => m.id)).toEqual(['a', 'b', 'c']);
+  });
+
   it('releasing a queued run that never started removes it from the queue', async () => {
     await threads.acquire(T, TH, 'r1', 'enqueue');
     await threads.acquire(T, TH, 'r2', 'enqueue');

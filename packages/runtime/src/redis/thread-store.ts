@@ -150,11 +150,23 @@ type ThreadRelease = LuaScript<
 type ThreadDelete = LuaScript<ThreadDataKeys, [], string[]>;
 
 /** KEYS: messages, state   Reply: {{messageJson…}, stateJson|false} */
-const HISTORY_LUA = `return {redis.call('LRANGE', KEYS[1], 0, -1), redis.call('GET', KEYS[2])}`;
+/**
+ * The thread's messages and state. A reader that holds the first `expected` messages already
+ * (a run created from the thread) gets only the last one when the list still has that length:
+ * lists only grow, so the same length and the same last message mean the same history.
+ * KEYS: messages, state   ARGV: expected (-1 = read everything)
+ * Reply: {'same', lastJson, stateJson|false} | {'all', {messageJson…}, stateJson|false}
+ */
+const HISTORY_LUA = `
+local expected = tonumber(ARGV[1])
+if expected > 0 and redis.call('LLEN', KEYS[1]) == expected then
+  return {'same', redis.call('LINDEX', KEYS[1], -1), redis.call('GET', KEYS[2])}
+end
+return {'all', redis.call('LRANGE', KEYS[1], 0, -1), redis.call('GET', KEYS[2])}`;
 type ThreadHistory = LuaScript<
   [messages: string, state: string],
-  [],
-  [messages: string[], state: string | null]
+  [expected: number],
+  ['same', string, string | null] | ['all', string[], string | null]
 >;
 
 export class RedisThreadStore {
@@ -175,7 +187,7 @@ export class RedisThreadStore {
     this.acquireScript = defineScript(this.redis, 'batonThreadAcquire2', 6, ACQUIRE_LUA);
     this.releaseScript = defineScript(this.redis, 'batonThreadRelease2', 6, RELEASE_LUA);
     this.deleteScript = defineScript(this.redis, 'batonThreadDelete', 6, DELETE_LUA);
-    this.historyScript = defineScript(this.redis, 'batonThreadHistory', 2, HISTORY_LUA);
+    this.historyScript = defineScript(this.redis, 'batonThreadHistory2', 2, HISTORY_LUA);
   }
 
   /**
@@ -258,19 +270,25 @@ export class RedisThreadStore {
   }
 
   /**
-   * What a run starts from: the thread's messages and state, consistent, in one round trip (a
-   * script: a MULTI of two reads is four commands on the wire).
+   * What a run starts from: the thread's messages and state, consistent, in one round trip.
+   * `known`: the history the run was created with; when the thread still ends where it did, those
+   * very messages are returned and the list is not read again (it can be long).
    */
   async history(
     tenantId: string,
     threadId: string,
+    known: readonly Message[] = [],
   ): Promise<Pick<ThreadSnapshot, 'messages' | 'state'>> {
     const k = this.keys.thread(tenantId, threadId);
-    const [messages, state] = await this.historyScript([k.messages, k.state], []);
-    return {
-      messages: messages.map((m) => JSON.parse(m) as Message),
-      state: state === null ? {} : (JSON.parse(state) as Record<string, JsonValue>),
-    };
+    let reply = await this.historyScript([k.messages, k.state], [known.length]);
+    if (reply[0] === 'same') {
+      const last = JSON.parse(reply[1]) as Message;
+      if (last.id === known.at(-1)?.id)
+        return { messages: [...known], state: parseState(reply[2]) };
+      reply = await this.historyScript([k.messages, k.state], [-1]);
+    }
+    const list = reply[0] === 'all' ? reply[1] : [];
+    return { messages: list.map((m) => JSON.parse(m) as Message), state: parseState(reply[2]) };
   }
 
   /** A consistent snapshot of the thread (one MULTI on one slot). */
@@ -295,10 +313,14 @@ export class RedisThreadStore {
     ];
     return {
       messages: messages.map((m) => JSON.parse(m) as Message),
-      state: state === null ? {} : (JSON.parse(state) as Record<string, JsonValue>),
+      state: parseState(state),
       activeRunId: active === null || active === '' ? null : active,
       queued,
       runIds,
     };
   }
+}
+
+function parseState(raw: string | null): Record<string, JsonValue> {
+  return raw === null ? {} : (JSON.parse(raw) as Record<string, JsonValue>);
 }
