@@ -33,7 +33,7 @@ export class ToolProcessor {
     // The result on record (a redelivered job) or the run, in one round trip.
     const found = await deps.mailbox.lookup(data.runId, data.toolCallId, data.attempt);
     let result: ToolExecutionResult | null = found.kind === 'recorded' ? found.result : null;
-    let fresh = false;
+    let ranHere = false;
     if (found.kind === 'run') {
       // Its messages are not read: a tool runs from its call, the identity and the state.
       const stored = deps.store.decodeStored(data.runId, found.data, found.version, []);
@@ -86,13 +86,13 @@ export class ToolProcessor {
       } finally {
         tracked.done();
       }
-      fresh = true;
+      ranHere = true;
     }
     await this.apply(
       data.runId,
       `${job.queueName}:${job.id ?? ''}`,
       job.parentKey !== undefined,
-      fresh ? result : null,
+      ranHere ? result : null,
     );
     return 'recorded';
   }
