@@ -63,12 +63,11 @@ export async function fanOutToolCalls(
   const self = { id: job.id ?? '', queue: job.queueQualifiedName };
   const parentKey = deps.keys.run(identity.runId).parent;
   // A fresh round has no jobs yet; only a re-entry after a crash or a replay must look at each.
-  const fresh =
-    startedHere ||
-    (await (async () => {
-      const jobKeys = deps.queues.toolJobKeys(identity.agent, identity.runId, invocations);
-      return jobKeys.length > 0 && (await deps.redis.exists(...jobKeys)) === 0;
-    })());
+  let fresh = startedHere;
+  if (!fresh) {
+    const jobKeys = deps.queues.toolJobKeys(identity.agent, identity.runId, invocations);
+    fresh = jobKeys.length > 0 && (await deps.redis.exists(...jobKeys)) === 0;
+  }
   let parent = self;
   // Only a replay (a later attempt) or a re-entry can find a parent of this round waiting.
   const recorded =

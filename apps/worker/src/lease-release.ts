@@ -3,16 +3,18 @@ import type { WorkerDeps } from './worker-deps.ts';
 
 /**
  * Releases the run's lease; if another job asked for the run while it was held (its pending
- * mark), schedules a fresh pass so that request is not lost. Safe to call twice.
+ * mark), schedules a fresh pass so that request is not lost, unless `needsPass` says the run as
+ * it is now is carried on by others. Safe to call twice.
  */
 export async function releaseOrWake(
   deps: Pick<WorkerDeps, 'store' | 'queues'>,
   lease: Lease,
+  needsPass: (current: Loaded) => boolean = () => true,
 ): Promise<void> {
   const asked = await lease.releaseAndRead();
   if (!asked) return;
   const current = deps.store.decodeStored(lease.runId, asked.data, asked.version, asked.messages);
-  if (current)
+  if (current && needsPass(current))
     await deps.queues.enqueueStep(current.checkpoint.identity, 'continue', current.version, true);
 }
 

@@ -339,14 +339,12 @@ export class StepProcessor {
    */
   private async releaseBeforeChildren(lease: Lease): Promise<void> {
     const { deps } = this;
-    const asked = await lease.releaseAndRead();
-    if (!asked) return;
-    const fresh = deps.store.decodeStored(lease.runId, asked.data, asked.version, asked.messages);
-    if (!fresh) return;
-    const engine = deps.registry.engine(fresh.checkpoint.identity.agent);
-    const running = Object.values(fresh.checkpoint.calls).some((c) => c.status === 'running');
-    if (engine && running && engine.plan(fresh.checkpoint).kind === 'execute') return;
-    await deps.queues.enqueueStep(fresh.checkpoint.identity, 'continue', fresh.version, true);
+    // Calls still executing drive the run (their results, then this job's re-entry).
+    await releaseOrWake(deps, lease, ({ checkpoint: cp }) => {
+      const engine = deps.registry.engine(cp.identity.agent);
+      const running = Object.values(cp.calls).some((c) => c.status === 'running');
+      return !(engine && running && engine.plan(cp).kind === 'execute');
+    });
   }
 
   /** A fenced commit; on a conflict the fresh checkpoint comes back for the caller to re-plan. */

@@ -26,11 +26,7 @@ export function defineScript<Keys extends readonly string[], Argv extends readon
   numberOfKeys: Keys['length'],
   lua: string,
 ): LuaScript<Keys, Argv, Reply> {
-  const commands = redis as unknown as Record<string, unknown>;
-  if (typeof commands[name] !== 'function') redis.defineCommand(name, { numberOfKeys, lua });
-  const fn = commands[name];
-  if (typeof fn !== 'function') throw new Error(`defineScript: ioredis did not define ${name}`);
-  const call = (fn as (...args: LuaArg[]) => Promise<Reply>).bind(redis);
+  const call = registered<Reply>(redis, name, { numberOfKeys, lua });
   return async (keys, argv) => {
     if (keys.length !== numberOfKeys)
       throw new Error(`${name}: ${keys.length} keys given, the script takes ${numberOfKeys}`);
@@ -47,10 +43,19 @@ export function defineVariadicScript<Argv extends readonly LuaArg[], Reply>(
   name: string,
   lua: string,
 ): LuaScript<readonly string[], Argv, Reply> {
+  const call = registered<Reply>(redis, name, { lua });
+  return async (keys, argv) => call(keys.length, ...keys, ...argv);
+}
+
+/** The client's custom command `name`, defined once per client (EVALSHA, EVAL on NOSCRIPT). */
+function registered<Reply>(
+  redis: RedisClient,
+  name: string,
+  definition: { numberOfKeys?: number; lua: string },
+): (...args: LuaArg[]) => Promise<Reply> {
   const commands = redis as unknown as Record<string, unknown>;
-  if (typeof commands[name] !== 'function') redis.defineCommand(name, { lua });
+  if (typeof commands[name] !== 'function') redis.defineCommand(name, definition);
   const fn = commands[name];
   if (typeof fn !== 'function') throw new Error(`defineScript: ioredis did not define ${name}`);
-  const call = (fn as (...args: LuaArg[]) => Promise<Reply>).bind(redis);
-  return async (keys, argv) => call(keys.length, ...keys, ...argv);
+  return (fn as (...args: LuaArg[]) => Promise<Reply>).bind(redis);
 }
