@@ -56,9 +56,14 @@ export async function fanOutToolCalls(
   state: Loaded,
   invocations: readonly ToolInvocation[],
   log: WorkerDeps['logger'],
-  /** Every call was started by the commit just before this (none can have a job yet). */
-  startedHere = false,
+  round: {
+    /** Every call was started by the commit just before this (none can have a job yet). */
+    readonly startedHere?: boolean;
+    /** That commit recorded this job as the round's parent (RedisRunStore.commit). */
+    readonly parentRecorded?: boolean;
+  } = {},
 ): Promise<FanOutOutcome> {
+  const startedHere = round.startedHere === true;
   const { identity, step } = state.checkpoint;
   const self = { id: job.id ?? '', queue: job.queueQualifiedName };
   const parentKey = deps.keys.run(identity.runId).parent;
@@ -124,6 +129,7 @@ export async function fanOutToolCalls(
   }
   if (added === 0 || parent !== self) return 'delegated';
   log.debug({ children: added, parent: parent.id }, 'tool calls fanned out');
-  await deps.redis.set(parentKey, JSON.stringify({ ...self, step }), 'PX', 86_400_000);
+  if (round.parentRecorded !== true)
+    await deps.redis.set(parentKey, JSON.stringify({ ...self, step }), 'PX', 86_400_000);
   return 'children';
 }

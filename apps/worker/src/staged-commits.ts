@@ -4,13 +4,14 @@ import type { Loaded } from '@baton/runtime';
 /**
  * Writes `t` over `base`; returns what is stored afterwards (the fresh state on a conflict).
  * `releaseIfIdle`: the write also releases the lease unless someone asked for the run (then
- * `released` is false).
+ * `released` is false). `parentRecord`: written with it (see RedisRunStore.commit).
  */
 export type CommitWriter = (
   base: Loaded,
   t: Transition,
   registry: KeyRegistry | undefined,
   releaseIfIdle: boolean,
+  parentRecord?: string,
 ) => Promise<(Loaded & { readonly released?: boolean }) | null>;
 
 /**
@@ -51,10 +52,10 @@ export class StagedCommits {
 
   /**
    * Writes what is staged as one commit. False when a conflict dropped it: `state` is then the
-   * fresh one, to re-plan from.
+   * fresh one, to re-plan from. `parentRecord` goes out with it (nothing staged: not written).
    */
-  async flush(): Promise<boolean> {
-    return (await this.writeStaged(false)) !== 'conflict';
+  async flush(parentRecord?: string): Promise<boolean> {
+    return (await this.writeStaged(false, parentRecord)) !== 'conflict';
   }
 
   /**
@@ -69,11 +70,12 @@ export class StagedCommits {
 
   private async writeStaged(
     releaseIfIdle: boolean,
+    parentRecord?: string,
   ): Promise<'written' | 'kept' | 'conflict' | 'nothing'> {
     const { committed, staged } = this;
     if (!staged || !committed) return 'nothing';
     this.staged = null;
-    const stored = await this.write(committed, staged, this.registry, releaseIfIdle);
+    const stored = await this.write(committed, staged, this.registry, releaseIfIdle, parentRecord);
     this.committed = stored;
     if (stored === null || stored.checkpoint !== staged.checkpoint) return 'conflict';
     return stored.released === false ? 'kept' : 'written';

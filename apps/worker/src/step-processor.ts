@@ -150,8 +150,8 @@ export class StepProcessor {
     // Transitions are staged and written as one commit right before the next effect (see
     // StagedCommits). The state is reloaded only when others may have changed it (a conflict,
     // after a model call, or when someone asked for the run meanwhile).
-    const run = new StagedCommits(initial, (base, t, registry, releaseIfIdle) =>
-      this.commit(base, t, lease, registry, releaseIfIdle),
+    const run = new StagedCommits(initial, (base, t, registry, releaseIfIdle, parentRecord) =>
+      this.commit(base, t, lease, registry, releaseIfIdle, parentRecord),
     );
     const reload = async (): Promise<void> => run.reset(await deps.committer.load(runId));
     for (;;) {
@@ -254,9 +254,32 @@ export class StepProcessor {
           const t = engine.prepareTools(cp, now);
           if (t.events.length > 0) run.stage(t, registry);
           if (t.invocations.length === 0) break;
+          // Calls this pass started (not running at this attempt before its commit) can have no
+          // job yet: the commit that marks a call running always precedes its job.
+          const startedHere = t.invocations.every((inv) => {
+            const before = cp.calls[inv.toolCallId];
+            return before?.status !== 'running' || before.attempt !== inv.attempt;
+          });
+          // A fresh round that will fan out makes this job its parent: that record goes out with
+          // the calls' commit instead of a write of its own. Should the job not wait after all
+          // (agent calls only, every child done first), the record names a job that is not
+          // waiting for children, which is exactly how fan-out treats a stale one.
+          const parentRecord =
+            run.dirty &&
+            startedHere &&
+            token !== undefined &&
+            engine.ctx.tools.size > 0 &&
+            t.checkpoint.executionMode !== 'sequential' &&
+            t.invocations.every((inv) => inv.attempt === 0)
+              ? JSON.stringify({
+                  id: job.id ?? '',
+                  queue: job.queueQualifiedName,
+                  step: t.checkpoint.step,
+                })
+              : undefined;
           // Tools are effects: the calls are written as running first. A conflict re-plans like
           // everywhere else: these invocations were for stale state.
-          if (!(await run.flush())) break;
+          if (!(await run.flush(parentRecord))) break;
           const prepared = run.state;
           if (!prepared) return 'missing';
           // Agent tools: their calls run as child runs (the links are written by the flush
@@ -274,20 +297,10 @@ export class StepProcessor {
             if (await this.executeInline(engine, prepared, invocations, lease)) await reload();
             break;
           }
-          // Calls this pass started (not running at this attempt before its commit) can have no
-          // job yet: the commit that marks a call running always precedes its job.
-          const startedHere = invocations.every((inv) => {
-            const before = cp.calls[inv.toolCallId];
-            return before?.status !== 'running' || before.attempt !== inv.attempt;
-          });
-          const outcome = await fanOutToolCalls(
-            deps,
-            job,
-            prepared,
-            invocations,
-            slog,
+          const outcome = await fanOutToolCalls(deps, job, prepared, invocations, slog, {
             startedHere,
-          );
+            parentRecorded: parentRecord !== undefined,
+          });
           if (outcome === 'recorded') {
             await reload();
             break;
@@ -354,9 +367,11 @@ export class StepProcessor {
     lease: Lease,
     registry: KeyRegistry | undefined,
     releaseIfIdle = false,
+    parentRecord?: string,
   ): Promise<(Loaded & { readonly released?: boolean }) | null> {
     const committed = await this.deps.committer.commitFenced(state, t, lease, registry, {
       releaseIfIdle,
+      ...(parentRecord === undefined ? {} : { parentRecord }),
     });
     await this.deps.probe?.('after-commit', {
       runId: lease.runId,

@@ -34,8 +34,16 @@ export interface CommitterDeps {
   readonly retentionSeconds: number;
   /** Owed by every finished run to its run tree (child-runs.ts); idempotent like the rest. */
   readonly onFinished?: (cp: Checkpoint) => Promise<void>;
-  /** Told about every commit's events once its index duties are done (webhooks' outbox). */
-  readonly afterCommitHook?: (runId: string, events: readonly EventBody[]) => Promise<void>;
+  /**
+   * Told about every commit's events once its index duties are done (webhooks' outbox);
+   * `webhook` is whether the run has a webhook configuration, when the commit could tell (the
+   * one that finishes the run reads it).
+   */
+  readonly afterCommitHook?: (
+    runId: string,
+    events: readonly EventBody[],
+    known?: { readonly webhook: boolean },
+  ) => Promise<void>;
 }
 
 /** Member of the expiring-runs index: enough to drop the run from its tenant and thread indexes. */
@@ -81,11 +89,22 @@ export class RunCommitter {
     t: Transition,
     lease: Lease,
     registry?: KeyRegistry,
-    opts: { readonly releaseIfIdle?: boolean } = {},
+    opts: {
+      readonly releaseIfIdle?: boolean;
+      /** Written with the commit: the step job about to wait for this round's tool jobs. */
+      readonly parentRecord?: string;
+    } = {},
   ): Promise<(Committed & { readonly released?: boolean }) | null> {
     lease.check();
     try {
-      return await this.write(current, t, registry, lease, opts.releaseIfIdle === true);
+      return await this.write(
+        current,
+        t,
+        registry,
+        lease,
+        opts.releaseIfIdle === true,
+        opts.parentRecord,
+      );
     } catch (error) {
       if (error instanceof VersionConflictError || error instanceof RunDoneError) return null;
       if (error instanceof LeaseLostError) lease.markLost('a commit was fenced');
@@ -127,8 +146,9 @@ export class RunCommitter {
     registry: KeyRegistry | undefined,
     lease?: Lease,
     releaseIfIdle = false,
+    parentRecord?: string,
   ): Promise<Committed & { readonly released?: boolean }> {
-    const { version, released, failedJobs } = await this.deps.store.commit(
+    const { version, released, failedJobs, webhook } = await this.deps.store.commit(
       current.checkpoint.identity.runId,
       current.version,
       t.checkpoint,
@@ -137,10 +157,15 @@ export class RunCommitter {
       lease?.token ?? '',
       lease && releaseIfIdle ? lease.ttlMs : undefined,
       current.checkpoint,
+      parentRecord,
     );
     if (lease && released !== undefined) lease.settle(released);
     await this.afterCommit(current.checkpoint, t.checkpoint, registry, failedJobs);
-    await this.deps.afterCommitHook?.(current.checkpoint.identity.runId, t.events);
+    await this.deps.afterCommitHook?.(
+      current.checkpoint.identity.runId,
+      t.events,
+      ...(webhook === undefined ? [] : [{ webhook }]),
+    );
     return {
       checkpoint: t.checkpoint,
       version,

@@ -357,6 +357,62 @@ describe('RedisRunStore', () => {
     }
   });
 
+  it("writes a round's parent record with the commit, only when it succeeds", async () => {
+    const run = createdRun();
+    const runId = run.checkpoint.identity.runId;
+    const k = store.keys.run(runId);
+    await store.create(run.checkpoint, run.events);
+    const record = JSON.stringify({ id: 'step.x', queue: 'bull:steps.a', step: 1 });
+    const running = nextCheckpoint(run.checkpoint, { status: 'running' });
+    // A stale version writes nothing, the record included.
+    await expect(
+      store.commit(runId, 7, running, [], null, '', undefined, undefined, record),
+    ).rejects.toBeInstanceOf(VersionConflictError);
+    expect(await redis.exists(k.parent)).toBe(0);
+    await store.commit(
+      runId,
+      1,
+      running,
+      [textDelta(0, 'a')],
+      null,
+      '',
+      undefined,
+      undefined,
+      record,
+    );
+    expect(await redis.get(k.parent)).toBe(record);
+    const ttl = await redis.pttl(k.parent);
+    expect(ttl).toBeGreaterThan(86_000_000);
+    expect(ttl).toBeLessThanOrEqual(86_400_000);
+    // A commit without one leaves the record as it is.
+    await store.commit(runId, 2, nextCheckpoint(running), [], null);
+    expect(await redis.get(k.parent)).toBe(record);
+  });
+
+  it('the commit that finishes a run tells whether it has a webhook configuration', async () => {
+    const finish = async (withWebhook: boolean): Promise<boolean | undefined> => {
+      const run = createdRun();
+      const runId = run.checkpoint.identity.runId;
+      if (withWebhook) await redis.hset(store.keys.webhook(runId).config, 'tenant', 't');
+      await store.create(run.checkpoint, run.events);
+      const running = nextCheckpoint(run.checkpoint, { status: 'running' });
+      const first = await store.commit(runId, 1, running, [], null);
+      expect(first.webhook).toBeUndefined();
+      const done = await store.commit(
+        runId,
+        2,
+        nextCheckpoint(running, { status: 'done' }),
+        [],
+        null,
+      );
+      // The configuration keeps its own expiry (webhook-store.ts), not the run's retention.
+      expect(await redis.ttl(store.keys.webhook(runId).config)).toBe(withWebhook ? -1 : -2);
+      return done.webhook;
+    };
+    expect(await finish(true)).toBe(true);
+    expect(await finish(false)).toBe(false);
+  });
+
   it('loadForTenant hides runs of other tenants', async () => {
     const run = createdRun({ tenantId: 'acme' });
     const runId = run.checkpoint.identity.runId;

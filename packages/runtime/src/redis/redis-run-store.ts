@@ -71,12 +71,13 @@ for i = first, #ARGV do bodies[#bodies + 1] = ARGV[i] end
 
 /**
  * A finished run keeps every key for `retention` seconds. Expects, in scope: retention, status
- * (the status this script wrote), and the run's keys as KEYS (all of them are the run's: cp,
- * events, lease, pending, results, parent, failed).
+ * (the status this script wrote), and the run's keys as the first KEYS (up to 8 of them: cp,
+ * events, lease, pending, results, parent, failed, messages; a key after those is not the run's
+ * data and keeps its own expiry).
  */
 const RETENTION_LUA = `
 if status == 'done' then
-  for i = 1, #KEYS do redis.call('EXPIRE', KEYS[i], retention) end
+  for i = 1, math.min(#KEYS, 8) do redis.call('EXPIRE', KEYS[i], retention) end
 end
 `;
 
@@ -125,22 +126,26 @@ return out
 `;
 
 /**
- * KEYS: cp, events, lease, pending, messages, and for a commit that finishes the run (status
- *       'done') also results, parent, failed: only that commit touches them (retention, the
- *       failed jobs), so the others do not send their names.
+ * KEYS: cp, events, lease, pending, messages, then either parent (a commit that records the
+ *       round's parent job) or, for a commit that finishes the run (status 'done'), results,
+ *       parent, failed, webhook: only that commit touches them (retention, the failed jobs, whether
+ *       the run has webhooks), so the others do not send their names.
  * ARGV: expectedVersion, fence ('' = unfenced), data (without messages), status, activity,
  *       updatedAt, trigger ('' = none), awaiting (JSON array of the mailbox fields of the running
  *       calls, read back by the lease acquire), at, retention, release ('' = keep the lease; else
  *       the lease TTL in ms: release it after the commit unless someone asked for the run
  *       meanwhile, in which case the mark is cleared and the lease renewed), messages token
  *       (the list's new name when it is replaced), messages mode ('append' the new ones after
- *       `base` stored | 'replace' all), base, nmsg, messageJson × nmsg, bodies…
+ *       `base` stored | 'replace' all), base, parent record ('' = none: the step job about to
+ *       wait for this round's tool jobs, written with the calls that make them), nmsg,
+ *       messageJson × nmsg, bodies…
  * 'mepoch' names a run's message list: set at create and whenever the list is written anew, never
  * on an append, so a reader that kept the first n messages of a list with that name can read only
  * the rest (RunLeases.acquireAndLoad).
  * The run's pub/sub channel is its key base + ':ch' (BatonKeys.run), derived from the cp key.
  * Reply: {1, newVersion, released (1 released | 0 kept | -1 not asked), lastSeq,
- *         failedJobs (only when the run is done now)}
+ *         failedJobs, webhook (1 the run has a webhook configuration | 0; both only when the
+ *         run is done now)}
  *      | {code, actualVersion} (codes: see GUARDS_LUA; -4 see MESSAGES_LUA)
  */
 const COMMIT_LUA = `
@@ -148,13 +153,16 @@ local cp, stream, lease, fence, msgs = KEYS[1], KEYS[2], KEYS[3], ARGV[2], KEYS[
 ${GUARDS_LUA}
 if current ~= tonumber(ARGV[1]) then return {0, current} end
 local status = ARGV[4]
-if status == 'done' and #KEYS < 8 then
+if status == 'done' and #KEYS < 9 then
   return redis.error_reply('commit: a commit that finishes the run takes all of its keys')
+end
+if ARGV[15] ~= '' and #KEYS ~= 6 and #KEYS ~= 9 then
+  return redis.error_reply('commit: a parent record needs the parent key')
 end
 local version = current + 1
 local channel = string.sub(cp, 1, -4) .. ':ch'
 local at, retention = ARGV[9], ARGV[10]
-local mode, base, nmsg, from, first = ARGV[13], tonumber(ARGV[14]), tonumber(ARGV[15]), 16, 0
+local mode, base, nmsg, from, first = ARGV[13], tonumber(ARGV[14]), tonumber(ARGV[16]), 17, 0
 ${MESSAGES_LUA}
 -- A list written anew gets a new name: what a reader kept of the old one is not a prefix of it.
 if mode == 'replace' then redis.call('HSET', cp, 'mepoch', ARGV[12]) end
@@ -176,7 +184,12 @@ ${BODIES_FROM_ARGV_LUA}
 ${APPEND_EVENTS_LUA}
 out[4] = lastSeq
 -- A finished run's failed tool jobs are removed by its clean-up: it gets their ids from here.
-if status == 'done' then out[5] = redis.call('SMEMBERS', KEYS[8]) end
+if status == 'done' then
+  out[5] = redis.call('SMEMBERS', KEYS[8])
+  out[6] = redis.call('EXISTS', KEYS[9])
+end
+-- One day, like the record a fan-out writes itself (fan-out.ts): a round never lasts longer.
+if ARGV[15] ~= '' then redis.call('SET', KEYS[#KEYS == 6 and 6 or 7], ARGV[15], 'PX', 86400000) end
 ${RETENTION_LUA}
 return out
 `;
@@ -305,7 +318,7 @@ const MESSAGES_OUT_OF_STEP = -4;
 
 type ScriptReply = [number, number, ...string[]];
 /** The commit's reply: a third header element says whether it released the lease. */
-type CommitReply = [number, number, number, ...string[]];
+type CommitReply = [number, number, number, ...unknown[]];
 
 type RunCreate = LuaScript<
   RunDataKeys,
@@ -344,6 +357,7 @@ type RunCommit = LuaScript<
     messagesToken: string,
     messagesMode: 'append' | 'replace',
     base: number,
+    parentRecord: string,
     ...messagesAndBodies: (string | number)[],
   ],
   CommitReply
@@ -404,7 +418,7 @@ export class RedisRunStore implements RunStore {
       throw new Error('RedisRunStore: retentionSeconds must be a positive integer');
     this.validateOnLoad = opts.validateOnLoad ?? false;
     this.createScript = defineScript(this.redis, 'batonRunCreate4', 8, CREATE_LUA);
-    this.commitScript = defineVariadicScript(this.redis, 'batonRunCommit6', COMMIT_LUA);
+    this.commitScript = defineVariadicScript(this.redis, 'batonRunCommit7', COMMIT_LUA);
     this.appendScript = defineScript(this.redis, 'batonRunAppend3', 3, APPEND_LUA);
     this.deleteScript = defineScript(this.redis, 'batonRunDelete2', 8, DELETE_LUA);
   }
@@ -514,8 +528,15 @@ export class RedisRunStore implements RunStore {
     fence = '',
     releaseTtlMs?: number,
     base?: Checkpoint,
+    /** The step job about to wait for this round's tool jobs (fan-out.ts reads it back). */
+    parentRecord?: string,
   ): Promise<
-    CommitResult & { readonly released?: boolean; readonly failedJobs?: readonly string[] }
+    CommitResult & {
+      readonly released?: boolean;
+      readonly failedJobs?: readonly string[];
+      /** Whether the run has a webhook configuration: told by the commit that finishes it. */
+      readonly webhook?: boolean;
+    }
   > {
     if (checkpoint.identity.runId !== runId)
       throw new Error(
@@ -527,7 +548,13 @@ export class RedisRunStore implements RunStore {
     const from = base ? sharedPrefix(base.messages, checkpoint.messages) : 0;
     const mode = base && from === base.messages.length ? 'append' : 'replace';
     const call = (m: 'append' | 'replace', after: number) =>
-      this.commitScript(checkpoint.status === 'done' ? finalCommitKeys(k) : commitKeys(k), [
+      this.commitScript(
+        checkpoint.status === 'done'
+          ? finalCommitKeys(k, this.keys.webhook(runId).config)
+          : parentRecord
+            ? [...commitKeys(k), k.parent]
+            : commitKeys(k),
+        [
         expectedVersion,
         fence,
         data,
@@ -542,10 +569,12 @@ export class RedisRunStore implements RunStore {
         m === 'replace' ? randomToken() : '',
         m,
         after,
+        parentRecord ?? '',
         checkpoint.messages.length - after,
         ...checkpoint.messages.slice(after).map((msg) => JSON.stringify(msg)),
         ...bodies,
-      ]);
+        ],
+      );
     const data = checkpointData(checkpoint);
     const bodies = events.map(bodyTail);
     const at = this.atArg();
@@ -564,6 +593,7 @@ export class RedisRunStore implements RunStore {
       },
       ...(released === -1 ? {} : { released: released === 1 }),
       ...(Array.isArray(reply[4]) ? { failedJobs: reply[4] as string[] } : {}),
+      ...(reply[5] === undefined ? {} : { webhook: reply[5] === 1 }),
     };
   }
 
@@ -861,9 +891,12 @@ function commitKeys(k: RunKeys): [string, string, string, string, string] {
   return [k.cp, k.events, k.lease, k.pending, k.messages];
 }
 
-/** The keys of a commit that finishes the run: all of them (retention, failed jobs). */
-function finalCommitKeys(k: RunKeys): string[] {
-  return [...commitKeys(k), k.results, k.parent, k.failed];
+/**
+ * The keys of a commit that finishes the run: all of them (retention, failed jobs) and its webhook
+ * configuration (whether the run has one).
+ */
+function finalCommitKeys(k: RunKeys, webhook: string): string[] {
+  return [...commitKeys(k), k.results, k.parent, k.failed, webhook];
 }
 
 /**

@@ -160,8 +160,13 @@ export class WebhookOutbox {
    * The committer's hook, after every commit: cheap unless the events may produce a message.
    * Never throws: a failure here leaves the cursor behind for the sweeper.
    */
-  readonly afterCommit = async (runId: string, events: readonly EventBody[]): Promise<void> => {
-    if (!mayProduceMessages(events)) return;
+  readonly afterCommit = async (
+    runId: string,
+    events: readonly EventBody[],
+    known?: { readonly webhook: boolean },
+  ): Promise<void> => {
+    // A run without a configuration has none later (it is stored before the run exists).
+    if (known?.webhook === false || !mayProduceMessages(events)) return;
     try {
       await this.probe?.('before-webhook-outbox', { runId });
       await this.pump(runId);
