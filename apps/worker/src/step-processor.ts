@@ -177,7 +177,9 @@ export class StepProcessor {
         continue;
       }
       const next = engine.plan(cp);
-      const slog = log.child({ step: cp.step, plan: next.kind });
+      // Built only where something may log: a child logger per pass of this loop showed in the
+      // worker's profile.
+      const slog = (): WorkerDeps['logger'] => log.child({ step: cp.step, plan: next.kind });
       switch (next.kind) {
         case 'done':
         case 'wait': {
@@ -222,7 +224,7 @@ export class StepProcessor {
             if (!(await run.flush())) break;
             inferred = true;
             await deps.probe?.('before-infer', { runId, step: cp.step });
-            const outcome = await this.infer(engine, request, lease, slog);
+            const outcome = await this.infer(engine, request, lease, slog());
             if (outcome.kind === 'replan') {
               await reload();
               break;
@@ -247,7 +249,7 @@ export class StepProcessor {
         case 'cancel':
           deps.aborts.abort(runId);
           run.stage(engine.cancel(cp, now), registry);
-          slog.info('run cancelled');
+          slog().info('run cancelled');
           break;
         case 'execute': {
           // Re-entering a round whose calls all run already changes nothing: no commit then.
@@ -284,7 +286,8 @@ export class StepProcessor {
           if (!prepared) return 'missing';
           // Agent tools: their calls run as child runs (the links are written by the flush
           // above, before any child exists), which hold nothing of this job.
-          const children = await startChildCalls(deps, prepared.checkpoint, t.invocations, slog);
+          const elog = slog();
+          const children = await startChildCalls(deps, prepared.checkpoint, t.invocations, elog);
           if (children.recorded) {
             await reload();
             break;
@@ -297,7 +300,7 @@ export class StepProcessor {
             if (await this.executeInline(engine, prepared, invocations, lease)) await reload();
             break;
           }
-          const outcome = await fanOutToolCalls(deps, job, prepared, invocations, slog, {
+          const outcome = await fanOutToolCalls(deps, job, prepared, invocations, elog, {
             startedHere,
             parentRecorded: parentRecord !== undefined,
           });

@@ -4,6 +4,7 @@ import { ManualClock } from './clock.ts';
 import { executeTool, type ExecuteToolOptions } from './engine/execute-tool.ts';
 import {
   ToolSchemaMissingError,
+  defineTool,
   describeTool,
   toolInputSchema,
   toolResult,
@@ -84,5 +85,29 @@ describe('a tool that declares a JSON Schema instead of zod', () => {
   it('a tool with neither schema is a typed error', () => {
     const none: ToolDefinition = { name: 'bare', description: 'no schema' };
     expect(() => toolInputSchema(none)).toThrow(ToolSchemaMissingError);
+  });
+});
+
+describe('describeTool', () => {
+  it("converts a zod schema once per tool: every request shares the tool's descriptor", () => {
+    const weather = defineTool({
+      name: 'weather',
+      description: 'weather for a city',
+      inputSchema: z.object({ city: z.string().min(1) }),
+      execute: () => Promise.resolve(toolResult.success('sunny')),
+    });
+    const first = describeTool(weather);
+    expect(first.inputSchema).toMatchObject({
+      type: 'object',
+      properties: { city: { type: 'string', minLength: 1 } },
+    });
+    expect(describeTool(weather)).toBe(first);
+    // Another definition with the same name is another tool: its own schema.
+    const other = defineTool({
+      name: 'weather',
+      description: 'weather for a zip code',
+      inputSchema: z.object({ zip: z.string() }),
+    });
+    expect(describeTool(other).inputSchema).toMatchObject({ properties: { zip: {} } });
   });
 });

@@ -128,15 +128,25 @@ export function toolInputSchema(tool: ToolDefinition): z.ZodType {
   return schema;
 }
 
+// Every inference request describes the agent's tools, and converting a zod schema to JSON
+// Schema is the costly part (about 1 % of a worker's CPU per step when done every time): once
+// per tool, shared like a tool's own inputJsonSchema always was.
+const described = new WeakMap<ToolDefinition, ToolDescriptor>();
+
 export function describeTool(tool: ToolDefinition): ToolDescriptor {
-  return {
-    name: tool.name,
-    description: tool.description,
-    inputSchema: tool.inputJsonSchema ?? toJsonSchema(toolInputSchema(tool)),
-    approval: tool.approval !== undefined,
-    clientSide: tool.clientSide !== undefined,
-    ...(tool.agent ? { childAgent: tool.agent.agent } : {}),
-  };
+  let descriptor = described.get(tool);
+  if (!descriptor) {
+    descriptor = {
+      name: tool.name,
+      description: tool.description,
+      inputSchema: tool.inputJsonSchema ?? toJsonSchema(toolInputSchema(tool)),
+      approval: tool.approval !== undefined,
+      clientSide: tool.clientSide !== undefined,
+      ...(tool.agent ? { childAgent: tool.agent.agent } : {}),
+    };
+    described.set(tool, descriptor);
+  }
+  return descriptor;
 }
 
 export function normalizeToolReturn(value: ToolReturn | ToolResult): ToolReturn {
