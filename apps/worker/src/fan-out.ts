@@ -45,6 +45,14 @@ export function failedToolJobResult(
 }
 
 /**
+ * What the run's `parent` key holds: the step job that waits for a round's tool jobs, and the
+ * step of that round. Read back by a replay to join that job while it waits.
+ */
+export function parentRecordOf(job: Job, step: number): string {
+  return JSON.stringify({ id: job.id ?? '', queue: job.queueQualifiedName, step });
+}
+
+/**
  * Parallel modes: each call becomes a child job of the step job, so the step waits for the round
  * in BullMQ's waiting-children state, holding no lease and no worker slot. A replay joins the
  * round's waiting parent when there is one (BullMQ accepts a child for a parent in
@@ -130,6 +138,6 @@ export async function fanOutToolCalls(
   if (added === 0 || parent !== self) return 'delegated';
   log.debug({ children: added, parent: parent.id }, 'tool calls fanned out');
   if (round.parentRecorded !== true)
-    await deps.redis.set(parentKey, JSON.stringify({ ...self, step }), 'PX', 86_400_000);
+    await deps.redis.set(parentKey, parentRecordOf(job, step), 'PX', 86_400_000);
   return 'children';
 }

@@ -18,7 +18,7 @@ import {
 } from '@baton/core';
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
 import { startChildCalls } from './child-runs.ts';
-import { fanOutToolCalls } from './fan-out.ts';
+import { fanOutToolCalls, parentRecordOf } from './fan-out.ts';
 import { leaseAndLoad, releaseOrWake } from './lease-release.ts';
 import { StagedCommits } from './staged-commits.ts';
 import { DeltaCoalescer } from './delta-coalescer.ts';
@@ -273,11 +273,7 @@ export class StepProcessor {
             engine.ctx.tools.size > 0 &&
             t.checkpoint.executionMode !== 'sequential' &&
             t.invocations.every((inv) => inv.attempt === 0)
-              ? JSON.stringify({
-                  id: job.id ?? '',
-                  queue: job.queueQualifiedName,
-                  step: t.checkpoint.step,
-                })
+              ? parentRecordOf(job, t.checkpoint.step)
               : undefined;
           // Tools are effects: the calls are written as running first. A conflict re-plans like
           // everywhere else: these invocations were for stale state.
