@@ -67,6 +67,29 @@ describe('SSE connection leases (real Redis)', () => {
       limiter.close();
     }
   });
+
+  it('a refresh of thousands of leases extends every one and brings back none that was released', async () => {
+    const limiter = new SseConnectionLimiter(redis, new BatonKeys(`${prefix}-z`), 5_000, 60_000);
+    try {
+      // 2,500 crosses the script's batches of 1,000; the released one must not be re-added (XX)
+      const releases = [];
+      for (let i = 0; i < 2_500; i += 1) releases.push(await limiter.acquire('t'));
+      const key = `${prefix}-z:{sse:t}:leases`;
+      releases[0]?.();
+      await expect.poll(() => redis.zcard(key)).toBe(2_499);
+      const before = await redis.zrange(key, '0', '-1', 'WITHSCORES');
+      const maxBefore = Math.max(...before.filter((_, i) => i % 2 === 1).map(Number));
+      await new Promise((r) => setTimeout(r, 5));
+      await limiter.refresh();
+      const after = await redis.zrange(key, '0', '-1', 'WITHSCORES');
+      expect(after.length / 2).toBe(2_499);
+      expect(Math.min(...after.filter((_, i) => i % 2 === 1).map(Number))).toBeGreaterThan(
+        maxBefore,
+      );
+    } finally {
+      limiter.close();
+    }
+  });
 });
 
 describe('failed-authentication limit (real Redis)', () => {

@@ -133,7 +133,18 @@ type SseRefresh = LuaScript<[leases: string], [leaseMs: number, ...streamIds: st
 const REFRESH = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[i]) end
+-- one ZADD for all the streams (score, member pairs), 1,000 pairs at a time (unpack's stack limit)
+local until_ = now + tonumber(ARGV[1])
+local i = 2
+while i <= #ARGV do
+  local pairs_ = {}
+  for j = i, math.min(i + 999, #ARGV) do
+    pairs_[#pairs_ + 1] = until_
+    pairs_[#pairs_ + 1] = ARGV[j]
+  end
+  redis.call('ZADD', KEYS[1], 'XX', unpack(pairs_))
+  i = i + 1000
+end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 1
 `;

@@ -357,6 +357,51 @@ describe('RedisRunStore', () => {
     }
   });
 
+  it('a fenced commit that finishes and releases leaves no key of the run without its retention', async () => {
+    for (const failed of [false, true]) {
+      const run = createdRun();
+      const runId = run.checkpoint.identity.runId;
+      const k = store.keys.run(runId);
+      await store.create(run.checkpoint, run.events);
+      await redis.set(k.lease, 'tok', 'PX', 60_000);
+      await redis.hset(k.results, 'call_1', '{}');
+      await redis.set(k.parent, '{}');
+      if (failed) await redis.sadd(k.failed, 'tool.x');
+      await redis.hset(k.pending, 'ask', '1');
+      const running = nextCheckpoint(run.checkpoint, { status: 'running' });
+      // A release while someone asked for the run keeps the lease (renewed) and clears the mark.
+      const kept = await store.commit(runId, 1, running, [], null, 'tok', 5_000);
+      expect(kept.released).toBe(false);
+      const done = await store.commit(
+        runId,
+        2,
+        nextCheckpoint(running, { status: 'done' }),
+        [textDelta(0, 'b')],
+        'run_finished',
+        'tok',
+        5_000,
+      );
+      expect(done.released).toBe(true);
+      expect(done.failedJobs).toEqual(failed ? ['tool.x'] : []);
+      const all = [k.cp, k.events, k.lease, k.pending, k.results, k.parent, k.failed, k.messages];
+      const present = [
+        k.cp,
+        k.events,
+        k.results,
+        k.parent,
+        k.messages,
+        ...(failed ? [k.failed] : []),
+      ];
+      for (const key of all) {
+        const ttl = await redis.ttl(key);
+        if (present.includes(key)) {
+          expect(ttl, key).toBeGreaterThan(3_590);
+          expect(ttl, key).toBeLessThanOrEqual(3_600);
+        } else expect(ttl, key).toBe(-2);
+      }
+    }
+  });
+
   it("writes a round's parent record with the commit, only when it succeeds", async () => {
     const run = createdRun();
     const runId = run.checkpoint.identity.runId;

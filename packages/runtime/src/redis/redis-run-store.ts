@@ -71,13 +71,16 @@ for i = first, #ARGV do bodies[#bodies + 1] = ARGV[i] end
 
 /**
  * A finished run keeps every key for `retention` seconds. Expects, in scope: retention, status
- * (the status this script wrote), and the run's keys as the first KEYS (up to 8 of them: cp,
- * events, lease, pending, results, parent, failed, messages; a key after those is not the run's
- * data and keeps its own expiry).
+ * (the status this script wrote), `gone` (indexes of KEYS this script knows do not exist: an
+ * EXPIRE of them would be a command that does nothing), and the run's keys as the first KEYS (up
+ * to 8 of them: cp, events, lease, pending, results, parent, failed, messages; a key after those
+ * is not the run's data and keeps its own expiry).
  */
 const RETENTION_LUA = `
 if status == 'done' then
-  for i = 1, math.min(#KEYS, 8) do redis.call('EXPIRE', KEYS[i], retention) end
+  for i = 1, math.min(#KEYS, 8) do
+    if not gone[i] then redis.call('EXPIRE', KEYS[i], retention) end
+  end
 end
 `;
 
@@ -118,7 +121,7 @@ local status = ARGV[3]
 redis.call('HSET', cp, 'version', 1, 'seq', 0, 'data', ARGV[2], 'status', ARGV[3], 'tenant', ARGV[4],
   'agent', ARGV[5], 'threadId', ARGV[6], 'createdAt', ARGV[7], 'updatedAt', ARGV[8], 'env', env,
   'lastTrigger', '', 'activity', ARGV[12], 'awaiting', '[]', 'mepoch', ARGV[13])
-local out, echo = {1, 1}, true
+local out, echo, gone = {1, 1}, true, {}
 ${BODIES_FROM_ARGV_LUA}
 ${APPEND_EVENTS_LUA}
 ${RETENTION_LUA}
@@ -168,14 +171,16 @@ ${MESSAGES_LUA}
 if mode == 'replace' then redis.call('HSET', cp, 'mepoch', ARGV[12]) end
 redis.call('HSET', cp, 'version', version, 'data', ARGV[3], 'status', status, 'activity', ARGV[5],
   'updatedAt', ARGV[6], 'lastTrigger', ARGV[7], 'awaiting', ARGV[8])
-local released = -1
+local released, gone = -1, {}
 if ARGV[11] ~= '' and fence ~= '' then
+  gone[4] = true
   if redis.call('DEL', KEYS[4]) == 1 then
     redis.call('PEXPIRE', lease, ARGV[11])
     released = 0
   else
     redis.call('DEL', lease)
     released = 1
+    gone[3] = true
   end
 end
 -- The events are not sent back: the caller has their bodies and rebuilds them from lastSeq.
@@ -186,6 +191,7 @@ out[4] = lastSeq
 -- A finished run's failed tool jobs are removed by its clean-up: it gets their ids from here.
 if status == 'done' then
   out[5] = redis.call('SMEMBERS', KEYS[8])
+  if #out[5] == 0 then gone[8] = true end
   out[6] = redis.call('EXISTS', KEYS[9])
 end
 -- One day, like the record a fan-out writes itself (fan-out.ts): a round never lasts longer.

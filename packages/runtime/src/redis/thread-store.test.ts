@@ -124,6 +124,14 @@ describe('RedisThreadStore', () => {
     );
   });
 
+  it('release appends a long history in order, in one RPUSH per thousand messages', async () => {
+    // 2,500 crosses two batch boundaries; a batch cut in the wrong place drops or repeats one
+    const many = Array.from({ length: 2_500 }, (_, i) => user(`m${i}`));
+    await threads.acquire(T, TH, 'r1', 'reject');
+    await threads.release(T, TH, 'r1', many, null);
+    expect((await threads.load(T, TH)).messages.map((m) => m.id)).toEqual(many.map((m) => m.id));
+  });
+
   it('concurrent releases of the same run append exactly once', async () => {
     await threads.acquire(T, TH, 'r1', 'enqueue');
     await threads.acquire(T, TH, 'r2', 'enqueue');

@@ -88,7 +88,13 @@ if prev then return {0, prev} end
 local nextRun = ''
 if redis.call('HGET', meta, 'activeRunId') == runId then
   -- only the active run writes the thread: a queued run that never started adds nothing
-  for i = 5, #ARGV do redis.call('RPUSH', messages, ARGV[i]) end
+  -- one RPUSH per 1,000 messages, not one per message (unpack's stack limit bounds a batch)
+  local i = 5
+  while i <= #ARGV do
+    local last = math.min(i + 999, #ARGV)
+    redis.call('RPUSH', messages, unpack(ARGV, i, last))
+    i = last + 1
+  end
   if ARGV[2] == '1' then redis.call('SET', state, ARGV[3]) end
   local n = redis.call('LPOP', queue)
   if n then

@@ -62,7 +62,15 @@ redis.call('ZADD', KEYS[2], at, at)
 local extra = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[5])
 if extra > 0 then
   local old = redis.call('ZPOPMIN', KEYS[2], extra)
-  for i = 1, #old, 2 do redis.call('HDEL', KEYS[3], old[i]) end
+  -- one HDEL per 1,000 fields (unpack's stack limit), not one per field
+  local fields = {}
+  for i = 1, #old, 2 do
+    fields[#fields + 1] = old[i]
+    if #fields == 1000 or i + 2 > #old then
+      redis.call('HDEL', KEYS[3], unpack(fields))
+      fields = {}
+    end
+  end
 end
 if ARGV[3] ~= '' then
   redis.call('ZADD', KEYS[4], at, ARGV[3])
