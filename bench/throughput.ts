@@ -839,6 +839,7 @@ function budgetsOf(
   baton: Record<string, unknown> | undefined,
   ratio: Record<string, unknown> | undefined,
   profile: Record<string, unknown> | undefined,
+  raw: Record<string, unknown>,
 ): Record<string, unknown> {
   const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
   const redis = baton?.['redisPerStep'] as Record<string, unknown> | undefined;
@@ -858,18 +859,95 @@ function budgetsOf(
     const n = num(v);
     return n === undefined ? undefined : round(n / 1000, 3);
   };
+  const why = explain(baton, profile, raw, {
+    redisCpuUsecPerStep: num(redis?.['redisCpuUsecPerUnit']),
+    workerCpuUsecPerStep: num(cpu?.['cpuUsecPerStep']),
+  });
   return {
     note: 'per step of the bench agent, 1 in-process worker (its CPU includes the bench client creating runs); see bench/README.md',
-    redisCommandsPerStep: budgetCheck(num(redis?.['commandsPerUnit']), 80),
-    clientRoundTripsPerStep: budgetCheck(num(profile?.['clientRoundTripsPerStep']), 12),
+    redisCommandsPerStep: {
+      ...budgetCheck(num(redis?.['commandsPerUnit']), 80),
+      why: why.commands,
+    },
+    clientRoundTripsPerStep: {
+      ...budgetCheck(num(profile?.['clientRoundTripsPerStep']), 12),
+      why: why.roundTrips,
+    },
     noopStepJobsPerRun: budgetCheck(noop, 0.1),
-    redisCpuMsPerStep: budgetCheck(usec(redis?.['redisCpuUsecPerUnit']), 0.4),
-    workerCpuMsPerStep: budgetCheck(usec(cpu?.['cpuUsecPerStep']), 0.6),
-    stepsPerSecOverRawJobsPerSec: budgetCheck(
-      num(ratio?.['stepsPerSecOverRawJobsPerSec']),
-      0.3,
-      'min',
-    ),
+    redisCpuMsPerStep: {
+      ...budgetCheck(usec(redis?.['redisCpuUsecPerUnit']), 0.4),
+      why: why.redisCpu,
+    },
+    workerCpuMsPerStep: {
+      ...budgetCheck(usec(cpu?.['cpuUsecPerStep']), 0.6),
+      why: why.workerCpu,
+    },
+    stepsPerSecOverRawJobsPerSec: {
+      ...budgetCheck(num(ratio?.['stepsPerSecOverRawJobsPerSec']), 0.3, 'min'),
+      why: why.ratio,
+    },
+  };
+}
+
+/**
+ * What each budget is made of, from numbers of the same run, so a budget that fails shows where
+ * its cost sits: BullMQ's own share next to Baton's, BullMQ's floor (the raw baseline's cost per
+ * job times the jobs a step needs), the CPU costs as multiples of a raw job's (comparable across
+ * machines, unlike milliseconds), and the step ratio each CPU alone would allow at full use.
+ */
+function explain(
+  baton: Record<string, unknown> | undefined,
+  profile: Record<string, unknown> | undefined,
+  raw: Record<string, unknown>,
+  cpu: { redisCpuUsecPerStep: number | undefined; workerCpuUsecPerStep: number | undefined },
+): Record<'commands' | 'roundTrips' | 'redisCpu' | 'workerCpu' | 'ratio', Record<string, unknown>> {
+  const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
+  const jobs = baton?.['jobsPerRun'] as { step: number; tool: number } | undefined;
+  const jobsPerStep = jobs ? (jobs.step + jobs.tool) / STEPS_PER_RUN : undefined;
+  const rawRedis = raw['redisPerJob'] as Record<string, unknown> | undefined;
+  const rawCommands = num(rawRedis?.['commandsPerUnit']);
+  const rawRedisUsec = num(rawRedis?.['redisCpuUsecPerUnit']);
+  const rawNodeUsec = num(raw['nodeCpuUsecPerJob']);
+  const rawJobsPerSec = num(raw['jobsPerSec']);
+  const origin = profile?.['perStepByOrigin'] as
+    Record<'baton' | 'bullmq', { roundTrips: number; commands: number }> | undefined;
+  const times = (a: number | undefined, b: number | undefined): number | null =>
+    a === undefined || b === undefined ? null : round(a * b, 1);
+  const over = (a: number | undefined, b: number | undefined): number | null =>
+    a === undefined || b === undefined || b === 0 ? null : round(a / b, 2);
+  // Steps/s if this CPU alone were the limit at 100 % of one core, over raw jobs/s.
+  const bound = (usecPerStep: number | undefined): number | null =>
+    usecPerStep === undefined || rawJobsPerSec === undefined || usecPerStep === 0
+      ? null
+      : round(1e6 / usecPerStep / rawJobsPerSec, 3);
+  const budgetUsec = (ratio: number): number | null =>
+    rawJobsPerSec === undefined ? null : round(1e6 / (ratio * rawJobsPerSec), 1);
+  return {
+    commands: {
+      baton: origin?.baton.commands ?? null,
+      bullmq: origin?.bullmq.commands ?? null,
+      bullmqJobsPerStep: jobsPerStep === undefined ? null : round(jobsPerStep, 2),
+      rawBullmqCommandsPerJob: rawCommands ?? null,
+      bullmqFloorPerStep: times(rawCommands, jobsPerStep),
+    },
+    roundTrips: {
+      baton: origin?.baton.roundTrips ?? null,
+      bullmq: origin?.bullmq.roundTrips ?? null,
+    },
+    redisCpu: {
+      rawBullmqUsecPerJob: rawRedisUsec ?? null,
+      stepOverRawJob: over(cpu.redisCpuUsecPerStep, rawRedisUsec),
+    },
+    workerCpu: {
+      rawBullmqUsecPerJob: rawNodeUsec ?? null,
+      stepOverRawJob: over(cpu.workerCpuUsecPerStep, rawNodeUsec),
+    },
+    ratio: {
+      rawJobsPerSec: rawJobsPerSec ?? null,
+      ifRedisCpuBound: bound(cpu.redisCpuUsecPerStep),
+      ifWorkerCpuBound: bound(cpu.workerCpuUsecPerStep),
+      usecPerStepFor0_3: budgetUsec(0.3),
+    },
   };
 }
 
@@ -926,7 +1004,7 @@ export const throughput: Scenario = {
       await raw.close();
     }
     return {
-      budgets: budgetsOf(baton[0], ratios[0], profile),
+      budgets: budgetsOf(baton[0], ratios[0], profile, summarizeRaw(rawSamples, k)),
       config: {
         runs: k.runs,
         warmupRuns: k.warmupRuns,

@@ -24,6 +24,7 @@ import { StagedCommits } from './staged-commits.ts';
 import { DeltaCoalescer } from './delta-coalescer.ts';
 import { type AwaitedResults, type Lease, LeaseLostError, type Loaded } from '@baton/runtime';
 import type { WorkerDeps } from './worker-deps.ts';
+import { lazyChild } from './lazy-logger.ts';
 
 export type StepOutcome =
   'busy' | 'missing' | 'waiting' | 'done' | 'continued' | 'delegated' | 'lease_lost';
@@ -177,9 +178,7 @@ export class StepProcessor {
         continue;
       }
       const next = engine.plan(cp);
-      // Built only where something may log: a child logger per pass of this loop showed in the
-      // worker's profile.
-      const slog = (): WorkerDeps['logger'] => log.child({ step: cp.step, plan: next.kind });
+      const slog = (): WorkerDeps['logger'] => lazyChild(log, { step: cp.step, plan: next.kind });
       switch (next.kind) {
         case 'done':
         case 'wait': {
