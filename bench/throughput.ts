@@ -830,6 +830,11 @@ async function monitorProfile(
 
 // ---------------------------------------------------------------------------------------------
 
+/** A JSON field that is a number, else undefined. */
+function num(v: unknown): number | undefined {
+  return typeof v === 'number' ? v : undefined;
+}
+
 /**
  * The per-step budgets of the in-process variant (1 worker): medians of the samples for the
  * timed numbers, exact counts for the rest. Step jobs that do nothing: outcomes busy/missing and
@@ -841,7 +846,6 @@ function budgetsOf(
   profile: Record<string, unknown> | undefined,
   raw: Record<string, unknown>,
 ): Record<string, unknown> {
-  const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
   const redis = baton?.['redisPerStep'] as Record<string, unknown> | undefined;
   const jobs = baton?.['jobsOfTheseRuns'] as
     | { stepJobsByOutcome: Record<string, number>; stepJobsByReason: Record<string, number> }
@@ -901,7 +905,6 @@ function explain(
   raw: Record<string, unknown>,
   cpu: { redisCpuUsecPerStep: number | undefined; workerCpuUsecPerStep: number | undefined },
 ): Record<'commands' | 'roundTrips' | 'redisCpu' | 'workerCpu' | 'ratio', Record<string, unknown>> {
-  const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
   const jobs = baton?.['jobsPerRun'] as { step: number; tool: number } | undefined;
   const jobsPerStep = jobs ? (jobs.step + jobs.tool) / STEPS_PER_RUN : undefined;
   const rawRedis = raw['redisPerJob'] as Record<string, unknown> | undefined;
