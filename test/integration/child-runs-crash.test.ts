@@ -6,7 +6,9 @@
  */
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { startChildStack, finalAnswer, type ChildStack } from '../support/child-stack.ts';
+import type { Checkpoint } from '@baton/protocol';
 import { auditRun, stopAllWorkerProcesses } from '../support/worker-process.ts';
+import { waitFor } from '../support/worker-harness.ts';
 
 const stacks: ChildStack[] = [];
 const measured: Record<string, number> = {};
@@ -112,4 +114,42 @@ describe('SIGKILL around child runs', () => {
     );
     await expectCleanTree(s, runId, 2);
   });
+
+  it("a cancelled parent whose child waits for a decision ends, with its child, though the cancel's job is lost", async () => {
+    const s = await stack();
+    const first = await s.spawn();
+    const { runId } = await s.client.createRun('tree-sequential', 'call approval');
+    const [child] = await waitForChildren(s, runId, (kid) => kid.status === 'waiting');
+    first.kill('SIGKILL');
+    await first.waitForExit();
+    const cancelled = await s.client.post(`/v1/runs/${runId}/cancel`, {});
+    expect(cancelled.status).toBe(202);
+    // The cancel's step job is lost (as if its worker gave it up): only the reconciler is left.
+    const queue = s.rt.queues.stepsFor('tree-sequential');
+    const queued = await queue.getJobs(['waiting', 'prioritized', 'delayed', 'paused']);
+    const ours = queued.filter((j) => (j.data as { runId?: string }).runId === runId);
+    expect(ours.length).toBeGreaterThan(0);
+    for (const job of ours) await job.remove();
+    await s.spawn();
+    const parent = await s.waitDone(runId);
+    expect(parent.termination).toEqual({ kind: 'cancelled' });
+    const kid = await s.waitDone(child!.identity.runId);
+    expect(kid.termination).toEqual({ kind: 'cancelled' });
+  });
 });
+
+/** The parent's children, once there is at least one and all satisfy `pred`. */
+async function waitForChildren(
+  s: ChildStack,
+  runId: string,
+  pred: (kid: Checkpoint) => boolean,
+): Promise<Checkpoint[]> {
+  return waitFor(
+    async () => {
+      const kids = await s.childrenOf(runId);
+      return kids.length > 0 && kids.every(pred) ? kids : null;
+    },
+    30_000,
+    `children of ${runId}`,
+  );
+}

@@ -6,6 +6,7 @@ import {
   childRunResult,
   childStartFailure,
   linkedChildRuns,
+  plan,
   runCommands,
   type Clock,
 } from '@baton/core';
@@ -230,9 +231,13 @@ export class ChildRuns {
   /**
    * For the reconciler: whether the running agent calls of `parent` are driven by their child
    * runs (each exists and has not ended). A child that ended is delivered here (its own
-   * clean-up may have died with its worker); a missing one is not driving anything.
+   * clean-up may have died with its worker); a missing one is not driving anything. Children
+   * drive their parent only while its next move is to wait for its calls: a parent that must
+   * cancel, resume or finish its step needs a pass of its own, which no child schedules (a child
+   * waiting for a decision may never end, and a cancel must end the tree without it).
    */
   async drive(parent: Checkpoint): Promise<boolean> {
+    if (plan(parent).kind !== 'execute') return false;
     let driven = false;
     for (const id of parent.round) {
       const ref = parent.calls[id]?.status === 'running' ? parent.calls[id]?.child : undefined;
