@@ -77,6 +77,11 @@ export class StepProcessor {
         const retried = job.attemptsStarted > 1 || job.stalledCounter > 0;
         log.debug({ retried }, 'run busy');
         if (retried && token !== undefined) {
+          // A finished run needs no pass: whatever still holds its lease, this job is over
+          // (waiting for that lease again and again would keep the job alive without bound).
+          const meta = await this.deps.store.meta(data.runId);
+          if (!meta) return 'missing';
+          if (meta.status === 'done') return 'done';
           await job.moveToDelayed(Date.now() + this.deps.leases.ttlMs + 100, token);
           throw new DelayedError();
         }
@@ -121,7 +126,8 @@ export class StepProcessor {
     log.warn('lease lost: another worker owns the run now; this pass stops without writing');
     if ((await deps.redis.exists(deps.keys.run(lease.runId).lease)) === 1) return;
     const meta = await deps.store.meta(lease.runId);
-    if (!meta) return;
+    // A finished run needs no pass (its final commit drops the lease of whoever held it).
+    if (!meta || meta.status === 'done') return;
     await deps.queues.enqueueStep(
       { runId: lease.runId, tenantId, agent: meta.agent },
       'reconcile',

@@ -137,7 +137,8 @@ return out
  *       updatedAt, trigger ('' = none), awaiting (JSON array of the mailbox fields of the running
  *       calls, read back by the lease acquire), at, retention, release ('' = keep the lease; else
  *       the lease TTL in ms: release it after the commit unless someone asked for the run
- *       meanwhile, in which case the mark is cleared and the lease renewed), messages token
+ *       meanwhile, in which case the mark is cleared and the lease renewed; a commit that
+ *       finishes the run deletes the lease and the mark whoever holds them), messages token
  *       (the list's new name when it is replaced), messages mode ('append' the new ones after
  *       `base` stored | 'replace' all), base, parent record ('' = none: the step job about to
  *       wait for this round's tool jobs, written with the calls that make them), nmsg,
@@ -172,7 +173,15 @@ if mode == 'replace' then redis.call('HSET', cp, 'mepoch', ARGV[12]) end
 redis.call('HSET', cp, 'version', version, 'data', ARGV[3], 'status', status, 'activity', ARGV[5],
   'updatedAt', ARGV[6], 'lastTrigger', ARGV[7], 'awaiting', ARGV[8])
 local released, gone = -1, {}
-if ARGV[11] ~= '' and fence ~= '' then
+if status == 'done' then
+  -- A finished run holds no lease and no mark, whoever held them (an unfenced write ends a run
+  -- under a holder's feet): kept, the retention EXPIRE below would stretch them to a day, and
+  -- any job of the run that met them would wait for them. Every later write to the run is
+  -- refused anyway (GUARDS_LUA), and a finished run needs no other pass.
+  redis.call('DEL', lease, KEYS[4])
+  gone[3], gone[4] = true, true
+  if ARGV[11] ~= '' and fence ~= '' then released = 1 end
+elseif ARGV[11] ~= '' and fence ~= '' then
   gone[4] = true
   if redis.call('DEL', KEYS[4]) == 1 then
     redis.call('PEXPIRE', lease, ARGV[11])

@@ -1,0 +1,103 @@
+/**
+ * A finished run holds no lease and leaves no job behind, whatever dies when: a step job of a
+ * finished run that was redelivered (its worker died) meets a lease nobody will release; a worker
+ * dies between failing a job and recording that failure with the run.
+ */
+import { Redis } from 'ioredis';
+import { Worker, type Job } from 'bullmq';
+import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { BatonRuntime, bullPrefix, stepQueueName } from '@baton/runtime';
+import { silentLogger, testConfig, testPrefix, waitFor } from '../support/worker-harness.ts';
+import { spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
+
+const TENANT = 't-finished';
+const clients: BatonRuntime[] = [];
+const connections: Redis[] = [];
+
+afterEach(async () => {
+  await stopAllWorkerProcesses();
+});
+
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  await Promise.all(connections.map((c) => c.quit()));
+});
+
+function cluster(): { prefix: string; redisUrl: string; client: BatonRuntime } {
+  const redisUrl = inject('redisUrl');
+  const prefix = testPrefix();
+  const client = new BatonRuntime(testConfig(redisUrl, prefix), silentLogger);
+  clients.push(client);
+  return { prefix, redisUrl, client };
+}
+
+async function finishedRun(c: ReturnType<typeof cluster>, agent: string): Promise<string> {
+  const { runId } = await c.client.service.createRun(TENANT, {
+    agent,
+    input: { messages: [{ role: 'user', content: 'hello' }] },
+  });
+  await waitFor(
+    async () => (await c.client.store.meta(runId))?.status === 'done',
+    20_000,
+    `run ${runId} to finish`,
+  );
+  return runId;
+}
+
+/**
+ * Takes the next job of `queue` as a worker that then dies: it stops renewing the job's lock,
+ * so the job is redelivered by the stall check of the next worker, as after a SIGKILL.
+ */
+async function takeAndDie(redisUrl: string, prefix: string, queue: string): Promise<Job> {
+  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  connections.push(connection);
+  let taken: (job: Job) => void = () => undefined;
+  const got = new Promise<Job>((resolve) => (taken = resolve));
+  const dying = new Worker(
+    queue,
+    (job) => {
+      taken(job);
+      return new Promise<never>(() => undefined);
+    },
+    { connection, prefix: bullPrefix(prefix), lockDuration: 1_000, stalledInterval: 60_000 },
+  );
+  const job = await got;
+  await dying.close(true);
+  return job;
+}
+
+describe('a finished run', () => {
+  it('a redelivered step job of a finished run completes, whoever holds its lease', async () => {
+    const c = cluster();
+    const worker = await spawnWorker({ redisUrl: c.redisUrl, prefix: c.prefix, probes: false });
+    const runId = await finishedRun(c, 'assistant');
+    worker.kill('SIGKILL');
+    await worker.waitForExit();
+    // A lease nobody will release for long (what a finishing commit used to stretch to the
+    // retention when its holder died before releasing it).
+    await c.client.redis.set(c.client.keys.run(runId).lease, 'a-dead-holder', 'PX', 600_000);
+    const meta = (await c.client.store.meta(runId))!;
+    const jobId = await c.client.queues.enqueueStep(
+      { runId, tenantId: TENANT, agent: 'assistant' },
+      'continue',
+      meta.version,
+      true,
+    );
+    const taken = await takeAndDie(c.redisUrl, c.prefix, stepQueueName('assistant'));
+    expect(taken.id).toBe(jobId);
+    await spawnWorker({ redisUrl: c.redisUrl, prefix: c.prefix, probes: false });
+    const queue = c.client.queues.stepsFor('assistant');
+    // Redelivered (a retried job), it meets the lease: it must end, not wait for the lease again
+    // and again.
+    const state = await waitFor(
+      async () => {
+        const job = await queue.getJob(jobId);
+        const s = job ? await job.getState() : 'gone';
+        return s === 'completed' || s === 'gone' ? s : null;
+      },
+      20_000,
+      'the redelivered step job to end',
+    );
+    expect(state).not.toBe('failed');
+  });
+});
