@@ -126,7 +126,7 @@ describe('SIGKILL around child runs', () => {
     expect(cancelled.status).toBe(202);
     // The cancel's step job is lost (as if its worker gave it up): only the reconciler is left.
     const queue = s.rt.queues.stepsFor('tree-sequential');
-    const queued = await queue.getJobs(['waiting', 'prioritized', 'delayed', 'paused']);
+    const queued = await queue.getJobs(['waiting', 'prioritized', 'delayed']);
     const ours = queued.filter((j) => (j.data as { runId?: string }).runId === runId);
     expect(ours.length).toBeGreaterThan(0);
     for (const job of ours) await job.remove();
