@@ -100,4 +100,46 @@ describe('a finished run', () => {
     );
     expect(state).not.toBe('failed');
   });
+
+  it(
+    'a step job given up by a worker that died before recording it is removed once its run finished',
+    { timeout: 90_000 },
+    async () => {
+      const c = cluster();
+      const spawn = (pause: Record<string, number> = {}) =>
+        spawnWorker({ redisUrl: c.redisUrl, prefix: c.prefix, env: { MAX_STALLS: '1' }, pause });
+      // The step job's worker dies twice (MAX_STALLS = 1): the job is given up...
+      let victim = await spawn({ 'before-infer': 60_000 });
+      const { runId } = await c.client.service.createRun(TENANT, {
+        agent: 'assistant',
+        input: { messages: [{ role: 'user', content: 'weather in Minsk?' }] },
+      });
+      for (let kill = 0; kill < 2; kill += 1) {
+        if (kill > 0) victim = await spawn({ 'before-infer': 60_000 });
+        await victim.onProbe('before-infer', (p) => p['runId'] === runId);
+        victim.kill('SIGKILL');
+        await victim.waitForExit();
+      }
+      // ...by a worker that dies before its `failed` handler keeps the job with the run.
+      victim = await spawn({ 'before-failed-job-record': 60_000 });
+      const given = await victim.onProbe('before-failed-job-record', (p) => p['runId'] === runId);
+      const steps = c.client.queues.stepsFor('assistant');
+      const jobId = given['jobId'] as string;
+      expect(await (await steps.getJob(jobId))?.getState()).toBe('failed');
+      victim.kill('SIGKILL');
+      await victim.waitForExit();
+      // The reconciler gives the run a fresh pass; it finishes.
+      await spawn();
+      await waitFor(
+        async () => (await c.client.store.meta(runId))?.status === 'done',
+        30_000,
+        `run ${runId} to finish`,
+      );
+      await waitFor(
+        async () => ((await steps.getJob(jobId)) ? null : true),
+        20_000,
+        'the failed step job of the finished run to be removed',
+      );
+    },
+  );
 });

@@ -6,7 +6,8 @@ import type { WorkerDeps } from './worker-deps.ts';
 /**
  * A job failed for good (its retries are used up, or its worker kept dying). What that means:
  * - The failure is remembered with the run, and the job is removed once the run has finished:
- *   a finished run leaves no failed jobs behind (while it lives, Bull Board shows them).
+ *   a finished run leaves no failed jobs behind (while it lives, Bull Board shows them). A worker
+ *   that dies before it gets here leaves that to the reconciler (keepFailedJob).
  * - A step job whose worker died or hung more than MAX_STALLS times may only have shared a worker
  *   with what killed it (a tool job of its round, say), so the first time the run is simply
  *   given a fresh pass by the reconciler. When a second step job of the same step is given up
@@ -24,21 +25,11 @@ export async function onJobFailed(
   if ((await job.getState()) !== 'failed') return; // another attempt is scheduled
   const runId = (job.data as { runId?: unknown }).runId;
   if (typeof runId !== 'string' || job.id === undefined) return;
-  const entry = `${queue}:${job.id}`;
   const log = deps.logger.child({ runId, jobId: job.id, queue });
   log.warn({ err: error, reason: job.failedReason, stalls: job.stalledCounter }, 'job failed');
+  await deps.probe?.('before-failed-job-record', { runId, queue, jobId: job.id });
+  if (!(await keepFailedJob(deps, queue, job.id, runId))) return;
   const keys = deps.keys.run(runId);
-  const meta = await deps.store.meta(runId);
-  if (!meta || meta.status === 'done') {
-    await deps.queues.removeFailedJobs([entry]);
-    return;
-  }
-  await deps.redis.sadd(keys.failed, entry);
-  // The run may have finished between the two reads (its clean-up saw no entry yet).
-  if ((await deps.store.meta(runId))?.status === 'done') {
-    await deps.queues.removeFailedJobs([entry]);
-    return;
-  }
   if (queueKind(queue) !== 'step' || job.failedReason !== STALLED_TOO_OFTEN) return;
   const step = (await deps.store.load(runId))?.checkpoint.step ?? 0;
   // Counted on the run's own hash, so the counts expire with the run.
@@ -69,4 +60,31 @@ export async function onJobFailed(
   } finally {
     await lease.release();
   }
+}
+
+/**
+ * Remembers a failed job with its run, or removes it when the run has finished (or is gone): a
+ * finished run leaves no failed job behind. False when the job was removed. Idempotent: the
+ * `failed` handler calls it, and the reconciler for every failed job, since a worker can die
+ * between failing a job and this call.
+ */
+export async function keepFailedJob(
+  deps: Pick<WorkerDeps, 'store' | 'redis' | 'keys' | 'queues'>,
+  queue: string,
+  jobId: string,
+  runId: string,
+): Promise<boolean> {
+  const entry = `${queue}:${jobId}`;
+  const meta = await deps.store.meta(runId);
+  if (!meta || meta.status === 'done') {
+    await deps.queues.removeFailedJobs([entry]);
+    return false;
+  }
+  await deps.redis.sadd(deps.keys.run(runId).failed, entry);
+  // The run may have finished between the two reads (its clean-up saw no entry yet).
+  if ((await deps.store.meta(runId))?.status === 'done') {
+    await deps.queues.removeFailedJobs([entry]);
+    return false;
+  }
+  return true;
 }

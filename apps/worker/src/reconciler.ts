@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { activityOf, runCommands } from '@baton/core';
+import { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type {
   BatonKeys,
@@ -10,6 +11,7 @@ import type {
   RunCommitter,
   RunMeta,
 } from '@baton/runtime';
+import { keepFailedJob } from './job-failures.ts';
 
 export interface ReconcilerDeps {
   readonly redis: RedisClient;
@@ -42,6 +44,8 @@ export interface ScanReport {
   readonly expired: string[];
   /** Finished runs whose keys expired and were dropped from the tenant and thread indexes. */
   readonly collected: number;
+  /** Failed jobs of finished (or gone) runs removed, that their worker had not dealt with. */
+  readonly failedRemoved: number;
 }
 
 /**
@@ -78,12 +82,22 @@ export class Reconciler {
     const token = randomUUID();
     const lockKey = keys.reconcilerLock;
     const got = await redis.set(lockKey, token, 'PX', this.deps.lockMs ?? 30_000, 'NX');
-    if (got === null) return { rescheduled: [], parked: 0, revived: 0, expired: [], collected: 0 };
+    if (got === null)
+      return {
+        rescheduled: [],
+        parked: 0,
+        revived: 0,
+        expired: [],
+        collected: 0,
+        failedRemoved: 0,
+      };
     try {
       const active = await this.scanActive();
       const waiting = await this.sweepWaiting();
-      const collected = await this.collect();
-      const report = { ...active, ...waiting, collected };
+      const agents = await redis.hkeys(keys.agentsKey());
+      const collected = await this.collect(agents);
+      const failedRemoved = await this.sweepFailed(agents);
+      const report = { ...active, ...waiting, collected, failedRemoved };
       if (report.rescheduled.length + report.revived + report.expired.length > 0)
         this.deps.logger.info(
           {
@@ -198,7 +212,7 @@ export class Reconciler {
     }
   }
 
-  private async collect(): Promise<number> {
+  private async collect(agents: readonly string[]): Promise<number> {
     const { redis, keys, store, queues } = this.deps;
     const now = this.deps.now();
     const due = await redis.zrangebyscore(keys.expiringRuns, '-inf', now, 'LIMIT', 0, this.batch);
@@ -220,8 +234,48 @@ export class Reconciler {
       await redis.zrem(keys.expiringRuns, member);
       collected += 1;
     }
-    await queues.cleanFinished(await redis.hkeys(keys.agentsKey()), this.batch);
+    await queues.cleanFinished(agents, this.batch);
     return collected;
+  }
+
+  /**
+   * Every failed job is kept with its run or, the run being finished, removed (keepFailedJob):
+   * its worker's `failed` handler does it, unless that worker died first. So each failed job is
+   * looked at once more here, in the order they failed, a batch per queue per scan, once it is
+   * older than staleAfterMs (a clock skew between workers below that cannot hide one behind the
+   * cursor). Looking twice is harmless.
+   */
+  private async sweepFailed(agents: readonly string[]): Promise<number> {
+    const { redis, keys, queues } = this.deps;
+    const upTo = this.deps.now() - this.deps.staleAfterMs;
+    let removed = 0;
+    for (const queue of queues.queuesOf(agents)) {
+      const from = Number((await redis.hget(keys.reconcilerFailedCursor, queue.name)) ?? 0);
+      const flat = await redis.zrangebyscore(
+        queue.toKey('failed'),
+        from,
+        upTo,
+        'WITHSCORES',
+        'LIMIT',
+        0,
+        this.batch,
+      );
+      if (flat.length === 0) continue;
+      let last = from;
+      for (let i = 0; i < flat.length; i += 2) {
+        const jobId = flat[i] as string;
+        last = Number(flat[i + 1]);
+        const job = await Job.fromId(queue, jobId);
+        const runId = (job?.data as { runId?: unknown } | undefined)?.runId;
+        if (typeof runId !== 'string') continue;
+        if (!(await keepFailedJob(this.deps, queue.name, jobId, runId))) removed += 1;
+      }
+      // A full page of one failure time would be read again and again: step past it.
+      const next = flat.length / 2 === this.batch && last === from ? last + 1 : last;
+      await redis.hset(keys.reconcilerFailedCursor, queue.name, String(next));
+      await redis.expire(keys.reconcilerFailedCursor, 86_400);
+    }
+    return removed;
   }
 
   /** Whatever a finished run still owes (thread release, indexes, failed jobs); idempotent. */

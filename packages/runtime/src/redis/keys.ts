@@ -41,6 +41,7 @@
  *   Reconciler (workers)
  *     p:reconciler:lock             STRING one scanner at a time across workers (SET NX PX)
  *     p:reconciler:waiting-cursor   STRING where the scan of waiting runs resumes
+ *     p:reconciler:failed-cursor    HASH   queue -> finishedOn up to which its failed jobs were swept
  *
  *   Schedules (slot of `{sched:<tenant>}`: a tenant's schedules and their index change atomically)
  *     p:{sched:<t>}:index           ZSET   schedule ids of the tenant, score = createdAt (ms)
@@ -230,6 +231,11 @@ export class BatonKeys {
   /** Where the reconciler's scan of the waiting index resumes. */
   get reconcilerWaitingCursor(): string {
     return `${this.prefix}:reconciler:waiting-cursor`;
+  }
+
+  /** Per queue, the failure time up to which the reconciler swept its failed jobs. */
+  get reconcilerFailedCursor(): string {
+    return `${this.prefix}:reconciler:failed-cursor`;
   }
 
   /** Pattern matching every run's channel (PSUBSCRIBE). */
