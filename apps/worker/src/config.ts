@@ -17,9 +17,10 @@ export const WorkerConfigSchema = z.object({
   /** Runs the reconciler looks at per index per scan. */
   RECONCILE_BATCH: z.coerce.number().int().min(1).max(10_000).default(200),
   /**
-   * How often a job may lose its worker (crash, kill, a pause past JOB_LOCK_MS) before it is
-   * given up: a tool call then fails with code tool_crashed_worker, a step ends its run with an
-   * error that says so.
+   * How often the worker running a job may die (crash, kill, a hang past AGENT_HEARTBEAT_TTL_MS)
+   * before the job is given up: a tool call then fails with code tool_crashed_worker, a step ends
+   * its run with an error that says so. A live worker that missed its lock renewals (JOB_LOCK_MS)
+   * does not count (see stall-accounting.ts).
    */
   MAX_STALLS: z.coerce.number().int().min(1).max(100).default(3),
   /** A run waiting for a decision longer than this ends with an error (0 = wait forever). */

@@ -1,6 +1,7 @@
 import { runCommands } from '@baton/core';
 import type { Job } from 'bullmq';
 import { STALLED_TOO_OFTEN, queueKind } from '@baton/runtime';
+import { deathsOf } from './stall-accounting.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 
 /**
@@ -8,7 +9,7 @@ import type { WorkerDeps } from './worker-deps.ts';
  * - The failure is remembered with the run, and the job is removed once the run has finished:
  *   a finished run leaves no failed jobs behind (while it lives, Bull Board shows them). A worker
  *   that dies before it gets here leaves that to the reconciler (keepFailedJob).
- * - A step job whose worker died or hung more than MAX_STALLS times may only have shared a worker
+ * - A step job whose worker died more than MAX_STALLS times may only have shared a worker
  *   with what killed it (a tool job of its round, say), so the first time the run is simply
  *   given a fresh pass by the reconciler. When a second step job of the same step is given up
  *   the same way, the step itself is what kills workers: the run ends with an error that says
@@ -32,10 +33,11 @@ export async function onJobFailed(
   const keys = deps.keys.run(runId);
   if (queueKind(queue) !== 'step' || job.failedReason !== STALLED_TOO_OFTEN) return;
   const step = (await deps.store.load(runId))?.checkpoint.step ?? 0;
+  const died = await deathsOf(deps.redis, job);
   // Counted on the run's own hash, so the counts expire with the run.
   const [givenUp, deaths] = await Promise.all([
     deps.redis.hincrby(keys.cp, `stepGivenUp:${String(step)}`, 1),
-    deps.redis.hincrby(keys.cp, `stepDeaths:${String(step)}`, Math.max(1, job.stalledCounter)),
+    deps.redis.hincrby(keys.cp, `stepDeaths:${String(step)}`, Math.max(1, died)),
   ]);
   if (givenUp < 2) {
     log.warn({ step }, 'step job given up after losing its worker; the reconciler tries once more');
@@ -48,7 +50,7 @@ export async function onJobFailed(
     if (!loaded || loaded.checkpoint.status === 'done') return;
     const message =
       `step ${String(loaded.checkpoint.step)} of this run stopped its worker ` +
-      `${String(deaths)} times (crash, out of memory, or a hang past JOB_LOCK_MS); ` +
+      `${String(deaths)} times (crash, out of memory, kill, or a hang past AGENT_HEARTBEAT_TTL_MS); ` +
       'the run was ended so that it cannot take down more workers';
     const engine = deps.registry.engine(loaded.checkpoint.identity.agent);
     const now = deps.clock.now();

@@ -28,6 +28,7 @@ import { Reconciler, type ScanReport } from './reconciler.ts';
 import { StepProcessor } from './step-processor.ts';
 import { ToolProcessor } from './tool-processor.ts';
 import { ScheduleWorker } from './schedule-worker.ts';
+import { StallAccounting, controlConnectionName } from './stall-accounting.ts';
 import { ToolResultMailbox } from './tool-results.ts';
 import { MessageCache } from './message-cache.ts';
 import type { WorkerDeps } from './worker-deps.ts';
@@ -106,7 +107,8 @@ export class BatonWorker {
     await advertise();
     this.controlSubscriber = duplicateClient(rt.redis, {
       ...SUBSCRIBER_OPTIONS,
-      connectionName: 'baton-control',
+      // Named after this worker: others tell it is alive by this connection (StallAccounting).
+      connectionName: controlConnectionName(this.id),
     });
     this.controlSubscriber.on('error', (err) =>
       this.logger.error({ err }, 'control subscriber error'),
@@ -117,34 +119,50 @@ export class BatonWorker {
 
     const steps = new StepProcessor(deps);
     const tools = new ToolProcessor(deps);
-    const stepJob = tracedProcessor('step', (job: Job, token?: string) =>
-      steps.process(job, token),
-    );
-    const toolJob = tracedProcessor('tool', (job: Job) => tools.process(job));
+    // Losing the worker is not the job's failure: it is retried until its workers died more than
+    // MAX_STALLS times, then given up with a reason that says so (see job-failures.ts). Only a
+    // dead worker counts (StallAccounting); BullMQ's own count of lost locks is a backstop.
+    const stalls = new StallAccounting({
+      redis: rt.redis,
+      keys: rt.keys,
+      workerId: this.id,
+      maxStalls: config.MAX_STALLS,
+      logger: this.logger,
+    });
     const common = {
       connection: rt.connection,
       prefix: bullPrefix(config.BATON_PREFIX),
       lockDuration: config.JOB_LOCK_MS,
       stalledInterval: config.STALLED_INTERVAL_MS,
-      // Losing the worker is not the job's failure: it is retried this often, then given up with
-      // a reason that says so (see job-failures.ts).
-      maxStalledCount: config.MAX_STALLS,
+      maxStalledCount: StallAccounting.bullBackstop(config.MAX_STALLS),
       ...bullTelemetryOption(),
     };
     const stepOpts = { ...common, concurrency: config.WORKER_CONCURRENCY };
     const toolOpts = { ...common, concurrency: config.TOOL_CONCURRENCY };
     // Routing: this worker listens only to the queues of the agents it registered, so a job
     // never reaches a worker that cannot run its agent.
-    for (const name of agentNames)
+    for (const name of agentNames) {
+      const stepJob = tracedProcessor('step', async (job: Job, token?: string) => {
+        await stalls.admit(job, name);
+        return steps.process(job, token);
+      });
+      const toolJob = tracedProcessor('tool', async (job: Job) => {
+        await stalls.admit(job, name);
+        return tools.process(job);
+      });
       this.bullWorkers.push(
         new Worker(stepQueueName(name), stepJob, stepOpts),
         new Worker(toolQueueName(name), toolJob, toolOpts),
       );
+    }
     if (config.LEGACY_QUEUES) {
+      // Forwarding only (no agent to ask about): BullMQ counts their lost locks itself.
       const legacy = new LegacyQueueForwarder(deps);
+      const legacyStep = { ...stepOpts, maxStalledCount: config.MAX_STALLS };
+      const legacyTool = { ...toolOpts, maxStalledCount: config.MAX_STALLS };
       this.bullWorkers.push(
-        new Worker(STEP_QUEUE, (job) => legacy.step(job), stepOpts),
-        new Worker(TOOL_QUEUE, (job) => legacy.tool(job), toolOpts),
+        new Worker(STEP_QUEUE, (job) => legacy.step(job), legacyStep),
+        new Worker(TOOL_QUEUE, (job) => legacy.tool(job), legacyTool),
       );
     }
     // Scheduled runs: its own queue and handlers (see schedule-worker.ts).

@@ -1,0 +1,137 @@
+import { Cluster } from 'ioredis';
+import { UnrecoverableError, type Job } from 'bullmq';
+import type { Logger } from 'pino';
+import {
+  STALLED_TOO_OFTEN,
+  defineScript,
+  type BatonKeys,
+  type LuaScript,
+  type RedisClient,
+} from '@baton/runtime';
+
+/**
+ * Notes who runs this attempt of a job, and tells what the job's record said before: the stall
+ * count (BullMQ's `stc`) at the previous attempt, who ran that attempt, and the deaths counted
+ * so far. Kept in the job's own hash, so it goes with the job; a job that is gone is left alone.
+ * KEYS: job hash   ARGV: holder, stalledCounter
+ * Reply: {stallsSeen|'', holder|'', deaths|'0'} | false (no such job)
+ */
+const HOLDER_LUA = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local prev = redis.call('HMGET', KEYS[1], 'batonStalls', 'batonHolder', 'batonDeaths')
+redis.call('HSET', KEYS[1], 'batonStalls', ARGV[2], 'batonHolder', ARGV[1])
+return {prev[1] or '', prev[2] or '', prev[3] or '0'}`;
+
+type HolderScript = LuaScript<
+  [job: string],
+  [holder: string, stalledCounter: number],
+  [string, string, string] | null
+>;
+
+/** The Redis client name of a worker's control connection: how others see it is connected. */
+export function controlConnectionName(workerId: string): string {
+  // Client names take no spaces or control characters; worker ids are the operator's to choose.
+  return `baton-control:${workerId.replace(/[^\x21-\x7e]/g, '_')}`;
+}
+
+/**
+ * Which lost locks count as deaths toward MAX_STALLS. BullMQ counts every lock its holder did not
+ * renew in time: a worker that is alive but was slow (a busy host, an event loop blocked for a
+ * few seconds, a process paused and resumed) counts like one that died, and enough of those give
+ * up a job, and fail a tool call, that nothing was wrong with. So Baton keeps its own count: when
+ * a job comes back after a lost lock, the worker that held it is asked whether it is alive, and
+ * only a dead one counts. Dead: its control connection to Redis is gone (the kernel closes the
+ * sockets of a process that died, at once) or its heartbeat expired (AGENT_HEARTBEAT_TTL_MS: a
+ * host that vanished, or a worker hung for that long). BullMQ's own limit stays as a backstop,
+ * well above MAX_STALLS, for a job that keeps every live worker from renewing its lock.
+ */
+export class StallAccounting {
+  private readonly redis: RedisClient;
+  private readonly keys: BatonKeys;
+  private readonly holder: string;
+  private readonly maxStalls: number;
+  private readonly logger: Logger;
+  private readonly record: HolderScript;
+  private warned = false;
+
+  constructor(opts: {
+    redis: RedisClient;
+    keys: BatonKeys;
+    /** This worker's id (its heartbeat member and control connection name). */
+    workerId: string;
+    maxStalls: number;
+    logger: Logger;
+  }) {
+    this.redis = opts.redis;
+    this.keys = opts.keys;
+    this.holder = opts.workerId;
+    this.maxStalls = opts.maxStalls;
+    this.logger = opts.logger;
+    this.record = defineScript(opts.redis, 'batonJobHolder', 1, HOLDER_LUA);
+  }
+
+  /** BullMQ's own stall limit: a backstop only (see the class comment). */
+  static bullBackstop(maxStalls: number): number {
+    return Math.max(50, maxStalls * 10);
+  }
+
+  /**
+   * Called as an attempt of `job` (of `agent`'s queues) starts. Throws BullMQ's UnrecoverableError
+   * with STALLED_TOO_OFTEN when the workers running it died more than MAX_STALLS times: the job is
+   * given up as BullMQ would have, with the same reason (see job-failures.ts, fan-out.ts).
+   */
+  async admit(job: Job, agent: string): Promise<void> {
+    const key = jobKey(job);
+    const stalls = job.stalledCounter;
+    const recorded = this.record([key], [this.holder, stalls]);
+    if (stalls === 0) {
+      // Never lost a worker: only the note is needed (for the next attempt, should there be one).
+      recorded.catch((err: unknown) => this.logger.warn({ err }, 'could not note a job holder'));
+      return;
+    }
+    const reply = await recorded;
+    if (!reply) return;
+    const [seenText, previous, deathsText] = reply;
+    const seen = seenText === '' ? 0 : Number(seenText);
+    if (stalls <= seen) return; // no lock was lost since the last attempt
+    // The previous attempt lost its lock. More losses than one mean attempts that never got to
+    // note their holder: their workers died at once.
+    let died = stalls - seen - 1;
+    if (previous === '' || !(await this.alive(previous, agent))) died += 1;
+    let deaths = Number(deathsText);
+    if (died > 0) deaths = await this.redis.hincrby(key, 'batonDeaths', died);
+    else this.logger.info({ jobId: job.id, holder: previous }, 'lock lost by a live worker');
+    if (deaths > this.maxStalls) throw new UnrecoverableError(STALLED_TOO_OFTEN);
+  }
+
+  private async alive(workerId: string, agent: string): Promise<boolean> {
+    // A Cluster has one client list per node: no way to tell, so every loss counts, as in BullMQ.
+    if (this.redis instanceof Cluster) return false;
+    try {
+      const [[seconds, micros], score, clients] = await Promise.all([
+        this.redis.time(),
+        this.redis.zscore(this.keys.agentWorkers(agent), workerId),
+        this.redis.call('CLIENT', 'LIST', 'TYPE', 'pubsub') as Promise<string>,
+      ]);
+      const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+      if (score === null || Number(score) <= now) return false;
+      const name = `name=${controlConnectionName(workerId)}`;
+      return clients.split('\n').some((line) => line.split(' ').includes(name));
+    } catch (err) {
+      // CLIENT LIST may be refused (ACL, a managed Redis): every loss counts, as in BullMQ.
+      if (!this.warned) this.logger.warn({ err }, 'cannot tell live workers from dead ones');
+      this.warned = true;
+      return false;
+    }
+  }
+}
+
+/** The deaths counted for a job (BullMQ's stall count for a job StallAccounting never saw). */
+export async function deathsOf(redis: RedisClient, job: Job): Promise<number> {
+  const counted = await redis.hget(jobKey(job), 'batonDeaths');
+  return counted === null ? job.stalledCounter : Number(counted);
+}
+
+function jobKey(job: Job): string {
+  return `${job.queueQualifiedName}:${job.id ?? ''}`;
+}

@@ -1,0 +1,97 @@
+/**
+ * Only a worker that died counts toward MAX_STALLS. A worker that is alive but misses its lock
+ * renewals (paused with SIGSTOP here; a loaded host or a blocked event loop alike) loses the job
+ * to another worker, and that is not a death: with MAX_STALLS = 1, two such losses must not give
+ * the job up, while two workers killed in the same places do.
+ */
+import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { BatonRuntime } from '@baton/runtime';
+import { silentLogger, testConfig, testPrefix, waitFor } from '../support/worker-harness.ts';
+import {
+  auditRun,
+  spawnWorker,
+  stopAllWorkerProcesses,
+  type WorkerProcess,
+} from '../support/worker-process.ts';
+
+const TENANT = 't-stalls';
+const AGENT = 'parallel-assistant';
+const clients: BatonRuntime[] = [];
+
+afterEach(async () => {
+  await stopAllWorkerProcesses();
+});
+
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+});
+
+/**
+ * Runs one tool call whose job loses its worker twice at `before-tool`, each worker treated
+ * with `lose` (SIGSTOP: alive; SIGKILL: dead); a third worker takes it from there. Returns the
+ * call's result outcome.
+ */
+async function toolJobLostTwice(
+  lose: (w: WorkerProcess) => Promise<void>,
+): Promise<Record<string, unknown>> {
+  const redisUrl = inject('redisUrl');
+  const prefix = testPrefix();
+  const client = new BatonRuntime(testConfig(redisUrl, prefix), silentLogger);
+  clients.push(client);
+  const spawn = (pause: Record<string, number> = {}) =>
+    spawnWorker({
+      redisUrl,
+      prefix,
+      pause,
+      // A heartbeat outlives the pauses below: a paused worker is known to be alive.
+      env: { MAX_STALLS: '1', AGENT_HEARTBEAT_TTL_MS: '120000' },
+    });
+  let holder = await spawn({ 'before-tool': 120_000 });
+  const { runId } = await client.service.createRun(TENANT, {
+    agent: AGENT,
+    input: { messages: [{ role: 'user', content: 'weather in Lima?' }] },
+  });
+  for (let loss = 0; loss < 2; loss += 1) {
+    if (loss > 0) holder = await spawn({ 'before-tool': 120_000 });
+    await holder.onProbe('before-tool', (p) => p['runId'] === runId);
+    await lose(holder);
+  }
+  await spawn();
+  const done = await waitFor(
+    async () => {
+      const stored = await client.store.load(runId);
+      return stored?.checkpoint.status === 'done' ? stored.checkpoint : null;
+    },
+    30_000,
+    `run ${runId} to finish`,
+  );
+  expect(done.termination).toEqual({ kind: 'natural_end' });
+  const audit = await auditRun(client, runId);
+  expect(audit.problems).toEqual([]);
+  const result = audit.events.find((e) => e.type === 'tool_call.result');
+  return result?.['outcome'] as Record<string, unknown>;
+}
+
+describe('lost job locks', () => {
+  it('a live worker that missed its lock renewals (SIGSTOP) is not counted as dead', async () => {
+    const paused: WorkerProcess[] = [];
+    const outcome = await toolJobLostTwice(async (w) => {
+      w.kill('SIGSTOP');
+      paused.push(w);
+    });
+    // The tool ran; it did not fail as if its workers had died.
+    expect(outcome).toMatchObject({ status: 'succeeded' });
+    for (const w of paused) w.kill('SIGCONT');
+  }, 90_000);
+
+  it('a worker that was killed still is: the job is given up after MAX_STALLS deaths', async () => {
+    const outcome = await toolJobLostTwice(async (w) => {
+      w.kill('SIGKILL');
+      await w.waitForExit();
+    });
+    expect(outcome).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(/died or stopped responding/) as unknown,
+    });
+  }, 90_000);
+});
