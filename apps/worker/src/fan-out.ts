@@ -2,6 +2,7 @@ import { JOB_PAYLOAD_VERSION, type ToolExecutionResult } from '@baton/protocol';
 import type { ToolInvocation } from '@baton/core';
 import { Job } from 'bullmq';
 import { type Loaded, STALLED_TOO_OFTEN } from '@baton/runtime';
+import { deathsOf } from './stall-accounting.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 
 /**
@@ -106,7 +107,7 @@ export async function fanOutToolCalls(
           failedToolJobResult(
             inv,
             existing.failedReason,
-            existing.stalledCounter,
+            await deathsOf(deps.redis, existing),
             deps.clock.now(),
           ),
         );
