@@ -1,15 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { activityOf, runCommands } from '@baton/core';
 import type { Logger } from 'pino';
-import type {
-  BatonKeys,
-  BatonQueues,
-  ChildRuns,
-  RedisClient,
-  RedisRunStore,
-  RunCommitter,
-  RunMeta,
+import {
+  SCHEDULE_QUEUE,
+  WEBHOOK_QUEUE,
+  type BatonKeys,
+  type BatonQueues,
+  type ChildRuns,
+  type RedisClient,
+  type RedisRunStore,
+  type RunCommitter,
+  type RunMeta,
 } from '@baton/runtime';
+
+/** Batches of the expiry index one scan works through at most (see collect). */
+const MAX_COLLECT_BATCHES = 100;
 
 export interface ReconcilerDeps {
   readonly redis: RedisClient;
@@ -42,6 +47,8 @@ export interface ScanReport {
   readonly expired: string[];
   /** Finished runs whose keys expired and were dropped from the tenant and thread indexes. */
   readonly collected: number;
+  /** Finished BullMQ jobs past JOB_RETENTION_SECONDS removed from the queues. */
+  readonly cleanedJobs: number;
 }
 
 /**
@@ -78,12 +85,14 @@ export class Reconciler {
     const token = randomUUID();
     const lockKey = keys.reconcilerLock;
     const got = await redis.set(lockKey, token, 'PX', this.deps.lockMs ?? 30_000, 'NX');
-    if (got === null) return { rescheduled: [], parked: 0, revived: 0, expired: [], collected: 0 };
+    if (got === null)
+      return { rescheduled: [], parked: 0, revived: 0, expired: [], collected: 0, cleanedJobs: 0 };
     try {
       const active = await this.scanActive();
       const waiting = await this.sweepWaiting();
       const collected = await this.collect();
-      const report = { ...active, ...waiting, collected };
+      const cleanedJobs = await this.cleanJobs();
+      const report = { ...active, ...waiting, collected, cleanedJobs };
       if (report.rescheduled.length + report.revived + report.expired.length > 0)
         this.deps.logger.info(
           {
@@ -198,11 +207,25 @@ export class Reconciler {
     }
   }
 
+  /**
+   * Batch after batch until no due entry is left (bounded per scan): one batch per scan would
+   * take hours to drop the index entries of a large burst after its retention.
+   */
   private async collect(): Promise<number> {
-    const { redis, keys, store, queues } = this.deps;
+    let collected = 0;
+    for (let round = 0; round < MAX_COLLECT_BATCHES; round += 1) {
+      const { due, dropped } = await this.collectBatch();
+      collected += dropped;
+      if (due < this.batch) break;
+    }
+    return collected;
+  }
+
+  private async collectBatch(): Promise<{ due: number; dropped: number }> {
+    const { redis, keys, store } = this.deps;
     const now = this.deps.now();
     const due = await redis.zrangebyscore(keys.expiringRuns, '-inf', now, 'LIMIT', 0, this.batch);
-    let collected = 0;
+    let dropped = 0;
     for (const member of due) {
       const [tenantId, threadId, runId] = JSON.parse(member) as [string, string, string];
       const ttl = await redis.pttl(keys.run(runId).cp);
@@ -218,10 +241,20 @@ export class Reconciler {
       }
       await store.dropFromIndexes(tenantId, threadId, runId);
       await redis.zrem(keys.expiringRuns, member);
-      collected += 1;
+      dropped += 1;
     }
-    await queues.cleanFinished(await redis.hkeys(keys.agentsKey()), this.batch);
-    return collected;
+    return { due: due.length, dropped };
+  }
+
+  /**
+   * Every finished job past its retention, not a batch: a burst leaves tens of thousands, and
+   * nothing else removes them once no job finishes (see BatonQueues.cleanFinished).
+   */
+  private async cleanJobs(): Promise<number> {
+    const { redis, keys, queues } = this.deps;
+    return queues.cleanFinished(await redis.hkeys(keys.agentsKey()), {
+      others: [SCHEDULE_QUEUE, WEBHOOK_QUEUE],
+    });
   }
 
   /** Whatever a finished run still owes (thread release, indexes, failed jobs); idempotent. */
