@@ -24,7 +24,7 @@ import type { ListRunsQuery, RedisRunStore, RunPage } from './redis/redis-run-st
 import type { RedisClient } from './redis/scripts.ts';
 import type { RedisThreadStore, ThreadSnapshot } from './redis/thread-store.ts';
 import type { Durability } from './redis/durability.ts';
-import type { RunCommitter, Loaded } from './run-committer.ts';
+import { expiringMember, type RunCommitter, type Loaded } from './run-committer.ts';
 import type { WebhookOutbox } from './webhooks/webhook-outbox.ts';
 
 export interface RunServiceDeps {
@@ -254,18 +254,43 @@ export class RunService {
     return { status: current.checkpoint.status };
   }
 
-  /** Deletes a finished run (409 run_active for one that has not finished: cancel it first). */
+  /**
+   * Deletes a finished run, and what it added to its thread: its messages leave the thread's
+   * history, and a thread left with no run is deleted whole, so a later run on the same threadId
+   * neither shows nor gives the model anything of it (409 run_active for a run that has not
+   * finished: cancel it first).
+   */
   async deleteRun(tenantId: string, runId: string): Promise<void> {
-    const outcome = await this.deps.store.deleteRun(runId, tenantId);
-    if (outcome === 'not_found') throw new RunNotFoundError(runId);
-    if (outcome === 'active')
+    const loaded = await this.deps.store.loadForTenant(runId, tenantId);
+    if (!loaded) throw new RunNotFoundError(runId);
+    if (loaded.checkpoint.status !== 'done')
       throw new BatonError(
         'run_active',
         `run ${runId} has not finished; cancel it (POST /v1/runs/${runId}/cancel) and delete it once it is done`,
         { runId },
       );
-    await this.deps.webhooks?.forget(runId);
+    await this.purgeRun(loaded.checkpoint);
     await this.deps.durability.acknowledge();
+  }
+
+  /**
+   * The thread first, then the run: a crash in between leaves the run (a retried DELETE finishes
+   * the job), never a run that is gone while its messages stay in the thread.
+   */
+  private async purgeRun(cp: Checkpoint): Promise<void> {
+    const { tenantId, threadId, runId } = cp.identity;
+    const own = cp.messages.slice(cp.historyLength).map((m) => m.id);
+    // Released first (idempotent), so a release still to come cannot append them afterwards.
+    await this.deps.committer.releaseThread(cp);
+    const forgotten = await this.deps.threads.forgetRun(tenantId, threadId, runId, own);
+    if (forgotten.kind === 'active')
+      throw new BatonError('conflict', `run ${runId} still holds its thread; retry the delete`, {
+        runId,
+      });
+    const outcome = await this.deps.store.deleteRun(runId, tenantId);
+    if (outcome === 'not_found') return;
+    await this.deps.redis.zrem(this.deps.keys.expiringRuns, expiringMember(cp));
+    await this.deps.webhooks?.forget(runId);
   }
 
   /**
@@ -282,6 +307,9 @@ export class RunService {
         { threadId, activeRunId: outcome.runId },
       );
     for (const runId of outcome.runIds) {
+      const loaded = await this.deps.store.loadForTenant(runId, tenantId);
+      if (loaded)
+        await this.deps.redis.zrem(this.deps.keys.expiringRuns, expiringMember(loaded.checkpoint));
       await this.deps.store.deleteRun(runId, tenantId);
       await this.deps.webhooks?.forget(runId);
     }
