@@ -150,6 +150,18 @@ describe('decisions racing cancels (worker process)', () => {
         const cancel = (): Promise<any> => api.post(`/v1/runs/${runId}/cancel`);
         const later = <T>(f: () => Promise<T>): Promise<T> =>
           new Promise((r) => setTimeout(r, delay)).then(f);
+        // Every fourth one waits for the decision's answer first: accepted for sure, it races
+        // the worker that applies it instead.
+        if (i % 4 === 0) {
+          const decision = await decide();
+          return {
+            runId,
+            childId: childId as string,
+            decisionId: `t${i}`,
+            decision,
+            cancelled: await cancel(),
+          };
+        }
         const [decision, cancelled] =
           i % 2 === 0
             ? await Promise.all([decide(), later(cancel)])

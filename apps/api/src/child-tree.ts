@@ -150,41 +150,7 @@ export async function routeDecisions(
 }
 
 /**
- * A child run accepts decisions only while all its ancestors do: once one is finished or its
- * cancel acknowledged, the child is about to be cancelled with it, and a 202 would name a
- * decision nobody applies (the ancestor's log, the one a client asked through, would never
- * mention it). Refused as the ancestor itself would refuse it (run_done, run_cancelled).
- */
-export async function checkAncestors(
-  ctx: ApiContext,
-  tenantId: string,
-  runId: string,
-): Promise<void> {
-  let current = runId;
-  for (let depth = 0; depth <= MAX_CHILD_DEPTH; depth += 1) {
-    const loaded = await ctx.runtime.store.loadForTenant(current, tenantId);
-    const parentId = loaded?.checkpoint.identity.parent?.runId;
-    if (parentId === undefined) return;
-    const parent = await ctx.runtime.store.loadForTenant(parentId, tenantId);
-    if (!parent) return;
-    if (parent.checkpoint.status === 'done')
-      throw new BatonError(
-        'run_done',
-        `run ${parentId} has already finished, and with it its child run ${current}; it accepts no more decisions`,
-        { runId: parentId, childRunId: current },
-      );
-    if (parent.checkpoint.cancelRequested)
-      throw new BatonError(
-        'run_cancelled',
-        `run ${parentId} is being cancelled, and its child run ${current} with it; it accepts no more decisions`,
-        { runId: parentId, childRunId: current },
-      );
-    current = parentId;
-  }
-}
-
-/**
- * Checks every group against its run, and a routed group against the runs above it, before any
+ * Checks every group against its run and the runs above it (RunService.checkAncestors) before any
  * is stored, so a request that would be refused for one run changes no run (the typed error of the
  * first refusal is thrown). Runs can still change between this check and the commits; each
  * run's commit is all-or-nothing on its own, and a child cancelled after it accepted a decision
@@ -194,11 +160,10 @@ export async function precheckDecisions(
   ctx: ApiContext,
   tenantId: string,
   groups: ReadonlyMap<string, readonly DecisionInput[]>,
-  rootId: string,
 ): Promise<void> {
   for (const [runId, inputs] of groups) {
-    if (runId !== rootId) await checkAncestors(ctx, tenantId, runId);
     const loaded = await ctx.service.load(tenantId, runId);
+    await ctx.service.checkAncestors(tenantId, loaded.checkpoint, inputs);
     const decisions: Decision[] = inputs.map((d, i) => ({
       ...d,
       decisionId: d.decisionId ?? `precheck-${String(i)}`,

@@ -8,13 +8,14 @@ import {
   type Clock,
   type Transition,
 } from '@baton/core';
-import type {
-  Checkpoint,
-  CreateRunRequest,
-  CreatedRunWebhook,
-  Decision,
-  DecisionInput,
-  RunEvent,
+import {
+  MAX_CHILD_DEPTH,
+  type Checkpoint,
+  type CreateRunRequest,
+  type CreatedRunWebhook,
+  type Decision,
+  type DecisionInput,
+  type RunEvent,
 } from '@baton/protocol';
 import { AgentCatalog, specOf } from './agent-registry.ts';
 import { broadcastCancel } from './control-channel.ts';
@@ -215,6 +216,7 @@ export class RunService {
       decisionId: d.decisionId ?? this.ids(),
     }));
     const loaded = await this.load(tenantId, runId);
+    await this.checkAncestors(tenantId, loaded.checkpoint, decisions);
     let result: { accepted: string[]; duplicates: string[] } = { accepted: [], duplicates: [] };
     const committed = await this.commitUnlessNoop(loaded, (cp) => {
       const t = runCommands.receiveDecisions(cp, decisions, this.deps.clock.now());
@@ -229,6 +231,43 @@ export class RunService {
       );
     await this.deps.durability.acknowledge();
     return { ...result, status: (committed ?? loaded).checkpoint.status };
+  }
+
+  /**
+   * A child run takes new decisions only while all its ancestors would: once one has finished or
+   * its cancel was acknowledged, the child is about to be cancelled with it (a worker carries the
+   * cancel down), and a 202 would name a decision nobody applies, which the log of the ancestor a
+   * client asked through would never mention. Refused as the ancestor would refuse it.
+   */
+  async checkAncestors(
+    tenantId: string,
+    cp: Checkpoint,
+    decisions: readonly { readonly decisionId?: string | undefined }[],
+  ): Promise<void> {
+    if (!cp.identity.parent) return;
+    // A resent decision keeps its original answer whatever happened since; only new ones count.
+    const seen = new Set(cp.decisionLog.map((d) => d.decisionId));
+    if (decisions.every((d) => d.decisionId !== undefined && seen.has(d.decisionId))) return;
+    let current = cp.identity.runId;
+    let parentId: string | undefined = cp.identity.parent.runId;
+    for (let depth = 0; parentId !== undefined && depth <= MAX_CHILD_DEPTH; depth += 1) {
+      const parent = await this.deps.store.loadForTenant(parentId, tenantId);
+      if (!parent) return;
+      if (parent.checkpoint.status === 'done')
+        throw new BatonError(
+          'run_done',
+          `run ${parentId} has already finished, and with it its child run ${current}; it accepts no more decisions`,
+          { runId: parentId, childRunId: current },
+        );
+      if (parent.checkpoint.cancelRequested)
+        throw new BatonError(
+          'run_cancelled',
+          `run ${parentId} is being cancelled, and its child run ${current} with it; it accepts no more decisions`,
+          { runId: parentId, childRunId: current },
+        );
+      current = parentId;
+      parentId = parent.checkpoint.identity.parent?.runId;
+    }
   }
 
   /**

@@ -17,7 +17,7 @@ import {
   type RunLinks,
 } from '../schemas.ts';
 import { parseBody, parseId, parseQuery } from '../validation.ts';
-import { checkAncestors, precheckDecisions, routeDecisions, runTreeView } from '../child-tree.ts';
+import { precheckDecisions, routeDecisions, runTreeView } from '../child-tree.ts';
 
 export function runLinks(runId: string, threadId: string): RunLinks {
   const self = `/v1/runs/${encodeURIComponent(runId)}`;
@@ -150,12 +150,11 @@ export function runsRouter(ctx: ApiContext): Router {
     const root = await ctx.service.load(tenantId, runId);
     const groups = await routeDecisions(ctx, tenantId, root.checkpoint, body.decisions);
     if (groups.size === 1 && groups.has(runId)) {
-      if (root.checkpoint.identity.parent) await checkAncestors(ctx, tenantId, runId);
       const result = await ctx.service.submitDecisions(tenantId, runId, groups.get(runId) ?? []);
       res.status(202).json({ runId, ...result });
       return;
     }
-    await precheckDecisions(ctx, tenantId, groups, runId);
+    await precheckDecisions(ctx, tenantId, groups);
     const own = { accepted: [] as string[], duplicates: [] as string[] };
     const routed: { runId: string; accepted: string[]; duplicates: string[] }[] = [];
     for (const [target, decisions] of groups) {
