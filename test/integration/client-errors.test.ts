@@ -45,7 +45,7 @@ describe('client: every error code the API answers becomes a typed BatonApiError
       inject('redisUrl'),
       [...createDemoAgents(systemClock), ...matrixAgents()],
       {
-        env: { BODY_LIMIT_BYTES: '4096' },
+        env: { BODY_LIMIT_BYTES: '4096', SCHEDULES_MAX_PER_TENANT: '1' },
       },
     );
     limited = await startApiCluster(inject('redisUrl'), createDemoAgents(systemClock), {
@@ -212,6 +212,14 @@ describe('client: every error code the API answers becomes a typed BatonApiError
       await down.stop();
       await redis.stop();
     }
+  });
+
+  it('quota errors: 409 quota_exceeded past SCHEDULES_MAX_PER_TENANT', async () => {
+    const schedule = { ...deploy, everyMs: 3_600_000 };
+    const first = await a.schedules.create(schedule);
+    const over = await expectCode('quota_exceeded', 409, a.schedules.create(schedule));
+    expect(over.message).toContain('SCHEDULES_MAX_PER_TENANT');
+    await a.schedules.delete(first.scheduleId);
   });
 
   it('census: every code but the unreachable ones was produced by the real API', () => {

@@ -150,9 +150,11 @@ export async function routeDecisions(
 }
 
 /**
- * Checks every group against its run before any is stored, so a request that would be refused
- * for one run changes no run (the typed error of the first refusal is thrown). Runs can still
- * change between this check and the commits; each run's commit is all-or-nothing on its own.
+ * Checks every group against its run and the runs above it (RunService.checkAncestors) before any
+ * is stored, so a request that would be refused for one run changes no run (the typed error of the
+ * first refusal is thrown). Runs can still change between this check and the commits; each
+ * run's commit is all-or-nothing on its own, and a child cancelled after it accepted a decision
+ * records that decision as discarded in its own log.
  */
 export async function precheckDecisions(
   ctx: ApiContext,
@@ -161,6 +163,7 @@ export async function precheckDecisions(
 ): Promise<void> {
   for (const [runId, inputs] of groups) {
     const loaded = await ctx.service.load(tenantId, runId);
+    await ctx.service.checkAncestors(tenantId, loaded.checkpoint, inputs);
     const decisions: Decision[] = inputs.map((d, i) => ({
       ...d,
       decisionId: d.decisionId ?? `precheck-${String(i)}`,

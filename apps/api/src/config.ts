@@ -40,8 +40,6 @@ export const ApiConfigSchema = z.object({
   /** How long a stream's lease outlives its API instance (refreshed every third of it). */
   SSE_LEASE_MS: z.coerce.number().int().min(300).default(30_000),
   SSE_HEARTBEAT_MS: z.coerce.number().int().min(50).default(15_000),
-  /** Requests per tenant per minute, across all API instances (0 = unlimited). */
-  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(0),
   /** Failed authentications per client IP per minute before it gets 429 (0 = unlimited). */
   AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(0).default(30),
   /** express 'trust proxy': '' (client IP = socket), 'true', a hop count or a list of subnets. */

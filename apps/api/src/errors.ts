@@ -32,6 +32,7 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   internal: 500,
   unavailable: 503,
   webhook_target_refused: 400,
+  quota_exceeded: 409,
 };
 
 export function statusFor(code: ErrorCode): number {

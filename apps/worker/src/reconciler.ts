@@ -2,16 +2,21 @@ import { randomUUID } from 'node:crypto';
 import { activityOf, runCommands } from '@baton/core';
 import { Job } from 'bullmq';
 import type { Logger } from 'pino';
-import type {
-  BatonKeys,
-  BatonQueues,
-  ChildRuns,
-  RedisClient,
-  RedisRunStore,
-  RunCommitter,
-  RunMeta,
+import {
+  SCHEDULE_QUEUE,
+  WEBHOOK_QUEUE,
+  type BatonKeys,
+  type BatonQueues,
+  type ChildRuns,
+  type RedisClient,
+  type RedisRunStore,
+  type RunCommitter,
+  type RunMeta,
 } from '@baton/runtime';
 import { keepFailedJob } from './job-failures.ts';
+
+/** Batches of the expiry index one scan works through at most (see collect). */
+const MAX_COLLECT_BATCHES = 100;
 
 export interface ReconcilerDeps {
   readonly redis: RedisClient;
@@ -46,6 +51,8 @@ export interface ScanReport {
   readonly collected: number;
   /** Failed jobs of finished (or gone) runs removed, that their worker had not dealt with. */
   readonly failedRemoved: number;
+  /** Finished BullMQ jobs past JOB_RETENTION_SECONDS removed from the queues. */
+  readonly cleanedJobs: number;
 }
 
 /**
@@ -90,14 +97,16 @@ export class Reconciler {
         expired: [],
         collected: 0,
         failedRemoved: 0,
+        cleanedJobs: 0,
       };
     try {
       const active = await this.scanActive();
       const waiting = await this.sweepWaiting();
       const agents = await redis.hkeys(keys.agentsKey());
-      const collected = await this.collect(agents);
+      const collected = await this.collect();
+      const cleanedJobs = await this.cleanJobs(agents);
       const failedRemoved = await this.sweepFailed(agents);
-      const report = { ...active, ...waiting, collected, failedRemoved };
+      const report = { ...active, ...waiting, collected, failedRemoved, cleanedJobs };
       if (report.rescheduled.length + report.revived + report.expired.length > 0)
         this.deps.logger.info(
           {
@@ -212,11 +221,25 @@ export class Reconciler {
     }
   }
 
-  private async collect(agents: readonly string[]): Promise<number> {
-    const { redis, keys, store, queues } = this.deps;
+  /**
+   * Batch after batch until no due entry is left (bounded per scan): one batch per scan would
+   * take hours to drop the index entries of a large burst after its retention.
+   */
+  private async collect(): Promise<number> {
+    let collected = 0;
+    for (let round = 0; round < MAX_COLLECT_BATCHES; round += 1) {
+      const { due, dropped } = await this.collectBatch();
+      collected += dropped;
+      if (due < this.batch) break;
+    }
+    return collected;
+  }
+
+  private async collectBatch(): Promise<{ due: number; dropped: number }> {
+    const { redis, keys, store } = this.deps;
     const now = this.deps.now();
     const due = await redis.zrangebyscore(keys.expiringRuns, '-inf', now, 'LIMIT', 0, this.batch);
-    let collected = 0;
+    let dropped = 0;
     for (const member of due) {
       const [tenantId, threadId, runId] = JSON.parse(member) as [string, string, string];
       const ttl = await redis.pttl(keys.run(runId).cp);
@@ -232,10 +255,19 @@ export class Reconciler {
       }
       await store.dropFromIndexes(tenantId, threadId, runId);
       await redis.zrem(keys.expiringRuns, member);
-      collected += 1;
+      dropped += 1;
     }
-    await queues.cleanFinished(agents, this.batch);
-    return collected;
+    return { due: due.length, dropped };
+  }
+
+  /**
+   * Every finished job past its retention, not a batch: a burst leaves tens of thousands, and
+   * nothing else removes them once no job finishes (see BatonQueues.cleanFinished).
+   */
+  private async cleanJobs(agents: readonly string[]): Promise<number> {
+    return this.deps.queues.cleanFinished(agents, {
+      others: [SCHEDULE_QUEUE, WEBHOOK_QUEUE],
+    });
   }
 
   /**

@@ -57,6 +57,7 @@ const BY_API_CODE: Readonly<Record<ErrorCode, ExitCode>> = {
   internal: EXIT.unavailable,
   unavailable: EXIT.unavailable,
   webhook_target_refused: EXIT.refused,
+  quota_exceeded: EXIT.refused,
 };
 
 /** The exit code for an error thrown by the client (or anything else). */

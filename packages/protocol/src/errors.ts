@@ -28,6 +28,8 @@ export const ErrorCodeSchema = z.enum([
   'unavailable',
   /** A webhook URL that resolves to a loopback, private or otherwise internal address (SSRF). */
   'webhook_target_refused',
+  /** A per-tenant quota (e.g. SCHEDULES_MAX_PER_TENANT) is used up; the message says how to raise it. */
+  'quota_exceeded',
 ]);
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
 

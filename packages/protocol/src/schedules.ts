@@ -117,8 +117,11 @@ export type CreateScheduleRequest = z.infer<typeof CreateScheduleRequestSchema>;
 export const ScheduleStateSchema = z.enum(['active', 'paused', 'completed']);
 export type ScheduleState = z.infer<typeof ScheduleStateSchema>;
 
-/** What one firing did: a run created (or queued behind the thread's active run), or not. */
-export const FiringOutcomeSchema = z.enum(['created', 'queued', 'rejected', 'failed']);
+/**
+ * What one firing did: a run created (or queued behind the thread's active run), or not
+ * (rejected by the thread, failed, or skipped because the tenant was over its run limits).
+ */
+export const FiringOutcomeSchema = z.enum(['created', 'queued', 'rejected', 'failed', 'skipped']);
 export type FiringOutcome = z.infer<typeof FiringOutcomeSchema>;
 
 export const ScheduleFiringSchema = z.object({
@@ -129,7 +132,7 @@ export const ScheduleFiringSchema = z.object({
   outcome: FiringOutcomeSchema,
   /** The run it created (created, queued). */
   runId: z.string().optional(),
-  /** Why no run was created (rejected: thread_busy; failed: e.g. unknown_agent). */
+  /** Why no run was created (rejected: thread_busy; failed: e.g. unknown_agent; skipped: rate_limited). */
   error: z.object({ code: z.string(), message: z.string() }).optional(),
 });
 export type ScheduleFiring = z.infer<typeof ScheduleFiringSchema>;

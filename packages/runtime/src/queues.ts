@@ -298,14 +298,33 @@ export class BatonQueues {
 
   /**
    * Drops finished jobs past their retention even when no new job finishes to trigger it, in
-   * the queues of these agents and the legacy pair.
+   * the queues of these agents, the legacy pair and `others` (schedules, webhooks). BullMQ's own
+   * removeOnComplete/removeOnFail age runs only when a job of the queue finishes, and then drops
+   * a bounded number, so after a burst nothing else brings Redis back to its base: each queue
+   * and state is cleaned `perCall` jobs per Lua call (short, so Redis keeps serving between
+   * calls) until a call finds fewer, up to `maxPerQueue` per queue and state.
    */
-  async cleanFinished(agents: readonly string[], limit = 1000): Promise<number> {
+  async cleanFinished(
+    agents: readonly string[],
+    opts: {
+      readonly others?: readonly string[];
+      readonly perCall?: number;
+      readonly maxPerQueue?: number;
+    } = {},
+  ): Promise<number> {
     const grace = this.jobRetentionSeconds * 1000;
+    const perCall = opts.perCall ?? 1000;
+    const maxPerQueue = opts.maxPerQueue ?? 200_000;
+    const queues = [...this.queuesOf(agents), ...(opts.others ?? []).map((n) => this.queue(n))];
     let removed = 0;
-    for (const queue of this.queuesOf(agents))
+    for (const queue of queues)
       for (const state of ['completed', 'failed'] as const)
-        removed += (await queue.clean(grace, limit, state)).length;
+        for (let done = 0; done < maxPerQueue;) {
+          const n = (await queue.clean(grace, perCall, state)).length;
+          done += n;
+          removed += n;
+          if (n < perCall) break;
+        }
     return removed;
   }
 

@@ -8,13 +8,14 @@ import {
   type Clock,
   type Transition,
 } from '@baton/core';
-import type {
-  Checkpoint,
-  CreateRunRequest,
-  CreatedRunWebhook,
-  Decision,
-  DecisionInput,
-  RunEvent,
+import {
+  MAX_CHILD_DEPTH,
+  type Checkpoint,
+  type CreateRunRequest,
+  type CreatedRunWebhook,
+  type Decision,
+  type DecisionInput,
+  type RunEvent,
 } from '@baton/protocol';
 import { AgentCatalog, specOf } from './agent-registry.ts';
 import { broadcastCancel } from './control-channel.ts';
@@ -24,7 +25,7 @@ import type { ListRunsQuery, RedisRunStore, RunPage } from './redis/redis-run-st
 import type { RedisClient } from './redis/scripts.ts';
 import type { RedisThreadStore, ThreadSnapshot } from './redis/thread-store.ts';
 import type { Durability } from './redis/durability.ts';
-import type { RunCommitter, Loaded } from './run-committer.ts';
+import { expiringMember, type RunCommitter, type Loaded } from './run-committer.ts';
 import type { WebhookOutbox } from './webhooks/webhook-outbox.ts';
 
 export interface RunServiceDeps {
@@ -215,6 +216,7 @@ export class RunService {
       decisionId: d.decisionId ?? this.ids(),
     }));
     const loaded = await this.load(tenantId, runId);
+    await this.checkAncestors(tenantId, loaded.checkpoint, decisions);
     let result: { accepted: string[]; duplicates: string[] } = { accepted: [], duplicates: [] };
     const committed = await this.commitUnlessNoop(loaded, (cp) => {
       const t = runCommands.receiveDecisions(cp, decisions, this.deps.clock.now());
@@ -229,6 +231,43 @@ export class RunService {
       );
     await this.deps.durability.acknowledge();
     return { ...result, status: (committed ?? loaded).checkpoint.status };
+  }
+
+  /**
+   * A child run takes new decisions only while all its ancestors would: once one has finished or
+   * its cancel was acknowledged, the child is about to be cancelled with it (a worker carries the
+   * cancel down), and a 202 would name a decision nobody applies, which the log of the ancestor a
+   * client asked through would never mention. Refused as the ancestor would refuse it.
+   */
+  async checkAncestors(
+    tenantId: string,
+    cp: Checkpoint,
+    decisions: readonly { readonly decisionId?: string | undefined }[],
+  ): Promise<void> {
+    if (!cp.identity.parent) return;
+    // A resent decision keeps its original answer whatever happened since; only new ones count.
+    const seen = new Set(cp.decisionLog.map((d) => d.decisionId));
+    if (decisions.every((d) => d.decisionId !== undefined && seen.has(d.decisionId))) return;
+    let current = cp.identity.runId;
+    let parentId: string | undefined = cp.identity.parent.runId;
+    for (let depth = 0; parentId !== undefined && depth <= MAX_CHILD_DEPTH; depth += 1) {
+      const parent = await this.deps.store.loadForTenant(parentId, tenantId);
+      if (!parent) return;
+      if (parent.checkpoint.status === 'done')
+        throw new BatonError(
+          'run_done',
+          `run ${parentId} has already finished, and with it its child run ${current}; it accepts no more decisions`,
+          { runId: parentId, childRunId: current },
+        );
+      if (parent.checkpoint.cancelRequested)
+        throw new BatonError(
+          'run_cancelled',
+          `run ${parentId} is being cancelled, and its child run ${current} with it; it accepts no more decisions`,
+          { runId: parentId, childRunId: current },
+        );
+      current = parentId;
+      parentId = parent.checkpoint.identity.parent?.runId;
+    }
   }
 
   /**
@@ -254,18 +293,43 @@ export class RunService {
     return { status: current.checkpoint.status };
   }
 
-  /** Deletes a finished run (409 run_active for one that has not finished: cancel it first). */
+  /**
+   * Deletes a finished run, and what it added to its thread: its messages leave the thread's
+   * history, and a thread left with no run is deleted whole, so a later run on the same threadId
+   * neither shows nor gives the model anything of it (409 run_active for a run that has not
+   * finished: cancel it first).
+   */
   async deleteRun(tenantId: string, runId: string): Promise<void> {
-    const outcome = await this.deps.store.deleteRun(runId, tenantId);
-    if (outcome === 'not_found') throw new RunNotFoundError(runId);
-    if (outcome === 'active')
+    const loaded = await this.deps.store.loadForTenant(runId, tenantId);
+    if (!loaded) throw new RunNotFoundError(runId);
+    if (loaded.checkpoint.status !== 'done')
       throw new BatonError(
         'run_active',
         `run ${runId} has not finished; cancel it (POST /v1/runs/${runId}/cancel) and delete it once it is done`,
         { runId },
       );
-    await this.deps.webhooks?.forget(runId);
+    await this.purgeRun(loaded.checkpoint);
     await this.deps.durability.acknowledge();
+  }
+
+  /**
+   * The thread first, then the run: a crash in between leaves the run (a retried DELETE finishes
+   * the job), never a run that is gone while its messages stay in the thread.
+   */
+  private async purgeRun(cp: Checkpoint): Promise<void> {
+    const { tenantId, threadId, runId } = cp.identity;
+    const own = cp.messages.slice(cp.historyLength).map((m) => m.id);
+    // Released first (idempotent), so a release still to come cannot append them afterwards.
+    await this.deps.committer.releaseThread(cp);
+    const forgotten = await this.deps.threads.forgetRun(tenantId, threadId, runId, own);
+    if (forgotten.kind === 'active')
+      throw new BatonError('conflict', `run ${runId} still holds its thread; retry the delete`, {
+        runId,
+      });
+    const outcome = await this.deps.store.deleteRun(runId, tenantId);
+    if (outcome === 'not_found') return;
+    await this.deps.redis.zrem(this.deps.keys.expiringRuns, expiringMember(cp));
+    await this.deps.webhooks?.forget(runId);
   }
 
   /**
@@ -282,6 +346,9 @@ export class RunService {
         { threadId, activeRunId: outcome.runId },
       );
     for (const runId of outcome.runIds) {
+      const loaded = await this.deps.store.loadForTenant(runId, tenantId);
+      if (loaded)
+        await this.deps.redis.zrem(this.deps.keys.expiringRuns, expiringMember(loaded.checkpoint));
       await this.deps.store.deleteRun(runId, tenantId);
       await this.deps.webhooks?.forget(runId);
     }

@@ -1,6 +1,24 @@
 import { z } from 'zod';
 import { webhookConfigShape } from './webhooks/webhook-config.ts';
 
+/** Per-tenant limits the API and the workers both enforce. */
+export const tenantLimitsShape = {
+  /**
+   * Schedules one tenant may have (any state): creating one more is refused with 409
+   * quota_exceeded. Enforced by the create script, so concurrent creates cannot overshoot.
+   */
+  SCHEDULES_MAX_PER_TENANT: z.coerce.number().int().min(1).default(100),
+  /**
+   * Requests per tenant per minute across all API instances (0 = unlimited). Schedule firings
+   * count against it too (workers read it): a firing over it creates no run and is recorded as
+   * skipped (rate_limited).
+   */
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(0),
+};
+export type TenantLimits = z.infer<z.ZodObject<typeof tenantLimitsShape>>;
+/** What a configuration built in code (SDK users, written before these existed) gets. */
+export const TENANT_LIMIT_DEFAULTS: TenantLimits = z.object(tenantLimitsShape).parse({});
+
 /**
  * Settings the API and the workers share because both write the same keys and queues; they must
  * agree (see README, "Retention and durability").
@@ -27,6 +45,7 @@ export const runtimeConfigShape = {
    * appendfsync always, or support WAITAOF); 'relaxed': whatever Redis is configured for.
    */
   BATON_DURABILITY: z.enum(['relaxed', 'strict']).default('relaxed'),
+  ...tenantLimitsShape,
   /** Webhook targets and delivery (webhooks/webhook-config.ts). */
   ...webhookConfigShape,
 };

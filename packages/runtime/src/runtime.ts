@@ -12,7 +12,7 @@ import { BatonQueues } from './queues.ts';
 import { RunCommitter } from './run-committer.ts';
 import { ChildRuns } from './child-runs.ts';
 import { RunService } from './run-service.ts';
-import type { RuntimeConfig } from './runtime-config.ts';
+import { TENANT_LIMIT_DEFAULTS, type RuntimeConfig, type TenantLimits } from './runtime-config.ts';
 import { systemClock } from './system-clock.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import { WebhookTargetPolicy, parseAllowedHosts } from './webhooks/target-policy.ts';
@@ -20,7 +20,9 @@ import { withWebhookDefaults, type WebhookSettings } from './webhooks/webhook-co
 import { WebhookOutbox } from './webhooks/webhook-outbox.ts';
 
 /** A RuntimeConfig whose webhook settings may be left out (they have defaults). */
-export type RuntimeOptions = Omit<RuntimeConfig, keyof WebhookSettings> & Partial<WebhookSettings>;
+export type RuntimeOptions = Omit<RuntimeConfig, keyof WebhookSettings | keyof TenantLimits> &
+  Partial<WebhookSettings> &
+  Partial<TenantLimits>;
 
 /** Connections and stores shared by a worker process and the API (no job processing). */
 export class BatonRuntime {
@@ -57,7 +59,13 @@ export class BatonRuntime {
     client?: RedisClient,
   ) {
     // Configurations built in code (SDK users) predate the webhook settings: defaults fill in.
-    const config: RuntimeConfig = withWebhookDefaults(options);
+    const config: RuntimeConfig = {
+      ...withWebhookDefaults(options),
+      SCHEDULES_MAX_PER_TENANT:
+        options.SCHEDULES_MAX_PER_TENANT ?? TENANT_LIMIT_DEFAULTS.SCHEDULES_MAX_PER_TENANT,
+      RATE_LIMIT_PER_MINUTE:
+        options.RATE_LIMIT_PER_MINUTE ?? TENANT_LIMIT_DEFAULTS.RATE_LIMIT_PER_MINUTE,
+    };
     this.clock = clock;
     this.config = config;
     this.ownsClient = client === undefined;

@@ -224,4 +224,54 @@ describe('RedisThreadStore', () => {
     await threads.acquire(T, TH, 'r-later', 'enqueue');
     expect((await threads.load(T, TH)).runIds).toEqual(['r-store', 'r-later']);
   });
+
+  describe('forgetRun (a deleted run leaves its thread)', () => {
+    async function turn(runId: string, messages: Message[], state?: Record<string, string>) {
+      await threads.acquire(T, TH, runId, 'reject');
+      await threads.release(T, TH, runId, messages, state ?? null);
+    }
+
+    it("removes the run's own block, found from the end, even when its ids repeat earlier", async () => {
+      // Caller-chosen ids may repeat: r2 reuses r1's user id; only r2's block goes.
+      await turn('r1', [user('u', 'first'), assistant('a1')]);
+      await turn('r2', [user('u', 'second'), assistant('a2')]);
+      await turn('r3', [user('u3'), assistant('a3')]);
+      expect(await threads.forgetRun(T, TH, 'r2', ['u', 'a2'])).toEqual({
+        kind: 'kept',
+        removedMessages: 2,
+      });
+      const t = await threads.load(T, TH);
+      expect(t.messages.map((m) => m.content || m.id)).toEqual(['first', 'a1', 'u3', 'a3']);
+      expect(t.runIds).toEqual(['r1', 'r3']);
+      // Idempotent: the block is gone, nothing else matches.
+      expect(await threads.forgetRun(T, TH, 'r2', ['u', 'a2'])).toEqual({
+        kind: 'kept',
+        removedMessages: 0,
+      });
+      // The kept thread still expires like a released one.
+      expect(await redis.ttl(threads.keys.thread(T, TH).messages)).toBeGreaterThan(0);
+    });
+
+    it('deletes the whole thread (history, state) when its last run leaves', async () => {
+      await turn('r1', [user('u1'), assistant('a1')], { topic: 'secret' });
+      expect(await threads.forgetRun(T, TH, 'r1', ['u1', 'a1'])).toEqual({
+        kind: 'deleted',
+        removedMessages: 2,
+      });
+      for (const key of threads.keys.threadDataKeys(T, TH)) expect(await redis.exists(key)).toBe(0);
+      expect(await threads.history(T, TH)).toEqual({ messages: [], state: {} });
+    });
+
+    it('refuses while the run still holds the thread, and keeps a thread with a queued run', async () => {
+      await threads.acquire(T, TH, 'r1', 'reject');
+      expect(await threads.forgetRun(T, TH, 'r1', [])).toEqual({ kind: 'active' });
+      await threads.acquire(T, TH, 'r2', 'enqueue');
+      await threads.release(T, TH, 'r1', [user('u1')], null);
+      // r2 is active now; r1 leaves, the thread stays for r2.
+      expect((await threads.forgetRun(T, TH, 'r1', ['u1'])).kind).toBe('kept');
+      const t = await threads.load(T, TH);
+      expect(t.activeRunId).toBe('r2');
+      expect(t.messages).toEqual([]);
+    });
+  });
 });

@@ -130,6 +130,63 @@ for i = 1, #runs do out[#out + 1] = runs[i] end
 return out
 `;
 
+/**
+ * A deleted run leaves its thread: its messages leave the history (the block its release
+ * appended, found by message ids from the end: caller-chosen ids may repeat elsewhere, a whole
+ * block in that order does not), and it leaves the run index. A thread left with no run, active
+ * or queued, is deleted whole (history, state): nothing of it comes back on a later run.
+ * KEYS: meta, queue, runs, released, messages, state
+ * ARGV: runId, ttl, messageId… (the run's own messages, in order)
+ * Reply: {'active'} (release it first) | {'kept', removedMessages} | {'deleted', removedMessages}
+ */
+const FORGET_RUN_LUA = `
+local meta, queue, runs, released, messages = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local runId, ttl = ARGV[1], ARGV[2]
+if redis.call('HGET', meta, 'activeRunId') == runId then return {'active'} end
+local n = #ARGV - 2
+local removed = 0
+if n > 0 then
+  local list = redis.call('LRANGE', messages, 0, -1)
+  local ids = {}
+  local function idAt(i)
+    if ids[i] == nil then
+      local ok, m = pcall(cjson.decode, list[i])
+      ids[i] = (ok and type(m) == 'table' and m.id) or false
+    end
+    return ids[i]
+  end
+  for start = #list - n + 1, 1, -1 do
+    local match = true
+    for j = 1, n do
+      if idAt(start + j - 1) ~= ARGV[2 + j] then match = false break end
+    end
+    if match then
+      redis.call('DEL', messages)
+      local kept = {}
+      for i = 1, #list do
+        if i < start or i >= start + n then kept[#kept + 1] = list[i] end
+        if #kept == 1000 or (i == #list and #kept > 0) then
+          redis.call('RPUSH', messages, unpack(kept))
+          kept = {}
+        end
+      end
+      removed = n
+      break
+    end
+  end
+end
+redis.call('ZREM', runs, runId)
+redis.call('HDEL', released, runId)
+redis.call('LREM', queue, 0, runId)
+local active = redis.call('HGET', meta, 'activeRunId')
+if (not active or active == '') and redis.call('LLEN', queue) == 0 and redis.call('ZCARD', runs) == 0 then
+  redis.call('DEL', unpack(KEYS))
+  return {'deleted', removed}
+end
+${THREAD_TTL_LUA}
+return {'kept', removed}
+`;
+
 export interface RedisThreadStoreOptions {
   readonly redis: RedisClient;
   readonly prefix?: string;
@@ -154,6 +211,11 @@ type ThreadRelease = LuaScript<
   [number, string]
 >;
 type ThreadDelete = LuaScript<ThreadDataKeys, [], string[]>;
+type ThreadForgetRun = LuaScript<
+  ThreadDataKeys,
+  [runId: string, ttl: number, ...messageIds: string[]],
+  [string, number?]
+>;
 
 /** KEYS: messages, state   Reply: {{messageJson…}, stateJson|false} */
 /**
@@ -183,6 +245,7 @@ export class RedisThreadStore {
   private readonly releaseScript: ThreadRelease;
   private readonly deleteScript: ThreadDelete;
   private readonly historyScript: ThreadHistory;
+  private readonly forgetRunScript: ThreadForgetRun;
   private readonly ttlSeconds: number;
 
   constructor(opts: RedisThreadStoreOptions) {
@@ -194,6 +257,7 @@ export class RedisThreadStore {
     this.releaseScript = defineScript(this.redis, 'batonThreadRelease2', 6, RELEASE_LUA);
     this.deleteScript = defineScript(this.redis, 'batonThreadDelete', 6, DELETE_LUA);
     this.historyScript = defineScript(this.redis, 'batonThreadHistory2', 2, HISTORY_LUA);
+    this.forgetRunScript = defineScript(this.redis, 'batonThreadForgetRun', 6, FORGET_RUN_LUA);
   }
 
   /**
@@ -268,6 +332,29 @@ export class RedisThreadStore {
     if (reply[0] === 'deleted') return { kind: 'deleted', runIds: reply.slice(1) };
     if (reply[0] === 'busy') return { kind: 'busy', runId: reply[1] ?? '' };
     return { kind: 'missing' };
+  }
+
+  /**
+   * A deleted run leaves the thread: `messageIds` (what its release appended) leave the history
+   * and the run leaves the index; a thread left with no run at all is deleted. 'active' while
+   * the run still holds the thread (release it first). Idempotent.
+   */
+  async forgetRun(
+    tenantId: string,
+    threadId: string,
+    runId: string,
+    messageIds: readonly string[],
+  ): Promise<{ kind: 'active' } | { kind: 'kept' | 'deleted'; removedMessages: number }> {
+    const reply = await this.forgetRunScript(this.scriptKeys(tenantId, threadId), [
+      runId,
+      this.ttlSeconds,
+      ...messageIds,
+    ]);
+    if (reply[0] === 'active') return { kind: 'active' };
+    return {
+      kind: reply[0] === 'deleted' ? 'deleted' : 'kept',
+      removedMessages: Number(reply[1] ?? 0),
+    };
   }
 
   /** KEYS of every thread script, in the order the scripts expect. */

@@ -1,6 +1,8 @@
 import { BatonError, VersionConflictError } from '@baton/core';
 import type { CreateRunRequest, ScheduleFiring } from '@baton/protocol';
 import type { Job } from 'bullmq';
+import { keyPart } from '../redis/keys.ts';
+import { defineScript, type LuaScript } from '../redis/scripts.ts';
 import type { BatonRuntime } from '../runtime.ts';
 import {
   SCHEDULED_FOR_METADATA,
@@ -16,6 +18,28 @@ export type FireResult =
   /** This instant was already handled (a redelivered job): nothing was done again. */
   | { readonly kind: 'duplicate'; readonly firing: ScheduleFiring }
   | { readonly kind: 'skipped'; readonly reason: 'paused' | 'limit' | 'window' | 'deleted' };
+
+/**
+ * One point of the tenant's per-minute limit, on the very counter the API's limiter
+ * (rate-limiter-flexible, fixed one-minute window) keeps, with its script: a firing and a
+ * request of the same tenant draw on one budget, across every API instance and worker.
+ * KEYS: counter   ARGV: points, windowSeconds   Reply: {consumed, pttl}
+ */
+const CONSUME_LUA = `
+redis.call('set', KEYS[1], 0, 'EX', ARGV[2], 'NX')
+local consumed = redis.call('incrby', KEYS[1], ARGV[1])
+local ttl = redis.call('pttl', KEYS[1])
+if ttl == -1 then
+  redis.call('expire', KEYS[1], ARGV[2])
+  ttl = 1000 * ARGV[2]
+end
+return {consumed, ttl}
+`;
+type Consume = LuaScript<
+  [counter: string],
+  [points: number, windowSeconds: number],
+  [number, number]
+>;
 
 /** Errors of run creation that another attempt would not fix: recorded, not retried. */
 const PERMANENT_CODES = new Set(['thread_busy', 'unknown_agent', 'validation_failed', 'conflict']);
@@ -41,10 +65,27 @@ export function scheduledForOf(job: Pick<Job, 'id' | 'opts' | 'timestamp'>): num
 export class ScheduleFirer {
   private readonly rt: BatonRuntime;
   private readonly schedules: ScheduleService;
+  private readonly consume: Consume;
 
   constructor(runtime: BatonRuntime, schedules: ScheduleService) {
     this.rt = runtime;
     this.schedules = schedules;
+    this.consume = defineScript(runtime.redis, 'batonTenantRateConsume', 1, CONSUME_LUA);
+  }
+
+  /** Null when the tenant may start a run now; otherwise why not (recorded as the firing's error). */
+  private async overRunLimits(
+    tenantId: string,
+  ): Promise<{ code: 'rate_limited'; message: string } | null> {
+    const perMinute = this.rt.config.RATE_LIMIT_PER_MINUTE;
+    if (perMinute <= 0) return null;
+    const counter = `${this.rt.keys.tenantRateLimit}:${keyPart(tenantId)}`;
+    const [consumed] = await this.consume([counter], [1, 60]);
+    if (Number(consumed) <= perMinute) return null;
+    return {
+      code: 'rate_limited',
+      message: `the tenant is over its limit of ${perMinute} requests and firings per minute (RATE_LIMIT_PER_MINUTE); this firing created no run`,
+    };
   }
 
   async process(job: Job<ScheduleJobData>): Promise<FireResult> {
@@ -109,6 +150,8 @@ export class ScheduleFirer {
     const base = { scheduledFor, firedAt: this.rt.clock.now() };
     // A previous delivery of this firing created the run and died before recording it.
     if (await this.rt.store.meta(runId)) return { ...base, outcome: 'created', runId };
+    const limited = await this.overRunLimits(record.tenantId);
+    if (limited) return { ...base, outcome: 'skipped', error: limited };
     const request: CreateRunRequest = {
       agent: record.agent,
       // Without a thread of its own, each firing starts a fresh thread named after its run, so

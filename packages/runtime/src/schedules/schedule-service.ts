@@ -93,7 +93,17 @@ export class ScheduleService {
       createdAt: now,
       updatedAt: now,
     };
-    await this.store.create(record);
+    const max = this.rt.config.SCHEDULES_MAX_PER_TENANT;
+    const created = await this.store.create(record, max);
+    if (created.kind === 'over_limit') {
+      // The repair sweep's entry (written before the record) names a schedule that never was.
+      await this.store.dropEntry(tenantId, record.scheduleId).catch(() => undefined);
+      throw new BatonError(
+        'quota_exceeded',
+        `this tenant has ${created.count} schedules, the limit is ${max}: delete schedules it no longer needs (DELETE /v1/schedules/:id), or raise SCHEDULES_MAX_PER_TENANT on the API`,
+        { limit: max, count: created.count, setting: 'SCHEDULES_MAX_PER_TENANT' },
+      );
+    }
     try {
       await this.sync(tenantId, record.scheduleId);
     } catch (error) {

@@ -9,14 +9,16 @@ export const KEPT_RUNS = 1_000;
 
 /**
  * KEYS: record, index
- * ARGV: id, data, state, createdAt
- * Reply: 1 | 0 (exists)
+ * ARGV: id, data, state, createdAt, maxPerTenant
+ * Reply: {1, n} created | {0, n} exists | {-1, n} the tenant has maxPerTenant already (n = count)
  */
 const CREATE_LUA = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local n = redis.call('ZCARD', KEYS[2])
+if redis.call('EXISTS', KEYS[1]) == 1 then return {0, n} end
+if n >= tonumber(ARGV[5]) then return {-1, n} end
 redis.call('HSET', KEYS[1], 'version', 1, 'data', ARGV[2], 'state', ARGV[3], 'fired', 0)
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
-return 1
+return {1, n + 1}
 `;
 
 /**
@@ -85,8 +87,8 @@ return {1, fired}
 
 type CreateScript = LuaScript<
   [record: string, index: string],
-  [id: string, data: string, state: string, createdAt: number],
-  number
+  [id: string, data: string, state: string, createdAt: number, maxPerTenant: number],
+  [1 | 0 | -1, number]
 >;
 type UpdateScript = LuaScript<
   [record: string],
@@ -155,7 +157,7 @@ export class RedisScheduleStore {
   constructor(redis: RedisClient, keys: BatonKeys) {
     this.redis = redis;
     this.keys = keys;
-    this.createScript = defineScript(redis, 'batonScheduleCreate', 2, CREATE_LUA);
+    this.createScript = defineScript(redis, 'batonScheduleCreate2', 2, CREATE_LUA);
     this.updateScript = defineScript(redis, 'batonScheduleUpdate', 1, UPDATE_LUA);
     this.deleteScript = defineScript(redis, 'batonScheduleDelete', 5, DELETE_LUA);
     this.recordScript = defineScript(redis, 'batonScheduleFiring', 4, RECORD_FIRING_LUA);
@@ -173,7 +175,14 @@ export class RedisScheduleStore {
    * Creates the record (false if the id exists). The global entry the repair sweep reads is
    * written first: a crash in between leaves an entry without a record, which the sweep drops.
    */
-  async create(record: ScheduleRecord): Promise<boolean> {
+  /**
+   * Creates the record unless the tenant has `maxPerTenant` schedules already (checked in the
+   * same script, so concurrent creates cannot overshoot). `count`: the tenant's schedules.
+   */
+  async create(
+    record: ScheduleRecord,
+    maxPerTenant = Number.MAX_SAFE_INTEGER,
+  ): Promise<{ kind: 'created' | 'exists' | 'over_limit'; count: number }> {
     const { tenantId, scheduleId } = record;
     await this.redis.zadd(
       this.keys.allSchedules,
@@ -183,9 +192,10 @@ export class RedisScheduleStore {
     const k = this.k(tenantId, scheduleId);
     const created = await this.createScript(
       [k.record, k.index],
-      [scheduleId, JSON.stringify(record), record.state, record.createdAt],
+      [scheduleId, JSON.stringify(record), record.state, record.createdAt, maxPerTenant],
     );
-    return created === 1;
+    const kind = created[0] === 1 ? 'created' : created[0] === 0 ? 'exists' : 'over_limit';
+    return { kind, count: Number(created[1]) };
   }
 
   async load(tenantId: string, scheduleId: string): Promise<StoredSchedule | null> {
