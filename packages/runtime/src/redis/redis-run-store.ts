@@ -206,8 +206,13 @@ return out
  * and nothing lands after run.finished. The envelope ids come from the stored checkpoint.
  * `marker` ('<step>:<nonce>') names the inference attempt; the first append of a new attempt of
  * a step that already streamed deltas emits `resetBody` first (clients drop the old deltas).
+ * `index` is the append's place among its attempt's appends (0, 1, …): the hash keeps how many
+ * of the current attempt's appends it holds ('streamed'), and an append it already holds is a
+ * command sent again (ioredis re-sends what was unanswered when a connection dropped, though
+ * Redis may have run it): it writes nothing and answers as written. An index past 'streamed'
+ * (earlier appends lost with a Redis crash) is written: deltas are lost, never doubled.
  * KEYS: cp, events, lease
- * ARGV: channel, fence, at, marker, stepPrefix ('<step>:'), resetBody ('' = none), bodies…
+ * ARGV: channel, fence, at, marker, stepPrefix, resetBody ('' = none), index, bodies…
  * Reply: {1, version, eventJson…} | {code, actualVersion} (codes: see GUARDS_LUA)
  */
 const APPEND_LUA = `
@@ -215,16 +220,20 @@ local cp, stream, lease, fence = KEYS[1], KEYS[2], KEYS[3], ARGV[2]
 if fence == '' then return redis.error_reply('append needs a fencing token') end
 ${GUARDS_LUA}
 local channel, at, marker, stepPrefix, resetBody = ARGV[1], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local index = tonumber(ARGV[7])
 local out, echo = {1, current}, true
 local bodies = {}
-local previous = redis.call('HGET', cp, 'stream')
-if previous ~= marker then
+local previous = redis.call('HMGET', cp, 'stream', 'streamed')
+if previous[1] == marker then
+  if index < tonumber(previous[2] or '0') then return out end
+else
   redis.call('HSET', cp, 'stream', marker)
-  if previous and resetBody ~= '' and string.sub(previous, 1, #stepPrefix) == stepPrefix then
+  if previous[1] and resetBody ~= '' and string.sub(previous[1], 1, #stepPrefix) == stepPrefix then
     bodies[1] = resetBody
   end
 end
-for i = 7, #ARGV do bodies[#bodies + 1] = ARGV[i] end
+redis.call('HSET', cp, 'streamed', index + 1)
+for i = 8, #ARGV do bodies[#bodies + 1] = ARGV[i] end
 ${APPEND_EVENTS_LUA}
 return out
 `;
@@ -377,11 +386,22 @@ type RunAppend = LuaScript<
     marker: string,
     stepPrefix: string,
     resetBody: string,
+    index: number,
     ...bodies: string[],
   ],
   ScriptReply
 >;
 type RunDelete = LuaScript<RunDataKeys, [tenant: string], -1 | 0 | 1>;
+
+/** One append of an inference attempt's deltas (see RedisRunStore.appendDeltas). */
+export interface DeltaAttempt {
+  readonly step: number;
+  /** Names the attempt: a new nonce for the same step is a retry (clients get `reset` first). */
+  readonly nonce: string;
+  readonly reset: EventBody;
+  /** How many appends of this attempt were sent before this one. */
+  readonly index: number;
+}
 
 /** What the reconciler needs to know about a run without parsing its checkpoint. */
 export interface RunMeta {
@@ -425,7 +445,7 @@ export class RedisRunStore implements RunStore {
     this.validateOnLoad = opts.validateOnLoad ?? false;
     this.createScript = defineScript(this.redis, 'batonRunCreate4', 8, CREATE_LUA);
     this.commitScript = defineVariadicScript(this.redis, 'batonRunCommit7', COMMIT_LUA);
-    this.appendScript = defineScript(this.redis, 'batonRunAppend3', 3, APPEND_LUA);
+    this.appendScript = defineScript(this.redis, 'batonRunAppend4', 3, APPEND_LUA);
     this.deleteScript = defineScript(this.redis, 'batonRunDelete2', 8, DELETE_LUA);
   }
 
@@ -606,14 +626,18 @@ export class RedisRunStore implements RunStore {
   /**
    * Text/reasoning deltas of the inference attempt `marker` ('<step>:<nonce>'), fenced on the
    * lease. The first append of a new attempt of a step that already streamed appends `reset`
-   * before them.
+   * before them. `attempt.index` numbers the attempt's appends from 0, in the order they are
+   * sent: an append Redis already holds (sent again after a dropped connection) writes nothing
+   * and returns no event.
    */
   async appendDeltas(
     runId: string,
     fence: string,
-    attempt: { readonly step: number; readonly nonce: string; readonly reset: EventBody },
+    attempt: DeltaAttempt,
     events: readonly EventBody[],
   ): Promise<readonly RunEvent[]> {
+    if (!Number.isSafeInteger(attempt.index) || attempt.index < 0)
+      throw new Error('appendDeltas: attempt.index must be a non-negative integer');
     const k = this.keys.run(runId);
     const reply = await this.appendScript(
       [k.cp, k.events, k.lease],
@@ -624,6 +648,7 @@ export class RedisRunStore implements RunStore {
         `${attempt.step}:${attempt.nonce}`,
         `${attempt.step}:`,
         bodyTail(attempt.reset),
+        attempt.index,
         ...events.map(bodyTail),
       ],
     );
