@@ -510,23 +510,30 @@ export class RedisRunStore implements RunStore {
     return this.decode(runId, data, version, messages, true);
   }
 
-  /** The checkpoint's fields and its messages list, in one round trip (one hash slot). */
-  private async readStored(
-    runId: string,
-  ): Promise<{ data: string | null; version: string | null; messages: string[] }> {
+  /**
+   * The checkpoint's fields, its whole messages list and the list's name ('mepoch'), in one
+   * round trip (one hash slot): decode with decodeStored.
+   */
+  async readStored(runId: string): Promise<{
+    data: string | null;
+    version: string | null;
+    messages: string[];
+    messagesName: string | null;
+  }> {
     const k = this.keys.run(runId);
     const replies = await this.redis
       .pipeline()
-      .hmget(k.cp, 'data', 'version')
+      .hmget(k.cp, 'data', 'version', 'mepoch')
       .lrange(k.messages, 0, -1)
       .exec();
     if (!replies) throw new Error(`run ${runId}: load was not executed`);
     for (const [error] of replies) if (error) throw error;
-    const [data, version] = (replies[0]?.[1] ?? []) as (string | null)[];
+    const [data, version, name] = (replies[0]?.[1] ?? []) as (string | null)[];
     return {
       data: data ?? null,
       version: version ?? null,
       messages: (replies[1]?.[1] ?? []) as string[],
+      messagesName: name ?? null,
     };
   }
 
