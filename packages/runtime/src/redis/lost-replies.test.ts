@@ -12,6 +12,8 @@ import { createdRun, nextCheckpoint, textDelta } from '../../../../test/support/
 import { redisOptions } from './connection.ts';
 import { RedisRunStore } from './redis-run-store.ts';
 import { RedisThreadStore } from './thread-store.ts';
+import { BatonKeys } from './keys.ts';
+import { WebhookStore } from '../webhooks/webhook-store.ts';
 
 let cutter: ReplyCutter;
 let worker: Redis;
@@ -106,5 +108,26 @@ describe('a write whose reply was lost is re-sent and lands once', () => {
     expect((await threads.history('t', 'th')).messages).toEqual([
       { id: 'm-hi', role: 'user', content: 'hi' },
     ]);
+  });
+
+  it("a line of a run's webhook delivery log", async () => {
+    const keys = new BatonKeys(uniquePrefix('lost-wh'));
+    const webhooks = new WebhookStore(worker, keys);
+    const k = keys.webhook('r1');
+    await direct.hset(k.config, 'tenantId', 't');
+    const line = (seq: number) =>
+      ({
+        k: 'enqueued',
+        webhookId: `w${String(seq)}`,
+        endpoint: 'run',
+        type: 'run.finished',
+        seq,
+        at: 7_000,
+      }) as const;
+    await webhooks.append('r1', line(1));
+    const resent = await withLostReply(() => webhooks.append('r1', line(2)));
+    expect(resent.status).toBe('fulfilled');
+    await webhooks.append('r1', line(3));
+    expect((await webhooks.readLog('r1')).map((r) => r.seq)).toEqual([1, 2, 3]);
   });
 });
