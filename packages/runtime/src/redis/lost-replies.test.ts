@@ -72,6 +72,22 @@ describe('a write whose reply was lost is re-sent and lands once', () => {
     expect(seqs).toEqual(seqs.map((_, i) => i + 1));
   });
 
+  it('a create (the re-sent one is told it created the run, with its events)', async () => {
+    const run = createdRun();
+    const runId = run.checkpoint.identity.runId;
+    const resent = await withLostReply(() => store.create(run.checkpoint, run.events));
+    expect(resent.status).toBe('fulfilled');
+    const created = (resent as PromiseFulfilledResult<Awaited<ReturnType<typeof store.create>>>)
+      .value;
+    expect(created.version).toBe(1);
+    expect(created.events).toEqual(await store.readEvents(runId));
+    expect(created.events).toHaveLength(run.events.length);
+    // Another create of the same run is still refused.
+    await expect(store.create(run.checkpoint, run.events)).rejects.toBeInstanceOf(
+      VersionConflictError,
+    );
+  });
+
   it('a commit (compare-and-set: the re-sent one finds its own version and writes nothing)', async () => {
     const run = createdRun();
     const runId = run.checkpoint.identity.runId;

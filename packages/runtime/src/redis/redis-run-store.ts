@@ -107,11 +107,23 @@ local env = guarded[3]
  *       env, at, retention, activity, messages token (names this list: see 'mepoch'), nmsg,
  *       messageJson × nmsg, bodies…
  * Reply: {1, 1, eventJson…} | {0, actualVersion}
+ *      | {2, 1, payload|nil} this very create, sent again (see below): payload is its stream entry
+ * A run whose list still has this create's name (the token is drawn per call) was made by this
+ * call: ioredis re-sends a command whose reply a dropped connection lost, though Redis ran it,
+ * and the caller must hear "created", not "exists" (it would release the new run's thread).
  */
 const CREATE_LUA = `
 local cp, stream, msgs = KEYS[1], KEYS[2], KEYS[8]
-local current = redis.call('HGET', cp, 'version')
-if current then return {0, tonumber(current)} end
+local existing = redis.call('HMGET', cp, 'version', 'mepoch')
+local current = existing[1]
+if current then
+  if existing[2] == ARGV[13] then
+    local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1]
+    if first then return {2, 1, first[2][2]} end
+    return {2, 1}
+  end
+  return {0, tonumber(current)}
+end
 -- a stream without a checkpoint is a leftover (cannot happen unless keys were deleted by hand)
 redis.call('DEL', stream)
 local channel, env, at, retention = ARGV[1], ARGV[9], ARGV[10], ARGV[11]
@@ -330,6 +342,8 @@ const NO_RUN = -1;
 const FENCED = -2;
 const FINISHED = -3;
 const MESSAGES_OUT_OF_STEP = -4;
+/** CREATE_LUA only: the create was sent again after Redis ran it. */
+const CREATE_RESENT = 2;
 
 type ScriptReply = [number, number, ...string[]];
 /** The commit's reply: a third header element says whether it released the lease. */
@@ -483,7 +497,8 @@ export class RedisRunStore implements RunStore {
       ...checkpoint.messages.map((m) => JSON.stringify(m)),
       ...events.map(bodyTail),
     ]);
-    if (reply[0] !== WRITTEN) throw new VersionConflictError(id.runId, 0, reply[1]);
+    if (reply[0] !== WRITTEN && reply[0] !== CREATE_RESENT)
+      throw new VersionConflictError(id.runId, 0, reply[1]);
     // Indexes live in other slots (tenant, thread), so they are written after the run exists.
     // ZADD is idempotent; a crash in between leaves an unlisted (but fully working) run.
     await Promise.all([
@@ -496,7 +511,16 @@ export class RedisRunStore implements RunStore {
             id.runId,
           ),
     ]);
-    return { version: 1, events: parseEvents(reply) };
+    const payload = reply[2];
+    return {
+      version: 1,
+      events:
+        reply[0] === CREATE_RESENT
+          ? payload === undefined
+            ? []
+            : decodeEventPayload(payload)
+          : parseEvents(reply),
+    };
   }
 
   async load(runId: string): Promise<StoredCheckpoint | null> {
