@@ -82,6 +82,9 @@ export function textDelta(step: number, delta: string): EventBody {
   return { type: 'text.delta', step, messageId: `m-${step}`, delta };
 }
 
+/** How many appends holderAppend made per run (its appends are one attempt's). */
+const holderAppends = new Map<string, number>();
+
 /**
  * Appends deltas the way a worker does: as the run's lease holder (a fixed test token, taken if
  * free) and as one inference attempt, so tests that only need "events outside a commit" read
@@ -94,11 +97,15 @@ export async function holderAppend(
   bodies: readonly EventBody[],
 ): Promise<readonly RunEvent[]> {
   const token = 'test-holder';
-  await redis.set(store.keys.run(runId).lease, token, 'PX', 60_000);
+  const { lease, cp } = store.keys.run(runId);
+  await redis.set(lease, token, 'PX', 60_000);
+  // One attempt for the whole test: each append is its next one.
+  const index = holderAppends.get(cp) ?? 0;
+  holderAppends.set(cp, index + 1);
   return store.appendDeltas(
     runId,
     token,
-    { step: 0, nonce: 'test', reset: { type: 'inference.reset', step: 0, messageId: 'm' } },
+    { step: 0, nonce: 'test', reset: { type: 'inference.reset', step: 0, messageId: 'm' }, index },
     bodies,
   );
 }

@@ -107,6 +107,8 @@ export interface StreamOptions {
   /** Return true to drop the connection after this message. */
   readonly stopWhen?: (message: SseMessage, all: readonly SseMessage[]) => boolean;
   readonly timeoutMs?: number;
+  /** Each message as it arrives (a test that acts while the stream is open). */
+  readonly onMessage?: (message: SseMessage) => void;
 }
 
 /** Opens an SSE stream and reads it until the server ends it, stopWhen says so, or the timeout. */
@@ -146,6 +148,7 @@ export async function readStream(url: string, opts: StreamOptions = {}): Promise
         }
         for (const m of parser.push(decoder.decode(value, { stream: true }))) {
           messages.push(m);
+          opts.onMessage?.(m);
           if (opts.stopWhen?.(m, messages)) {
             stopped = true;
             break;

@@ -49,6 +49,25 @@ export function eventFrame(event: { seq: number; type: string }): string {
   return formatFrame({ id: event.seq, event: event.type, data });
 }
 
+/**
+ * The frame that ends a stream whose run's log lost events this stream had sent (Redis came back
+ * from an older past, and the lost seqs are being reused for other events): `event: error`, the
+ * API's error body with code `event_log_rewound`. The client drops what it holds of the run and
+ * reads it again from the start.
+ */
+export function rewoundFrame(rewound: { delivered: number; lastSeq: number }): string {
+  return formatFrame({
+    event: 'error',
+    data: JSON.stringify({
+      error: {
+        code: 'event_log_rewound',
+        message: `the store lost events of this run after a restart (this stream had sent up to seq ${String(rewound.delivered)}; the log now ends at ${String(rewound.lastSeq)} with events that may replace them): drop what you received and read the run's events again from the start`,
+        details: rewound,
+      },
+    }),
+  });
+}
+
 /** An open SSE response: headers are flushed at once, heartbeats run until close(). */
 export class SseStream {
   private readonly res: Response;

@@ -44,21 +44,27 @@ export async function leaseAndLoad(
   if (!acquired) return { acquired: null, onRecord, deferred };
   const { lease } = acquired;
   try {
+    // The prefix was kept before the connection dropped (Redis may be back from an older past):
+    // read the run whole, as it is now (the lease is ours, so it is consistent).
+    const read =
+      kept && deps.messages?.outdated(kept) && acquired.messagesFrom > 0
+        ? { ...(await deps.store.readStored(runId)), messagesFrom: 0 }
+        : acquired;
     const state = deps.store.decodeStored(
       runId,
-      acquired.data,
-      acquired.version,
+      read.data,
+      read.version,
       deps.messages
         ? {
             parsed: deps.messages.resolve(
               runId,
               kept,
-              acquired.messagesName,
-              acquired.messagesFrom,
-              acquired.messages,
+              read.messagesName,
+              read.messagesFrom,
+              read.messages,
             ),
           }
-        : acquired.messages,
+        : read.messages,
     );
     return { acquired: { lease, state, awaited: acquired.awaited }, onRecord, deferred };
   } catch (error) {

@@ -45,4 +45,18 @@ describe('MessageCache', () => {
     expect(cache.known('a')).toBeDefined();
     expect(cache.known('c')).toBeDefined();
   });
+
+  it('forgets everything on invalidate, and a prefix kept before it is never completed', () => {
+    const cache = new MessageCache();
+    cache.resolve('r', undefined, 'n1', 0, json('a', 'b'));
+    const kept = cache.known('r')!;
+    expect(cache.outdated(kept)).toBe(false);
+    cache.invalidate();
+    expect(cache.known('r')).toBeUndefined();
+    expect(cache.outdated(kept)).toBe(true);
+    expect(() => cache.resolve('r', kept, 'n1', 2, json('c'))).toThrow(/without a prefix/);
+    // read whole, it is kept again
+    expect(cache.resolve('r', kept, 'n1', 0, json('a', 'x')).map((x) => x.id)).toEqual(['a', 'x']);
+    expect(cache.outdated(cache.known('r')!)).toBe(false);
+  });
 });

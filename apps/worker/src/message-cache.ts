@@ -4,6 +4,8 @@ import type { KnownMessages } from '@baton/runtime';
 /** What a worker kept of a run's message list. */
 export interface Kept extends KnownMessages {
   readonly messages: readonly Message[];
+  /** The cache's generation when this was kept (see invalidate). */
+  readonly generation: number;
 }
 
 interface Entry {
@@ -17,10 +19,15 @@ interface Entry {
  * before reads only the messages added since (RunLeases.acquireAndLoad), instead of the whole
  * conversation on every lease: at 1,000 earlier messages that was ~250 KB read and parsed per
  * pass. Bounded (least recently used out); a miss or a renamed list reads everything, as before.
+ * A list only grows under its name while Redis keeps what it acknowledged: a Redis that restarts
+ * from a truncated AOF (or a replica promoted late) can hold a shorter list under the same name,
+ * which then grows again differently. So everything is forgotten whenever the connection drops
+ * (invalidate), and a prefix kept before that is never completed by a tail read after it.
  */
 export class MessageCache {
   private readonly entries = new Map<string, Entry>();
   private readonly max: number;
+  private generation = 0;
 
   constructor(max = 2_000) {
     this.max = max;
@@ -33,8 +40,28 @@ export class MessageCache {
   known(runId: string): Kept | undefined {
     const entry = this.entries.get(runId);
     return entry
-      ? { name: entry.name, count: entry.messages.length, messages: entry.messages }
+      ? {
+          name: entry.name,
+          count: entry.messages.length,
+          messages: entry.messages,
+          generation: this.generation,
+        }
       : undefined;
+  }
+
+  /**
+   * Forgets every list: the store may have lost a suffix of any of them (the connection to Redis
+   * dropped; it may come back as a restart from an older past). Kept prefixes handed out before
+   * are outdated from now on.
+   */
+  invalidate(): void {
+    this.generation += 1;
+    this.entries.clear();
+  }
+
+  /** Whether `kept` was handed out before the last invalidate(). */
+  outdated(kept: Kept): boolean {
+    return kept.generation !== this.generation;
   }
 
   /**
@@ -50,7 +77,10 @@ export class MessageCache {
     tail: readonly string[],
   ): Message[] {
     // The acquire answers from > 0 only for the name and count it was given.
-    if (from !== 0 && (kept === undefined || kept.name !== name || kept.count !== from))
+    if (
+      from !== 0 &&
+      (kept === undefined || kept.name !== name || kept.count !== from || this.outdated(kept))
+    )
       throw new Error(
         `message cache: run ${runId} list read from ${String(from)} without a prefix`,
       );

@@ -22,6 +22,7 @@ import { fanOutToolCalls, parentRecordOf } from './fan-out.ts';
 import { leaseAndLoad, releaseOrWake } from './lease-release.ts';
 import { StagedCommits } from './staged-commits.ts';
 import { DeltaCoalescer } from './delta-coalescer.ts';
+import { AttemptAppends } from './attempt-appends.ts';
 import { type AwaitedResults, type Lease, LeaseLostError, type Loaded } from '@baton/runtime';
 import type { WorkerDeps } from './worker-deps.ts';
 import { lazyChild } from './lazy-logger.ts';
@@ -402,22 +403,27 @@ export class StepProcessor {
     const reset = { type: 'inference.reset' as const, step: request.step, messageId };
     const tracked = deps.aborts.track(request.runId);
     const started = deps.clock.now();
-    let marker = { step: request.step, nonce: '', reset };
+    let attempt = new AttemptAppends(deps.store, request.runId, lease, request.step, '', reset);
     try {
       const outcome = await retryingModelCall({
         policy: modelRetryPolicy(engine.agent.modelRetry),
         clock: deps.clock,
         signal: AbortSignal.any([tracked.signal, lease.signal]),
         call: (signal) => {
-          marker = { ...marker, nonce: randomUUID().slice(0, 8) };
-          return this.streamOnce(engine, request, lease, signal, marker);
+          attempt = new AttemptAppends(
+            deps.store,
+            request.runId,
+            lease,
+            request.step,
+            randomUUID().slice(0, 8),
+            reset,
+          );
+          return this.streamOnce(engine, request, signal, attempt);
         },
         interrupt: (error) => this.afterModelError(request.runId, lease, tracked.signal, error),
         onRetry: async (retry) => {
           log.info(retry, 'model call retried');
-          await deps.store.appendDeltas(request.runId, lease.token, marker, [
-            { type: 'model.retry', step: request.step, ...retry },
-          ]);
+          await attempt.append([{ type: 'model.retry', step: request.step, ...retry }]);
         },
       });
       switch (outcome.kind) {
@@ -444,16 +450,15 @@ export class StepProcessor {
   private async streamOnce(
     engine: Engine,
     request: InferenceRequest,
-    lease: Lease,
     signal: AbortSignal,
-    marker: Parameters<WorkerDeps['store']['appendDeltas']>[2],
+    attempt: AttemptAppends,
   ): Promise<InferenceResponse> {
     const { deps } = this;
     const messageId = assistantMessageId(request.runId, request.step);
     const acc = new InferenceAccumulator();
     let streamed = false;
     const deltas = new DeltaCoalescer(async (events) => {
-      await deps.store.appendDeltas(request.runId, lease.token, marker, events);
+      await attempt.append(events);
     }, deps.deltas);
     try {
       for await (const part of engine.agent.model.stream(request, signal)) {

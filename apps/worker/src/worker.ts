@@ -76,6 +76,11 @@ export class BatonWorker {
   async start(): Promise<void> {
     const { config } = this.opts;
     const rt = this.runtime;
+    const messages = new MessageCache();
+    // Whatever this process kept of the runs' message lists may be ahead of a Redis that comes
+    // back (a restart from a truncated AOF, a failover): a dropped connection forgets it all.
+    rt.redis.on('close', () => messages.invalidate());
+    rt.redis.on('-node', () => messages.invalidate());
     const deps: WorkerDeps = {
       redis: rt.redis,
       keys: rt.keys,
@@ -84,7 +89,7 @@ export class BatonWorker {
       committer: rt.committer,
       leases: new RunLeases(rt.redis, rt.keys, config.LEASE_TTL_MS),
       mailbox: new ToolResultMailbox(rt.redis, rt.keys, config.EVENT_RETENTION_SECONDS),
-      messages: new MessageCache(),
+      messages,
       children: rt.children,
       deltas: { windowMs: config.DELTA_WINDOW_MS, maxChars: config.DELTA_MAX_CHARS },
       queues: rt.queues,

@@ -76,4 +76,24 @@ describe('RunLeases.acquireAndLoad: a named message list read from where the rea
     expect(after.messagesName).not.toBe(before);
     expect(after.messagesFrom).toBe(0);
   });
+
+  it('a list shorter than what the reader kept (Redis lost a suffix) is read whole', async () => {
+    const run = createdRun();
+    const runId = run.checkpoint.identity.runId;
+    await store.create(run.checkpoint, run.events);
+    const name = (await acquire(runId)).messagesName!;
+    const n = run.checkpoint.messages.length;
+    const cp2: Checkpoint = {
+      ...nextCheckpoint(run.checkpoint),
+      messages: [...run.checkpoint.messages, user('a'), user('b')],
+    };
+    await store.commit(runId, 1, cp2, [], null, '', undefined, run.checkpoint);
+    // A reader kept n + 2; Redis then comes back without that commit (same name, n messages).
+    const k = store.keys.run(runId);
+    await redis.ltrim(k.messages, 0, n - 1);
+    const reread = await acquire(runId, { name, count: n + 2 });
+    expect(reread.messagesName).toBe(name);
+    expect(reread.messagesFrom).toBe(0);
+    expect(reread.messages).toHaveLength(n);
+  });
 });

@@ -41,7 +41,7 @@ return 0`;
  * over and that re-entry applies them all with its next round, in one commit.
  * The messages: a reader that kept the first `knownCount` messages of the list named
  * `knownName` (the run's 'mepoch', see COMMIT_LUA) gets only the ones after them, when the list
- * still has that name; otherwise all of them (`from` says which).
+ * still has that name and at least that many; otherwise all of them (`from` says which).
  * KEYS: lease, pending, cp, messages, results
  * ARGV: token, ttlMs, pendingTtlMs, driver, recordField, recordJson, recordTtlSeconds,
  *       deferIfComplete, knownName ('' = none), knownCount
@@ -86,7 +86,11 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     if #fields > 0 then recorded = redis.call('HMGET', results, unpack(fields)) else recorded = {} end
   end
   local from = 0
-  if ARGV[9] ~= '' and state[4] == ARGV[9] then from = tonumber(ARGV[10]) end
+  if ARGV[9] ~= '' and state[4] == ARGV[9] then
+    from = tonumber(ARGV[10])
+    -- shorter than what the reader kept: Redis lost a suffix (a restart from an older past)
+    if redis.call('LLEN', KEYS[4]) < from then from = 0 end
+  end
   local list = redis.call('LRANGE', KEYS[4], from, -1)
   return {1, state[1], state[2], list, onRecord, state[3], recorded, state[4], from}
 end

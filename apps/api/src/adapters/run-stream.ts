@@ -82,6 +82,9 @@ export async function startRun(
   return created.runId;
 }
 
+const REWOUND_MESSAGE =
+  "event_log_rewound: the store lost events of this run after a restart; read the run's events again from the start";
+
 /** How one protocol turns events into SSE text. */
 export interface FrameSink {
   /** Frames for one event. */
@@ -111,6 +114,8 @@ export class RunStream {
   private heartbeat: NodeJS.Timeout | undefined;
   private release: (() => void) | null = null;
   private finished = false;
+  /** The log was found rewound before the response opened (see onRewound). */
+  private rewound = false;
   private readonly finishHook = (): void => this.finish();
 
   private constructor(ctx: ApiContext, runId: string) {
@@ -129,8 +134,11 @@ export class RunStream {
     // Counted against the tenant's stream limit before any work (a 429 is still a JSON error).
     stream.release = await ctx.sseLimiter.acquire(tenantId);
     try {
-      stream.unsubscribe = await ctx.subscriber.subscribe(runId, afterSeq, (event) =>
-        stream.onEvent(event),
+      stream.unsubscribe = await ctx.subscriber.subscribe(
+        runId,
+        afterSeq,
+        (event) => stream.onEvent(event),
+        { onRewound: () => stream.onRewound() },
       );
     } catch (error) {
       stream.release();
@@ -176,6 +184,18 @@ export class RunStream {
       if (this.finished) break;
       this.deliver(event);
     }
+    if (this.rewound) this.onRewound();
+  }
+
+  /** The run's log lost events this stream had (Redis restarted): say so and end. */
+  private onRewound(): void {
+    if (this.finished) return;
+    if (this.sink === null) {
+      this.rewound = true;
+      return;
+    }
+    for (const frame of this.sink.error(REWOUND_MESSAGE)) this.write(frame);
+    this.finish(false);
   }
 
   private onEvent(event: RunEvent): void {

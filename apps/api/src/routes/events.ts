@@ -5,7 +5,7 @@ import { RunNotFoundError } from '@baton/runtime';
 import { principalOf } from '../auth.ts';
 import type { ApiContext } from '../context.ts';
 import { EventsQuerySchema } from '../schemas.ts';
-import { eventFrame } from '../sse.ts';
+import { eventFrame, rewoundFrame } from '../sse.ts';
 import { MAX_BUFFERED_BYTES, openSseConnection } from '../sse-connection.ts';
 import { parseId, parseQuery } from '../validation.ts';
 import { streamRunTree } from './tree-events.ts';
@@ -80,12 +80,23 @@ export function eventsRouter(ctx: ApiContext): Router {
     const conn = await openSseConnection(ctx, res, tenantId);
     conn.stream.comment(`run ${runId} after ${after}`);
     try {
-      const unsubscribe = await ctx.subscriber.subscribe(runId, after, (event) => {
-        if (conn.finished) return;
-        conn.stream.write(eventFrame(event));
-        ctx.metrics.eventLag.observe({ path: 'sse' }, Math.max(0, Date.now() - event.at) / 1000);
-        if (endsStream(event, until) || res.writableLength > MAX_BUFFERED_BYTES) conn.finish();
-      });
+      const unsubscribe = await ctx.subscriber.subscribe(
+        runId,
+        after,
+        (event) => {
+          if (conn.finished) return;
+          conn.stream.write(eventFrame(event));
+          ctx.metrics.eventLag.observe({ path: 'sse' }, Math.max(0, Date.now() - event.at) / 1000);
+          if (endsStream(event, until) || res.writableLength > MAX_BUFFERED_BYTES) conn.finish();
+        },
+        {
+          onRewound: (rewound) => {
+            if (conn.finished) return;
+            conn.stream.write(rewoundFrame(rewound));
+            conn.finish();
+          },
+        },
+      );
       await conn.adopt(unsubscribe);
     } catch (error) {
       req.log.warn({ err: error, runId }, 'event subscription failed');

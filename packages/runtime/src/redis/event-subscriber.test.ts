@@ -266,6 +266,101 @@ describe.each(MODES)('RunEventSubscriber, $mode', ({ pattern }) => {
   });
 });
 
+/**
+ * What Redis holds after a restart from an older past: the run's log lost its events after
+ * `keep`, and (when `regrow`) other events took the same seqs, as a re-driven run writes them.
+ * Written directly, without PUBLISH: a live subscriber hears nothing of it.
+ */
+async function rewindLog(runId: string, keep: number, regrow: boolean): Promise<void> {
+  const k = store.keys.run(runId);
+  const lost = await store.readEvents(runId, keep);
+  // A stream never takes an id below its top one, even after XDEL: it is written anew.
+  const kept = await redis.xrange(k.events, '-', `0-${String(keep)}`);
+  await redis.del(k.events);
+  for (const [id, fields] of kept) await redis.xadd(k.events, id, ...fields);
+  await redis.hset(k.cp, 'seq', keep);
+  if (!regrow) return;
+  for (const event of lost)
+    await redis.xadd(k.events, `0-${String(event.seq)}`, 'e', JSON.stringify({ ...event, at: 1 }));
+  await redis.hset(k.cp, 'seq', lost.at(-1)?.seq ?? keep);
+}
+
+describe.each(MODES)('RunEventSubscriber after Redis lost events, $mode', ({ pattern }) => {
+  async function reconnectingSubscriber(errors: unknown[] = []) {
+    const conn = new Redis(url, { maxRetriesPerRequest: 1 });
+    connections.push(conn);
+    const sub = new RunEventSubscriber({
+      subscriber: conn,
+      source: store,
+      onError: (err) => errors.push(err),
+      ...(pattern ? { pattern: runChannelPattern() } : {}),
+    });
+    subscribers.push(sub);
+    await new Promise<void>((resolve) =>
+      conn.status === 'ready' ? resolve() : conn.once('ready', () => resolve()),
+    );
+    return { conn, sub };
+  }
+
+  it.each([
+    { case: 'the log ends before what was delivered', regrow: false },
+    { case: 'other events took the delivered seqs', regrow: true },
+  ])(
+    'tells the listener once, after the reconnect, and delivers nothing more: $case',
+    async ({ regrow }) => {
+      const { conn, sub } = await reconnectingSubscriber();
+      const { runId, write } = await startRun();
+      const c = collector();
+      const told: unknown[] = [];
+      const unsub = await sub.subscribe(runId, 0, c.onEvent, { onRewound: (r) => told.push(r) });
+      await write(10);
+      await expect.poll(() => c.events.length).toBe(10);
+
+      await rewindLog(runId, 6, regrow);
+      conn.disconnect(true);
+      await expect.poll(() => told).toEqual([{ delivered: 10, lastSeq: regrow ? 10 : 6 }]);
+      await write(14);
+      // nothing of the new history reaches a listener that was told
+      expect(c.events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+      await unsub();
+    },
+  );
+
+  it('a log that kept everything delivered goes on after a reconnect, told nothing', async () => {
+    const { conn, sub } = await reconnectingSubscriber();
+    const { runId, write } = await startRun();
+    const c = collector();
+    const told: unknown[] = [];
+    const unsub = await sub.subscribe(runId, 0, c.onEvent, { onRewound: (r) => told.push(r) });
+    await write(10);
+    await expect.poll(() => c.events.length).toBe(10);
+    const reconnected = new Promise<void>((resolve) => conn.once('ready', () => resolve()));
+    conn.disconnect(true);
+    await reconnected;
+    const log = await write(14);
+    await expect.poll(() => c.events.length).toBe(14);
+    expect(c.events).toEqual(log);
+    expect(told).toEqual([]);
+    await unsub();
+  });
+
+  it('without onRewound the rewind is an error report, and delivery goes on', async () => {
+    const errors: unknown[] = [];
+    const { conn, sub } = await reconnectingSubscriber(errors);
+    const { runId, write } = await startRun();
+    const c = collector();
+    const unsub = await sub.subscribe(runId, 0, c.onEvent);
+    await write(10);
+    await expect.poll(() => c.events.length).toBe(10);
+    await rewindLog(runId, 6, false);
+    conn.disconnect(true);
+    await expect
+      .poll(() => errors.map((e) => (e as { code?: string }).code))
+      .toEqual(['event_log_rewound']);
+    await unsub();
+  });
+});
+
 describe('RunEventSubscriber with a pattern', () => {
   it("hands every run's messages to onMessage, decoded once for it and the listeners", async () => {
     const seen: { message: string; events: RunEvent[] }[] = [];

@@ -6,10 +6,40 @@ import { decodeEventPayload } from './event-payload.ts';
 /** Where the subscriber reads a run's durable log and finds its channel (RedisRunStore). */
 export interface RunEventSource {
   readEvents(runId: string, afterSeq?: number, limit?: number): Promise<RunEvent[]>;
+  /** Seq of the run's last event (0 when none). */
+  lastSeq(runId: string): Promise<number>;
   channelOf(runId: string): string;
 }
 
 export type RunEventListener = (event: RunEvent) => void | Promise<void>;
+
+/** What a listener was told when the log it followed turned out rewound. */
+export interface EventLogRewound {
+  /** The last seq delivered to the listener. */
+  readonly delivered: number;
+  /** The log's last seq when the rewind was seen (its events after a lost suffix are new). */
+  readonly lastSeq: number;
+}
+
+export interface SubscribeOptions {
+  /**
+   * Redis came back without events this listener was given (a restart from a truncated AOF, a
+   * failover): the seqs after the loss are reused for other events, so delivery stops for good
+   * and this is called once; the consumer must tell its client to read the run again. Without
+   * it, the rewind is reported to onError (EventLogRewoundError) and delivery goes on.
+   */
+  readonly onRewound?: (rewound: EventLogRewound) => void;
+}
+
+export class EventLogRewoundError extends Error {
+  readonly code = 'event_log_rewound';
+  constructor(runId: string, rewound: EventLogRewound) {
+    super(
+      `run ${runId}: the event log no longer holds the events delivered up to seq ${String(rewound.delivered)} (it ends at ${String(rewound.lastSeq)} or differs): Redis lost acknowledged writes`,
+    );
+    this.name = 'EventLogRewoundError';
+  }
+}
 
 export interface RunEventSubscriberOptions {
   /**
@@ -44,12 +74,19 @@ export class EventGapError extends Error {
   }
 }
 
+/** How long a verification after a reconnect tries to read the log: 100 × 100 ms. */
+const VERIFY_ATTEMPTS = 100;
+const VERIFY_RETRY_MS = 100;
+
 /** One consumer of one run: delivers a gapless, ordered, duplicate-free sequence. */
 class Listener {
   readonly runId: string;
   private readonly onEvent: RunEventListener;
+  private readonly onRewound: SubscribeOptions['onRewound'];
   private readonly owner: RunEventSubscriber;
   private last: number;
+  /** The event delivered last (undefined: none yet, `last` is where the consumer started). */
+  private lastEvent: RunEvent | undefined;
   private closed = false;
   /** Every delivery step runs on this chain, so catch-up, gap fills and live events never interleave. */
   private chain: Promise<void> = Promise.resolve();
@@ -59,11 +96,13 @@ class Listener {
     runId: string,
     afterSeq: number,
     onEvent: RunEventListener,
+    onRewound?: SubscribeOptions['onRewound'],
   ) {
     this.owner = owner;
     this.runId = runId;
     this.last = afterSeq;
     this.onEvent = onEvent;
+    this.onRewound = onRewound;
   }
 
   get lastDelivered(): number {
@@ -96,6 +135,50 @@ class Listener {
     });
   }
 
+  /**
+   * After a reconnect, before anything else is delivered: is the last delivered event still the
+   * log's event of that seq? Redis may be back from an older past (its suffix lost, maybe already
+   * regrown with other events under the same seqs), and a consumer that carried on would mix two
+   * histories without knowing.
+   */
+  verify(): Promise<void> {
+    return this.enqueue(async () => {
+      if (this.last === 0) return;
+      // The reads' connection may come back a little after this one (an API's fails fast).
+      const [stored] = await this.untilReachable(() =>
+        this.owner.source.readEvents(this.runId, this.last - 1, 1),
+      );
+      const same =
+        stored !== undefined &&
+        stored.seq === this.last &&
+        (this.lastEvent === undefined || JSON.stringify(stored) === JSON.stringify(this.lastEvent));
+      if (same) return;
+      const rewound = {
+        delivered: this.last,
+        lastSeq: await this.untilReachable(() => this.owner.source.lastSeq(this.runId)),
+      };
+      if (this.onRewound === undefined) {
+        this.owner.reportError(new EventLogRewoundError(this.runId, rewound), this.runId);
+        // Carry on from what the log holds now: what was delivered stays delivered.
+        this.lastEvent = undefined;
+        return;
+      }
+      this.closed = true;
+      this.onRewound(rewound);
+    });
+  }
+
+  private async untilReachable<T>(read: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await read();
+      } catch (err) {
+        if (this.closed || attempt >= VERIFY_ATTEMPTS) throw err;
+        await new Promise((resolve) => setTimeout(resolve, VERIFY_RETRY_MS));
+      }
+    }
+  }
+
   /** A live message: drop if already delivered, fill the gap from the stream if one is missing. */
   live(event: RunEvent): void {
     void this.enqueue(async () => {
@@ -121,6 +204,7 @@ class Listener {
   private async deliver(event: RunEvent): Promise<void> {
     if (this.closed || event.seq <= this.last) return;
     this.last = event.seq;
+    this.lastEvent = event;
     try {
       await this.onEvent(event);
     } catch (err) {
@@ -213,6 +297,7 @@ export class RunEventSubscriber {
     runId: string,
     afterSeq: number,
     onEvent: RunEventListener,
+    opts: SubscribeOptions = {},
   ): Promise<() => Promise<void>> {
     if (this.closed) throw new Error('RunEventSubscriber is closed');
     const name = this.source.channelOf(runId);
@@ -224,7 +309,7 @@ export class RunEventSubscriber {
       channel = { runId, listeners: new Set(), ready };
       this.channels.set(name, channel);
     }
-    const listener = new Listener(this, runId, Math.max(0, afterSeq), onEvent);
+    const listener = new Listener(this, runId, Math.max(0, afterSeq), onEvent, opts.onRewound);
     channel.listeners.add(listener);
     const unsubscribe = async (): Promise<void> => {
       listener.close();
@@ -322,6 +407,9 @@ export class RunEventSubscriber {
     }
     const names = [...this.channels.keys()];
     if (names.length === 0) return;
+    // Queued now, ahead of any message of the new connection: Redis may have restarted.
+    for (const channel of this.channels.values())
+      for (const l of channel.listeners) void l.verify();
     // ioredis re-sent SUBSCRIBE for these channels (PSUBSCRIBE for the pattern); one of our own on
     // the same connection is answered after those, so once it resolves no live message can be
     // missed by the catch-up.

@@ -20,10 +20,11 @@ beforeEach(() => {
   leases = new RunLeases(redis, store.keys, 300);
 });
 
-const attempt = (step: number, nonce: string) => ({
+const attempt = (step: number, nonce: string, index = 0) => ({
   step,
   nonce,
   reset: { type: 'inference.reset' as const, step, messageId: `m${step}` },
+  index,
 });
 
 async function freshRun() {
@@ -83,7 +84,7 @@ describe('fenced writes', () => {
     const { runId } = await freshRun();
     const lease = (await leases.acquire(runId))!;
     await store.appendDeltas(runId, lease.token, attempt(1, 'a'), [textDelta(1, 'par')]);
-    await store.appendDeltas(runId, lease.token, attempt(1, 'a'), [textDelta(1, 'tial')]);
+    await store.appendDeltas(runId, lease.token, attempt(1, 'a', 1), [textDelta(1, 'tial')]);
     const retry = await store.appendDeltas(runId, lease.token, attempt(1, 'b'), [
       textDelta(1, 'again'),
     ]);

@@ -12,6 +12,8 @@
  *                                                   "runId":…,"threadId":…,"turnId":… (used by append)
  *                                      status, tenant, agent, threadId, createdAt, updatedAt
  *                                      lastTrigger  trigger of the last commit ('' = none; observability)
+ *                                      stream       '<step>:<nonce>' of the inference attempt streaming
+ *                                      streamed     how many of that attempt's appends are stored
  *     p:{run:<runId>}:messages  LIST   the checkpoint's messages, one JSON per element; a commit
  *                                      appends what it adds (or rewrites them all after a rebase)
  *     p:{run:<runId>}:events    STREAM one entry per write, id `0-<last seq>`, field `e` = the

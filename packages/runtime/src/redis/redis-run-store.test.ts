@@ -197,7 +197,12 @@ describe('RedisRunStore', () => {
       store.appendDeltas(
         runId,
         'not-the-holder',
-        { step: 2, nonce: 'x', reset: { type: 'inference.reset', step: 2, messageId: 'm' } },
+        {
+          step: 2,
+          nonce: 'x',
+          reset: { type: 'inference.reset', step: 2, messageId: 'm' },
+          index: 0,
+        },
         [textDelta(2, 'b')],
       ),
     ).rejects.toThrow(LeaseLostError);

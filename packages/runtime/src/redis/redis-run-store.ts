@@ -107,11 +107,23 @@ local env = guarded[3]
  *       env, at, retention, activity, messages token (names this list: see 'mepoch'), nmsg,
  *       messageJson × nmsg, bodies…
  * Reply: {1, 1, eventJson…} | {0, actualVersion}
+ *      | {2, 1, payload|nil} this very create, sent again (see below): payload is its stream entry
+ * A run whose list still has this create's name (the token is drawn per call) was made by this
+ * call: ioredis re-sends a command whose reply a dropped connection lost, though Redis ran it,
+ * and the caller must hear "created", not "exists" (it would release the new run's thread).
  */
 const CREATE_LUA = `
 local cp, stream, msgs = KEYS[1], KEYS[2], KEYS[8]
-local current = redis.call('HGET', cp, 'version')
-if current then return {0, tonumber(current)} end
+local existing = redis.call('HMGET', cp, 'version', 'mepoch')
+local current = existing[1]
+if current then
+  if existing[2] == ARGV[13] then
+    local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1]
+    if first then return {2, 1, first[2][2]} end
+    return {2, 1}
+  end
+  return {0, tonumber(current)}
+end
 -- a stream without a checkpoint is a leftover (cannot happen unless keys were deleted by hand)
 redis.call('DEL', stream)
 local channel, env, at, retention = ARGV[1], ARGV[9], ARGV[10], ARGV[11]
@@ -215,8 +227,13 @@ return out
  * and nothing lands after run.finished. The envelope ids come from the stored checkpoint.
  * `marker` ('<step>:<nonce>') names the inference attempt; the first append of a new attempt of
  * a step that already streamed deltas emits `resetBody` first (clients drop the old deltas).
+ * `index` is the append's place among its attempt's appends (0, 1, …): the hash keeps how many
+ * of the current attempt's appends it holds ('streamed'), and an append it already holds is a
+ * command sent again (ioredis re-sends what was unanswered when a connection dropped, though
+ * Redis may have run it): it writes nothing and answers as written. An index past 'streamed'
+ * (earlier appends lost with a Redis crash) is written: deltas are lost, never doubled.
  * KEYS: cp, events, lease
- * ARGV: channel, fence, at, marker, stepPrefix ('<step>:'), resetBody ('' = none), bodies…
+ * ARGV: channel, fence, at, marker, stepPrefix, resetBody ('' = none), index, bodies…
  * Reply: {1, version, eventJson…} | {code, actualVersion} (codes: see GUARDS_LUA)
  */
 const APPEND_LUA = `
@@ -224,16 +241,20 @@ local cp, stream, lease, fence = KEYS[1], KEYS[2], KEYS[3], ARGV[2]
 if fence == '' then return redis.error_reply('append needs a fencing token') end
 ${GUARDS_LUA}
 local channel, at, marker, stepPrefix, resetBody = ARGV[1], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local index = tonumber(ARGV[7])
 local out, echo = {1, current}, true
 local bodies = {}
-local previous = redis.call('HGET', cp, 'stream')
-if previous ~= marker then
+local previous = redis.call('HMGET', cp, 'stream', 'streamed')
+if previous[1] == marker then
+  if index < tonumber(previous[2] or '0') then return out end
+else
   redis.call('HSET', cp, 'stream', marker)
-  if previous and resetBody ~= '' and string.sub(previous, 1, #stepPrefix) == stepPrefix then
+  if previous[1] and resetBody ~= '' and string.sub(previous[1], 1, #stepPrefix) == stepPrefix then
     bodies[1] = resetBody
   end
 end
-for i = 7, #ARGV do bodies[#bodies + 1] = ARGV[i] end
+redis.call('HSET', cp, 'streamed', index + 1)
+for i = 8, #ARGV do bodies[#bodies + 1] = ARGV[i] end
 ${APPEND_EVENTS_LUA}
 return out
 `;
@@ -330,6 +351,8 @@ const NO_RUN = -1;
 const FENCED = -2;
 const FINISHED = -3;
 const MESSAGES_OUT_OF_STEP = -4;
+/** CREATE_LUA only: the create was sent again after Redis ran it. */
+const CREATE_RESENT = 2;
 
 type ScriptReply = [number, number, ...string[]];
 /** The commit's reply: a third header element says whether it released the lease. */
@@ -386,11 +409,22 @@ type RunAppend = LuaScript<
     marker: string,
     stepPrefix: string,
     resetBody: string,
+    index: number,
     ...bodies: string[],
   ],
   ScriptReply
 >;
 type RunDelete = LuaScript<RunDataKeys, [tenant: string], -1 | 0 | 1>;
+
+/** One append of an inference attempt's deltas (see RedisRunStore.appendDeltas). */
+export interface DeltaAttempt {
+  readonly step: number;
+  /** Names the attempt: a new nonce for the same step is a retry (clients get `reset` first). */
+  readonly nonce: string;
+  readonly reset: EventBody;
+  /** How many appends of this attempt were sent before this one. */
+  readonly index: number;
+}
 
 /** What the reconciler needs to know about a run without parsing its checkpoint. */
 export interface RunMeta {
@@ -434,7 +468,7 @@ export class RedisRunStore implements RunStore {
     this.validateOnLoad = opts.validateOnLoad ?? false;
     this.createScript = defineScript(this.redis, 'batonRunCreate4', 8, CREATE_LUA);
     this.commitScript = defineVariadicScript(this.redis, 'batonRunCommit7', COMMIT_LUA);
-    this.appendScript = defineScript(this.redis, 'batonRunAppend3', 3, APPEND_LUA);
+    this.appendScript = defineScript(this.redis, 'batonRunAppend4', 3, APPEND_LUA);
     this.deleteScript = defineScript(this.redis, 'batonRunDelete2', 8, DELETE_LUA);
   }
 
@@ -472,7 +506,8 @@ export class RedisRunStore implements RunStore {
       ...checkpoint.messages.map((m) => JSON.stringify(m)),
       ...events.map(bodyTail),
     ]);
-    if (reply[0] !== WRITTEN) throw new VersionConflictError(id.runId, 0, reply[1]);
+    if (reply[0] !== WRITTEN && reply[0] !== CREATE_RESENT)
+      throw new VersionConflictError(id.runId, 0, reply[1]);
     // Indexes live in other slots (tenant, thread), so they are written after the run exists.
     // ZADD is idempotent; a crash in between leaves an unlisted (but fully working) run.
     await Promise.all([
@@ -485,7 +520,16 @@ export class RedisRunStore implements RunStore {
             id.runId,
           ),
     ]);
-    return { version: 1, events: parseEvents(reply) };
+    const payload = reply[2];
+    return {
+      version: 1,
+      events:
+        reply[0] === CREATE_RESENT
+          ? payload === undefined
+            ? []
+            : decodeEventPayload(payload)
+          : parseEvents(reply),
+    };
   }
 
   async load(runId: string): Promise<StoredCheckpoint | null> {
@@ -499,23 +543,30 @@ export class RedisRunStore implements RunStore {
     return this.decode(runId, data, version, messages, true);
   }
 
-  /** The checkpoint's fields and its messages list, in one round trip (one hash slot). */
-  private async readStored(
-    runId: string,
-  ): Promise<{ data: string | null; version: string | null; messages: string[] }> {
+  /**
+   * The checkpoint's fields, its whole messages list and the list's name ('mepoch'), in one
+   * round trip (one hash slot): decode with decodeStored.
+   */
+  async readStored(runId: string): Promise<{
+    data: string | null;
+    version: string | null;
+    messages: string[];
+    messagesName: string | null;
+  }> {
     const k = this.keys.run(runId);
     const replies = await this.redis
       .pipeline()
-      .hmget(k.cp, 'data', 'version')
+      .hmget(k.cp, 'data', 'version', 'mepoch')
       .lrange(k.messages, 0, -1)
       .exec();
     if (!replies) throw new Error(`run ${runId}: load was not executed`);
     for (const [error] of replies) if (error) throw error;
-    const [data, version] = (replies[0]?.[1] ?? []) as (string | null)[];
+    const [data, version, name] = (replies[0]?.[1] ?? []) as (string | null)[];
     return {
       data: data ?? null,
       version: version ?? null,
       messages: (replies[1]?.[1] ?? []) as string[],
+      messagesName: name ?? null,
     };
   }
 
@@ -615,14 +666,18 @@ export class RedisRunStore implements RunStore {
   /**
    * Text/reasoning deltas of the inference attempt `marker` ('<step>:<nonce>'), fenced on the
    * lease. The first append of a new attempt of a step that already streamed appends `reset`
-   * before them.
+   * before them. `attempt.index` numbers the attempt's appends from 0, in the order they are
+   * sent: an append Redis already holds (sent again after a dropped connection) writes nothing
+   * and returns no event.
    */
   async appendDeltas(
     runId: string,
     fence: string,
-    attempt: { readonly step: number; readonly nonce: string; readonly reset: EventBody },
+    attempt: DeltaAttempt,
     events: readonly EventBody[],
   ): Promise<readonly RunEvent[]> {
+    if (!Number.isSafeInteger(attempt.index) || attempt.index < 0)
+      throw new Error('appendDeltas: attempt.index must be a non-negative integer');
     const k = this.keys.run(runId);
     const reply = await this.appendScript(
       [k.cp, k.events, k.lease],
@@ -633,6 +688,7 @@ export class RedisRunStore implements RunStore {
         `${attempt.step}:${attempt.nonce}`,
         `${attempt.step}:`,
         bodyTail(attempt.reset),
+        attempt.index,
         ...events.map(bodyTail),
       ],
     );

@@ -60,9 +60,13 @@ return cur`;
 
 // KEYS: config, log. ARGV: record, limit. The log lives exactly as long as the configuration
 // (so a record appended after the run finished cannot outlive it); 0 = no configuration.
+// A record already among the last ones is this one sent again (ioredis re-sends a command whose
+// reply a dropped connection lost, though Redis ran it): records carry their time and attempt,
+// so two distinct ones are never equal.
 const APPEND_LUA = `
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl == -2 then return 0 end
+if redis.call('LPOS', KEYS[2], ARGV[1], 'RANK', -1, 'MAXLEN', 64) then return 1 end
 redis.call('RPUSH', KEYS[2], ARGV[1])
 redis.call('LTRIM', KEYS[2], -tonumber(ARGV[2]), -1)
 if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
