@@ -107,6 +107,8 @@ export interface StreamOptions {
   /** Return true to drop the connection after this message. */
   readonly stopWhen?: (message: SseMessage, all: readonly SseMessage[]) => boolean;
   readonly timeoutMs?: number;
+  /** Called once the server has answered 200, before any frame is read. */
+  readonly onOpen?: () => void | Promise<void>;
 }
 
 /** Opens an SSE stream and reads it until the server ends it, stopWhen says so, or the timeout. */
@@ -132,6 +134,7 @@ export async function readStream(url: string, opts: StreamOptions = {}): Promise
         body: text ? (JSON.parse(text) as unknown) : undefined,
       };
     }
+    await opts.onOpen?.();
     const decoder = new TextDecoder();
     const reader = res.body.getReader();
     let endedByServer = false;
