@@ -5,7 +5,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { BULL_BOARD_PATH, BoardQueues, bullBoardGuard, bullBoardRouter } from './admin.ts';
 import { jsonBody } from './body.ts';
-import { corsMiddleware, parseCorsOrigins } from './cors.ts';
+import { corsMiddleware, parseCorsOrigins, routeMethods, type RouterLayer } from './cors.ts';
 import { KeyStore, authenticate, requireAdmin } from './auth.ts';
 import { consoleRouter } from './console.ts';
 import { splitEntries, tenantKeyEntries, type ApiConfig } from './config.ts';
@@ -137,7 +137,9 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   if (tracing) app.use(tracing);
   app.use(httpLogger(logger));
   app.use(metrics.middleware());
-  const corsHandler = corsMiddleware(parseCorsOrigins(config.CORS_ORIGINS));
+  const corsHandler = corsMiddleware(parseCorsOrigins(config.CORS_ORIGINS), () =>
+    routeMethods((app as unknown as { router: { stack: RouterLayer[] } }).router.stack),
+  );
   if (corsHandler) app.use(corsHandler);
   app.use(
     '/metrics',
