@@ -108,9 +108,10 @@ export class BatonWorker {
       ...SUBSCRIBER_OPTIONS,
       connectionName: 'baton-control',
     });
-    this.controlSubscriber.on('error', (err) =>
-      this.logger.error({ err }, 'control subscriber error'),
-    );
+    this.controlSubscriber.on('error', (err) => {
+      if (!rt.outage.connectionError(err, 'control'))
+        this.logger.error({ err }, 'control subscriber error');
+    });
     await listenForControl(this.controlSubscriber, rt.keys, this.aborts, (err) =>
       this.logger.warn({ err }, 'bad control message'),
     );
@@ -157,7 +158,10 @@ export class BatonWorker {
       // in one write (see coalesceWrites).
       w.backend.client.then(coalesceWrites, () => undefined);
       if (w === this.schedules?.worker) continue;
-      w.on('error', (err) => this.logger.error({ err, queue: w.name }, 'worker error'));
+      w.on('error', (err) => {
+        if (!rt.outage.connectionError(err, w.name))
+          this.logger.error({ err, queue: w.name }, 'worker error');
+      });
       w.on('failed', (job, err) => {
         if (!job) return;
         onJobFailed(deps, w.name, job, err).catch((e: unknown) =>

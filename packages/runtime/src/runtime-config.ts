@@ -27,6 +27,8 @@ export const runtimeConfigShape = {
    * appendfsync always, or support WAITAOF); 'relaxed': whatever Redis is configured for.
    */
   BATON_DURABILITY: z.enum(['relaxed', 'strict']).default('relaxed'),
+  /** While Redis cannot be reached, how often the process says so again (default 30 s). */
+  REDIS_RETRY_REMINDER_MS: z.coerce.number().int().min(100).optional(),
   /** Webhook targets and delivery (webhooks/webhook-config.ts). */
   ...webhookConfigShape,
 };
