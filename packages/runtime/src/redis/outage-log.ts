@@ -19,7 +19,8 @@ export function isRedisConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as NodeJS.ErrnoException).code;
   if (code !== undefined && CONNECTION_CODES.has(code)) return true;
-  if (error.message === 'connect ETIMEDOUT') return true;
+  // Some wrappers keep only the message ("getaddrinfo ENOTFOUND redis").
+  if ([...CONNECTION_CODES].some((c) => error.message.includes(c))) return true;
   return isRedisUnavailable(error) || CONNECTION_TEXT.test(error.message);
 }
 
