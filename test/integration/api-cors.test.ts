@@ -63,6 +63,40 @@ describe('CORS', () => {
     }
   });
 
+  it('allows every method of every route of /openapi.json, DELETE included', async () => {
+    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
+    const routes = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.keys(item)
+        .filter((m) => ['get', 'post', 'put', 'patch', 'delete'].includes(m))
+        .map((m) => [m.toUpperCase(), path.replace(/\{[^}]+\}/g, 'x1')] as const),
+    );
+    const methods = new Set(routes.map(([method]) => method));
+    expect(methods).toContain('DELETE');
+    for (const route of [
+      ['DELETE', '/v1/runs/x1'],
+      ['DELETE', '/v1/threads/x1'],
+      ['DELETE', '/v1/schedules/x1'],
+    ])
+      expect(routes).toContainEqual(route);
+    for (const [method, path] of routes) {
+      const r = await preflight(base, path, method);
+      expect({ method, path, status: r.status }).toEqual({ method, path, status: 204 });
+      expect(r.headers.get('access-control-allow-origin')).toBe(APP);
+      expect({
+        method,
+        path,
+        allowed: r.headers.get('access-control-allow-methods')?.split(','),
+      }).toEqual({ method, path, allowed: expect.arrayContaining([method]) as string[] });
+    }
+    // Derived from the routes: a method no route answers is not offered.
+    const allowed = (await preflight(base, '/v1/runs', 'POST')).headers.get(
+      'access-control-allow-methods',
+    );
+    expect(allowed?.split(',')).not.toContain('TRACE');
+  });
+
   it('the real request carries the CORS headers, errors included, and exposes Retry-After', async () => {
     const ok = await fetch(`${base}/v1/agents`, {
       headers: { origin: APP, authorization: `Bearer ${KEYS.a}` },

@@ -37,6 +37,8 @@ export interface SpawnApiOptions {
   readonly port?: number;
   readonly env?: Readonly<Record<string, string>>;
   readonly readyTimeoutMs?: number;
+  /** Every line the process prints (stdout and stderr), as it comes. */
+  readonly onLine?: (line: string) => void;
 }
 
 const live = new Set<ApiProcess>();
@@ -71,6 +73,7 @@ export async function spawnApi(opts: SpawnApiOptions): Promise<ApiProcess> {
   });
   const tail: string[] = [];
   const remember = (line: string): void => {
+    opts.onLine?.(line);
     tail.push(line);
     if (tail.length > 100) tail.shift();
   };
@@ -93,6 +96,7 @@ export async function spawnApi(opts: SpawnApiOptions): Promise<ApiProcess> {
     }, opts.readyTimeoutMs ?? 20_000);
     createInterface({ input: child.stdout }).on('line', (line) => {
       if (line.startsWith('LISTENING ')) {
+        opts.onLine?.(line);
         clearTimeout(timer);
         res(line.slice('LISTENING '.length).trim());
       } else remember(line);

@@ -24,12 +24,14 @@ export interface RedisProcess {
 export interface RedisProcessOptions {
   /** 'always': AOF fsynced before every reply; 'everysec'; 'off': no persistence at all. */
   readonly aof: 'always' | 'everysec' | 'off';
+  /** The port to listen on (default: a free one). */
+  readonly port?: number;
 }
 
 export async function startRedisProcess(opts: RedisProcessOptions): Promise<RedisProcess> {
   const bin = await findRedisServer();
   if (!bin) throw new Error('redis-server is needed on PATH for this test');
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const dir = await mkdtemp(join(tmpdir(), 'baton-redis-proc-'));
   const url = `redis://127.0.0.1:${port}`;
   const persistence =

@@ -109,6 +109,8 @@ export interface StreamOptions {
   readonly timeoutMs?: number;
   /** Each message as it arrives (a test that acts while the stream is open). */
   readonly onMessage?: (message: SseMessage) => void;
+  /** Called once the server has answered 200, before any frame is read. */
+  readonly onOpen?: () => void | Promise<void>;
 }
 
 /** Opens an SSE stream and reads it until the server ends it, stopWhen says so, or the timeout. */
@@ -134,6 +136,7 @@ export async function readStream(url: string, opts: StreamOptions = {}): Promise
         body: text ? (JSON.parse(text) as unknown) : undefined,
       };
     }
+    await opts.onOpen?.();
     const decoder = new TextDecoder();
     const reader = res.body.getReader();
     let endedByServer = false;

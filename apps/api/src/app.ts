@@ -5,7 +5,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { BULL_BOARD_PATH, BoardQueues, bullBoardGuard, bullBoardRouter } from './admin.ts';
 import { jsonBody } from './body.ts';
-import { corsMiddleware, parseCorsOrigins } from './cors.ts';
+import { corsMiddleware, parseCorsOrigins, routeMethods, type RouterLayer } from './cors.ts';
 import { KeyStore, authenticate, requireAdmin } from './auth.ts';
 import { consoleRouter } from './console.ts';
 import { splitEntries, tenantKeyEntries, type ApiConfig } from './config.ts';
@@ -85,7 +85,8 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     );
   // Requests fail fast while Redis is away (503); at start-up give it a moment to connect first,
   // and refuse to start in strict durability mode against a Redis that cannot keep the promise.
-  if (await runtime.waitUntilReady(5_000)) {
+  const redisReady = await runtime.waitUntilReady(5_000);
+  if (redisReady) {
     await runtime.durability.check();
     await warmStepQueues(runtime, 5_000);
   } else logger.warn('redis is not reachable yet; requests get 503 until it is');
@@ -106,7 +107,10 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
         }
       : {}),
   });
-  await subscriber.start();
+  // Without Redis the pattern subscription waits for it: listen meanwhile (requests get 503),
+  // and every stream waits for that subscription before it reads (subscribe() awaits start()).
+  if (redisReady) await subscriber.start();
+  else void subscriber.start().catch(() => undefined);
 
   const context: ApiContext = {
     config,
@@ -137,7 +141,9 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   if (tracing) app.use(tracing);
   app.use(httpLogger(logger));
   app.use(metrics.middleware());
-  const corsHandler = corsMiddleware(parseCorsOrigins(config.CORS_ORIGINS));
+  const corsHandler = corsMiddleware(parseCorsOrigins(config.CORS_ORIGINS), () =>
+    routeMethods((app as unknown as { router: { stack: RouterLayer[] } }).router.stack),
+  );
   if (corsHandler) app.use(corsHandler);
   app.use(
     '/metrics',

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { BatonError } from '@baton/core';
 import type { Request, RequestHandler } from 'express';
 import { ConfigError } from './config.ts';
+import { credentialParams } from './logger.ts';
 
 /** Who is calling: every request is made on behalf of exactly one tenant. */
 export interface Principal {
@@ -111,10 +112,16 @@ export function authenticate(keys: KeyStore, limit?: AuthFailureLimit): RequestH
     await limit?.check(ip);
     const key = presentedKey(req);
     if (key === null) {
+      // A key in the URL ends up in proxies' and browsers' logs: it is never read from there.
+      const inQuery = credentialParams(req.originalUrl)
+        .slice(0, 3)
+        .map((name) => name.slice(0, 40));
       next(
         new BatonError(
           'unauthorized',
-          'missing API key: send Authorization: Bearer <key> or X-API-Key: <key>',
+          inQuery.length > 0
+            ? `missing API key: the query string (${inQuery.join(', ')}) is not read for keys; send Authorization: Bearer <key> or X-API-Key: <key>`
+            : 'missing API key: send Authorization: Bearer <key> or X-API-Key: <key>',
         ),
       );
       return;

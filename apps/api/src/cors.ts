@@ -1,4 +1,4 @@
-import cors from 'cors';
+import cors, { type CorsOptions } from 'cors';
 import type { RequestHandler } from 'express';
 import { ConfigError } from './config.ts';
 
@@ -34,22 +34,53 @@ export function parseCorsOrigins(value: string): '*' | string[] {
   return origins;
 }
 
+/** What routeMethods reads of an Express 5 router layer. */
+export interface RouterLayer {
+  readonly route?: { readonly methods?: Readonly<Record<string, boolean | undefined>> } | null;
+  readonly handle?: { readonly stack?: readonly RouterLayer[] } | null;
+}
+
+/**
+ * Every method some route of `stack` answers (nested routers included), upper case, plus
+ * OPTIONS. Derived from the routes themselves so that a preflight never refuses a method the
+ * API has (a hand list once left DELETE out).
+ */
+export function routeMethods(stack: readonly RouterLayer[]): string[] {
+  const methods = new Set(['OPTIONS']);
+  const walk = (layers: readonly RouterLayer[]): void => {
+    for (const layer of layers) {
+      for (const [method, on] of Object.entries(layer.route?.methods ?? {}))
+        if (on === true && method !== '_all') methods.add(method.toUpperCase());
+      if (layer.handle?.stack) walk(layer.handle.stack);
+    }
+  };
+  walk(stack);
+  return [...methods].sort();
+}
+
 /**
  * CORS for browser apps on other origins (the AI SDK and AG-UI clients above all). Mounted
  * before authentication: a preflight carries no API key and must be answered anyway. Keys travel
- * in headers, never cookies, so credentials stay off.
+ * in headers, never cookies, so credentials stay off. `methods` gives the methods the API's
+ * routes answer; it is read at the first request, once every route is mounted.
  */
-export function corsMiddleware(origins: '*' | readonly string[]): RequestHandler | null {
+export function corsMiddleware(
+  origins: '*' | readonly string[],
+  methods: () => readonly string[],
+): RequestHandler | null {
   if (origins !== '*' && origins.length === 0) return null;
   const allowed = origins === '*' ? null : new Set(origins);
-  return cors({
-    origin:
-      allowed === null
-        ? '*'
-        : (origin, done) => done(null, origin !== undefined && allowed.has(origin)),
-    methods: ['GET', 'POST', 'OPTIONS'],
-    exposedHeaders: EXPOSED_HEADERS,
-    maxAge: 600,
-    optionsSuccessStatus: 204,
-  });
+  let options: CorsOptions | undefined;
+  const optionsOf = (): CorsOptions =>
+    (options ??= {
+      origin:
+        allowed === null
+          ? '*'
+          : (origin, done) => done(null, origin !== undefined && allowed.has(origin)),
+      methods: [...methods()],
+      exposedHeaders: EXPOSED_HEADERS,
+      maxAge: 600,
+      optionsSuccessStatus: 204,
+    });
+  return cors((_req, done) => done(null, optionsOf()));
 }

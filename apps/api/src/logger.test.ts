@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import express from 'express';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { httpLogger } from './logger.ts';
+import { httpLogger, redactUrl } from './logger.ts';
 
 describe('httpLogger', () => {
   it('logs a 4xx at info as one short line without headers or secrets', async () => {
@@ -66,5 +66,22 @@ describe('httpLogger', () => {
     server.close();
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0]!)).toMatchObject({ level: 50, res: { statusCode: 503 } });
+  });
+});
+
+describe('redactUrl', () => {
+  it.each([
+    ['/v1/agents?api_key=s3cret', '/v1/agents?api_key=[redacted]'],
+    ['/v1/runs/r/events?children=1&token=s3cret', '/v1/runs/r/events?children=1&token=[redacted]'],
+    ['/x?API%5FKEY=s3cret&limit=5', '/x?API%5FKEY=[redacted]&limit=5'],
+    [
+      '/x?access_token=a&client_secret=b&password=c',
+      '/x?access_token=[redacted]&client_secret=[redacted]&password=[redacted]',
+    ],
+    ['/x?apiKey=a&x-api-key=b&key=c', '/x?apiKey=[redacted]&x-api-key=[redacted]&key=[redacted]'],
+    ['/v1/runs?status=done&cursor=abc&limit=5', '/v1/runs?status=done&cursor=abc&limit=5'],
+    ['/v1/agents', '/v1/agents'],
+  ])('%s → %s', (url, expected) => {
+    expect(redactUrl(url)).toBe(expected);
   });
 });

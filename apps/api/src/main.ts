@@ -43,8 +43,8 @@ logger.info(
   { url: publicUrl, redis: safeUrl(config.REDIS_URL), prefix: config.BATON_PREFIX },
   'api listening',
 );
-process.stdout.write(`LISTENING ${publicUrl}\n`);
-
+// Before the LISTENING line: a supervisor may signal as soon as it reads it (writing to its pipe
+// wakes it, and it may run before this process goes on).
 exitOnSignals(logger, async () => {
   try {
     await api.close();
@@ -52,3 +52,4 @@ exitOnSignals(logger, async () => {
     await tracing?.shutdown().catch(() => undefined);
   }
 });
+process.stdout.write(`LISTENING ${publicUrl}\n`);

@@ -54,9 +54,8 @@ await worker.start().catch(async (error: unknown) => {
   fatal(error);
 });
 logger.info({ redis: safeUrl(config.REDIS_URL) }, 'ready');
-process.stdout.write(`READY ${worker.id}\n`);
-
-// MCP connections close after the worker stopped: jobs still finishing may call their tools.
+// Before the READY line: a supervisor may signal as soon as it reads it. MCP connections close
+// after the worker stopped: jobs still finishing may call their tools.
 exitOnSignals(logger, async () => {
   try {
     await worker.stop();
@@ -65,3 +64,4 @@ exitOnSignals(logger, async () => {
     await tracing?.shutdown().catch(() => undefined);
   }
 });
+process.stdout.write(`READY ${worker.id}\n`);

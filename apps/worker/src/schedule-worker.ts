@@ -60,7 +60,10 @@ export class ScheduleWorker {
         maxStalledCount: config.MAX_STALLS,
       },
     );
-    worker.on('error', (err) => this.logger.error({ err }, 'schedule worker error'));
+    worker.on('error', (err) => {
+      if (!this.rt.outage.connectionError(err, 'schedules'))
+        this.logger.error({ err }, 'schedule worker error');
+    });
     worker.on('failed', (job: Job<ScheduleJobData> | undefined, err) => {
       if (!job || job.attemptsMade < (job.opts.attempts ?? 1)) return;
       this.firer

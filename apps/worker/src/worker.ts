@@ -115,9 +115,10 @@ export class BatonWorker {
       // Named after this worker: others tell it is alive by this connection (StallAccounting).
       connectionName: controlConnectionName(this.id),
     });
-    this.controlSubscriber.on('error', (err) =>
-      this.logger.error({ err }, 'control subscriber error'),
-    );
+    this.controlSubscriber.on('error', (err) => {
+      if (!rt.outage.connectionError(err, 'control'))
+        this.logger.error({ err }, 'control subscriber error');
+    });
     await listenForControl(this.controlSubscriber, rt.keys, this.aborts, (err) =>
       this.logger.warn({ err }, 'bad control message'),
     );
@@ -180,7 +181,10 @@ export class BatonWorker {
       // in one write (see coalesceWrites).
       w.backend.client.then(coalesceWrites, () => undefined);
       if (w === this.schedules?.worker) continue;
-      w.on('error', (err) => this.logger.error({ err, queue: w.name }, 'worker error'));
+      w.on('error', (err) => {
+        if (!rt.outage.connectionError(err, w.name))
+          this.logger.error({ err, queue: w.name }, 'worker error');
+      });
       w.on('failed', (job, err) => {
         if (!job) return;
         onJobFailed(deps, w.name, job, err).catch((e: unknown) =>

@@ -9,6 +9,7 @@ export * from './redis/durability.ts';
 export * from './redis/event-payload.ts';
 export * from './redis/event-subscriber.ts';
 export * from './redis/keys.ts';
+export * from './redis/outage-log.ts';
 export * from './redis/redis-run-store.ts';
 export * from './redis/scripts.ts';
 export * from './redis/thread-store.ts';

@@ -46,6 +46,8 @@ export const runtimeConfigShape = {
    */
   BATON_DURABILITY: z.enum(['relaxed', 'strict']).default('relaxed'),
   ...tenantLimitsShape,
+  /** While Redis cannot be reached, how often the process says so again (default 30 s). */
+  REDIS_RETRY_REMINDER_MS: z.coerce.number().int().min(100).optional(),
   /** Webhook targets and delivery (webhooks/webhook-config.ts). */
   ...webhookConfigShape,
 };

@@ -3,6 +3,7 @@ import { Cluster, Redis } from 'ioredis';
 import type { Clock } from '@baton/core';
 import type { Logger } from 'pino';
 import { duplicateClient, reconnectDelay, redisOptions } from './redis/connection.ts';
+import { RedisOutageLog } from './redis/outage-log.ts';
 import { coalesceWrites } from './redis/write-coalescing.ts';
 import { Durability } from './redis/durability.ts';
 import { BatonKeys } from './redis/keys.ts';
@@ -41,6 +42,11 @@ export class BatonRuntime {
   readonly webhooks: WebhookOutbox;
   readonly connection: ConnectionOptions;
   readonly clock: Clock;
+  /**
+   * Where every Redis connection of the process reports its errors: an outage is one line, a
+   * reminder now and then, and one line when Redis is back (BullMQ workers report here too).
+   */
+  readonly outage: RedisOutageLog;
   private readonly ownsClient: boolean;
 
   /**
@@ -71,16 +77,20 @@ export class BatonRuntime {
     this.ownsClient = client === undefined;
     this.redis = client ?? new Redis(config.REDIS_URL, redisOptions(role, 'baton'));
     coalesceWrites(this.redis);
-    let down = false;
+    const redis = this.redis;
+    this.outage = new RedisOutageLog({
+      url: config.REDIS_URL,
+      logger,
+      isUp: () => redis.status === 'ready',
+      ...(config.REDIS_RETRY_REMINDER_MS === undefined
+        ? {}
+        : { remindEveryMs: config.REDIS_RETRY_REMINDER_MS }),
+    });
+    const outage = this.outage;
     this.redis.on('error', (err) => {
-      // One line per outage, not one per reconnect attempt.
-      if (!down) logger.error({ err }, 'redis unavailable');
-      down = true;
+      if (!outage.connectionError(err, 'main')) logger.error({ err }, 'redis error');
     });
-    this.redis.on('ready', () => {
-      if (down) logger.info('redis available again');
-      down = false;
-    });
+    this.redis.on('ready', () => outage.connected());
     // BullMQ's own connections get the same reconnect policy (its default backs off to 20 s).
     const bull = redisOptions(role, 'baton-bull');
     this.connection = client
@@ -115,9 +125,13 @@ export class BatonRuntime {
       prefix: config.BATON_PREFIX,
       toolAttempts: config.TOOL_ATTEMPTS,
       jobRetentionSeconds: config.JOB_RETENTION_SECONDS,
-      onError: (err, queue) => logger.error({ err, queue }, 'queue error'),
+      onError: (err, queue) => {
+        if (!outage.connectionError(err, queue)) logger.error({ err, queue }, 'queue error');
+      },
     });
-    this.queues.flows.on('error', (err) => logger.error({ err }, 'flow producer error'));
+    this.queues.flows.on('error', (err) => {
+      if (!outage.connectionError(err, 'flows')) logger.error({ err }, 'flow producer error');
+    });
     this.webhooks = new WebhookOutbox({
       redis: this.redis,
       keys: this.keys,
@@ -185,6 +199,7 @@ export class BatonRuntime {
   }
 
   async close(): Promise<void> {
+    this.outage.close();
     await this.queues.close();
     if (this.connection instanceof Redis || this.connection instanceof Cluster)
       await this.connection.quit().catch(() => undefined);

@@ -71,11 +71,17 @@ export async function streamRunTree(
         ? undefined
         : String(query.after),
   );
-  for (const runId of cursor.keys())
-    if (runId !== rootId && !(await ctx.runtime.store.loadForTenant(runId, tenantId))) {
-      // A descendant whose keys are gone (retention): nothing more can come from it.
-      cursor.delete(runId);
-    }
+  for (const runId of [...cursor.keys()]) {
+    if (runId === rootId) continue;
+    // A descendant without keys stays followed: it may be linked and not created yet (its
+    // parent's commit names it before a worker creates it), and dropping it would lose its whole
+    // log, since the event that linked it is behind the cursor and never comes again. One whose
+    // keys are gone (retention) or that never comes to be sends nothing; settle() ends it once
+    // the root is done. Only a run of another tenant is dropped (ids extend the root's, so none
+    // should be).
+    const meta = await ctx.runtime.store.meta(runId);
+    if (meta && meta.tenantId !== tenantId) cursor.delete(runId);
+  }
   const conn = await openSseConnection(ctx, res, tenantId);
   const { stream, finish } = conn;
   const ended = new Set<string>();

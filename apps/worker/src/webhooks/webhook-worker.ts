@@ -38,7 +38,10 @@ export function startWebhookDelivery(
     maxStalledCount: config.MAX_STALLS,
     settings: { backoffStrategy: processor.backoffStrategy },
   });
-  worker.on('error', (err) => logger.error({ err, queue: WEBHOOK_QUEUE }, 'worker error'));
+  worker.on('error', (err) => {
+    if (!rt.outage.connectionError(err, WEBHOOK_QUEUE))
+      logger.error({ err, queue: WEBHOOK_QUEUE }, 'worker error');
+  });
   const sweeper = setInterval(() => {
     rt.webhooks
       .sweep(config.RECONCILE_BATCH, Math.max(config.WEBHOOK_SWEEP_INTERVAL_MS * 3, 5_000))

@@ -336,7 +336,9 @@ export class RunEventSubscriber {
     this.sub.off('pmessage', this.onPatternMessage);
     this.sub.off('ready', this.onReady);
     if (this.ownsConnection) {
-      await this.sub.quit();
+      // QUIT waits in the offline queue for a Redis that may never come back: hang up instead.
+      if (this.sub.status === 'ready') await this.sub.quit();
+      else this.sub.disconnect();
     } else if (this.patternReady !== undefined && this.pattern !== undefined) {
       await this.sub.punsubscribe(this.pattern);
     } else if (names.length > 0) {

@@ -1,6 +1,5 @@
 import type { Decision, InputMessage } from '@baton/protocol';
 import { IdSchema } from '@baton/protocol';
-import { z } from 'zod';
 import {
   asJson,
   decisionIdFor,
@@ -8,6 +7,7 @@ import {
   type PendingRun,
   type StartRunCommand,
 } from '../shared.ts';
+import { AgUiRunInputSchema } from './input-schema.ts';
 import { interruptsFor } from './interrupts.ts';
 import type { AgUiEventOf } from './types.ts';
 
@@ -24,29 +24,7 @@ import type { AgUiEventOf } from './types.ts';
  *   which starts a run (Baton keeps the thread history, so earlier messages are not re-sent).
  */
 
-const ResumeEntrySchema = z.looseObject({
-  interruptId: z.string().min(1),
-  status: z.enum(['resolved', 'cancelled']),
-  payload: z.unknown().optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
-});
-
-const InputMessageSchema = z.looseObject({
-  id: z.string(),
-  role: z.string(),
-  content: z.unknown().optional(),
-});
-
-export const AgUiRunInputSchema = z.looseObject({
-  threadId: z.string().min(1),
-  runId: z.string().min(1),
-  messages: z.array(InputMessageSchema),
-  tools: z.array(z.unknown()).optional(),
-  context: z.array(z.unknown()).optional(),
-  state: z.unknown().optional(),
-  forwardedProps: z.unknown().optional(),
-  resume: z.array(ResumeEntrySchema).optional(),
-});
+export { AgUiRunInputSchema };
 
 export type AgUiErrorCode =
   | 'bad_request'

@@ -41,7 +41,21 @@ const ToolPartSchema = z.looseObject({
 });
 type ToolPart = z.infer<typeof ToolPartSchema>;
 
-const UiPartSchema = z.looseObject({ type: z.string() });
+/**
+ * Parts are checked only as far as Baton reads them (the AI SDK's own part shapes vary between
+ * majors), but a part Baton reads must have the AI SDK's type for it: a text part whose text is
+ * not a string is refused, not skipped (skipping it started a run without that text).
+ */
+const UiPartSchema = z.looseObject({ type: z.string() }).superRefine((part, ctx) => {
+  const text = (part as { text?: unknown }).text;
+  if ((part.type === 'text' || part.type === 'reasoning') && typeof text !== 'string')
+    ctx.addIssue({
+      code: 'custom',
+      message: `a ${part.type} part's text must be a string`,
+      path: ['text'],
+      input: text,
+    });
+});
 
 export const UiMessageSchema = z.looseObject({
   id: z.string(),

@@ -1,0 +1,140 @@
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment -- HTTP replies are untyped JSON; each test asserts their shape */
+/**
+ * Issue 20 item 15: an API key in the query string neither authenticates (401 saying where the
+ * key goes) nor reaches the request log. A real API process (LOG_LEVEL=info) and a real worker;
+ * every line the API prints is captured, across routes, errors, 404s and SSE streams.
+ */
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ApiClient } from '../support/api-harness.ts';
+import { spawnApi, stopAllApiProcesses, type ApiProcess } from '../support/api-process.ts';
+import { testPrefix, waitFor } from '../support/worker-harness.ts';
+import { spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
+
+const KEY = 'QueryKeyLeak7f3a9c21e5b84d06';
+const ADMIN = 'AdminQueryKey5e2d8b7a1c9f3046';
+/** The ways a client might put a key in a URL. */
+const PARAMS = ['api_key', 'apiKey', 'key', 'token', 'access_token', 'API%5FKEY', 'x-api-key'];
+
+let api: ApiProcess;
+let client: ApiClient;
+const lines: string[] = [];
+
+beforeAll(async () => {
+  const redisUrl = inject('redisUrl');
+  const prefix = testPrefix();
+  await spawnWorker({ redisUrl, prefix, agents: 'demo', probes: false });
+  api = await spawnApi({
+    redisUrl,
+    prefix,
+    keys: `tenant-a:${KEY}`,
+    env: { LOG_LEVEL: 'info', ADMIN_KEYS: `ops:${ADMIN}` },
+    onLine: (line) => lines.push(line),
+  });
+  client = new ApiClient(api.url, KEY);
+}, 60_000);
+
+afterAll(async () => {
+  await stopAllApiProcesses();
+  await stopAllWorkerProcesses();
+});
+
+let requestSeq = 0;
+
+/** Sends a request whose URL carries the key in `param`; returns its request id and reply. */
+async function send(
+  method: string,
+  path: string,
+  param: string,
+  opts: { header?: boolean; body?: unknown; sse?: boolean } = {},
+): Promise<{ id: string; status: number; body: any }> {
+  const id = `qk-${String(++requestSeq)}`;
+  const sep = path.includes('?') ? '&' : '?';
+  const headers: Record<string, string> = { 'x-request-id': id };
+  if (opts.header) headers['authorization'] = `Bearer ${KEY}`;
+  if (opts.body !== undefined) headers['content-type'] = 'application/json';
+  if (opts.sse) headers['accept'] = 'text/event-stream';
+  const res = await fetch(`${api.url}${path}${sep}${param}=${KEY}`, {
+    method,
+    headers,
+    ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
+  });
+  const text = await res.text(); // an SSE stream of a finished run ends by itself
+  const json = res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text;
+  return { id, status: res.status, body: json };
+}
+
+describe('an API key in the query string', () => {
+  it('does not authenticate: 401 saying where the key goes', async () => {
+    for (const param of PARAMS) {
+      const r = await send('GET', '/v1/agents', param);
+      expect({ param, status: r.status }).toEqual({ param, status: 401 });
+      expect(r.body.error.code).toBe('unauthorized');
+      expect(r.body.error.message).toMatch(/query string/);
+      expect(r.body.error.message).toMatch(/Authorization: Bearer <key> or X-API-Key/);
+      expect(r.body.error.message).not.toContain(KEY);
+    }
+  });
+
+  it('is never written to the log, whatever the route, status or stream', async () => {
+    const { runId, threadId } = (
+      await client.post('/v1/runs', {
+        agent: 'assistant',
+        input: { messages: [{ role: 'user', content: 'hello' }] },
+      })
+    ).body as { runId: string; threadId: string };
+    await waitFor(
+      async () => ((await client.get(`/v1/runs/${runId}`)).body.status === 'done' ? true : null),
+      30_000,
+      `run ${runId} to be done`,
+    );
+    const ids: string[] = [];
+    const statuses = new Set<number>();
+    for (const param of PARAMS) {
+      const requests: [string, string, { header?: boolean; body?: unknown; sse?: boolean }][] = [
+        ['GET', '/v1/agents', {}],
+        ['GET', '/v1/agents', { header: true }],
+        ['GET', `/v1/runs/${runId}`, { header: true }],
+        ['GET', `/v1/runs/${runId}/events`, { header: true, sse: true }],
+        ['GET', `/v1/runs/${runId}/events?children=1`, { header: true, sse: true }],
+        ['GET', `/v1/runs/${runId}/events`, { sse: true }],
+        ['GET', `/v1/threads/${threadId}`, { header: true }],
+        ['GET', '/v1/runs/nope', { header: true }],
+        ['GET', '/v1/no-such-route', { header: true }],
+        ['GET', '/no-such-route', {}],
+        ['GET', '/openapi.json', {}],
+        ['GET', '/healthz', {}],
+        ['POST', '/v1/runs', { header: true, body: { agent: 'nope' } }],
+        ['POST', '/v1/runs', { header: true, body: { bad: 1 } }],
+        ['POST', '/v1/ag-ui', { header: true, body: { threadId: 't' } }],
+        ['POST', '/v1/ai-sdk/chat', { header: true, body: { id: 'c' } }],
+        ['DELETE', '/v1/runs/nope', { header: true }],
+        ['GET', '/admin/queues/api/queues', {}],
+      ];
+      for (const [method, path, opts] of requests) {
+        const r = await send(method, path, param, opts);
+        ids.push(r.id);
+        statuses.add(r.status);
+      }
+    }
+    expect([...statuses].sort()).toEqual(expect.arrayContaining([200, 400, 401, 404]));
+    // Every request has its log line (the SSE ones when they close).
+    const logged = (): Set<string> => {
+      const seen = new Set<string>();
+      for (const line of lines) {
+        const m = /"req":\{"id":"(qk-\d+)"/.exec(line);
+        if (m) seen.add(m[1]!);
+      }
+      return seen;
+    };
+    await waitFor(
+      () => Promise.resolve(ids.every((id) => logged().has(id)) ? true : null),
+      30_000,
+      'a request log line for every request',
+    );
+    const leaks = lines.filter((line) => line.includes(KEY));
+    expect(leaks).toEqual([]);
+    expect(lines.some((line) => line.includes('api_key=[redacted]'))).toBe(true);
+    // The other parameters of a URL are kept.
+    expect(lines.some((line) => line.includes('children=1&api_key=[redacted]'))).toBe(true);
+  }, 120_000);
+});
