@@ -103,11 +103,21 @@ describe('a Redis power loss under relaxed durability (the AOF loses its tail)',
       timeoutMs: 120_000,
       onMessage: (m) => seenB.push(m),
     });
+    // And another follows B's tree (the composite-cursor stream of ?children=1).
+    const seenTreeB: SseMessage[] = [];
+    const treeB = client.stream(`/v1/runs/${b.runId}/events?children=1`, {
+      timeoutMs: 120_000,
+      onMessage: (m) => seenTreeB.push(m),
+    });
     const lastSeqB = await store.lastSeq(b.runId);
     await waitFor(
-      async () => Promise.resolve(seenB.some((m) => m.lastEventId === String(lastSeqB))),
+      async () =>
+        Promise.resolve(
+          seenB.some((m) => m.lastEventId === String(lastSeqB)) &&
+            seenTreeB.some((m) => m.lastEventId === String(lastSeqB)),
+        ),
       20_000,
-      "B's stream to reach the end of its log",
+      "B's streams to reach the end of its log",
     );
 
     // A goes on to the end: the worker reads A's messages past the cut point on the way.
@@ -129,6 +139,11 @@ describe('a Redis power loss under relaxed durability (the AOF loses its tail)',
     const told = JSON.parse(last.data);
     expect(told.error.code).toBe('event_log_rewound');
     expect(told.error.details.delivered).toBe(lastSeqB);
+    const endedTreeB = await treeB;
+    expect(endedTreeB.endedByServer).toBe(true);
+    const toldTree = JSON.parse(endedTreeB.messages.at(-1)!.data);
+    expect(toldTree.error.code).toBe('event_log_rewound');
+    expect(toldTree.error.details).toMatchObject({ runId: b.runId, delivered: lastSeqB });
 
     // A is back where the cut left it and is driven again: its decision was lost, so it waits
     // (a worker that builds on the messages it kept instead goes straight to an answer).

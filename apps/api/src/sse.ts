@@ -55,7 +55,12 @@ export function eventFrame(event: { seq: number; type: string }): string {
  * API's error body with code `event_log_rewound`. The client drops what it holds of the run and
  * reads it again from the start.
  */
-export function rewoundFrame(rewound: { delivered: number; lastSeq: number }): string {
+export function rewoundFrame(rewound: {
+  delivered: number;
+  lastSeq: number;
+  /** On a tree stream: which run of the tree. */
+  runId?: string;
+}): string {
   return formatFrame({
     event: 'error',
     data: JSON.stringify({

@@ -2,7 +2,7 @@ import type { RunEvent } from '@baton/protocol';
 import type { Request, Response } from 'express';
 import { BatonError } from '@baton/core';
 import type { ApiContext } from '../context.ts';
-import { formatFrame } from '../sse.ts';
+import { formatFrame, rewoundFrame } from '../sse.ts';
 import { MAX_BUFFERED_BYTES, openSseConnection } from '../sse-connection.ts';
 
 const MAX_TRACKED_RUNS = 1_000;
@@ -103,26 +103,39 @@ export async function streamRunTree(
 
   const follow = async (runId: string): Promise<void> => {
     const after = cursor.get(runId) ?? 0;
-    const unsubscribe = await ctx.subscriber.subscribe(runId, after, (event: RunEvent) => {
-      if (conn.finished) return;
-      cursor.set(runId, event.seq);
-      const linked = event.type === 'child_run.linked' ? event.link.childRunId : null;
-      const discovered = linked !== null && !cursor.has(linked) && cursor.size < MAX_TRACKED_RUNS;
-      if (discovered) cursor.set(linked, 0);
-      stream.write(
-        formatFrame({
-          id: formatTreeCursor(rootId, cursor),
-          event: event.type,
-          data: JSON.stringify(event),
-        }),
-      );
-      if (discovered) void follow(linked).catch((err: unknown) => fail(err, linked));
-      if (event.type === 'run.finished' && event.status === 'done') {
-        ended.add(runId);
-        void settle().catch((err: unknown) => fail(err, runId));
-      }
-      if (res.writableLength > MAX_BUFFERED_BYTES) finish();
-    });
+    const unsubscribe = await ctx.subscriber.subscribe(
+      runId,
+      after,
+      (event: RunEvent) => {
+        if (conn.finished) return;
+        cursor.set(runId, event.seq);
+        const linked = event.type === 'child_run.linked' ? event.link.childRunId : null;
+        const discovered = linked !== null && !cursor.has(linked) && cursor.size < MAX_TRACKED_RUNS;
+        if (discovered) cursor.set(linked, 0);
+        stream.write(
+          formatFrame({
+            id: formatTreeCursor(rootId, cursor),
+            event: event.type,
+            data: JSON.stringify(event),
+          }),
+        );
+        if (discovered) void follow(linked).catch((err: unknown) => fail(err, linked));
+        if (event.type === 'run.finished' && event.status === 'done') {
+          ended.add(runId);
+          void settle().catch((err: unknown) => fail(err, runId));
+        }
+        if (res.writableLength > MAX_BUFFERED_BYTES) finish();
+      },
+      {
+        // What this stream sent of that run is no longer its log: say so and end, as the flat
+        // stream does; the details name the run, since a tree stream follows several.
+        onRewound: (rewound) => {
+          if (conn.finished) return;
+          stream.write(rewoundFrame({ ...rewound, runId }));
+          finish();
+        },
+      },
+    );
     await conn.adopt(unsubscribe);
   };
   const fail = (error: unknown, runId: string): void => {
