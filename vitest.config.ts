@@ -8,26 +8,28 @@ import { defineConfig } from 'vitest/config';
  *   `npm run test:unit` runs on a machine without redis-server, in seconds.
  * - integration: test/ and the source tests that use Redis or processes, sharing one private
  *   Redis started by the global set-up. A new file in test/ lands here unless listed below.
- * - faults: the long chaos and kill-loop suites (many kills, outages, pauses, hundreds of runs).
- *   `npm run test:faults` and CI run them; `npm test` does not, so it stays fast and steady on a
- *   loaded machine. The short kill -9 tests that guard exactly-once (worker-fencing,
- *   child-runs-crash, agent-routing-kill, durability...) stay in integration.
+ * - faults: the long chaos and kill-loop suites (workers killed or frozen again and again, 100
+ *   API kills, a 20 s Redis outage, thousands of runs): 5 of the integration minutes on a 2-core
+ *   machine, and the first to flake when it is loaded. `npm run test:faults` and CI run them;
+ *   `npm test` does not. The short crash tests that guard exactly-once stay in integration:
+ *   kill -9 of a worker mid-step under load (worker-scale), of a worker pool
+ *   (agent-routing-kill), of Redis (durability, lost-writes), of a worker between schedule
+ *   firings (schedules); fenced writes are tested against Redis itself (runtime fencing.test.ts).
  *
  * Files are classified here, never by moving them: other branches add files in parallel.
  */
-
 const SRC_TESTS = ['packages/**/src/**/*.test.ts', 'apps/**/src/**/*.test.ts'];
 const EXCLUDE = ['**/node_modules/**', '**/dist/**', '**/coverage/**'];
 
 const FAULT_TESTS = [
-  'test/integration/worker-crash.test.ts',
-  'test/integration/client-reconnect.test.ts',
-  'test/integration/redis-outage.test.ts',
-  'test/integration/worker-scale.test.ts',
-  'test/integration/reconciler-scale.test.ts',
-  'test/integration/stall-accounting.test.ts',
-  'test/integration/finished-runs.test.ts',
-  'test/integration/lost-writes.test.ts',
+  'test/integration/client-reconnect.test.ts', // 100 kills of the serving API process
+  'test/integration/worker-crash.test.ts', // kills at each point, and until MAX_STALLS deaths
+  'test/integration/child-runs-crash.test.ts', // kills at each point of a child run's life
+  'test/integration/worker-fencing.test.ts', // workers frozen (SIGSTOP) past their lease
+  'test/integration/redis-outage.test.ts', // Redis away for 20 s
+  'test/integration/reconciler-scale.test.ts', // 2,000 waiting runs
+  'test/integration/stall-accounting.test.ts', // frozen and killed workers until MAX_STALLS
+  'test/integration/finished-runs.test.ts', // workers killed before recording a job
 ];
 
 /**
