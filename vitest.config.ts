@@ -1,21 +1,103 @@
+import { globSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+
+/**
+ * Three projects (README, "The two commands"):
+ * - unit: source tests that need no Redis and start no process. No global set-up, so
+ *   `npm run test:unit` runs on a machine without redis-server, in seconds.
+ * - integration: test/ and the source tests that use Redis or processes, sharing one private
+ *   Redis started by the global set-up. A new file in test/ lands here unless listed below.
+ * - faults: the long chaos and kill-loop suites (workers killed or frozen again and again, 100
+ *   API kills, a 20 s Redis outage, thousands of runs): 5 of the integration minutes on a 2-core
+ *   machine, and the first to flake when it is loaded. `npm run test:faults` and CI run them;
+ *   `npm test` does not. The short crash tests that guard exactly-once stay in integration:
+ *   kill -9 of a worker mid-step under load (worker-scale), of a worker pool
+ *   (agent-routing-kill), of Redis (durability, lost-writes), of a worker between schedule
+ *   firings (schedules); fenced writes are tested against Redis itself (runtime fencing.test.ts).
+ *
+ * Files are classified here, never by moving them: other branches add files in parallel.
+ */
+const SRC_TESTS = ['packages/**/src/**/*.test.ts', 'apps/**/src/**/*.test.ts'];
+const EXCLUDE = ['**/node_modules/**', '**/dist/**', '**/coverage/**'];
+
+const FAULT_TESTS = [
+  'test/integration/client-reconnect.test.ts', // 100 kills of the serving API process
+  'test/integration/worker-crash.test.ts', // kills at each point, and until MAX_STALLS deaths
+  'test/integration/child-runs-crash.test.ts', // kills at each point of a child run's life
+  'test/integration/worker-fencing.test.ts', // workers frozen (SIGSTOP) past their lease
+  'test/integration/redis-outage.test.ts', // Redis away for 20 s
+  'test/integration/reconciler-scale.test.ts', // 2,000 waiting runs
+  'test/integration/stall-accounting.test.ts', // frozen and killed workers until MAX_STALLS
+  'test/integration/finished-runs.test.ts', // workers killed before recording a job
+];
+
+/**
+ * A source test that reads the run's Redis (`inject('redisUrl')`), uses the Redis or process
+ * fixtures of test/support, or starts a process belongs in integration. Read from the file so a
+ * new one lands there by itself: in unit it would find no Redis URL, and ioredis would fall
+ * back to 127.0.0.1:6379, the machine's shared Redis.
+ */
+const NEEDS_REDIS_OR_PROCESSES =
+  /\binject\(|['"]node:child_process['"]|test\/support\/(redis|process-stack|worker-process|api-process|api-harness|worker-harness|child-stack)/;
+
+const ROOT = fileURLToPath(new URL('.', import.meta.url));
+const srcTestsWithRedis = globSync(SRC_TESTS, {
+  cwd: ROOT,
+  exclude: (path) => path.includes('node_modules'),
+})
+  .filter((file) => NEEDS_REDIS_OR_PROCESSES.test(readFileSync(`${ROOT}/${file}`, 'utf8')))
+  .sort();
 
 export default defineConfig({
   test: {
-    include: ['packages/**/src/**/*.test.ts', 'apps/**/src/**/*.test.ts', 'test/**/*.test.ts'],
-    exclude: ['**/node_modules/**', '**/dist/**', '**/coverage/**'],
     environment: 'node',
-    // One private Redis for the whole run; tests read it with inject('redisUrl').
-    globalSetup: ['test/support/global-setup.ts'],
     // Child processes (redis-server, workers) are safer in forked workers than in threads.
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 30_000,
     teardownTimeout: 10_000,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: SRC_TESTS,
+          exclude: [...EXCLUDE, ...srcTestsWithRedis],
+          // Files share a worker's module graph: re-importing zod, express and the AI SDK for
+          // each of ~70 files was most of the unit run (80 s against 12 s on a loaded 2-core
+          // machine). A unit test that changes process-wide state puts it back (tracing.test.ts).
+          isolate: false,
+          // Prints the Node version only (.ci/run checks it); starts no Redis.
+          globalSetup: ['test/support/global-setup-unit.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/**/*.test.ts', ...srcTestsWithRedis],
+          exclude: [...EXCLUDE, ...FAULT_TESTS],
+          // One private Redis per project run; tests read it with inject('redisUrl').
+          globalSetup: ['test/support/global-setup.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'faults',
+          include: FAULT_TESTS,
+          exclude: EXCLUDE,
+          globalSetup: ['test/support/global-setup.ts'],
+        },
+      },
+    ],
     coverage: {
       provider: 'v8',
       reporter: ['text-summary', 'json-summary'],
       reportsDirectory: 'coverage',
+      // A failing run still prints the coverage summary (.ci/run shows it either way).
+      reportOnFailure: true,
       include: ['packages/core/src/**/*.ts'],
       exclude: [
         'packages/core/src/**/*.test.ts',

@@ -12,10 +12,11 @@ import {
   SCREENSHOT_DIR,
   ensureConsoleBuilt,
   launchChromium,
+  skipWithoutChromium,
   type TestBrowser,
 } from '../support/browser.ts';
 
-describe('run console in a real Chromium', () => {
+describe.skipIf(skipWithoutChromium())('run console in a real Chromium', () => {
   let c: ApiCluster;
   let b: TestBrowser;
   let url: string;

@@ -1,7 +1,8 @@
 /**
  * Test fixture: Debian's Chromium driven by playwright-core (no browser download). CI installs
- * the package (.ci/run); without it the console tests fail with this message instead of
- * skipping, so a missing browser can never pass for a green console.
+ * the package (.ci/run), and under CI the console tests fail without it, so a missing browser
+ * can never pass for a green console there. Elsewhere (CI unset) they skip with one line saying
+ * how to get it: `npm test` passes on a machine that has only Node and Redis.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -13,19 +14,42 @@ const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const SCREENSHOT_DIR = join(REPO_ROOT, '.cache', 'console-screenshots');
 const CONSOLE_DIST = join(REPO_ROOT, 'apps', 'console', 'dist', 'index.html');
 
-export function chromiumPath(): string {
+const NOT_FOUND =
+  'Chromium not found (looked at CHROMIUM_PATH, /usr/bin/chromium, /usr/bin/chromium-browser). ' +
+  'Install it: apt-get install -y chromium (bash .ci/run does this when run as root), or set CHROMIUM_PATH';
+
+/** The Chromium to drive, or undefined when the machine has none. */
+export function findChromium(): string | undefined {
   const candidates = [
     process.env['CHROMIUM_PATH'],
     '/usr/bin/chromium',
     '/usr/bin/chromium-browser',
   ];
-  const found = candidates.find((p): p is string => p !== undefined && p !== '' && existsSync(p));
-  if (!found)
-    throw new Error(
-      'Chromium not found (looked at CHROMIUM_PATH, /usr/bin/chromium, /usr/bin/chromium-browser). ' +
-        'Install it: apt-get install -y chromium (bash .ci/run does this when run as root).',
-    );
+  return candidates.find((p): p is string => p !== undefined && p !== '' && existsSync(p));
+}
+
+export function chromiumPath(): string {
+  const found = findChromium();
+  if (!found) throw new Error(`${NOT_FOUND}.`);
   return found;
+}
+
+/** CI as CI systems (and .ci/run) set it: any value but empty, 0 or false. */
+function inCi(): boolean {
+  const ci = (process.env['CI'] ?? '').trim().toLowerCase();
+  return ci !== '' && ci !== '0' && ci !== 'false';
+}
+
+/**
+ * Whether the browser tests skip: only without Chromium and outside CI. Says so in one line, so
+ * a skipped console suite is never silent.
+ */
+export function skipWithoutChromium(): boolean {
+  if (findChromium() !== undefined || inCi()) return false;
+  console.warn(
+    `[baton tests] console tests skipped: ${NOT_FOUND} (under CI=true they fail instead).`,
+  );
+  return true;
 }
 
 /** Builds the console when no build exists (npm test builds it first; a direct vitest run may not). */

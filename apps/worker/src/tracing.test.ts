@@ -21,6 +21,8 @@ import {
   type ToolContext,
 } from '@baton/core';
 import { tracingActive, useGlobalTracing } from '@baton/runtime';
+// Not public: only this test turns the process-wide flag back off (see afterAll).
+import { activateTracing } from '../../../packages/runtime/src/telemetry/tracing-state.ts';
 import { z } from 'zod';
 import { traceAgents, tracedProcessor } from './tracing.ts';
 
@@ -88,6 +90,9 @@ describe('worker tracing decorators', () => {
     await provider.shutdown();
     trace.disable();
     context.disable();
+    // The unit project shares modules between files (isolate: false): the files run after this
+    // one in the same worker must see an untraced process again.
+    activateTracing(null);
   });
 
   it('untraced: the same agents and the same processor come back', () => {
