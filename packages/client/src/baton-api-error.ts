@@ -16,6 +16,8 @@ export class BatonApiError<C extends ErrorCode = ErrorCode> extends BatonError<C
     opts: { status: number; details?: unknown; retryAfterMs?: number | undefined },
   ) {
     super(code, message, opts.details);
+    // Spelled out: an app's bundler may minify class names, and logs read this one.
+    this.name = 'BatonApiError';
     this.status = opts.status;
     this.retryAfterMs = opts.retryAfterMs;
   }

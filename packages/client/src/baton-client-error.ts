@@ -11,6 +11,8 @@ export class BatonClientError extends BatonError<ClientErrorCode> {
     opts: { cause?: unknown; status?: number } = {},
   ) {
     super(code, message, undefined, opts.cause === undefined ? undefined : { cause: opts.cause });
+    // Spelled out: an app's bundler may minify class names, and logs read this one.
+    this.name = 'BatonClientError';
     this.status = opts.status;
   }
 }

@@ -4,5 +4,6 @@ import { BatonError } from '@baton/protocol';
 export class FieldInputError extends BatonError<'field_invalid'> {
   constructor(message: string) {
     super('field_invalid', message);
+    this.name = 'FieldInputError';
   }
 }
