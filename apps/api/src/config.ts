@@ -2,6 +2,9 @@ import { readFileSync } from 'node:fs';
 import { MAX_DECISIONS_PER_REQUEST, MAX_INPUT_MESSAGES } from '@baton/protocol';
 import { z } from 'zod';
 import { runtimeConfigShape } from '@baton/runtime';
+import { ConfigError } from './config-error.ts';
+
+export { ConfigError };
 
 const bool = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true');
 
@@ -70,14 +73,6 @@ export const ApiConfigSchema = z.object({
   TENANT_WEBHOOKS_FILE: z.string().optional(),
 });
 export type ApiConfig = z.infer<typeof ApiConfigSchema>;
-
-/**
- * An operator mistake in the environment: main.ts prints its message as one line and exits 1,
- * without a stack trace (the message names the variable and the fix).
- */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
 
 /** Names that may hold secrets: their values are never echoed in an error. */
 const SECRET_VARIABLES = /KEY|SECRET|PASSWORD|TOKEN|REDIS_URL|WEBHOOKS/;

@@ -1,10 +1,17 @@
-import { BatonError, RunDoneError, UnknownAgentError } from '@baton/core';
-import { ErrorCodeSchema } from '@baton/protocol';
+import { BatonError, RunDoneError, UnknownAgentError, VersionConflictError } from '@baton/core';
+import {
+  ErrorCodeSchema,
+  type BatonErrorCode,
+  type ErrorCode,
+  type InternalErrorCode,
+} from '@baton/protocol';
+import { DurabilityError, InvalidCursorError, InvalidScheduleCursorError } from '@baton/runtime';
 import express from 'express';
 import { pino } from 'pino';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import {
+  PUBLIC_FORM_OF,
   RateLimitedError,
   STATUS_BY_CODE,
   errorMiddleware,
@@ -19,6 +26,28 @@ describe('error mapping', () => {
     for (const code of ErrorCodeSchema.options)
       expect(STATUS_BY_CODE[code]).toBeGreaterThanOrEqual(400);
     expect(Object.keys(STATUS_BY_CODE).sort()).toEqual([...ErrorCodeSchema.options].sort());
+  });
+
+  it('gives every code, public and internal, a status (type test: a new code fails to compile)', () => {
+    expectTypeOf<keyof typeof STATUS_BY_CODE>().toEqualTypeOf<ErrorCode>();
+    expectTypeOf<keyof typeof PUBLIC_FORM_OF>().toEqualTypeOf<InternalErrorCode>();
+    const statusOf = (code: BatonErrorCode): number =>
+      code in STATUS_BY_CODE
+        ? STATUS_BY_CODE[code as ErrorCode]
+        : STATUS_BY_CODE[PUBLIC_FORM_OF[code as InternalErrorCode].code];
+    for (const code of [...ErrorCodeSchema.options, ...Object.keys(PUBLIC_FORM_OF)])
+      expect(statusOf(code as BatonErrorCode)).toBeGreaterThanOrEqual(400);
+    // Internal codes never reach the wire as such: each becomes a public code.
+    for (const form of Object.values(PUBLIC_FORM_OF))
+      expect(ErrorCodeSchema.options).toContain(form.code);
+  });
+
+  it('never answers 500 for an escaped version conflict: 503 unavailable, to be retried', () => {
+    const conflict = toBatonError(new VersionConflictError('r1', 3, 4));
+    expect(conflict.code).toBe('unavailable');
+    expect(statusFor(conflict.code)).toBe(503);
+    // Versions are the server's business; the client only needs to know to retry.
+    expect(conflict.message).not.toContain('version');
   });
 
   it.each([
@@ -62,9 +91,10 @@ describe('error mapping', () => {
       message: 'internal error',
     });
     expect(toBatonError(new RunDoneError('r1')).code).toBe('run_done');
-    expect(toBatonError(Object.assign(new Error('x'), { code: 'invalid_cursor' })).code).toBe(
-      'bad_request',
-    );
+    // The stores' cursor errors (recognised by their class's code, not by duck-typing).
+    expect(toBatonError(new InvalidCursorError()).code).toBe('bad_request');
+    expect(toBatonError(new InvalidScheduleCursorError()).code).toBe('bad_request');
+    expect(toBatonError(new DurabilityError('no fsync')).code).toBe('unavailable');
   });
 
   it('keeps the 4xx that express, body-parser and http-errors attach; never a 500 for them', () => {
@@ -118,6 +148,9 @@ describe('error mapping', () => {
     app.get('/c', () => {
       throw new BatonError('decision_conflict', 'taken', { toolCallId: 't' });
     });
+    app.get('/d', () => {
+      throw new VersionConflictError('r1', 3, 4);
+    });
     app.use(errorMiddleware(pino({ level: 'silent' })));
     const server = app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
@@ -134,6 +167,17 @@ describe('error mapping', () => {
       const c = await fetch(`${base}/c`);
       expect(await c.json()).toEqual({
         error: { code: 'decision_conflict', message: 'taken', details: { toolCallId: 't' } },
+      });
+      // A conflict that escaped every retry: the request was fine, the same one will succeed.
+      const d = await fetch(`${base}/d`);
+      expect(d.status).toBe(503);
+      expect(d.headers.get('retry-after')).toBe('1');
+      expect(await d.json()).toEqual({
+        error: {
+          code: 'unavailable',
+          message:
+            'the run was changed concurrently while this request was handled; retry it shortly',
+        },
       });
     } finally {
       server.close();

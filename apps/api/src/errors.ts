@@ -1,9 +1,19 @@
-import { BatonError } from '@baton/core';
 import { isRedisUnavailable } from '@baton/runtime';
-import type { ErrorBody, ErrorCode } from '@baton/protocol';
+import {
+  BatonError,
+  isBatonError,
+  isPublicErrorCode,
+  type ErrorBody,
+  type ErrorCode,
+  type InternalErrorCode,
+} from '@baton/protocol';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { ZodError, type core } from 'zod';
+import { RateLimitedError } from './rate-limited-error.ts';
+import { UnavailableError } from './unavailable-error.ts';
+
+export { RateLimitedError, UnavailableError };
 
 /** The one place typed error codes become HTTP statuses. */
 export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
@@ -39,20 +49,68 @@ export function statusFor(code: ErrorCode): number {
   return STATUS_BY_CODE[code];
 }
 
-/** 429: carries the Retry-After the error middleware sends. */
-export class RateLimitedError extends BatonError {
-  readonly retryAfterSeconds: number;
-  constructor(message: string, retryAfterSeconds: number, details?: unknown) {
-    super('rate_limited', message, details);
-    this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds));
-  }
+const INTERNAL = { code: 'internal', message: 'internal error' } as const;
+
+/**
+ * What each internal code says to a client. Internal codes never reach the wire: their messages
+ * name runs, versions and leases a client cannot act on, so most become the generic 500.
+ */
+export const PUBLIC_FORM_OF: Readonly<
+  Record<InternalErrorCode, { readonly code: ErrorCode; readonly message: string }>
+> = {
+  // Every CAS writer retries a conflict against a fresh load; one that still loses has met a
+  // burst of writers on the same run. The request was fine and the same request will succeed
+  // once the burst is over: 503 + Retry-After says exactly that (@baton/client's isRetryable()
+  // counts it retryable), where a 409 would tell the caller to change something it need not.
+  version_conflict: {
+    code: 'unavailable',
+    message: 'the run was changed concurrently while this request was handled; retry it shortly',
+  },
+  invalid_cursor: {
+    code: 'bad_request',
+    message: 'cursor is invalid; pass the nextCursor of a previous page unchanged',
+  },
+  model_call_timeout: INTERNAL,
+  tool_timeout: INTERNAL,
+  tool_schema_missing: INTERNAL,
+  corrupt_checkpoint: INTERNAL,
+  lease_lost: INTERNAL,
+  event_gap: INTERNAL,
+  run_released: INTERNAL,
+  webhook_secret: INTERNAL,
+  webhook_attempt: INTERNAL,
+  config: INTERNAL,
+  tracing_config: INTERNAL,
+  agents_file_unreadable: INTERNAL,
+  agents_file_invalid: INTERNAL,
+  agents_missing_env: INTERNAL,
+  agents_module_invalid: INTERNAL,
+  agents_source_unknown: INTERNAL,
+  mcp_unavailable: INTERNAL,
+  // The client's and the CLI's own codes: thrown on the far side of the wire, never here.
+  network: INTERNAL,
+  timeout: INTERNAL,
+  unexpected_response: INTERNAL,
+  stream_gap: INTERNAL,
+  reconnect_exhausted: INTERNAL,
+  aborted: INTERNAL,
+  field_invalid: INTERNAL,
+  usage: INTERNAL,
+};
+
+/** The error as a client may see it: public codes pass, internal ones take their public form. */
+function publicForm(err: BatonError): BatonError<ErrorCode> {
+  const { code } = err;
+  if (isPublicErrorCode(code)) return err as BatonError<ErrorCode>;
+  const form = PUBLIC_FORM_OF[code];
+  return new BatonError(form.code, form.message);
 }
 
-export function badRequest(message: string, details?: unknown): BatonError {
+export function badRequest(message: string, details?: unknown): BatonError<ErrorCode> {
   return new BatonError('bad_request', message, details);
 }
 
-export function notFound(message: string): BatonError {
+export function notFound(message: string): BatonError<ErrorCode> {
   return new BatonError('not_found', message);
 }
 
@@ -79,7 +137,7 @@ function describeIssue(issue: core.$ZodIssue): string {
 }
 
 /** A zod failure as a 400 that names every offending field. */
-export function validationError(error: ZodError, where = 'body'): BatonError {
+export function validationError(error: ZodError, where = 'body'): BatonError<ErrorCode> {
   const details: IssueDetail[] = error.issues.map((issue) => ({
     path: issuePath(issue.path, where),
     message: describeIssue(issue),
@@ -102,16 +160,6 @@ interface BodyParserError extends Error {
   limit?: number;
 }
 
-/** 503: Redis (or the durability it promises) cannot be used right now; retry shortly. */
-export class UnavailableError extends BatonError {
-  readonly retryAfterSeconds = 1;
-  constructor(
-    message = 'the store is unavailable right now (Redis is unreachable); retry shortly',
-  ) {
-    super('unavailable', message);
-  }
-}
-
 /** The 4xx an error from express, body-parser or http-errors already carries, if any. */
 function clientStatusOf(err: BodyParserError): number | undefined {
   const status = err.status ?? err.statusCode;
@@ -119,7 +167,7 @@ function clientStatusOf(err: BodyParserError): number | undefined {
 }
 
 /** A 4xx from a library keeps its meaning: never an 'internal' 500 for the client's mistake. */
-function fromClientStatus(err: BodyParserError, status: number): BatonError {
+function fromClientStatus(err: BodyParserError, status: number): BatonError<ErrorCode> {
   if (err instanceof URIError || /decode param/i.test(err.message))
     return new BatonError(
       'bad_request',
@@ -152,13 +200,14 @@ function fromClientStatus(err: BodyParserError, status: number): BatonError {
   }
 }
 
-/** Converts anything thrown into a BatonError (unknown errors become 'internal'). */
-export function toBatonError(err: unknown): BatonError {
-  if (err instanceof BatonError) return err;
+/**
+ * Converts anything thrown into a BatonError with a public code (unknown errors become
+ * 'internal'): Baton's own errors by their code, library errors by what they are.
+ */
+export function toBatonError(err: unknown): BatonError<ErrorCode> {
+  if (isBatonError(err)) return publicForm(err);
   if (err instanceof ZodError) return validationError(err);
   if (isRedisUnavailable(err)) return new UnavailableError();
-  if ((err as { code?: unknown } | null)?.code === 'unavailable')
-    return new UnavailableError((err as Error).message);
   if (err instanceof Error) {
     const e = err as BodyParserError;
     switch (e.type) {
@@ -185,19 +234,13 @@ export function toBatonError(err: unknown): BatonError {
       default:
         break;
     }
-    // InvalidCursorError and friends from the stores carry a string code.
-    if ((err as { code?: unknown }).code === 'invalid_cursor')
-      return new BatonError(
-        'bad_request',
-        'cursor is invalid; pass the nextCursor of a previous page unchanged',
-      );
     const status = clientStatusOf(e);
     if (status !== undefined) return fromClientStatus(e, status);
   }
   return new BatonError('internal', 'internal error');
 }
 
-export function errorBody(err: BatonError): ErrorBody {
+export function errorBody(err: BatonError<ErrorCode>): ErrorBody {
   return {
     error: {
       code: err.code,
@@ -218,8 +261,8 @@ export function errorMiddleware(logger: Logger): ErrorRequestHandler {
     const baton = toBatonError(err);
     const status = statusFor(baton.code);
     if (status >= 500) (req.log ?? logger).error({ err }, 'request failed');
-    if (baton instanceof RateLimitedError || baton instanceof UnavailableError)
-      res.setHeader('Retry-After', String(baton.retryAfterSeconds));
+    const retryAfter = retryAfterSeconds(baton);
+    if (retryAfter !== undefined) res.setHeader('Retry-After', String(retryAfter));
     if (baton.code === 'unauthorized' && req.originalUrl.startsWith('/admin'))
       res.setHeader('WWW-Authenticate', 'Basic realm="baton-admin", charset="UTF-8"');
     // A refused request whose body was never read: answer and hang up rather than keep reading
@@ -227,6 +270,13 @@ export function errorMiddleware(logger: Logger): ErrorRequestHandler {
     if (!req.complete) res.setHeader('Connection', 'close');
     res.status(status).json(errorBody(baton));
   };
+}
+
+/** Every 429 and 503 says when to come back: its own delay, else a second. */
+function retryAfterSeconds(err: BatonError<ErrorCode>): number | undefined {
+  if (err instanceof RateLimitedError || err instanceof UnavailableError)
+    return err.retryAfterSeconds;
+  return err.code === 'rate_limited' || err.code === 'unavailable' ? 1 : undefined;
 }
 
 /** Unknown routes: a JSON 404 like every other error. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { activityOf, runCommands } from '@baton/core';
+import { RunDoneError, activityOf, runCommands } from '@baton/core';
 import { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import {
@@ -209,14 +209,14 @@ export class Reconciler {
     const seconds = Math.round(maxWaitMs / 1000);
     const message = `no decision arrived within ${String(seconds)} s (RUN_MAX_WAIT_SECONDS); the run was ended`;
     try {
-      await this.deps.committer.commitCommand(loaded, (cp) => {
-        if (activityOf(cp) !== 'waiting') throw new MovedOn();
-        return runCommands.fail(cp, message, this.deps.now());
-      });
-      return true;
+      // Null: a decision (or a cancel) moved the run on meanwhile; it is no longer waiting.
+      const committed = await this.deps.committer.commitCommand(loaded, (cp) =>
+        activityOf(cp) === 'waiting' ? runCommands.fail(cp, message, this.deps.now()) : null,
+      );
+      return committed !== null;
     } catch (error) {
-      if (error instanceof MovedOn || (error as { code?: string }).code === 'run_done')
-        return false;
+      // The store's own refusal: the run finished between the load and the write.
+      if (error instanceof RunDoneError) return false;
       throw error;
     }
   }
@@ -355,5 +355,3 @@ export class Reconciler {
     return (await this.deps.children?.drive(cp)) ?? false;
   }
 }
-
-class MovedOn extends Error {}

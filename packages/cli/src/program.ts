@@ -3,6 +3,7 @@ import { RunStatusSchema, type JsonValue, type RunEvent } from '@baton/protocol'
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EXIT, exitCodeForError, exitCodeForRunEnd, type ExitCode } from './exit-codes.ts';
 import { promptDecisions } from './prompt.ts';
+import { UsageError } from './usage-error.ts';
 import {
   EventRenderer,
   colors,
@@ -21,11 +22,6 @@ export interface CliIo {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Aborted on Ctrl-C. */
   readonly signal: AbortSignal;
-}
-
-/** A command-line mistake found after parsing (exit code 2). */
-class UsageError extends Error {
-  readonly code = 'usage';
 }
 
 interface GlobalOptions {

@@ -1,5 +1,10 @@
-import { ErrorCodeSchema } from '@baton/protocol';
-import { describe, expect, it } from 'vitest';
+import {
+  ErrorCodeSchema,
+  isBatonError,
+  type ErrorCode,
+  type InternalErrorCode,
+} from '@baton/protocol';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import {
   BatonApiError,
   BatonClientError,
@@ -55,6 +60,21 @@ describe('errorFromResponse', () => {
     expect(err).toMatchObject({ code: 'unexpected_response', status: 409 });
     expect(err.message).toContain('brand_new_code');
     expect(err.message).toContain('from a newer API');
+  });
+});
+
+describe('the client errors in the one hierarchy', () => {
+  it('are BatonErrors: API errors carry wire codes, client-side ones internal codes', () => {
+    expectTypeOf<BatonApiError['code']>().toEqualTypeOf<ErrorCode>();
+    expectTypeOf<BatonClientError['code']>().toExtend<InternalErrorCode>();
+    expectTypeOf<Extract<BatonClientError['code'], ErrorCode>>().toBeNever();
+    const api = new BatonApiError('run_done', 'done', { status: 409 });
+    const client = new BatonClientError('network', 'down', { cause: new Error('ECONNRESET') });
+    expect(isBatonError(api)).toBe(true);
+    expect(isBatonError(client)).toBe(true);
+    expect(api).toMatchObject({ name: 'BatonApiError', code: 'run_done', status: 409 });
+    expect(client).toMatchObject({ name: 'BatonClientError', code: 'network' });
+    expect(client.cause).toBeInstanceOf(Error);
   });
 });
 

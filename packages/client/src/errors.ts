@@ -1,61 +1,13 @@
-import { ErrorBodySchema, ErrorCodeSchema, type ErrorCode } from '@baton/protocol';
+import {
+  ErrorBodySchema,
+  ErrorCodeSchema,
+  type ClientErrorCode,
+  type ErrorCode,
+} from '@baton/protocol';
+import { BatonApiError } from './baton-api-error.ts';
+import { BatonClientError } from './baton-client-error.ts';
 
-/**
- * Codes of failures that happen on the client's side of the wire (no error body from the API):
- * - `network`: the request or the stream could not reach the API or broke mid-way;
- * - `timeout`: a request, or an event stream that went silent, exceeded its time limit;
- * - `unexpected_response`: an answer that is not the API's (a proxy's HTML page, a status the
- *   route never sends, JSON that does not match the protocol schema);
- * - `stream_gap`: the stream skipped a sequence number (the stream reconnects to fill it);
- * - `reconnect_exhausted`: the stream's give-up policy ran out; `cause` holds the last failure;
- * - `aborted`: the caller's AbortSignal fired.
- */
-export type ClientErrorCode =
-  'network' | 'timeout' | 'unexpected_response' | 'stream_gap' | 'reconnect_exhausted' | 'aborted';
-
-/** A failure on the client's side of the wire; `code` says which. */
-export class BatonClientError extends Error {
-  readonly code: ClientErrorCode;
-  /** HTTP status of the response that caused it, when there was one. */
-  readonly status: number | undefined;
-
-  constructor(
-    code: ClientErrorCode,
-    message: string,
-    opts: { cause?: unknown; status?: number } = {},
-  ) {
-    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
-    this.name = 'BatonClientError';
-    this.code = code;
-    this.status = opts.status;
-  }
-}
-
-/**
- * An error answered by the API: `{"error": {code, message, details?}}` with its HTTP status.
- * `code` is one of the protocol's ErrorCodes, so `switch (err.code)` is exhaustive-checkable and
- * {@link isApiError} narrows it.
- */
-export class BatonApiError<C extends ErrorCode = ErrorCode> extends Error {
-  readonly code: C;
-  readonly status: number;
-  readonly details: unknown;
-  /** From `Retry-After` (429 and 503), in milliseconds. */
-  readonly retryAfterMs: number | undefined;
-
-  constructor(
-    code: C,
-    message: string,
-    opts: { status: number; details?: unknown; retryAfterMs?: number | undefined },
-  ) {
-    super(message);
-    this.name = 'BatonApiError';
-    this.code = code;
-    this.status = opts.status;
-    this.details = opts.details;
-    this.retryAfterMs = opts.retryAfterMs;
-  }
-}
+export { BatonApiError, BatonClientError, type ClientErrorCode };
 
 /** Every error the client throws on purpose. */
 export type BatonError = BatonApiError | BatonClientError;

@@ -1,4 +1,7 @@
 import type { JsonObject, JsonValue } from '@baton/protocol';
+import { FieldInputError } from './field-input-error.ts';
+
+export { FieldInputError };
 
 /**
  * A decision payload form derived from a suspended call's responseSchema (JSON Schema), for any
@@ -66,10 +69,6 @@ export function payloadForm(schema: JsonObject | undefined): PayloadForm {
 /** An enum option as typed and shown: strings bare, anything else as JSON. */
 function show(option: JsonValue): string {
   return typeof option === 'string' ? option : JSON.stringify(option);
-}
-
-export class FieldInputError extends Error {
-  readonly code = 'field_invalid';
 }
 
 /** The value typed for `field`; undefined for an empty optional answer. Throws FieldInputError. */

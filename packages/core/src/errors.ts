@@ -1,47 +1,10 @@
-import type { ErrorCode } from '@baton/protocol';
-
-/** Base of every error Baton raises on purpose: a stable code plus a message that says what to fix. */
-export class BatonError extends Error {
-  readonly code: ErrorCode;
-  readonly details: unknown;
-
-  constructor(code: ErrorCode, message: string, details?: unknown) {
-    super(message);
-    this.name = new.target.name;
-    this.code = code;
-    this.details = details;
-  }
-}
-
-export class IllegalTransitionError extends BatonError {
-  constructor(machine: 'run' | 'tool_call', from: string, to: string, subject?: string) {
-    super(
-      'illegal_transition',
-      `${machine === 'run' ? 'run' : 'tool call'}${subject ? ` ${subject}` : ''} cannot move from ${from} to ${to}`,
-      { machine, from, to, subject },
-    );
-  }
-}
-
-export class DecisionError extends BatonError {}
-
-export class RunDoneError extends BatonError {
-  constructor(runId: string) {
-    super('run_done', `run ${runId} has already finished; it accepts no more decisions`);
-  }
-}
-
-export class UnknownAgentError extends BatonError {
-  constructor(agent: string, known: readonly string[]) {
-    super(
-      'unknown_agent',
-      `unknown agent "${agent}"; known agents: ${known.join(', ') || '(none)'}`,
-    );
-  }
-}
-
-export class ValidationError extends BatonError {
-  constructor(message: string, details?: unknown) {
-    super('validation_failed', message, details);
-  }
-}
+export { BatonError, isBatonError, type BatonErrorCode } from '@baton/protocol';
+export { DecisionError } from './errors/decision-error.ts';
+export { IllegalTransitionError } from './errors/illegal-transition-error.ts';
+export { ModelCallTimeoutError } from './errors/model-call-timeout-error.ts';
+export { RunDoneError } from './errors/run-done-error.ts';
+export { StatePatchError } from './errors/state-patch-error.ts';
+export { ToolSchemaMissingError } from './errors/tool-schema-missing-error.ts';
+export { UnknownAgentError } from './errors/unknown-agent-error.ts';
+export { ValidationError } from './errors/validation-error.ts';
+export { VersionConflictError } from './errors/version-conflict-error.ts';

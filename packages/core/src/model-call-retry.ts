@@ -1,9 +1,5 @@
-import {
-  ModelCallTimeoutError,
-  classifyModelError,
-  retryDelay,
-  type ModelRetryPolicy,
-} from './model-retry.ts';
+import { ModelCallTimeoutError } from './errors/model-call-timeout-error.ts';
+import { classifyModelError, retryDelay, type ModelRetryPolicy } from './model-retry.ts';
 import type { Clock } from './ports.ts';
 import { stopTimer } from './stop-timer.ts';
 

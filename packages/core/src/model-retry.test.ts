@@ -2,12 +2,12 @@ import { APICallError } from '@ai-sdk/provider';
 import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_MODEL_RETRY,
-  ModelCallTimeoutError,
   classifyModelError,
   modelRetryPolicy,
   retryAfter,
   retryDelay,
 } from './model-retry.ts';
+import { ModelCallTimeoutError } from './errors.ts';
 
 function apiError(
   statusCode: number | undefined,

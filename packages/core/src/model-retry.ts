@@ -1,4 +1,5 @@
 import { APICallError } from '@ai-sdk/provider';
+import { ModelCallTimeoutError } from './errors/model-call-timeout-error.ts';
 
 /** How hard a worker tries one model call before the run fails (per agent). */
 export interface ModelRetryPolicy {
@@ -21,17 +22,6 @@ export const DEFAULT_MODEL_RETRY: ModelRetryPolicy = {
 
 export function modelRetryPolicy(partial?: Partial<ModelRetryPolicy>): ModelRetryPolicy {
   return { ...DEFAULT_MODEL_RETRY, ...partial };
-}
-
-/** A model call that took longer than the policy's callTimeoutMs. */
-export class ModelCallTimeoutError extends Error {
-  readonly code = 'model_call_timeout';
-  readonly timeoutMs: number;
-  constructor(timeoutMs: number) {
-    super(`model call timed out after ${timeoutMs} ms`);
-    this.timeoutMs = timeoutMs;
-    this.name = 'ModelCallTimeoutError';
-  }
 }
 
 export interface ModelErrorClass {

@@ -55,11 +55,3 @@ export interface QueuePort {
     expectedVersion: number,
   ): Promise<void>;
 }
-
-export class VersionConflictError extends Error {
-  readonly code = 'conflict';
-  constructor(runId: string, expected: number, actual: number | null) {
-    super(`run ${runId}: expected version ${expected}, store has ${actual ?? 'nothing'}`);
-    this.name = 'VersionConflictError';
-  }
-}

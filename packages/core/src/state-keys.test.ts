@@ -1,9 +1,8 @@
 import type { StatePatch, StateScopes } from '@baton/protocol';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BatonError } from './errors.ts';
+import { BatonError, StatePatchError } from './errors.ts';
 import {
-  StatePatchError,
   applyPatches,
   buildKeyRegistry,
   dropEphemeral,

@@ -1,5 +1,5 @@
 import type { JsonValue, StatePatch, StateScopes } from '@baton/protocol';
-import { BatonError } from './errors.ts';
+import { StatePatchError } from './errors/state-patch-error.ts';
 
 export type Reducer = 'sum' | 'max' | 'min' | 'append' | 'union';
 
@@ -15,12 +15,6 @@ export interface StateKeyDefinition {
   /** Persistent keys survive the run (thread scope: into the next run on the thread). */
   readonly persistent?: boolean;
   readonly initial?: JsonValue;
-}
-
-export class StatePatchError extends BatonError {
-  constructor(message: string) {
-    super('validation_failed', message);
-  }
 }
 
 export type KeyRegistry = ReadonlyMap<string, StateKeyDefinition>;

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ManualClock } from './clock.ts';
 import { executeTool, type ExecuteToolOptions } from './engine/execute-tool.ts';
+import { ToolSchemaMissingError } from './errors.ts';
 import {
-  ToolSchemaMissingError,
   defineTool,
   describeTool,
   toolInputSchema,

@@ -10,6 +10,7 @@ import type {
   ToolResult,
 } from '@baton/protocol';
 import { z } from 'zod';
+import { ToolSchemaMissingError } from './errors/tool-schema-missing-error.ts';
 
 /** A read-only view of state that tools and hooks see. */
 export interface StateView {
@@ -97,15 +98,6 @@ export const toolResult = {
 
 export function toJsonSchema(schema: z.ZodType): JsonObject {
   return z.toJSONSchema(schema, { unrepresentable: 'any' }) as JsonObject;
-}
-
-/** A tool that declares neither schema; registries reject it at start-up. */
-export class ToolSchemaMissingError extends Error {
-  readonly code = 'tool_schema_missing';
-  constructor(toolName: string) {
-    super(`tool "${toolName}" declares neither inputSchema nor inputJsonSchema`);
-    this.name = 'ToolSchemaMissingError';
-  }
 }
 
 // Converting a JSON Schema is not free and tools live as long as the process: once per tool.

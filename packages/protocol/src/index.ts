@@ -4,6 +4,8 @@ export * from './content-pattern.ts';
 export * from './decisions.ts';
 export * from './enums.ts';
 export * from './errors.ts';
+export * from './baton-error.ts';
+export type * from './internal-error-codes.ts';
 export * from './events.ts';
 export * from './jobs.ts';
 export * from './json.ts';

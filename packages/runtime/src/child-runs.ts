@@ -202,11 +202,16 @@ export class ChildRuns {
     let current = loaded;
     if (!loaded.checkpoint.cancelRequested) {
       try {
-        current = await deps.committer().commitCommand(loaded, (cp) => {
-          if (cp.status === 'done') throw new RunDoneError(runId);
-          return runCommands.requestCancel(cp, deps.clock.now());
-        });
+        const committed = await deps
+          .committer()
+          .commitCommand(loaded, (cp) =>
+            cp.status === 'done' ? null : runCommands.requestCancel(cp, deps.clock.now()),
+          );
+        // Null: the child finished meanwhile, and a finished run owes its tree nothing more.
+        if (committed === null) return;
+        current = committed;
       } catch (error) {
+        // The store's own refusal: the run finished between the load and the write.
         if (error instanceof RunDoneError) return;
         throw error;
       }

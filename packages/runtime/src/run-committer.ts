@@ -113,17 +113,20 @@ export class RunCommitter {
   }
 
   /**
-   * A control-plane command: `compute` is re-run on the fresh checkpoint after a conflict; it may
-   * throw to refuse (e.g. the run finished meanwhile).
+   * A control-plane command: `compute` is re-run on the fresh checkpoint after a conflict. It
+   * returns null when the command has nothing left to do on that checkpoint (the run moved on,
+   * the decision was a duplicate): nothing is written and the commit answers null. It throws only
+   * to refuse with an error meant for the caller.
    */
   async commitCommand(
     current: Loaded,
-    compute: (cp: Checkpoint) => Transition,
+    compute: (cp: Checkpoint) => Transition | null,
     registry?: KeyRegistry,
-  ): Promise<Committed> {
+  ): Promise<Committed | null> {
     let state = current;
     for (let attempt = 0; ; attempt += 1) {
       const t = compute(state.checkpoint);
+      if (t === null) return null;
       const runId = state.checkpoint.identity.runId;
       // Before the commit that gives the run work, so a crash right after it cannot hide the run.
       if (activityOf(t.checkpoint) === 'active' && activityOf(state.checkpoint) !== 'active')

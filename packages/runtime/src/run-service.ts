@@ -6,7 +6,6 @@ import {
   VersionConflictError,
   runCommands,
   type Clock,
-  type Transition,
 } from '@baton/core';
 import {
   MAX_CHILD_DEPTH,
@@ -27,6 +26,10 @@ import type { RedisThreadStore, ThreadSnapshot } from './redis/thread-store.ts';
 import type { Durability } from './redis/durability.ts';
 import { expiringMember, type RunCommitter, type Loaded } from './run-committer.ts';
 import type { WebhookOutbox } from './webhooks/webhook-outbox.ts';
+import { RunNotFoundError } from './errors/run-not-found-error.ts';
+import { ThreadNotFoundError } from './errors/thread-not-found-error.ts';
+
+export { RunNotFoundError, ThreadNotFoundError };
 
 export interface RunServiceDeps {
   readonly redis: RedisClient;
@@ -51,18 +54,6 @@ export interface CreatedRun {
   readonly queuedBehind?: string;
   /** The run's own webhook, with its generated secret (shown once). */
   readonly webhook?: CreatedRunWebhook;
-}
-
-export class RunNotFoundError extends BatonError {
-  constructor(runId: string) {
-    super('run_not_found', `run ${runId} was not found`);
-  }
-}
-
-export class ThreadNotFoundError extends BatonError {
-  constructor(threadId: string) {
-    super('not_found', `thread ${threadId} was not found`);
-  }
 }
 
 /** What a thread that nobody has written yet loads as. */
@@ -218,7 +209,7 @@ export class RunService {
     const loaded = await this.load(tenantId, runId);
     await this.checkAncestors(tenantId, loaded.checkpoint, decisions);
     let result: { accepted: string[]; duplicates: string[] } = { accepted: [], duplicates: [] };
-    const committed = await this.commitUnlessNoop(loaded, (cp) => {
+    const committed = await this.deps.committer.commitCommand(loaded, (cp) => {
       const t = runCommands.receiveDecisions(cp, decisions, this.deps.clock.now());
       result = { accepted: t.accepted.map((d) => d.decisionId), duplicates: t.duplicates };
       return t.accepted.length > 0 ? t : null;
@@ -277,14 +268,16 @@ export class RunService {
   async cancel(tenantId: string, runId: string): Promise<{ status: Checkpoint['status'] }> {
     const loaded = await this.load(tenantId, runId);
     if (loaded.checkpoint.status === 'done') return { status: 'done' };
-    const committed = await this.commitUnlessNoop(loaded, (cp) =>
-      cp.status === 'done' || cp.cancelRequested
-        ? null
-        : runCommands.requestCancel(cp, this.deps.clock.now()),
-    ).catch((error: unknown) => {
-      if (error instanceof RunDoneError) return null;
-      throw error;
-    });
+    const committed = await this.deps.committer
+      .commitCommand(loaded, (cp) =>
+        cp.status === 'done' || cp.cancelRequested
+          ? null
+          : runCommands.requestCancel(cp, this.deps.clock.now()),
+      )
+      .catch((error: unknown) => {
+        if (error instanceof RunDoneError) return null;
+        throw error;
+      });
     const current = committed ?? (await this.load(tenantId, runId));
     await broadcastCancel(this.deps.redis, this.deps.keys, runId);
     if (current.checkpoint.status !== 'done')
@@ -374,27 +367,4 @@ export class RunService {
     await this.settleActiveRun(tenantId, threadId, '');
     return this.deps.threads.load(tenantId, threadId);
   }
-
-  private async commitUnlessNoop(
-    loaded: Loaded,
-    compute: (cp: Checkpoint) => Transition | null,
-  ): Promise<Loaded | null> {
-    let noop = false;
-    const committed = await this.deps.committer
-      .commitCommand(loaded, (cp) => {
-        const t = compute(cp);
-        if (t === null) {
-          noop = true;
-          throw new NoopSignal();
-        }
-        return t;
-      })
-      .catch((error: unknown) => {
-        if (error instanceof NoopSignal) return null;
-        throw error;
-      });
-    return noop ? null : committed;
-  }
 }
-
-class NoopSignal extends Error {}

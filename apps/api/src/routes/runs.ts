@@ -2,6 +2,7 @@ import { BatonError, foldSnapshot } from '@baton/core';
 import {
   CreateRunRequestSchema,
   SubmitDecisionsRequestSchema,
+  isBatonError,
   type RunSnapshot,
   type RunView,
 } from '@baton/protocol';
@@ -172,8 +173,7 @@ export function runsRouter(ctx: ApiContext): Router {
     if (req.body !== undefined) parseBody(CancelBodySchema, req);
     // Idempotent: a run that finished meanwhile (run_done from the commit) is simply done.
     const result = await ctx.service.cancel(tenantId, runId).catch((error: unknown) => {
-      if (error instanceof BatonError && error.code === 'run_done')
-        return { status: 'done' as const };
+      if (isBatonError(error) && error.code === 'run_done') return { status: 'done' as const };
       throw error;
     });
     res.status(202).json({ runId, status: result.status });

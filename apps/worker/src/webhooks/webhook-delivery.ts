@@ -10,16 +10,9 @@ import {
 } from '@baton/runtime';
 import type { Logger } from 'pino';
 import { postWebhook, type PostOutcome } from './webhook-http.ts';
+import { WebhookAttemptError } from './webhook-attempt-error.ts';
 
-/** A failed attempt another will follow; BullMQ's backoff strategy reads the delay from it. */
-export class WebhookAttemptError extends Error {
-  override readonly name = 'WebhookAttemptError';
-  readonly delayMs: number;
-  constructor(message: string, delayMs: number) {
-    super(message);
-    this.delayMs = delayMs;
-  }
-}
+export { WebhookAttemptError };
 
 export interface WebhookDeliveryDeps {
   readonly outbox: WebhookOutbox;

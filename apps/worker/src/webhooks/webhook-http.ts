@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { WebhookTargetPolicy } from '@baton/runtime';
+import { isBatonError } from '@baton/protocol';
 
 /** What one POST to a receiver came to. */
 export interface PostOutcome {
@@ -13,8 +14,9 @@ export interface PostOutcome {
   readonly refused?: string;
 }
 
-function isRefusal(error: { code?: unknown }): boolean {
-  return error.code === 'webhook_target_refused';
+// The policy's lookup throws it from inside node:http, so it arrives as the request's error.
+function isRefusal(error: unknown): boolean {
+  return isBatonError(error) && error.code === 'webhook_target_refused';
 }
 
 /**

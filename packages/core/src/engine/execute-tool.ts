@@ -3,6 +3,7 @@ import type { ToolDefinition } from '../tools.ts';
 import { normalizeToolReturn, toolInputSchema } from '../tools.ts';
 import type { ToolInvocation } from './tool-round.ts';
 import { stopTimer } from '../stop-timer.ts';
+import { ToolTimeoutError } from '../errors/tool-timeout-error.ts';
 
 export interface ExecuteToolOptions {
   readonly identity: RunIdentity;
@@ -12,8 +13,6 @@ export interface ExecuteToolOptions {
   /** Timer for the tool's timeoutMs (the driver's Clock.sleep); without it no timeout applies. */
   readonly sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
-
-class ToolTimeout extends Error {}
 
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -69,8 +68,9 @@ export async function executeTool(
     limit !== undefined && opts.sleep
       ? opts.sleep(limit, timer.signal).then(
           () => {
-            own.abort(new ToolTimeout());
-            throw new ToolTimeout();
+            const timeout = new ToolTimeoutError(limit);
+            own.abort(timeout);
+            throw timeout;
           },
           () => new Promise<never>(() => undefined),
         )
@@ -93,7 +93,7 @@ export async function executeTool(
     return { ...base, result, patches: [...(returned.patches ?? [])], finishedAt: opts.now() };
   } catch (error) {
     if (opts.signal.aborted) throw error;
-    if (error instanceof ToolTimeout || own.signal.reason instanceof ToolTimeout)
+    if (error instanceof ToolTimeoutError || own.signal.reason instanceof ToolTimeoutError)
       return {
         ...base,
         result: {

@@ -7,7 +7,7 @@ import type {
   JsonValue,
 } from '@baton/protocol';
 import type { CommitResult, EventAppender, RunStore, StoredCheckpoint } from '../ports.ts';
-import { VersionConflictError } from '../ports.ts';
+import { VersionConflictError } from '../errors/version-conflict-error.ts';
 
 export interface CommitRecord {
   readonly runId: string;

@@ -1,4 +1,7 @@
 import type { RedisClient } from './scripts.ts';
+import { DurabilityError } from '../errors/durability-error.ts';
+
+export { DurabilityError };
 
 export type DurabilityMode = 'relaxed' | 'strict';
 
@@ -11,14 +14,6 @@ export type DurabilityMode = 'relaxed' | 'strict';
  *   second of acknowledged writes can be lost in a host crash).
  */
 export type DurabilityStrategy = 'fsync-always' | 'waitaof' | 'none';
-
-export class DurabilityError extends Error {
-  readonly code = 'unavailable';
-  constructor(message: string) {
-    super(message);
-    this.name = 'DurabilityError';
-  }
-}
 
 function field(info: string, name: string): string | undefined {
   const line = info.split(/\r?\n/).find((l) => l.startsWith(`${name}:`));

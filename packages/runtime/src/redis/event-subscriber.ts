@@ -2,6 +2,10 @@ import { SUBSCRIBER_OPTIONS, duplicateClient } from './connection.ts';
 import type { RunEvent } from '@baton/protocol';
 import type { RedisClient } from './scripts.ts';
 import { decodeEventPayload } from './event-payload.ts';
+import { EventGapError } from '../errors/event-gap-error.ts';
+import { EventLogRewoundError, type EventLogRewound } from '../errors/event-log-rewound-error.ts';
+
+export { EventGapError, EventLogRewoundError, type EventLogRewound };
 
 /** Where the subscriber reads a run's durable log and finds its channel (RedisRunStore). */
 export interface RunEventSource {
@@ -13,14 +17,6 @@ export interface RunEventSource {
 
 export type RunEventListener = (event: RunEvent) => void | Promise<void>;
 
-/** What a listener was told when the log it followed turned out rewound. */
-export interface EventLogRewound {
-  /** The last seq delivered to the listener. */
-  readonly delivered: number;
-  /** The log's last seq when the rewind was seen (its events after a lost suffix are new). */
-  readonly lastSeq: number;
-}
-
 export interface SubscribeOptions {
   /**
    * Redis came back without events this listener was given (a restart from a truncated AOF, a
@@ -29,16 +25,6 @@ export interface SubscribeOptions {
    * it, the rewind is reported to onError (EventLogRewoundError) and delivery goes on.
    */
   readonly onRewound?: (rewound: EventLogRewound) => void;
-}
-
-export class EventLogRewoundError extends Error {
-  readonly code = 'event_log_rewound';
-  constructor(runId: string, rewound: EventLogRewound) {
-    super(
-      `run ${runId}: the event log no longer holds the events delivered up to seq ${String(rewound.delivered)} (it ends at ${String(rewound.lastSeq)} or differs): Redis lost acknowledged writes`,
-    );
-    this.name = 'EventLogRewoundError';
-  }
 }
 
 export interface RunEventSubscriberOptions {
@@ -64,14 +50,6 @@ export interface RunEventSubscriberOptions {
    * (it throws on a payload that is not events).
    */
   readonly onMessage?: (message: string, decode: () => RunEvent[]) => void;
-}
-
-export class EventGapError extends Error {
-  readonly code = 'event_gap';
-  constructor(runId: string, from: number, to: number) {
-    super(`run ${runId}: events ${from}..${to} are no longer in the stream`);
-    this.name = 'EventGapError';
-  }
 }
 
 /** How long a verification after a reconnect tries to read the log: 100 × 100 ms. */

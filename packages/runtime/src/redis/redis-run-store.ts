@@ -13,6 +13,11 @@ import { BatonKeys, mailboxField, runDataKeys, type RunDataKeys, type RunKeys } 
 import { defineScript, defineVariadicScript, type LuaScript, type RedisClient } from './scripts.ts';
 import { decodeEventPayload } from './event-payload.ts';
 import { randomToken } from '../random-token.ts';
+import { CorruptCheckpointError } from '../errors/corrupt-checkpoint-error.ts';
+import { InvalidCursorError } from '../errors/invalid-cursor-error.ts';
+import { LeaseLostError } from '../errors/lease-lost-error.ts';
+
+export { CorruptCheckpointError, InvalidCursorError, LeaseLostError };
 
 /**
  * Lua shared by every script that appends events. Expects, in scope:
@@ -311,37 +316,6 @@ export interface RunPage {
   readonly runs: RunSummary[];
   /** Null when there is nothing after this page. */
   readonly nextCursor: string | null;
-}
-
-export class InvalidCursorError extends Error {
-  readonly code = 'invalid_cursor';
-  constructor() {
-    super('invalid cursor');
-    this.name = 'InvalidCursorError';
-  }
-}
-
-export class CorruptCheckpointError extends Error {
-  readonly code = 'corrupt_checkpoint';
-  constructor(runId: string, why: string) {
-    super(`run ${runId}: stored checkpoint is invalid (${why})`);
-    this.name = 'CorruptCheckpointError';
-  }
-}
-
-/**
- * A fenced write was refused: the writer's lease is no longer the run's current one (it expired
- * while the writer was paused, partitioned or slow, and maybe another worker holds the run now).
- * The writer must stop working on the run at once.
- */
-export class LeaseLostError extends Error {
-  readonly code = 'lease_lost';
-  constructor(runId: string, why = 'a fenced write was refused') {
-    super(
-      `run ${runId}: this worker's lease is no longer current (${why}); it must not write the run`,
-    );
-    this.name = 'LeaseLostError';
-  }
 }
 
 /** Reply codes of the write scripts (GUARDS_LUA). */

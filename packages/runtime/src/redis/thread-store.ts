@@ -1,6 +1,9 @@
 import type { JsonValue, Message, MultitaskStrategy } from '@baton/protocol';
 import { BatonKeys, type ThreadDataKeys } from './keys.ts';
 import { defineScript, type LuaScript, type RedisClient } from './scripts.ts';
+import { RunAlreadyReleasedError } from '../errors/run-already-released-error.ts';
+
+export { RunAlreadyReleasedError };
 
 export type AcquireResult =
   | { readonly kind: 'acquired' }
@@ -16,14 +19,6 @@ export interface ThreadSnapshot {
   readonly queued: string[];
   /** Every run of the thread, oldest first. */
   readonly runIds: string[];
-}
-
-export class RunAlreadyReleasedError extends Error {
-  readonly code = 'run_released';
-  constructor(threadId: string, runId: string) {
-    super(`thread ${threadId}: run ${runId} was already released`);
-    this.name = 'RunAlreadyReleasedError';
-  }
 }
 
 /**

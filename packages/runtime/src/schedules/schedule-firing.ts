@@ -1,9 +1,15 @@
-import { BatonError, VersionConflictError } from '@baton/core';
-import type { CreateRunRequest, ScheduleFiring } from '@baton/protocol';
+import { VersionConflictError } from '@baton/core';
+import {
+  isBatonError,
+  type CreateRunRequest,
+  type ErrorCode,
+  type ScheduleFiring,
+} from '@baton/protocol';
 import type { Job } from 'bullmq';
 import { keyPart } from '../redis/keys.ts';
 import { defineScript, type LuaScript } from '../redis/scripts.ts';
 import type { BatonRuntime } from '../runtime.ts';
+import { RunAlreadyReleasedError } from '../errors/run-already-released-error.ts';
 import {
   SCHEDULED_FOR_METADATA,
   SCHEDULE_ID_METADATA,
@@ -42,7 +48,12 @@ type Consume = LuaScript<
 >;
 
 /** Errors of run creation that another attempt would not fix: recorded, not retried. */
-const PERMANENT_CODES = new Set(['thread_busy', 'unknown_agent', 'validation_failed', 'conflict']);
+const PERMANENT_CODES: ReadonlySet<string> = new Set<ErrorCode>([
+  'thread_busy',
+  'unknown_agent',
+  'validation_failed',
+  'conflict',
+]);
 
 /**
  * The instant a firing job was due. BullMQ names scheduler jobs `repeat:<scheduler>:<millis>`,
@@ -172,12 +183,9 @@ export class ScheduleFirer {
       return { ...base, outcome: created.queuedBehind ? 'queued' : 'created', runId };
     } catch (error) {
       // Another delivery created it meanwhile (and it may even have finished and released its thread).
-      if (
-        error instanceof VersionConflictError ||
-        (error as { code?: unknown }).code === 'run_released'
-      )
+      if (error instanceof VersionConflictError || error instanceof RunAlreadyReleasedError)
         return { ...base, outcome: 'created', runId };
-      if (error instanceof BatonError && PERMANENT_CODES.has(error.code))
+      if (isBatonError(error) && PERMANENT_CODES.has(error.code))
         return {
           ...base,
           outcome: error.code === 'thread_busy' ? 'rejected' : 'failed',

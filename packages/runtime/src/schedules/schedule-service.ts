@@ -6,6 +6,9 @@ import type { BatonRuntime } from '../runtime.ts';
 import { schedulerIdOf, type ScheduleRecord, type StoredSchedule } from './schedule-record.ts';
 import { RedisScheduleStore, type SchedulePageOf } from './schedule-store.ts';
 import { checkTiming, repeatOptions } from './schedule-timing.ts';
+import { ScheduleNotFoundError } from '../errors/schedule-not-found-error.ts';
+
+export { ScheduleNotFoundError };
 
 /** The queue whose job schedulers fire schedules (one job per firing). */
 export const SCHEDULE_QUEUE = 'schedules';
@@ -16,12 +19,6 @@ export interface ScheduleJobData {
   readonly kind: 'schedule';
   readonly tenantId: string;
   readonly scheduleId: string;
-}
-
-export class ScheduleNotFoundError extends BatonError {
-  constructor(scheduleId: string) {
-    super('not_found', `schedule ${scheduleId} was not found`);
-  }
 }
 
 /** What sync() did to bring the queue in line with the record. */

@@ -2,6 +2,9 @@ import type { RunPage, RunStatus, RunSummary, ScheduleFiring } from '@baton/prot
 import { BatonKeys, type ScheduleKeys } from '../redis/keys.ts';
 import { defineScript, type LuaScript, type RedisClient } from '../redis/scripts.ts';
 import type { ScheduleRecord, StoredSchedule } from './schedule-record.ts';
+import { InvalidScheduleCursorError } from '../errors/invalid-schedule-cursor-error.ts';
+
+export { InvalidScheduleCursorError };
 
 /** Firings kept per schedule (GET shows the newest) and run ids kept in its run index. */
 export const KEPT_FIRINGS = 100;
@@ -121,10 +124,6 @@ export type UpdateResult =
 export interface SchedulePageOf {
   readonly schedules: StoredSchedule[];
   readonly nextCursor: string | null;
-}
-
-export class InvalidScheduleCursorError extends Error {
-  readonly code = 'invalid_cursor';
 }
 
 function encodeCursor(score: number, id: string): string {

@@ -4,6 +4,10 @@
  * deciding "off" must cost nothing, so this file loads no SDK.
  */
 
+import { TracingConfigError } from '../errors/tracing-config-error.ts';
+
+export { TracingConfigError };
+
 export type TracesExporterName = 'otlp' | 'console';
 
 export type SamplerName =
@@ -42,15 +46,6 @@ export interface TracingSettings {
   };
   /** OTEL_PROPAGATORS: W3C trace context (and baggage) are the only ones Baton ships. */
   readonly propagators: readonly ('tracecontext' | 'baggage')[];
-}
-
-/** A variable with a value Baton cannot honour: the process stops with this one line. */
-export class TracingConfigError extends Error {
-  readonly code = 'tracing_config';
-  constructor(message: string) {
-    super(message);
-    this.name = 'TracingConfigError';
-  }
 }
 
 type Env = Readonly<Record<string, string | undefined>>;

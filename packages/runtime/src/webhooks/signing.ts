@@ -1,4 +1,7 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { WebhookSecretError } from '../errors/webhook-secret-error.ts';
+
+export { WebhookSecretError };
 
 /**
  * Standard Webhooks signing (https://www.standardwebhooks.com): the signature is
@@ -7,10 +10,6 @@ import { createHash, createHmac, randomBytes } from 'node:crypto';
  */
 
 const SECRET_PREFIX = 'whsec_';
-
-export class WebhookSecretError extends Error {
-  override readonly name = 'WebhookSecretError';
-}
 
 /** A new secret: 32 random bytes, `whsec_` + base64. */
 export function generateWebhookSecret(): string {

@@ -1,6 +1,11 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
-import { BatonError } from '@baton/core';
+import {
+  WebhookTargetRefusedError,
+  type AddressCategory,
+} from '../errors/webhook-target-refused-error.ts';
+
+export { WebhookTargetRefusedError, type AddressCategory };
 
 /**
  * Which webhook targets Baton may call (SSRF): a webhook URL comes from an API caller, and the
@@ -10,9 +15,6 @@ import { BatonError } from '@baton/core';
  * registration (400) and again at delivery on the very address the connection uses, so a host
  * that resolves differently later (DNS rebinding) cannot slip through.
  */
-
-export type AddressCategory =
-  'unspecified' | 'loopback' | 'private' | 'link_local' | 'cgnat' | 'multicast' | 'reserved';
 
 const RULES: ReadonlyArray<readonly [string, number, 'ipv4' | 'ipv6', AddressCategory]> = [
   ['0.0.0.0', 8, 'ipv4', 'unspecified'],
@@ -103,19 +105,6 @@ const DESCRIBED: Record<AddressCategory, string> = {
   multicast: 'a multicast address',
   reserved: 'a reserved address',
 };
-
-/** 400 webhook_target_refused: the URL may not be called from inside the deployment. */
-export class WebhookTargetRefusedError extends BatonError {
-  readonly reason: AddressCategory | 'unresolvable' | 'credentials';
-  constructor(
-    message: string,
-    reason: AddressCategory | 'unresolvable' | 'credentials',
-    details: Record<string, unknown>,
-  ) {
-    super('webhook_target_refused', message, { reason, ...details });
-    this.reason = reason;
-  }
-}
 
 export interface WebhookTargetPolicyOptions {
   /** BATON_WEBHOOK_ALLOW_PRIVATE: every address is allowed (development, tests). */

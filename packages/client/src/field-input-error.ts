@@ -1,0 +1,9 @@
+import { BatonError } from '@baton/protocol';
+
+/** A typed answer that does not fit its payload form field; the message says what would. */
+export class FieldInputError extends BatonError<'field_invalid'> {
+  constructor(message: string) {
+    super('field_invalid', message);
+    this.name = 'FieldInputError';
+  }
+}
