@@ -154,10 +154,12 @@ export class RunCommitter {
       t.checkpoint,
       t.events,
       t.trigger,
-      lease?.token ?? '',
-      lease && releaseIfIdle ? lease.ttlMs : undefined,
-      current.checkpoint,
-      parentRecord,
+      {
+        fence: lease?.token ?? '',
+        releaseTtlMs: lease && releaseIfIdle ? lease.ttlMs : undefined,
+        base: current.checkpoint,
+        parentRecord,
+      },
     );
     if (lease && released !== undefined) lease.settle(released);
     await this.afterCommit(current.checkpoint, t.checkpoint, registry, failedJobs);

@@ -44,7 +44,7 @@ describe('RunLeases.acquireAndLoad: a named message list read from where the rea
       ...nextCheckpoint(run.checkpoint),
       messages: [...run.checkpoint.messages, user('a'), user('b')],
     };
-    await store.commit(runId, 1, cp2, [], null, '', undefined, run.checkpoint);
+    await store.commit(runId, 1, cp2, [], null, { fence: '', base: run.checkpoint });
     const n = run.checkpoint.messages.length;
     const tail = await acquire(runId, { name: name!, count: n });
     expect(tail.messagesName).toBe(name);
@@ -54,9 +54,12 @@ describe('RunLeases.acquireAndLoad: a named message list read from where the rea
     // A commit that rewrites the list (its base shares no prefix) renames it: a reader with the
     // old name gets everything.
     const cp3: Checkpoint = { ...nextCheckpoint(cp2), messages: [user('x')] };
-    await store.commit(runId, 2, cp3, [], null, '', undefined, {
-      ...cp2,
-      messages: [user('other')],
+    await store.commit(runId, 2, cp3, [], null, {
+      fence: '',
+      base: {
+        ...cp2,
+        messages: [user('other')],
+      },
     });
     const renamed = await acquire(runId, { name: name!, count: n + 2 });
     expect(renamed.messagesName).not.toBe(name);
@@ -87,7 +90,7 @@ describe('RunLeases.acquireAndLoad: a named message list read from where the rea
       ...nextCheckpoint(run.checkpoint),
       messages: [...run.checkpoint.messages, user('a'), user('b')],
     };
-    await store.commit(runId, 1, cp2, [], null, '', undefined, run.checkpoint);
+    await store.commit(runId, 1, cp2, [], null, { fence: '', base: run.checkpoint });
     // A reader kept n + 2; Redis then comes back without that commit (same name, n messages).
     const k = store.keys.run(runId);
     await redis.ltrim(k.messages, 0, n - 1);

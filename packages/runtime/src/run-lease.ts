@@ -3,6 +3,13 @@ import type { BatonKeys } from './redis/keys.ts';
 import { LeaseLostError } from './redis/redis-run-store.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import { RunRecordScripts } from './run-record/run-record-scripts.ts';
+import {
+  decodeAwaited,
+  type AwaitedResults,
+  type StoredFields,
+} from './run-record/checkpoint-codec.ts';
+
+export type { AwaitedResults, StoredFields };
 
 /*
  * Single-flight per run, with fencing. Exactly one job (step or tool drain) may advance a run at a
@@ -67,14 +74,6 @@ export interface RecordFirst {
   readonly deferIfComplete?: boolean;
 }
 
-/** The results on record for a run's running calls, read with its checkpoint. */
-export interface AwaitedResults {
-  /** Mailbox fields of the running calls when the checkpoint was written, in call order. */
-  readonly fields: readonly string[];
-  /** The result recorded under each field (null: none yet). */
-  readonly results: readonly (string | null)[];
-}
-
 /** Messages a reader kept of a run's list: its name ('mepoch') and how many. */
 export interface KnownMessages {
   readonly name: string;
@@ -92,13 +91,6 @@ export interface AcquiredAndLoaded {
   readonly messagesName: string | null;
   /** null: the run was written before `awaiting` existed (read the mailbox instead). */
   readonly awaited: AwaitedResults | null;
-}
-
-/** A run's checkpoint fields as stored (decode with the run store's decodeStored). */
-export interface StoredFields {
-  readonly data: string | null;
-  readonly version: string | null;
-  readonly messages: string[];
 }
 
 export class RunLeases {
@@ -171,10 +163,7 @@ export class RunLeases {
         messages: list,
         messagesFrom: Number(from),
         messagesName: name ?? null,
-        awaited:
-          awaiting === null || awaiting === undefined || !recorded
-            ? null
-            : { fields: JSON.parse(awaiting) as string[], results: recorded },
+        awaited: decodeAwaited(awaiting, recorded),
       },
       onRecord: onRecord ?? null,
       deferred: false,

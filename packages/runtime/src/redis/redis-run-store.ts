@@ -1,4 +1,3 @@
-import { CHECKPOINT_VERSION, CheckpointSchema } from '@baton/protocol';
 import type {
   Checkpoint,
   CheckpointTrigger,
@@ -9,7 +8,7 @@ import type {
 } from '@baton/protocol';
 import { RunDoneError, VersionConflictError, activityOf } from '@baton/core';
 import type { CommitResult, RunStore, StoredCheckpoint } from '@baton/core';
-import { BatonKeys, mailboxField, type RunKeys } from './keys.ts';
+import { BatonKeys, type RunKeys } from './keys.ts';
 import type { RedisClient } from './scripts.ts';
 import {
   CREATE_RESENT,
@@ -21,6 +20,18 @@ import {
   VERSION_MOVED,
   WRITTEN,
 } from '../run-record/run-record-scripts.ts';
+import {
+  META_FIELDS,
+  awaitingFields,
+  bodyTail,
+  checkpointData,
+  decodeCheckpoint,
+  decodeMeta,
+  envelopeIds,
+  parseEvents,
+  rebuiltEvents,
+  sharedPrefix,
+} from '../run-record/checkpoint-codec.ts';
 import { decodeEventPayload } from './event-payload.ts';
 import { randomToken } from '../random-token.ts';
 
@@ -92,6 +103,21 @@ export class LeaseLostError extends Error {
     );
     this.name = 'LeaseLostError';
   }
+}
+
+/** What a commit adds to the RunStore contract (see RedisRunStore.commit). */
+export interface CommitOptions {
+  /** The writer's lease token; '' (the default) = an unfenced control-plane write. */
+  readonly fence?: string | undefined;
+  /**
+   * The lease's TTL: release it after the commit unless someone asked for the run meanwhile
+   * (then the mark is cleared and the lease renewed). Absent: keep the lease.
+   */
+  readonly releaseTtlMs?: number | undefined;
+  /** The checkpoint this one was made from: the messages it shares are not written again. */
+  readonly base?: Checkpoint | undefined;
+  /** The step job about to wait for this round's tool jobs (fan-out.ts reads it back). */
+  readonly parentRecord?: string | undefined;
 }
 
 /** One append of an inference attempt's deltas (see RedisRunStore.appendDeltas). */
@@ -204,13 +230,13 @@ export class RedisRunStore implements RunStore {
 
   async load(runId: string): Promise<StoredCheckpoint | null> {
     const { data, version, messages } = await this.readStored(runId);
-    return this.decode(runId, data, version, messages, this.validateOnLoad);
+    return decodeCheckpoint(runId, data, version, messages, this.validateOnLoad);
   }
 
   /** load() with a full CheckpointSchema parse (debug / admin paths). */
   async loadValidated(runId: string): Promise<StoredCheckpoint | null> {
     const { data, version, messages } = await this.readStored(runId);
-    return this.decode(runId, data, version, messages, true);
+    return decodeCheckpoint(runId, data, version, messages, true);
   }
 
   /**
@@ -261,11 +287,7 @@ export class RedisRunStore implements RunStore {
     checkpoint: Checkpoint,
     events: readonly EventBody[],
     trigger: CheckpointTrigger | null,
-    fence = '',
-    releaseTtlMs?: number,
-    base?: Checkpoint,
-    /** The step job about to wait for this round's tool jobs (fan-out.ts reads it back). */
-    parentRecord?: string,
+    options: CommitOptions = {},
   ): Promise<
     CommitResult & {
       readonly released?: boolean;
@@ -278,6 +300,7 @@ export class RedisRunStore implements RunStore {
       throw new Error(
         `commit: checkpoint belongs to run ${checkpoint.identity.runId}, not ${runId}`,
       );
+    const { fence = '', releaseTtlMs, base, parentRecord } = options;
     const k = this.keys.run(runId);
     // Messages are append-only in practice (transitions copy the array and never edit a message
     // in place), so a commit whose base shares every earlier message writes only the new ones.
@@ -383,29 +406,7 @@ export class RedisRunStore implements RunStore {
 
   /** The run's summary fields, without its checkpoint (null when it does not exist). */
   async meta(runId: string): Promise<RunMeta | null> {
-    const [status, activity, version, tenant, threadId, updatedAt, driver, agent] =
-      await this.redis.hmget(
-        this.keys.run(runId).cp,
-        'status',
-        'activity',
-        'version',
-        'tenant',
-        'threadId',
-        'updatedAt',
-        'driver',
-        'agent',
-      );
-    if (!status || !version || !tenant) return null;
-    return {
-      status: status as RunStatus,
-      activity: (activity ?? 'active') as RunMeta['activity'],
-      version: Number(version),
-      tenantId: tenant,
-      threadId: threadId ?? '',
-      agent: agent ?? '',
-      updatedAt: Number(updatedAt),
-      driver: driver ?? '',
-    };
+    return decodeMeta(await this.redis.hmget(this.keys.run(runId).cp, ...META_FIELDS));
   }
 
   runKeys(runId: string): RunKeys {
@@ -550,97 +551,8 @@ export class RedisRunStore implements RunStore {
     version: string | null,
     messages: readonly string[] | { readonly parsed: readonly Message[] },
   ): StoredCheckpoint | null {
-    return this.decode(runId, data, version, messages, this.validateOnLoad);
+    return decodeCheckpoint(runId, data, version, messages, this.validateOnLoad);
   }
-
-  private decode(
-    runId: string,
-    data: string | null,
-    version: string | null,
-    messages: readonly string[] | { readonly parsed: readonly Message[] },
-    validate: boolean,
-  ): StoredCheckpoint | null {
-    if (data === null || version === null) return null;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(data);
-      // Runs stored before messages had their own list carry them inside the checkpoint.
-      if (typeof parsed === 'object' && parsed !== null && !('messages' in parsed))
-        (parsed as { messages: unknown[] }).messages =
-          'parsed' in messages
-            ? [...messages.parsed]
-            : messages.map((m) => JSON.parse(m) as unknown);
-    } catch {
-      throw new CorruptCheckpointError(runId, 'not JSON');
-    }
-    let checkpoint: Checkpoint;
-    if (validate) {
-      const result = CheckpointSchema.safeParse(parsed);
-      if (!result.success) throw new CorruptCheckpointError(runId, result.error.message);
-      checkpoint = result.data;
-    } else {
-      checkpoint = cheapCheck(runId, parsed);
-    }
-    if (checkpoint.identity.runId !== runId)
-      throw new CorruptCheckpointError(runId, `identity.runId is ${checkpoint.identity.runId}`);
-    return { checkpoint, version: Number(version) };
-  }
-}
-
-/** Shape check without zod: enough to catch a wrong key or a foreign format version. */
-function cheapCheck(runId: string, value: unknown): Checkpoint {
-  if (typeof value !== 'object' || value === null)
-    throw new CorruptCheckpointError(runId, 'not an object');
-  const cp = value as Partial<Checkpoint>;
-  if (cp.v !== CHECKPOINT_VERSION)
-    throw new CorruptCheckpointError(runId, `checkpoint version ${String(cp.v)}`);
-  if (typeof cp.identity !== 'object' || cp.identity === null)
-    throw new CorruptCheckpointError(runId, 'no identity');
-  if (typeof cp.status !== 'string' || typeof cp.phase !== 'string')
-    throw new CorruptCheckpointError(runId, 'no status/phase');
-  if (!Array.isArray(cp.messages) || typeof cp.calls !== 'object' || cp.calls === null)
-    throw new CorruptCheckpointError(runId, 'no messages/calls');
-  return value as Checkpoint;
-}
-
-/** The checkpoint as stored in its hash: everything but the messages (they have their own list). */
-function checkpointData(cp: Checkpoint): string {
-  return JSON.stringify({ ...cp, messages: undefined });
-}
-
-/** How many leading messages `next` shares (by identity) with `base`. */
-function sharedPrefix(base: readonly unknown[], next: readonly unknown[]): number {
-  const n = Math.min(base.length, next.length);
-  let i = 0;
-  while (i < n && base[i] === next[i]) i += 1;
-  return i;
-}
-
-/**
- * The mailbox fields of the calls that wait for a result, in call order, as a JSON array: the
- * lease acquire reads their results with the checkpoint (see RunLeases.acquireAndLoad).
- */
-function awaitingFields(cp: Checkpoint): string {
-  const fields: string[] = [];
-  for (const id of cp.round) {
-    const call = cp.calls[id];
-    if (call?.status === 'running') fields.push(mailboxField(call.id, call.attempt));
-  }
-  return JSON.stringify(fields);
-}
-
-/** `"runId":…,"threadId":…,"turnId":…` — the envelope ids as JSON members without braces. */
-function envelopeIds(cp: Checkpoint): string {
-  const { runId, threadId, turnId } = cp.identity;
-  return JSON.stringify({ runId, threadId, turnId }).slice(1, -1);
-}
-
-/** The body's JSON without its leading '{' (the script prepends the envelope). */
-function bodyTail(body: EventBody): string {
-  const json = JSON.stringify(body);
-  if (json === undefined || !json.startsWith('{') || json.length < 3)
-    throw new Error('event body must be a non-empty object');
-  return json.slice(1);
 }
 
 /** Throws the typed error for a refused write (see guard_write in run-record/lua/functions.ts); returns for a written one. */
@@ -663,31 +575,6 @@ function refused(
     default:
       throw new Error(`run ${runId}: unexpected script reply ${JSON.stringify(reply)}`);
   }
-}
-
-/**
- * The events a commit appended, as the script built them (same envelope, same `at`, seqs ending
- * at `lastSeq`). The worker's commits never read them: building them here instead of sending them
- * back from Redis saves bytes and decoding on every commit (callers that read them do so once).
- */
-function rebuiltEvents(
-  env: string,
-  at: string,
-  bodies: readonly string[],
-  lastSeq: number,
-): RunEvent[] {
-  return bodies.map(
-    (body, i) =>
-      JSON.parse(
-        `{"seq":${String(lastSeq - bodies.length + 1 + i)},${env},"at":${at},${body}`,
-      ) as RunEvent,
-  );
-}
-
-function parseEvents(reply: readonly unknown[], from = 2): RunEvent[] {
-  const out: RunEvent[] = [];
-  for (let i = from; i < reply.length; i += 1) out.push(JSON.parse(reply[i] as string) as RunEvent);
-  return out;
 }
 
 function streamField(fields: string[]): string {
