@@ -20,6 +20,7 @@ import {
   VERSION_MOVED,
   WRITTEN,
 } from '../run-record/run-record-scripts.ts';
+import { RunIndex } from '../run-record/run-index.ts';
 import {
   META_FIELDS,
   awaitingFields,
@@ -153,6 +154,8 @@ const MAX_LIMIT = 1000;
  */
 export class RedisRunStore implements RunStore {
   readonly keys: BatonKeys;
+  /** Every write to the indexes that list runs (run-record/run-index.ts). */
+  readonly index: RunIndex;
   private readonly redis: RedisClient;
   private readonly now: () => number;
   private readonly retentionSeconds: number;
@@ -168,6 +171,7 @@ export class RedisRunStore implements RunStore {
       throw new Error('RedisRunStore: retentionSeconds must be a positive integer');
     this.validateOnLoad = opts.validateOnLoad ?? false;
     this.scripts = new RunRecordScripts(this.redis);
+    this.index = new RunIndex(this.redis, this.keys);
   }
 
   /** Pub/sub channel of a run (RunEventSource, used by RunEventSubscriber). */
@@ -206,16 +210,7 @@ export class RedisRunStore implements RunStore {
       throw new VersionConflictError(id.runId, 0, reply[1]);
     // Indexes live in other slots (tenant, thread), so they are written after the run exists.
     // ZADD is idempotent; a crash in between leaves an unlisted (but fully working) run.
-    await Promise.all([
-      this.redis.zadd(this.keys.tenantRuns(id.tenantId), checkpoint.createdAt, id.runId),
-      opts.threadIndexed === true
-        ? undefined
-        : this.redis.zadd(
-            this.keys.thread(id.tenantId, id.threadId).runs,
-            checkpoint.createdAt,
-            id.runId,
-          ),
-    ]);
+    await this.index.listCreated(checkpoint, opts.threadIndexed === true);
     const payload = reply[2];
     return {
       version: 1,
@@ -394,14 +389,7 @@ export class RedisRunStore implements RunStore {
 
   /** Removes a run from the tenant and thread indexes (its keys are gone or going). */
   async dropFromIndexes(tenantId: string, threadId: string, runId: string): Promise<void> {
-    const thread = this.keys.thread(tenantId, threadId);
-    await Promise.all([
-      this.redis.zrem(this.keys.tenantRuns(tenantId), runId),
-      this.redis.zrem(thread.runs, runId),
-      this.redis.hdel(thread.released, runId),
-      this.redis.zrem(this.keys.activeRuns, runId),
-      this.redis.zrem(this.keys.waitingRuns, runId),
-    ]);
+    await this.index.dropEverywhere(tenantId, threadId, runId);
   }
 
   /** The run's summary fields, without its checkpoint (null when it does not exist). */
@@ -526,7 +514,7 @@ export class RedisRunStore implements RunStore {
           updatedAt: Number(updatedAt),
         });
       });
-      if (expired.length > 0) await this.redis.zrem(indexKey, ...expired);
+      await this.index.pruneListed(indexKey, expired);
       // the removed entries were inside the scanned window: the next window starts that much earlier
       offset += raw.length / 2 - expired.length;
       if (found.length > limit || raw.length / 2 < batch) break;
