@@ -225,13 +225,13 @@ export class RedisRunStore implements RunStore {
 
   async load(runId: string): Promise<StoredCheckpoint | null> {
     const { data, version, messages } = await this.readStored(runId);
-    return decodeCheckpoint(runId, data, version, messages, this.validateOnLoad);
+    return this.decodeStored(runId, data, version, messages);
   }
 
   /** load() with a full CheckpointSchema parse (debug / admin paths). */
   async loadValidated(runId: string): Promise<StoredCheckpoint | null> {
     const { data, version, messages } = await this.readStored(runId);
-    return decodeCheckpoint(runId, data, version, messages, true);
+    return this.decodeStored(runId, data, version, messages, true);
   }
 
   /**
@@ -532,18 +532,24 @@ export class RedisRunStore implements RunStore {
     return JSON.stringify(at);
   }
 
-  /** A checkpoint read by another script (e.g. the lease's acquire-and-load). */
+  /**
+   * A checkpoint read by another script (e.g. the lease's acquire-and-load); `validate`: a full
+   * CheckpointSchema parse (default: the store's validateOnLoad).
+   */
   decodeStored(
     runId: string,
     data: string | null,
     version: string | null,
     messages: readonly string[] | { readonly parsed: readonly Message[] },
+    validate: boolean = this.validateOnLoad,
   ): StoredCheckpoint | null {
-    return decodeCheckpoint(runId, data, version, messages, this.validateOnLoad);
+    const decoded = decodeCheckpoint(runId, data, version, messages, validate);
+    if (!decoded.ok) throw new CorruptCheckpointError(runId, decoded.why);
+    return decoded.stored;
   }
 }
 
-/** Throws the typed error for a refused write (see guard_write in run-record/lua/functions.ts); returns for a written one. */
+/** Throws the typed error for a refused write (see guard_write in run-record); returns otherwise. */
 function refused(
   runId: string,
   expectedVersion: number,

@@ -2,7 +2,7 @@ import { CHECKPOINT_VERSION, CheckpointSchema } from '@baton/protocol';
 import type { Checkpoint, EventBody, Message, RunEvent, RunStatus } from '@baton/protocol';
 import type { StoredCheckpoint } from '@baton/core';
 import { mailboxField } from '../redis/keys.ts';
-import { CorruptCheckpointError, type RunMeta } from '../redis/redis-run-store.ts';
+import type { RunMeta } from '../redis/redis-run-store.ts';
 
 /**
  * How a checkpoint becomes the fields of a run's `cp` hash and its `messages` list, and back
@@ -67,10 +67,16 @@ export function decodeAwaited(
     : { fields: JSON.parse(awaiting) as string[], results: recorded };
 }
 
+/** A decoded checkpoint (null: no such run), or why the stored one is invalid. */
+export type Decoded =
+  | { readonly ok: true; readonly stored: StoredCheckpoint | null }
+  | { readonly ok: false; readonly why: string };
+
 /**
  * The stored checkpoint from its `data` and `version` fields and its messages (JSON, or parsed
  * already by the worker's message cache); null when the run does not exist. `validate`: a full
- * CheckpointSchema parse instead of the cheap shape check.
+ * CheckpointSchema parse instead of the cheap shape check. The run store turns `why` into a
+ * CorruptCheckpointError.
  */
 export function decodeCheckpoint(
   runId: string,
@@ -78,8 +84,8 @@ export function decodeCheckpoint(
   version: string | null,
   messages: readonly string[] | { readonly parsed: readonly Message[] },
   validate: boolean,
-): StoredCheckpoint | null {
-  if (data === null || version === null) return null;
+): Decoded {
+  if (data === null || version === null) return { ok: true, stored: null };
   let parsed: unknown;
   try {
     parsed = JSON.parse(data);
@@ -88,35 +94,36 @@ export function decodeCheckpoint(
       (parsed as { messages: unknown[] }).messages =
         'parsed' in messages ? [...messages.parsed] : messages.map((m) => JSON.parse(m) as unknown);
   } catch {
-    throw new CorruptCheckpointError(runId, 'not JSON');
+    return { ok: false, why: 'not JSON' };
   }
   let checkpoint: Checkpoint;
   if (validate) {
     const result = CheckpointSchema.safeParse(parsed);
-    if (!result.success) throw new CorruptCheckpointError(runId, result.error.message);
+    if (!result.success) return { ok: false, why: result.error.message };
     checkpoint = result.data;
   } else {
-    checkpoint = cheapCheck(runId, parsed);
+    const why = cheapCheck(parsed);
+    if (why !== null) return { ok: false, why };
+    checkpoint = parsed as Checkpoint;
   }
   if (checkpoint.identity.runId !== runId)
-    throw new CorruptCheckpointError(runId, `identity.runId is ${checkpoint.identity.runId}`);
-  return { checkpoint, version: Number(version) };
+    return { ok: false, why: `identity.runId is ${checkpoint.identity.runId}` };
+  return { ok: true, stored: { checkpoint, version: Number(version) } };
 }
 
-/** Shape check without zod: enough to catch a wrong key or a foreign format version. */
-function cheapCheck(runId: string, value: unknown): Checkpoint {
-  if (typeof value !== 'object' || value === null)
-    throw new CorruptCheckpointError(runId, 'not an object');
+/**
+ * Shape check without zod: enough to catch a wrong key or a foreign format version. Returns why
+ * the value is not a checkpoint, or null.
+ */
+function cheapCheck(value: unknown): string | null {
+  if (typeof value !== 'object' || value === null) return 'not an object';
   const cp = value as Partial<Checkpoint>;
-  if (cp.v !== CHECKPOINT_VERSION)
-    throw new CorruptCheckpointError(runId, `checkpoint version ${String(cp.v)}`);
-  if (typeof cp.identity !== 'object' || cp.identity === null)
-    throw new CorruptCheckpointError(runId, 'no identity');
-  if (typeof cp.status !== 'string' || typeof cp.phase !== 'string')
-    throw new CorruptCheckpointError(runId, 'no status/phase');
+  if (cp.v !== CHECKPOINT_VERSION) return `checkpoint version ${String(cp.v)}`;
+  if (typeof cp.identity !== 'object' || cp.identity === null) return 'no identity';
+  if (typeof cp.status !== 'string' || typeof cp.phase !== 'string') return 'no status/phase';
   if (!Array.isArray(cp.messages) || typeof cp.calls !== 'object' || cp.calls === null)
-    throw new CorruptCheckpointError(runId, 'no messages/calls');
-  return value as Checkpoint;
+    return 'no messages/calls';
+  return null;
 }
 
 /** The checkpoint as stored in its hash: everything but the messages (they have their own list). */
