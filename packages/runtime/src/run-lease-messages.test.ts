@@ -100,3 +100,32 @@ describe('RunLeases.acquireAndLoad: a named message list read from where the rea
     expect(reread.messages).toHaveLength(n);
   });
 });
+
+describe('RunLeases.acquireDecoded / releaseDecoded: the lease hands back the decoded checkpoint', () => {
+  it('decodes the run it took; hands back a corrupt one as `failed` with the lease still held', async () => {
+    const decoding = new RunLeases(redis, store.keys, 5_000, store);
+    const run = createdRun();
+    const runId = run.checkpoint.identity.runId;
+    await store.create(run.checkpoint, run.events);
+    const { acquired } = await decoding.acquireDecoded(runId, { driver: '' });
+    if (!acquired || 'failed' in acquired) throw new Error('not acquired');
+    expect(acquired.state?.version).toBe(1);
+    expect(acquired.state?.checkpoint).toEqual(run.checkpoint);
+    expect(acquired.awaited).toEqual({ fields: [], results: [] });
+    // Nobody asked meanwhile: nothing to carry on.
+    expect(await decoding.releaseDecoded(acquired.lease)).toBeNull();
+
+    // Someone asks while it is held: the release hands back the run as it is now.
+    const again = await decoding.acquireDecoded(runId, { driver: '' });
+    if (!again.acquired || 'failed' in again.acquired) throw new Error('not acquired');
+    expect(await decoding.acquire(runId)).toBeNull();
+    expect((await decoding.releaseDecoded(again.acquired.lease))?.version).toBe(1);
+
+    await redis.hset(store.keys.run(runId).cp, 'data', '{not json');
+    const corrupt = await decoding.acquireDecoded(runId, { driver: '' });
+    if (!corrupt.acquired || !('failed' in corrupt.acquired)) throw new Error('expected failed');
+    expect((corrupt.acquired.failed as Error).name).toBe('CorruptCheckpointError');
+    expect(await redis.get(store.keys.run(runId).lease)).toBe(corrupt.acquired.lease.token);
+    await corrupt.acquired.lease.release();
+  });
+});

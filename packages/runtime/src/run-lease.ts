@@ -1,6 +1,8 @@
 import { randomToken } from './random-token.ts';
 import type { BatonKeys } from './redis/keys.ts';
-import { LeaseLostError } from './redis/redis-run-store.ts';
+import type { Message } from '@baton/protocol';
+import type { StoredCheckpoint } from '@baton/core';
+import { LeaseLostError, type RedisRunStore } from './redis/redis-run-store.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import { RunRecordScripts } from './run-record/run-record-scripts.ts';
 import {
@@ -93,15 +95,124 @@ export interface AcquiredAndLoaded {
   readonly awaited: AwaitedResults | null;
 }
 
+/**
+ * What the worker keeps of runs' message lists between passes (its MessageCache): what it knows
+ * of a run's list (`K` carries whatever it needs besides name and count), whether that is
+ * outdated, the whole list from what an acquire read, and forgetting a run.
+ */
+export interface MessageKeeper<K extends KnownMessages = KnownMessages> {
+  known(runId: string): K | undefined;
+  outdated(kept: K): boolean;
+  resolve(
+    runId: string,
+    kept: K | undefined,
+    name: string | null,
+    from: number,
+    tail: readonly string[],
+  ): Message[];
+  forget(runId: string): void;
+}
+
+/** How the leases decode what their scripts read (the run store: its validateOnLoad setting). */
+export type CheckpointReader = Pick<RedisRunStore, 'decodeStored' | 'readStored'>;
+
+/**
+ * A lease taken with the run's checkpoint decoded (`state` null: no such run), or, when reading
+ * or decoding it failed, the lease and the error: the caller releases the lease, then throws it.
+ */
+export type DecodedAcquire =
+  | {
+      readonly lease: Lease;
+      readonly state: StoredCheckpoint | null;
+      readonly awaited: AwaitedResults | null;
+    }
+  | { readonly lease: Lease; readonly failed: unknown };
+
 export class RunLeases {
   private readonly scripts: RunRecordScripts;
   private readonly keys: BatonKeys;
+  private readonly reader: CheckpointReader | undefined;
   readonly ttlMs: number;
 
-  constructor(redis: RedisClient, keys: BatonKeys, ttlMs: number) {
+  /** `reader`: needed by acquireDecoded and releaseDecoded only. */
+  constructor(redis: RedisClient, keys: BatonKeys, ttlMs: number, reader?: CheckpointReader) {
     this.keys = keys;
     this.ttlMs = ttlMs;
     this.scripts = new RunRecordScripts(redis);
+    this.reader = reader;
+  }
+
+  private checkpointReader(): CheckpointReader {
+    if (!this.reader) throw new Error('RunLeases: constructed without a checkpoint reader');
+    return this.reader;
+  }
+
+  /**
+   * acquireAndLoad() with the checkpoint decoded. With `messages`, the acquire reads only the
+   * messages added since what it kept of the run's list; a prefix it kept before a dropped
+   * connection is not completed by a tail: the run is read whole instead (the lease is ours, so
+   * that read is consistent).
+   */
+  async acquireDecoded<K extends KnownMessages>(
+    runId: string,
+    opts: {
+      readonly driver: string;
+      readonly record?: RecordFirst | undefined;
+      readonly messages?: MessageKeeper<K> | undefined;
+    },
+  ): Promise<{ acquired: DecodedAcquire | null; onRecord: string | null; deferred: boolean }> {
+    const { messages } = opts;
+    const kept = messages?.known(runId);
+    const { acquired, onRecord, deferred } = await this.acquireAndLoad(
+      runId,
+      opts.driver,
+      opts.record,
+      kept,
+    );
+    if (!acquired) return { acquired: null, onRecord, deferred };
+    const { lease, awaited } = acquired;
+    try {
+      const reader = this.checkpointReader();
+      const read =
+        kept && messages?.outdated(kept) && acquired.messagesFrom > 0
+          ? { ...(await reader.readStored(runId)), messagesFrom: 0 }
+          : acquired;
+      const state = reader.decodeStored(
+        runId,
+        read.data,
+        read.version,
+        messages
+          ? {
+              parsed: messages.resolve(
+                runId,
+                kept,
+                read.messagesName,
+                read.messagesFrom,
+                read.messages,
+              ),
+            }
+          : read.messages,
+      );
+      return { acquired: { lease, state, awaited }, onRecord, deferred };
+    } catch (error) {
+      messages?.forget(runId);
+      return { acquired: { lease, failed: error }, onRecord, deferred };
+    }
+  }
+
+  /**
+   * lease.releaseAndRead() with the checkpoint decoded: the run as it is now when someone asked
+   * for it meanwhile; null when nobody did (or it was released before, or the run is gone).
+   */
+  async releaseDecoded(lease: Lease): Promise<StoredCheckpoint | null> {
+    const asked = await lease.releaseAndRead();
+    if (!asked) return null;
+    return this.checkpointReader().decodeStored(
+      lease.runId,
+      asked.data,
+      asked.version,
+      asked.messages,
+    );
   }
 
   /**
