@@ -87,10 +87,11 @@ end
 `;
 
 /**
- * A finished run keeps every key for `retention` seconds: EXPIRE on the run's keys, the first
- * (up to 8) of `keys` in the order of RunDataKeys (cp, events, lease, pending, results, parent,
- * failed, messages; a key after those is not the run's data and keeps its own expiry), except
- * those `gone` (indexes the script knows do not exist: their EXPIRE would do nothing).
+ * A finished run keeps every key for `retention` seconds: EXPIRE on the first (up to 8) of
+ * `keys`, the run's own keys in the calling script's order (create: RunDataKeys; commit: cp,
+ * events, lease, pending, messages, results, parent, failed; a key after those, such as the
+ * webhook configuration, is not the run's data and keeps its own expiry), except the positions
+ * in `gone` (keys the script knows do not exist: their EXPIRE would do nothing).
  */
 export const EXPIRE_RUN = `
 local function expire_run(keys, gone, retention)
