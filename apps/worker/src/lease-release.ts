@@ -7,13 +7,11 @@ import type { WorkerDeps } from './worker-deps.ts';
  * it is now is carried on by others. Safe to call twice.
  */
 export async function releaseOrWake(
-  deps: Pick<WorkerDeps, 'store' | 'queues'>,
+  deps: Pick<WorkerDeps, 'leases' | 'queues'>,
   lease: Lease,
   needsPass: (current: Loaded) => boolean = () => true,
 ): Promise<void> {
-  const asked = await lease.releaseAndRead();
-  if (!asked) return;
-  const current = deps.store.decodeStored(lease.runId, asked.data, asked.version, asked.messages);
+  const current = await deps.leases.releaseDecoded(lease);
   if (current && needsPass(current))
     await deps.queues.enqueueStep(current.checkpoint.identity, 'continue', current.version, true);
 }
@@ -25,7 +23,7 @@ export async function releaseOrWake(
  * checkpoint that cannot be decoded releases the lease before the error goes up.
  */
 export async function leaseAndLoad(
-  deps: Pick<WorkerDeps, 'store' | 'queues' | 'leases' | 'messages'>,
+  deps: Pick<WorkerDeps, 'queues' | 'leases' | 'messages'>,
   runId: string,
   driver: string,
   record?: RecordFirst,
@@ -34,42 +32,15 @@ export async function leaseAndLoad(
   onRecord: string | null;
   deferred: boolean;
 }> {
-  const kept = deps.messages?.known(runId);
-  const { acquired, onRecord, deferred } = await deps.leases.acquireAndLoad(
-    runId,
+  const { acquired, onRecord, deferred } = await deps.leases.acquireDecoded(runId, {
     driver,
     record,
-    kept,
-  );
+    messages: deps.messages,
+  });
   if (!acquired) return { acquired: null, onRecord, deferred };
-  const { lease } = acquired;
-  try {
-    // The prefix was kept before the connection dropped (Redis may be back from an older past):
-    // read the run whole, as it is now (the lease is ours, so it is consistent).
-    const read =
-      kept && deps.messages?.outdated(kept) && acquired.messagesFrom > 0
-        ? { ...(await deps.store.readStored(runId)), messagesFrom: 0 }
-        : acquired;
-    const state = deps.store.decodeStored(
-      runId,
-      read.data,
-      read.version,
-      deps.messages
-        ? {
-            parsed: deps.messages.resolve(
-              runId,
-              kept,
-              read.messagesName,
-              read.messagesFrom,
-              read.messages,
-            ),
-          }
-        : read.messages,
-    );
-    return { acquired: { lease, state, awaited: acquired.awaited }, onRecord, deferred };
-  } catch (error) {
-    deps.messages?.forget(runId);
-    await releaseOrWake(deps, lease);
-    throw error;
+  if ('failed' in acquired) {
+    await releaseOrWake(deps, acquired.lease);
+    throw acquired.failed;
   }
+  return { acquired, onRecord, deferred };
 }

@@ -12,6 +12,7 @@ import {
   type RedisRunStore,
   type RunCommitter,
   type RunMeta,
+  RunIndex,
 } from '@baton/runtime';
 import { keepFailedJob } from './job-failures.ts';
 
@@ -76,10 +77,13 @@ export interface ScanReport {
  */
 export class Reconciler {
   private readonly deps: ReconcilerDeps;
+  /** Every index write of the scans below (run-index.ts states their ordering rule). */
+  private readonly index: RunIndex;
   private readonly batch: number;
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
+    this.index = new RunIndex(deps.redis, deps.keys);
     this.batch = deps.batch ?? 200;
   }
 
@@ -125,20 +129,13 @@ export class Reconciler {
   private async scanActive(): Promise<{ rescheduled: string[]; parked: number }> {
     const { redis, keys, store, queues } = this.deps;
     const now = this.deps.now();
-    const due = await redis.zrangebyscore(
-      keys.activeRuns,
-      '-inf',
-      now - this.deps.staleAfterMs,
-      'LIMIT',
-      0,
-      this.batch,
-    );
+    const due = await this.index.staleActive(now - this.deps.staleAfterMs, this.batch);
     const rescheduled: string[] = [];
     let parked = 0;
     for (const runId of due) {
       const meta = await store.meta(runId);
       if (!meta) {
-        await redis.zrem(keys.activeRuns, runId);
+        await this.index.remove('active', runId);
         continue;
       }
       if (meta.status === 'done') {
@@ -146,13 +143,12 @@ export class Reconciler {
         continue;
       }
       if (await this.isIdle(runId, meta)) {
-        await redis.zadd(keys.waitingRuns, now, runId);
-        await redis.zrem(keys.activeRuns, runId);
+        await this.index.move('waiting', runId, now);
         parked += 1;
         continue;
       }
       // Touched first: whatever happens next, this entry goes to the back of the scan order.
-      await redis.zadd(keys.activeRuns, now, runId);
+      await this.index.add('active', runId, now);
       if ((await redis.exists(keys.run(runId).lease)) === 1) continue;
       if (await this.hasLiveJob(runId, meta)) continue;
       await queues.enqueueStep(
@@ -180,7 +176,7 @@ export class Reconciler {
       const since = Number(flat[i + 1]);
       const meta = await store.meta(runId);
       if (!meta) {
-        await redis.zrem(keys.waitingRuns, runId);
+        await this.index.remove('waiting', runId);
         continue;
       }
       if (meta.status === 'done') {
@@ -189,8 +185,7 @@ export class Reconciler {
       }
       if (!(await this.isIdle(runId, meta))) {
         // Immediately due for the active scan.
-        await redis.zadd(keys.activeRuns, now - this.deps.staleAfterMs, runId);
-        await redis.zrem(keys.waitingRuns, runId);
+        await this.index.move('active', runId, now - this.deps.staleAfterMs);
         revived += 1;
         continue;
       }
@@ -236,25 +231,25 @@ export class Reconciler {
   }
 
   private async collectBatch(): Promise<{ due: number; dropped: number }> {
-    const { redis, keys, store } = this.deps;
+    const { redis, keys } = this.deps;
     const now = this.deps.now();
-    const due = await redis.zrangebyscore(keys.expiringRuns, '-inf', now, 'LIMIT', 0, this.batch);
+    const due = await this.index.dueExpiring(now, this.batch);
     let dropped = 0;
     for (const member of due) {
       const [tenantId, threadId, runId] = JSON.parse(member) as [string, string, string];
       const ttl = await redis.pttl(keys.run(runId).cp);
       if (ttl > 0) {
         // Still there (retention grew, or a clock skew): look again when it is due.
-        await redis.zadd(keys.expiringRuns, now + ttl, member);
+        await this.index.expireAt(member, now + ttl);
         continue;
       }
       if (ttl === -1) {
         // The key exists without expiry: not a finished run any more; nothing to collect.
-        await redis.zrem(keys.expiringRuns, member);
+        await this.index.forgetExpiring(member);
         continue;
       }
-      await store.dropFromIndexes(tenantId, threadId, runId);
-      await redis.zrem(keys.expiringRuns, member);
+      await this.index.dropEverywhere(tenantId, threadId, runId);
+      await this.index.forgetExpiring(member);
       dropped += 1;
     }
     return { due: due.length, dropped };
@@ -314,7 +309,7 @@ export class Reconciler {
   private async finish(runId: string): Promise<void> {
     const loaded = await this.deps.store.load(runId);
     if (loaded) await this.deps.committer.finished(loaded.checkpoint);
-    else await this.deps.redis.zrem(this.deps.keys.activeRuns, runId);
+    else await this.index.remove('active', runId);
   }
 
   /**

@@ -4,48 +4,13 @@ import {
   type ToolExecutionResult,
 } from '@baton/protocol';
 import {
-  defineScript,
   mailboxField,
+  RunRecordScripts,
   type AwaitedResults,
   type BatonKeys,
   type RecordFirst,
-  type LuaScript,
   type RedisClient,
 } from '@baton/runtime';
-
-/**
- * First writer wins, in one round trip.
- * KEYS: results   ARGV: field, resultJson, ttlSeconds   Reply: null recorded | the result on record
- */
-const RECORD_LUA = `
-if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 1 then
-  redis.call('EXPIRE', KEYS[1], ARGV[3])
-  return false
-end
-return redis.call('HGET', KEYS[1], ARGV[1])`;
-
-/**
- * What a tool job needs before it runs its call, in one round trip: the result already on
- * record for the attempt (a redelivered job), else the run's checkpoint to run it from.
- * KEYS: results, cp   ARGV: field   Reply: {onRecord|false, data|false, version|false}
- */
-const LOOKUP_LUA = `
-local onRecord = redis.call('HGET', KEYS[1], ARGV[1])
-if onRecord then return {onRecord} end
-local state = redis.call('HMGET', KEYS[2], 'data', 'version')
-return {false, state[1], state[2]}`;
-
-type Lookup = LuaScript<
-  [results: string, cp: string],
-  [field: string],
-  [string] | [null, string | null, string | null]
->;
-
-type RecordResult = LuaScript<
-  [results: string],
-  [field: string, result: string, ttl: number],
-  string | null
->;
 
 /**
  * Durable mailbox of tool results, keyed by call and attempt. The first result recorded for an
@@ -57,16 +22,15 @@ export class ToolResultMailbox {
   private readonly keys: BatonKeys;
 
   private readonly ttlSeconds: number;
-  private readonly recordScript: RecordResult;
-  private readonly lookupScript: Lookup;
+  /** The mailbox's scripts (record, lookup) are in @baton/runtime's run-record module. */
+  private readonly scripts: RunRecordScripts;
 
   /** `ttlSeconds`: how long an unapplied result is kept (results are applied within moments). */
   constructor(redis: RedisClient, keys: BatonKeys, ttlSeconds = 86_400) {
     this.redis = redis;
     this.keys = keys;
     this.ttlSeconds = ttlSeconds;
-    this.recordScript = defineScript(redis, 'batonRecordToolResult', 1, RECORD_LUA);
-    this.lookupScript = defineScript(redis, 'batonToolLookup', 2, LOOKUP_LUA);
+    this.scripts = new RunRecordScripts(redis);
   }
 
   /** What `record` sends to the lease acquire that records it in the same round trip. */
@@ -90,8 +54,10 @@ export class ToolResultMailbox {
     | { kind: 'recorded'; result: ToolExecutionResult }
     | { kind: 'run'; data: string | null; version: string | null }
   > {
-    const k = this.keys.run(runId);
-    const reply = await this.lookupScript([k.results, k.cp], [this.field(toolCallId, attempt)]);
+    const reply = await this.scripts.lookupResult(
+      this.keys.run(runId),
+      this.field(toolCallId, attempt),
+    );
     if (typeof reply[0] === 'string')
       return { kind: 'recorded', result: ToolExecutionResultSchema.parse(JSON.parse(reply[0])) };
     return { kind: 'run', data: reply[1] ?? null, version: reply[2] ?? null };
@@ -103,9 +69,11 @@ export class ToolResultMailbox {
 
   /** Records the result unless one exists; returns the result that is on record. */
   async record(runId: string, result: ToolExecutionResult): Promise<ToolExecutionResult> {
-    const onRecord = await this.recordScript(
-      [this.keys.run(runId).results],
-      [this.field(result.toolCallId, result.attempt), JSON.stringify(result), this.ttlSeconds],
+    const onRecord = await this.scripts.recordResult(
+      this.keys.run(runId),
+      this.field(result.toolCallId, result.attempt),
+      JSON.stringify(result),
+      this.ttlSeconds,
     );
     return onRecord === null ? result : ToolExecutionResultSchema.parse(JSON.parse(onRecord));
   }

@@ -87,7 +87,7 @@ export class BatonWorker {
       store: rt.store,
       threads: rt.threads,
       committer: rt.committer,
-      leases: new RunLeases(rt.redis, rt.keys, config.LEASE_TTL_MS),
+      leases: new RunLeases(rt.redis, rt.keys, config.LEASE_TTL_MS, rt.store),
       mailbox: new ToolResultMailbox(rt.redis, rt.keys, config.EVENT_RETENTION_SECONDS),
       messages,
       children: rt.children,

@@ -20,6 +20,7 @@ import type { RedisRunStore } from './redis/redis-run-store.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import type { RedisThreadStore } from './redis/thread-store.ts';
 import type { RunCommitter } from './run-committer.ts';
+import { RunIndex } from './run-record/run-index.ts';
 
 export interface ChildRunsDeps {
   readonly redis: RedisClient;
@@ -134,7 +135,8 @@ export class ChildRuns {
       },
       now,
     );
-    await deps.redis.zadd(deps.keys.activeRuns, now, ref.runId);
+    // Listed before it exists (run-index.ts): a crash after the create cannot hide it.
+    await new RunIndex(deps.redis, deps.keys).add('active', ref.runId, now);
     let version: number;
     try {
       version = (await deps.store.create(t.checkpoint, t.events)).version;

@@ -16,6 +16,9 @@ export * from './redis/thread-store.ts';
 export * from './redis/write-coalescing.ts';
 export * from './run-committer.ts';
 export * from './run-lease.ts';
+// The run-record scripts' typed caller; the scripts and their reply codes stay internal.
+export { RunRecordScripts } from './run-record/run-record-scripts.ts';
+export { RunIndex, type LiveIndex } from './run-record/run-index.ts';
 export * from './run-service.ts';
 export * from './runtime.ts';
 export * from './runtime-config.ts';

@@ -42,7 +42,7 @@ async function running() {
   const runId = run.checkpoint.identity.runId;
   await store.create(run.checkpoint, run.events);
   const started = nextCheckpoint(run.checkpoint, { status: 'running' });
-  await store.commit(runId, 1, started, [], null, '', undefined, run.checkpoint);
+  await store.commit(runId, 1, started, [], null, { base: run.checkpoint });
   const loaded = await store.load(runId);
   if (!loaded) throw new Error('not created');
   return loaded;

@@ -14,6 +14,7 @@ import type { RedisThreadStore } from './redis/thread-store.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import type { BatonKeys } from './redis/keys.ts';
 import type { Lease } from './run-lease.ts';
+import { RunIndex, expiringMember } from './run-record/run-index.ts';
 
 export interface Loaded {
   checkpoint: Checkpoint;
@@ -46,11 +47,7 @@ export interface CommitterDeps {
   ) => Promise<void>;
 }
 
-/** Member of the expiring-runs index: enough to drop the run from its tenant and thread indexes. */
-export function expiringMember(cp: Checkpoint): string {
-  const { tenantId, threadId, runId } = cp.identity;
-  return JSON.stringify([tenantId, threadId, runId]);
-}
+export { expiringMember };
 
 /**
  * Commits transitions, and keeps the global run indexes and the thread in step with them.
@@ -70,9 +67,11 @@ export function expiringMember(cp: Checkpoint): string {
  */
 export class RunCommitter {
   private readonly deps: CommitterDeps;
+  private readonly index: RunIndex;
 
   constructor(deps: CommitterDeps) {
     this.deps = deps;
+    this.index = new RunIndex(deps.redis, deps.keys);
   }
 
   async load(runId: string): Promise<Loaded | null> {
@@ -130,7 +129,7 @@ export class RunCommitter {
       const runId = state.checkpoint.identity.runId;
       // Before the commit that gives the run work, so a crash right after it cannot hide the run.
       if (activityOf(t.checkpoint) === 'active' && activityOf(state.checkpoint) !== 'active')
-        await this.deps.redis.zadd(this.deps.keys.activeRuns, this.deps.now(), runId);
+        await this.index.add('active', runId, this.deps.now());
       try {
         return await this.write(state, t, registry);
       } catch (error) {
@@ -157,10 +156,12 @@ export class RunCommitter {
       t.checkpoint,
       t.events,
       t.trigger,
-      lease?.token ?? '',
-      lease && releaseIfIdle ? lease.ttlMs : undefined,
-      current.checkpoint,
-      parentRecord,
+      {
+        fence: lease?.token ?? '',
+        releaseTtlMs: lease && releaseIfIdle ? lease.ttlMs : undefined,
+        base: current.checkpoint,
+        parentRecord,
+      },
     );
     if (lease && released !== undefined) lease.settle(released);
     await this.afterCommit(current.checkpoint, t.checkpoint, registry, failedJobs);
@@ -186,14 +187,9 @@ export class RunCommitter {
     const was = activityOf(before);
     const is = activityOf(after);
     if (was === is) return;
-    const { redis, keys } = this.deps;
     const runId = after.identity.runId;
-    if (is === 'active') {
-      await redis.zadd(keys.activeRuns, this.deps.now(), runId);
-      await redis.zrem(keys.waitingRuns, runId);
-    } else if (is === 'waiting') {
-      await redis.zadd(keys.waitingRuns, this.deps.now(), runId);
-      await redis.zrem(keys.activeRuns, runId);
+    if (is === 'active' || is === 'waiting') {
+      await this.index.move(is, runId, this.deps.now());
     } else {
       await this.finished(after, registry, failedJobs);
     }
@@ -217,12 +213,11 @@ export class RunCommitter {
     // Before the run leaves the live indexes: a crash here leaves it for the reconciler to redo.
     await this.deps.onFinished?.(cp);
     const expiresAt = (cp.finishedAt ?? this.deps.now()) + this.deps.retentionSeconds * 1000;
-    await redis.zadd(keys.expiringRuns, expiresAt, expiringMember(cp));
+    await this.index.expireAt(expiringMember(cp), expiresAt);
     await this.deps.queues.removeFailedJobs(
       failedJobs ?? (await redis.smembers(keys.run(runId).failed)),
     );
-    await redis.zrem(keys.activeRuns, runId);
-    await redis.zrem(keys.waitingRuns, runId);
+    await this.index.leaveLive(runId);
   }
 
   /** Idempotent: a second release of the same run appends nothing and promotes nobody. */
@@ -239,8 +234,7 @@ export class RunCommitter {
     if (promoted) {
       const next = await this.deps.store.load(promoted);
       if (next) {
-        await this.deps.redis.zadd(this.deps.keys.activeRuns, this.deps.now(), promoted);
-        await this.deps.redis.zrem(this.deps.keys.waitingRuns, promoted);
+        await this.index.move('active', promoted, this.deps.now());
         await this.deps.queues.enqueueStep(next.checkpoint.identity, 'start', next.version);
       }
       this.deps.logger.info(

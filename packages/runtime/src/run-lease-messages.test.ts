@@ -44,7 +44,7 @@ describe('RunLeases.acquireAndLoad: a named message list read from where the rea
       ...nextCheckpoint(run.checkpoint),
       messages: [...run.checkpoint.messages, user('a'), user('b')],
     };
-    await store.commit(runId, 1, cp2, [], null, '', undefined, run.checkpoint);
+    await store.commit(runId, 1, cp2, [], null, { fence: '', base: run.checkpoint });
     const n = run.checkpoint.messages.length;
     const tail = await acquire(runId, { name: name!, count: n });
     expect(tail.messagesName).toBe(name);
@@ -54,9 +54,12 @@ describe('RunLeases.acquireAndLoad: a named message list read from where the rea
     // A commit that rewrites the list (its base shares no prefix) renames it: a reader with the
     // old name gets everything.
     const cp3: Checkpoint = { ...nextCheckpoint(cp2), messages: [user('x')] };
-    await store.commit(runId, 2, cp3, [], null, '', undefined, {
-      ...cp2,
-      messages: [user('other')],
+    await store.commit(runId, 2, cp3, [], null, {
+      fence: '',
+      base: {
+        ...cp2,
+        messages: [user('other')],
+      },
     });
     const renamed = await acquire(runId, { name: name!, count: n + 2 });
     expect(renamed.messagesName).not.toBe(name);
@@ -87,7 +90,7 @@ describe('RunLeases.acquireAndLoad: a named message list read from where the rea
       ...nextCheckpoint(run.checkpoint),
       messages: [...run.checkpoint.messages, user('a'), user('b')],
     };
-    await store.commit(runId, 1, cp2, [], null, '', undefined, run.checkpoint);
+    await store.commit(runId, 1, cp2, [], null, { fence: '', base: run.checkpoint });
     // A reader kept n + 2; Redis then comes back without that commit (same name, n messages).
     const k = store.keys.run(runId);
     await redis.ltrim(k.messages, 0, n - 1);
@@ -95,5 +98,34 @@ describe('RunLeases.acquireAndLoad: a named message list read from where the rea
     expect(reread.messagesName).toBe(name);
     expect(reread.messagesFrom).toBe(0);
     expect(reread.messages).toHaveLength(n);
+  });
+});
+
+describe('RunLeases.acquireDecoded / releaseDecoded: the lease hands back the decoded checkpoint', () => {
+  it('decodes the run it took; hands back a corrupt one as `failed` with the lease still held', async () => {
+    const decoding = new RunLeases(redis, store.keys, 5_000, store);
+    const run = createdRun();
+    const runId = run.checkpoint.identity.runId;
+    await store.create(run.checkpoint, run.events);
+    const { acquired } = await decoding.acquireDecoded(runId, { driver: '' });
+    if (!acquired || 'failed' in acquired) throw new Error('not acquired');
+    expect(acquired.state?.version).toBe(1);
+    expect(acquired.state?.checkpoint).toEqual(run.checkpoint);
+    expect(acquired.awaited).toEqual({ fields: [], results: [] });
+    // Nobody asked meanwhile: nothing to carry on.
+    expect(await decoding.releaseDecoded(acquired.lease)).toBeNull();
+
+    // Someone asks while it is held: the release hands back the run as it is now.
+    const again = await decoding.acquireDecoded(runId, { driver: '' });
+    if (!again.acquired || 'failed' in again.acquired) throw new Error('not acquired');
+    expect(await decoding.acquire(runId)).toBeNull();
+    expect((await decoding.releaseDecoded(again.acquired.lease))?.version).toBe(1);
+
+    await redis.hset(store.keys.run(runId).cp, 'data', '{not json');
+    const corrupt = await decoding.acquireDecoded(runId, { driver: '' });
+    if (!corrupt.acquired || !('failed' in corrupt.acquired)) throw new Error('expected failed');
+    expect((corrupt.acquired.failed as Error).name).toBe('CorruptCheckpointError');
+    expect(await redis.get(store.keys.run(runId).lease)).toBe(corrupt.acquired.lease.token);
+    await corrupt.acquired.lease.release();
   });
 });

@@ -1,9 +1,19 @@
 import { randomToken } from './random-token.ts';
 import type { BatonKeys } from './redis/keys.ts';
-import { LeaseLostError } from './redis/redis-run-store.ts';
-import { defineScript, type LuaScript, type RedisClient } from './redis/scripts.ts';
+import type { Message } from '@baton/protocol';
+import type { StoredCheckpoint } from '@baton/core';
+import { LeaseLostError, type RedisRunStore } from './redis/redis-run-store.ts';
+import type { RedisClient } from './redis/scripts.ts';
+import { RunRecordScripts } from './run-record/run-record-scripts.ts';
+import {
+  decodeAwaited,
+  type AwaitedResults,
+  type StoredFields,
+} from './run-record/checkpoint-codec.ts';
 
-/**
+export type { AwaitedResults, StoredFields };
+
+/*
  * Single-flight per run, with fencing. Exactly one job (step or tool drain) may advance a run at a
  * time; a job that finds the lease taken leaves a "pending" mark instead of waiting, and the holder
  * sees the mark when it releases and makes another pass. So no wake-up is ever lost and no worker
@@ -18,124 +28,8 @@ import { defineScript, type LuaScript, type RedisClient } from './redis/scripts.
  * that when the holder dies the reconciler can ask whether that job is still alive (BullMQ moves
  * a stalled job back to wait) before it schedules a pass of its own.
  *
- * KEYS: lease, pending, cp   ARGV: token, ttlMs, pendingTtlMs, driver ('' = none)
- * Reply: 1 acquired | 0 busy (mark left)
+ * The scripts are in run-record/lua/lease-scripts.ts (called through RunRecordScripts).
  */
-const ACQUIRE_LUA = `
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[3]) == 1 then
-    redis.call('HSET', KEYS[3], 'driver', ARGV[4])
-  end
-  return 1
-end
-redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
-return 0`;
-
-/**
- * ACQUIRE_LUA, and on success the run's checkpoint and the results already recorded for its
- * running calls (the commit keeps their mailbox fields in `awaiting`, a JSON array; absent on
- * runs written before it existed), all in the same round trip. A tool job first records its own
- * result (`recordField` ≠ '': first writer wins, as in the mailbox) in the same script. With
- * `deferIfComplete` = '1' (a child job of a step job that BullMQ re-enters once its last child
- * finished) the lease is not even tried when every awaited call now has a result: the round is
- * over and that re-entry applies them all with its next round, in one commit.
- * The messages: a reader that kept the first `knownCount` messages of the list named
- * `knownName` (the run's 'mepoch', see COMMIT_LUA) gets only the ones after them, when the list
- * still has that name and at least that many; otherwise all of them (`from` says which).
- * KEYS: lease, pending, cp, messages, results
- * ARGV: token, ttlMs, pendingTtlMs, driver, recordField, recordJson, recordTtlSeconds,
- *       deferIfComplete, knownName ('' = none), knownCount
- * Reply: {1, data|false, version|false, {messageJson…}, onRecord|false, awaiting|false,
- *         {resultJson|false…}|false, name|false, from} acquired
- *       | {0, onRecord|false} busy (mark left)
- *       | {2, onRecord|false} deferred (round complete, nothing taken)
- * `onRecord`: the result that was already on record when one was to be recorded.
- */
-const ACQUIRE_LOAD_LUA = `
-local results = KEYS[5]
-local onRecord = false
-if ARGV[5] ~= '' then
-  if redis.call('HSETNX', results, ARGV[5], ARGV[6]) == 1 then
-    redis.call('EXPIRE', results, ARGV[7])
-  else
-    onRecord = redis.call('HGET', results, ARGV[5])
-  end
-end
-if ARGV[8] == '1' then
-  local awaiting = redis.call('HGET', KEYS[3], 'awaiting')
-  if awaiting then
-    local fields = cjson.decode(awaiting)
-    if #fields > 0 then
-      local complete = true
-      local recorded = redis.call('HMGET', results, unpack(fields))
-      for i = 1, #fields do
-        if not recorded[i] then complete = false end
-      end
-      if complete then return {2, onRecord} end
-    end
-  end
-end
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local state = redis.call('HMGET', KEYS[3], 'data', 'version', 'awaiting', 'mepoch')
-  if ARGV[4] ~= '' and state[2] then
-    redis.call('HSET', KEYS[3], 'driver', ARGV[4])
-  end
-  local recorded = false
-  if state[3] then
-    local fields = cjson.decode(state[3])
-    if #fields > 0 then recorded = redis.call('HMGET', results, unpack(fields)) else recorded = {} end
-  end
-  local from = 0
-  if ARGV[9] ~= '' and state[4] == ARGV[9] then
-    from = tonumber(ARGV[10])
-    -- shorter than what the reader kept: Redis lost a suffix (a restart from an older past)
-    if redis.call('LLEN', KEYS[4]) < from then from = 0 end
-  end
-  local list = redis.call('LRANGE', KEYS[4], from, -1)
-  return {1, state[1], state[2], list, onRecord, state[3], recorded, state[4], from}
-end
-redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
-return {0, onRecord}`;
-
-/** KEYS: lease, pending   ARGV: token   Reply: -1 not ours | 1 released, someone asked | 0 released */
-const RELEASE_LUA = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-redis.call('DEL', KEYS[1])
-if redis.call('DEL', KEYS[2]) == 1 then return 1 end
-return 0`;
-
-/**
- * RELEASE_LUA, and when someone asked for the run meanwhile, its stored checkpoint in the same
- * round trip: the caller must look at it to decide who carries the run on.
- * KEYS: lease, pending, cp, messages   ARGV: token
- * Reply: {-1} not ours | {0} released | {1, data|false, version|false, {messageJson…}} released, asked
- */
-const RELEASE_READ_LUA = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {-1} end
-redis.call('DEL', KEYS[1])
-if redis.call('DEL', KEYS[2]) == 0 then return {0} end
-local state = redis.call('HMGET', KEYS[3], 'data', 'version')
-return {1, state[1], state[2], redis.call('LRANGE', KEYS[4], 0, -1)}`;
-
-/**
- * Releases only when nobody asked for the run meanwhile; otherwise clears the mark and keeps the
- * lease, so the holder makes one more pass itself instead of scheduling a job for it.
- * KEYS: lease, pending   ARGV: token, ttlMs   Reply: -1 not ours | 0 kept (look again) | 1 released
- */
-const RELEASE_IF_IDLE_LUA = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-if redis.call('DEL', KEYS[2]) == 1 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 0
-end
-redis.call('DEL', KEYS[1])
-return 1`;
-
-/** KEYS: lease   ARGV: token, ttlMs   Reply: 1 renewed | 0 not ours any more */
-const RENEW_LUA = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1`;
 
 export interface Lease {
   readonly runId: string;
@@ -170,39 +64,6 @@ export interface Lease {
   releaseIfIdle(): Promise<boolean>;
 }
 
-type LeaseAcquire = LuaScript<
-  [lease: string, pending: string, cp: string],
-  [token: string, ttlMs: number, pendingTtlMs: number, driver: string],
-  0 | 1
->;
-type LeaseAcquireLoad = LuaScript<
-  [lease: string, pending: string, cp: string, messages: string, results: string],
-  [
-    token: string,
-    ttlMs: number,
-    pendingTtlMs: number,
-    driver: string,
-    recordField: string,
-    recordJson: string,
-    recordTtlSeconds: number,
-    deferIfComplete: '0' | '1',
-    knownName: string,
-    knownCount: number,
-  ],
-  | [
-      1,
-      string | null,
-      string | null,
-      string[],
-      string | null,
-      string | null,
-      (string | null)[] | null,
-      string | null,
-      number,
-    ]
-  | [0 | 2, string | null]
->;
-
 /** A result to record in the run's mailbox before the lease is tried (see acquireAndLoad). */
 export interface RecordFirst {
   readonly field: string;
@@ -213,14 +74,6 @@ export interface RecordFirst {
    * recorder is a child job whose parent step job BullMQ re-enters next, and applies them.
    */
   readonly deferIfComplete?: boolean;
-}
-
-/** The results on record for a run's running calls, read with its checkpoint. */
-export interface AwaitedResults {
-  /** Mailbox fields of the running calls when the checkpoint was written, in call order. */
-  readonly fields: readonly string[];
-  /** The result recorded under each field (null: none yet). */
-  readonly results: readonly (string | null)[];
 }
 
 /** Messages a reader kept of a run's list: its name ('mepoch') and how many. */
@@ -241,49 +94,124 @@ export interface AcquiredAndLoaded {
   /** null: the run was written before `awaiting` existed (read the mailbox instead). */
   readonly awaited: AwaitedResults | null;
 }
-type LeaseRelease = LuaScript<[lease: string, pending: string], [token: string], -1 | 0 | 1>;
-type LeaseReleaseRead = LuaScript<
-  [lease: string, pending: string, cp: string, messages: string],
-  [token: string],
-  [-1] | [0] | [1, string | null, string | null, string[]]
->;
 
-/** A run's checkpoint fields as stored (decode with the run store's decodeStored). */
-export interface StoredFields {
-  readonly data: string | null;
-  readonly version: string | null;
-  readonly messages: string[];
+/**
+ * What the worker keeps of runs' message lists between passes (its MessageCache): what it knows
+ * of a run's list (`K` carries whatever it needs besides name and count), whether that is
+ * outdated, the whole list from what an acquire read, and forgetting a run.
+ */
+export interface MessageKeeper<K extends KnownMessages = KnownMessages> {
+  known(runId: string): K | undefined;
+  outdated(kept: K): boolean;
+  resolve(
+    runId: string,
+    kept: K | undefined,
+    name: string | null,
+    from: number,
+    tail: readonly string[],
+  ): Message[];
+  forget(runId: string): void;
 }
-type LeaseReleaseIfIdle = LuaScript<
-  [lease: string, pending: string],
-  [token: string, ttlMs: number],
-  -1 | 0 | 1
->;
-type LeaseRenew = LuaScript<[lease: string], [token: string, ttlMs: number], 0 | 1>;
+
+/** How the leases decode what their scripts read (the run store: its validateOnLoad setting). */
+export type CheckpointReader = Pick<RedisRunStore, 'decodeStored' | 'readStored'>;
+
+/**
+ * A lease taken with the run's checkpoint decoded (`state` null: no such run), or, when reading
+ * or decoding it failed, the lease and the error: the caller releases the lease, then throws it.
+ */
+export type DecodedAcquire =
+  | {
+      readonly lease: Lease;
+      readonly state: StoredCheckpoint | null;
+      readonly awaited: AwaitedResults | null;
+    }
+  | { readonly lease: Lease; readonly failed: unknown };
 
 export class RunLeases {
-  private readonly acquireScript: LeaseAcquire;
-  private readonly acquireLoadScript: LeaseAcquireLoad;
-  private readonly releaseScript: LeaseRelease;
-  private readonly releaseReadScript: LeaseReleaseRead;
-  private readonly releaseIfIdleScript: LeaseReleaseIfIdle;
-  private readonly renewScript: LeaseRenew;
+  private readonly scripts: RunRecordScripts;
   private readonly keys: BatonKeys;
+  private readonly reader: CheckpointReader | undefined;
   readonly ttlMs: number;
 
-  constructor(redis: RedisClient, keys: BatonKeys, ttlMs: number) {
+  /** `reader`: needed by acquireDecoded and releaseDecoded only. */
+  constructor(redis: RedisClient, keys: BatonKeys, ttlMs: number, reader?: CheckpointReader) {
     this.keys = keys;
     this.ttlMs = ttlMs;
-    this.acquireScript = defineScript(redis, 'batonLeaseAcquire2', 3, ACQUIRE_LUA);
-    this.acquireLoadScript = defineScript(redis, 'batonLeaseAcquireLoad5', 5, ACQUIRE_LOAD_LUA);
-    this.releaseScript = defineScript(redis, 'batonLeaseRelease', 2, RELEASE_LUA);
-    this.releaseReadScript = defineScript(redis, 'batonLeaseReleaseRead', 4, RELEASE_READ_LUA);
-    this.renewScript = defineScript(redis, 'batonLeaseRenew', 1, RENEW_LUA);
-    this.releaseIfIdleScript = defineScript(
-      redis,
-      'batonLeaseReleaseIfIdle',
-      2,
-      RELEASE_IF_IDLE_LUA,
+    this.scripts = new RunRecordScripts(redis);
+    this.reader = reader;
+  }
+
+  private checkpointReader(): CheckpointReader {
+    if (!this.reader) throw new Error('RunLeases: constructed without a checkpoint reader');
+    return this.reader;
+  }
+
+  /**
+   * acquireAndLoad() with the checkpoint decoded. With `messages`, the acquire reads only the
+   * messages added since what it kept of the run's list; a prefix it kept before a dropped
+   * connection is not completed by a tail: the run is read whole instead (the lease is ours, so
+   * that read is consistent).
+   */
+  async acquireDecoded<K extends KnownMessages>(
+    runId: string,
+    opts: {
+      readonly driver: string;
+      readonly record?: RecordFirst | undefined;
+      readonly messages?: MessageKeeper<K> | undefined;
+    },
+  ): Promise<{ acquired: DecodedAcquire | null; onRecord: string | null; deferred: boolean }> {
+    const { messages } = opts;
+    const kept = messages?.known(runId);
+    const { acquired, onRecord, deferred } = await this.acquireAndLoad(
+      runId,
+      opts.driver,
+      opts.record,
+      kept,
+    );
+    if (!acquired) return { acquired: null, onRecord, deferred };
+    const { lease, awaited } = acquired;
+    try {
+      const reader = this.checkpointReader();
+      const read =
+        kept && messages?.outdated(kept) && acquired.messagesFrom > 0
+          ? { ...(await reader.readStored(runId)), messagesFrom: 0 }
+          : acquired;
+      const state = reader.decodeStored(
+        runId,
+        read.data,
+        read.version,
+        messages
+          ? {
+              parsed: messages.resolve(
+                runId,
+                kept,
+                read.messagesName,
+                read.messagesFrom,
+                read.messages,
+              ),
+            }
+          : read.messages,
+      );
+      return { acquired: { lease, state, awaited }, onRecord, deferred };
+    } catch (error) {
+      messages?.forget(runId);
+      return { acquired: { lease, failed: error }, onRecord, deferred };
+    }
+  }
+
+  /**
+   * lease.releaseAndRead() with the checkpoint decoded: the run as it is now when someone asked
+   * for it meanwhile; null when nobody did (or it was released before, or the run is gone).
+   */
+  async releaseDecoded(lease: Lease): Promise<StoredCheckpoint | null> {
+    const asked = await lease.releaseAndRead();
+    if (!asked) return null;
+    return this.checkpointReader().decodeStored(
+      lease.runId,
+      asked.data,
+      asked.version,
+      asked.messages,
     );
   }
 
@@ -293,10 +221,14 @@ export class RunLeases {
    */
   async acquire(runId: string, driver = ''): Promise<Lease | null> {
     const token = randomToken();
-    const { lease: leaseKey, pending, cp } = this.keys.run(runId);
     const ttl = this.ttlMs;
     // The pending mark outlives the lease so a holder that crashes still leaves it for the next one.
-    const got = await this.acquireScript([leaseKey, pending, cp], [token, ttl, ttl * 4, driver]);
+    const got = await this.scripts.leaseAcquire(this.keys.run(runId), {
+      token,
+      ttlMs: ttl,
+      markTtlMs: ttl * 4,
+      driver,
+    });
     if (got !== 1) return null;
     return this.held(runId, token);
   }
@@ -318,23 +250,19 @@ export class RunLeases {
     deferred: boolean;
   }> {
     const token = randomToken();
-    const { lease: leaseKey, pending, cp, messages, results } = this.keys.run(runId);
     const ttl = this.ttlMs;
-    const reply = await this.acquireLoadScript(
-      [leaseKey, pending, cp, messages, results],
-      [
-        token,
-        ttl,
-        ttl * 4,
-        driver,
-        record?.field ?? '',
-        record?.json ?? '',
-        record?.ttlSeconds ?? 0,
-        record?.deferIfComplete === true ? '1' : '0',
-        known?.name ?? '',
-        known?.count ?? 0,
-      ],
-    );
+    const reply = await this.scripts.leaseAcquireLoad(this.keys.run(runId), {
+      token,
+      ttlMs: ttl,
+      markTtlMs: ttl * 4,
+      driver,
+      recordField: record?.field ?? '',
+      recordJson: record?.json ?? '',
+      recordTtlSeconds: record?.ttlSeconds ?? 0,
+      deferIfComplete: record?.deferIfComplete === true ? '1' : '0',
+      knownName: known?.name ?? '',
+      knownCount: known?.count ?? 0,
+    });
     if (reply[0] !== 1)
       return { acquired: null, onRecord: reply[1] ?? null, deferred: reply[0] === 2 };
     const [, data, version, list, onRecord, awaiting, recorded, name, from] = reply;
@@ -346,10 +274,7 @@ export class RunLeases {
         messages: list,
         messagesFrom: Number(from),
         messagesName: name ?? null,
-        awaited:
-          awaiting === null || awaiting === undefined || !recorded
-            ? null
-            : { fields: JSON.parse(awaiting) as string[], results: recorded },
+        awaited: decodeAwaited(awaiting, recorded),
       },
       onRecord: onRecord ?? null,
       deferred: false,
@@ -357,7 +282,7 @@ export class RunLeases {
   }
 
   private held(runId: string, token: string): Lease {
-    const { lease: leaseKey, pending } = this.keys.run(runId);
+    const k = this.keys.run(runId);
     const ttl = this.ttlMs;
     const controller = new AbortController();
     // Until a renewal succeeds, the lease is only known to be ours for one TTL from now: a
@@ -376,7 +301,7 @@ export class RunLeases {
           return;
         }
         const attemptAt = Date.now();
-        this.renewScript([leaseKey], [token, ttl]).then(
+        this.scripts.leaseRenew(k, token, ttl).then(
           (ok) => {
             if (ok === 1) validUntil = attemptAt + ttl;
             else markLost('renewal refused: another worker holds the run');
@@ -412,19 +337,18 @@ export class RunLeases {
       release: async () => {
         if (released) return false;
         stop();
-        return (await this.releaseScript([leaseKey, pending], [token])) === 1;
+        return (await this.scripts.leaseRelease(k, token)) === 1;
       },
       releaseAndRead: async () => {
         if (released) return null;
         stop();
-        const { cp, messages } = this.keys.run(runId);
-        const reply = await this.releaseReadScript([leaseKey, pending, cp, messages], [token]);
+        const reply = await this.scripts.leaseReleaseRead(k, token);
         if (reply[0] !== 1) return null;
         return { data: reply[1] ?? null, version: reply[2] ?? null, messages: reply[3] };
       },
       releaseIfIdle: async () => {
         if (released) return true;
-        const result = await this.releaseIfIdleScript([leaseKey, pending], [token, ttl]);
+        const result = await this.scripts.leaseReleaseIfIdle(k, token, ttl);
         if (result === -1) {
           stop();
           markLost('lease taken over before release');

@@ -24,7 +24,8 @@ import type { ListRunsQuery, RedisRunStore, RunPage } from './redis/redis-run-st
 import type { RedisClient } from './redis/scripts.ts';
 import type { RedisThreadStore, ThreadSnapshot } from './redis/thread-store.ts';
 import type { Durability } from './redis/durability.ts';
-import { expiringMember, type RunCommitter, type Loaded } from './run-committer.ts';
+import type { RunCommitter, Loaded } from './run-committer.ts';
+import { RunIndex, expiringMember } from './run-record/run-index.ts';
 import type { WebhookOutbox } from './webhooks/webhook-outbox.ts';
 import { RunNotFoundError } from './errors/run-not-found-error.ts';
 import { ThreadNotFoundError } from './errors/thread-not-found-error.ts';
@@ -128,8 +129,11 @@ export class RunService {
       );
       // Indexed before it exists, so no crash can leave a run nobody looks at (the reconciler
       // drops an entry whose run never came to be).
-      const index = acquired.kind === 'acquired' ? deps.keys.activeRuns : deps.keys.waitingRuns;
-      await deps.redis.zadd(index, t.checkpoint.updatedAt, runId);
+      await new RunIndex(deps.redis, deps.keys).add(
+        acquired.kind === 'acquired' ? 'active' : 'waiting',
+        runId,
+        t.checkpoint.updatedAt,
+      );
       await deps.webhooks?.register(
         runId,
         tenantId,
@@ -321,7 +325,7 @@ export class RunService {
       });
     const outcome = await this.deps.store.deleteRun(runId, tenantId);
     if (outcome === 'not_found') return;
-    await this.deps.redis.zrem(this.deps.keys.expiringRuns, expiringMember(cp));
+    await new RunIndex(this.deps.redis, this.deps.keys).forgetExpiring(expiringMember(cp));
     await this.deps.webhooks?.forget(runId);
   }
 
@@ -341,7 +345,9 @@ export class RunService {
     for (const runId of outcome.runIds) {
       const loaded = await this.deps.store.loadForTenant(runId, tenantId);
       if (loaded)
-        await this.deps.redis.zrem(this.deps.keys.expiringRuns, expiringMember(loaded.checkpoint));
+        await new RunIndex(this.deps.redis, this.deps.keys).forgetExpiring(
+          expiringMember(loaded.checkpoint),
+        );
       await this.deps.store.deleteRun(runId, tenantId);
       await this.deps.webhooks?.forget(runId);
     }

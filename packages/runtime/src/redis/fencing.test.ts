@@ -44,16 +44,16 @@ describe('fenced writes', () => {
     expect(second).not.toBeNull();
     const before = await store.readEvents(runId);
     const cp2 = nextCheckpoint(run.checkpoint, { status: 'running' });
-    await expect(store.commit(runId, 1, cp2, [], null, first!.token)).rejects.toBeInstanceOf(
-      LeaseLostError,
-    );
+    await expect(
+      store.commit(runId, 1, cp2, [], null, { fence: first!.token }),
+    ).rejects.toBeInstanceOf(LeaseLostError);
     await expect(
       store.appendDeltas(runId, first!.token, attempt(1, 'a'), [textDelta(1, 'late')]),
     ).rejects.toBeInstanceOf(LeaseLostError);
     expect(await store.readEvents(runId)).toEqual(before);
     expect((await store.load(runId))?.version).toBe(1);
     // The current holder writes.
-    await store.commit(runId, 1, cp2, [], null, second!.token);
+    await store.commit(runId, 1, cp2, [], null, { fence: second!.token });
     await second!.release();
     await first!.release();
   });
@@ -61,14 +61,9 @@ describe('fenced writes', () => {
   it('a run that is done accepts no commit and no event, fenced or not', async () => {
     const { run, runId } = await freshRun();
     const lease = (await leases.acquire(runId))!;
-    await store.commit(
-      runId,
-      1,
-      nextCheckpoint(run.checkpoint, { status: 'done' }),
-      [],
-      null,
-      lease.token,
-    );
+    await store.commit(runId, 1, nextCheckpoint(run.checkpoint, { status: 'done' }), [], null, {
+      fence: lease.token,
+    });
     const before = await store.readEvents(runId);
     await expect(
       store.appendDeltas(runId, lease.token, attempt(2, 'a'), [textDelta(2, 'after the end')]),
@@ -101,7 +96,7 @@ describe('fenced writes', () => {
     // a control-plane write (no token) moves the version
     await store.commit(runId, 1, nextCheckpoint(run.checkpoint, { status: 'running' }), [], null);
     await expect(
-      store.commit(runId, 1, nextCheckpoint(run.checkpoint), [], null, lease.token),
+      store.commit(runId, 1, nextCheckpoint(run.checkpoint), [], null, { fence: lease.token }),
     ).rejects.toBeInstanceOf(VersionConflictError);
     await lease.release();
   });

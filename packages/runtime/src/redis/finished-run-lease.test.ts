@@ -43,7 +43,10 @@ describe('the commit that finishes a run', () => {
     const lease = (await leases.acquire(runId))!;
     expect(await leases.acquire(runId)).toBeNull(); // leaves the pending mark
     const done = nextCheckpoint(run.checkpoint, { status: 'done' });
-    const committed = await store.commit(runId, 1, done, [], null, lease.token, lease.ttlMs);
+    const committed = await store.commit(runId, 1, done, [], null, {
+      fence: lease.token,
+      releaseTtlMs: lease.ttlMs,
+    });
     // Released: nobody needs another pass over a finished run.
     expect(committed.released).toBe(true);
     expect(await leftBehind(runId)).toEqual([-2, -2]);
@@ -54,7 +57,7 @@ describe('the commit that finishes a run', () => {
     const { run, runId } = await freshRun();
     const lease = (await leases.acquire(runId))!;
     const done = nextCheckpoint(run.checkpoint, { status: 'done' });
-    await store.commit(runId, 1, done, [], null, lease.token);
+    await store.commit(runId, 1, done, [], null, { fence: lease.token });
     expect(await leftBehind(runId)).toEqual([-2, -2]);
     expect(await lease.release()).toBe(false);
   });

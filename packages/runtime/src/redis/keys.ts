@@ -4,23 +4,11 @@
  * Layout (p = prefix, default 'baton'; {…} is a Redis Cluster hash tag, so every key of one run,
  * of one thread, or of one tenant index lives in one slot and one Lua script may touch them all):
  *
- *   Run (slot of `{run:<runId>}`)
- *     p:{run:<runId>}:cp        HASH   version      integer, compare-and-set fence (1 after create)
- *                                      data         checkpoint JSON without its messages
- *                                      seq          last event seq assigned (HINCRBY; gapless from 1)
- *                                      env          envelope ids as JSON members without braces:
- *                                                   "runId":…,"threadId":…,"turnId":… (used by append)
- *                                      status, tenant, agent, threadId, createdAt, updatedAt
- *                                      lastTrigger  trigger of the last commit ('' = none; observability)
- *                                      stream       '<step>:<nonce>' of the inference attempt streaming
- *                                      streamed     how many of that attempt's appends are stored
- *     p:{run:<runId>}:messages  LIST   the checkpoint's messages, one JSON per element; a commit
- *                                      appends what it adds (or rewrites them all after a rebase)
- *     p:{run:<runId>}:events    STREAM one entry per write, id `0-<last seq>`, field `e` = the
- *                                      event JSON, or a JSON array of the write's events
- *     p:{run:<runId>}:ch        PUB/SUB channel: the same payload, published by the same script
- *                                      that XADDs it (fan-out order == durable order)
- *     When a commit sets status 'done', every key of the run gets EXPIRE retentionSeconds.
+ *   Run (slot of `{run:<runId>}`): p:{run:<runId>}:cp (HASH), :messages, :events, :ch, :lease,
+ *     :pending, :results, :parent, :failed, :webhook, :webhook-log, and the run indexes
+ *     (p:runs:active|waiting|gc, tenant and thread :runs) and the control channel (p:control):
+ *     every key and `cp` field, who writes it and who reads it, is in
+ *     packages/runtime/src/run-record/README.md (the module that owns a run's record).
  *
  *   Thread (slot of `{thread:<tenant>:<threadId>}`)
  *     p:{thread:<t>:<th>}:meta      HASH   activeRunId
@@ -34,6 +22,8 @@
  *
  *   Tenant index (slot of `{tenant:<tenant>}`)
  *     p:{tenant:<t>}:runs           ZSET   run ids of the tenant, score = createdAt (ms)
+ *   Run indexes (see run-record/README.md): p:runs:active, p:runs:waiting, p:runs:gc
+ *   Control: p:control                PUB/SUB cancel broadcasts to every worker
  *
  *   Agents
  *     p:agents                      HASH   agent name -> advert JSON (what workers can run; data only)
@@ -66,8 +56,8 @@
  *     p:rl:tenant:<t>, p:rl:authfail:<ip>   rate-limiter-flexible counters (it appends the id)
  *     p:{run:*}:ch                  PSUBSCRIBE pattern of every run channel (event metrics)
  *
- * Run, thread and tenant keys live in different slots, so the run store writes the indexes
- * (tenant and thread :runs) in separate commands after the create script (see RedisRunStore).
+ * Run, thread and tenant keys live in different slots, so the indexes (tenant and thread :runs,
+ * runs:*) are written in separate commands around the run's scripts (run-record/run-index.ts).
  *
  * Id components are escaped (`%`, `:`, `{`, `}` -> %25 %3A %7B %7D) so that ids containing
  * separators can neither collide (tenant 'a:b' + thread 'c' vs tenant 'a' + thread 'b:c') nor

@@ -95,16 +95,10 @@ describe('a write whose reply was lost is re-sent and lands once', () => {
     const next = nextCheckpoint(run.checkpoint, { status: 'running' });
     const before = (await store.readEvents(runId)).length;
     const resent = await withLostReply(() =>
-      store.commit(
-        runId,
-        1,
-        next,
-        [textDelta(1, 'once')],
-        'run_start_replay',
-        '',
-        undefined,
-        run.checkpoint,
-      ),
+      store.commit(runId, 1, next, [textDelta(1, 'once')], 'run_start_replay', {
+        fence: '',
+        base: run.checkpoint,
+      }),
     );
     // The caller is told the version moved; it reloads and finds its own commit.
     expect(resent.status).toBe('rejected');

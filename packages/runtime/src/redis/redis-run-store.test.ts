@@ -103,7 +103,7 @@ describe('RedisRunStore', () => {
       ...nextCheckpoint(run.checkpoint),
       messages: [...run.checkpoint.messages, ...many],
     };
-    await store.commit(runId, 1, cp2, [], null, '', undefined, run.checkpoint);
+    await store.commit(runId, 1, cp2, [], null, { fence: '', base: run.checkpoint });
     expect(await redis.llen(k.messages)).toBe(cp2.messages.length);
     expect(await redis.hget(k.cp, 'data')).not.toContain('message 0');
     const loaded = await store.load(runId);
@@ -113,7 +113,7 @@ describe('RedisRunStore', () => {
     const reply = { id: 'a1', role: 'assistant' as const, content: 'ok', toolCalls: [] };
     const cp3 = { ...nextCheckpoint(cp2), messages: [...cp2.messages, reply] };
     const before = Number(/total_net_input_bytes:(\d+)/.exec(await redis.info('stats'))?.[1]);
-    await store.commit(runId, 2, cp3, [], null, '', undefined, cp2);
+    await store.commit(runId, 2, cp3, [], null, { fence: '', base: cp2 });
     const after = Number(/total_net_input_bytes:(\d+)/.exec(await redis.info('stats'))?.[1]);
     expect(after - before).toBeLessThan(
       2_048 + JSON.stringify(cp3).length - JSON.stringify(cp3.messages).length,
@@ -122,7 +122,7 @@ describe('RedisRunStore', () => {
 
     // A base whose messages are not a prefix (a rebase) rewrites the list.
     const rebased = { ...nextCheckpoint(cp3), messages: [reply] };
-    await store.commit(runId, 3, rebased, [], null, '', undefined, cp3);
+    await store.commit(runId, 3, rebased, [], null, { fence: '', base: cp3 });
     expect((await store.load(runId))?.checkpoint.messages).toEqual([reply]);
     expect(await redis.llen(k.messages)).toBe(1);
   });
@@ -142,7 +142,7 @@ describe('RedisRunStore', () => {
       messages: [...run.checkpoint.messages, { id: 'x', role: 'user' as const, content: 'x' }],
     };
     // the base's messages are a prefix, but the list is empty: the store sends them all
-    await store.commit(runId, 1, cp2, [], null, '', undefined, loaded!.checkpoint);
+    await store.commit(runId, 1, cp2, [], null, { fence: '', base: loaded!.checkpoint });
     expect(await redis.llen(k.messages)).toBe(cp2.messages.length);
     expect((await store.load(runId))?.checkpoint).toEqual(cp2);
   });
@@ -375,7 +375,10 @@ describe('RedisRunStore', () => {
       await redis.hset(k.pending, 'ask', '1');
       const running = nextCheckpoint(run.checkpoint, { status: 'running' });
       // A release while someone asked for the run keeps the lease (renewed) and clears the mark.
-      const kept = await store.commit(runId, 1, running, [], null, 'tok', 5_000);
+      const kept = await store.commit(runId, 1, running, [], null, {
+        fence: 'tok',
+        releaseTtlMs: 5_000,
+      });
       expect(kept.released).toBe(false);
       const done = await store.commit(
         runId,
@@ -383,8 +386,7 @@ describe('RedisRunStore', () => {
         nextCheckpoint(running, { status: 'done' }),
         [textDelta(0, 'b')],
         'run_finished',
-        'tok',
-        5_000,
+        { fence: 'tok', releaseTtlMs: 5_000 },
       );
       expect(done.released).toBe(true);
       expect(done.failedJobs).toEqual(failed ? ['tool.x'] : []);
@@ -416,20 +418,13 @@ describe('RedisRunStore', () => {
     const running = nextCheckpoint(run.checkpoint, { status: 'running' });
     // A stale version writes nothing, the record included.
     await expect(
-      store.commit(runId, 7, running, [], null, '', undefined, undefined, record),
+      store.commit(runId, 7, running, [], null, { fence: '', parentRecord: record }),
     ).rejects.toBeInstanceOf(VersionConflictError);
     expect(await redis.exists(k.parent)).toBe(0);
-    await store.commit(
-      runId,
-      1,
-      running,
-      [textDelta(0, 'a')],
-      null,
-      '',
-      undefined,
-      undefined,
-      record,
-    );
+    await store.commit(runId, 1, running, [textDelta(0, 'a')], null, {
+      fence: '',
+      parentRecord: record,
+    });
     expect(await redis.get(k.parent)).toBe(record);
     const ttl = await redis.pttl(k.parent);
     expect(ttl).toBeGreaterThan(86_000_000);
