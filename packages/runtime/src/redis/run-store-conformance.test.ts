@@ -23,5 +23,9 @@ runStoreConformance({
     lastSeq: (store, runId, tenantId) => store.lastSeqForTenant(runId, tenantId),
   },
   deleteRun: (store, runId, tenantId) => store.deleteRun(runId, tenantId),
-  refusesCommitsToFinishedRuns: true,
+  guards: {
+    finishedRunsTakeNoCommit: true,
+    checkpointMustNameTheRun: true,
+    eventsReadAreCopies: true,
+  },
 });
