@@ -94,12 +94,16 @@ export function runStoreConformance<S extends RunStore>(opts: RunStoreConformanc
       return opts.open(() => clock);
     };
 
-    /** The run's checkpoint, version and whole log, to show that a refused write changed none. */
-    const snapshot = async (store: S, runId: string) => ({
-      stored: await store.load(runId),
-      events: await readEvents(store, runId),
-      ...(lastSeq ? { lastSeq: await lastSeq(store, runId) } : {}),
-    });
+    /**
+     * The run's checkpoint, version and whole log, to show that a refused write changed none.
+     * Cloned: a store that hands out its own objects would otherwise change the "before" too.
+     */
+    const snapshot = async (store: S, runId: string) =>
+      structuredClone({
+        stored: await store.load(runId),
+        events: await readEvents(store, runId),
+        ...(lastSeq ? { lastSeq: await lastSeq(store, runId) } : {}),
+      });
 
     describe('create and load', () => {
       it('create answers version 1 and the creation events, sequenced from 1 with their envelope', async () => {
