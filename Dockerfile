@@ -11,6 +11,7 @@ COPY packages/core/package.json packages/core/
 COPY packages/client/package.json packages/client/
 COPY packages/runtime/package.json packages/runtime/
 COPY packages/cli/package.json packages/cli/
+COPY packages/testing/package.json packages/testing/
 COPY apps/worker/package.json apps/worker/
 COPY apps/api/package.json apps/api/
 COPY apps/console/package.json apps/console/
@@ -32,6 +33,7 @@ COPY packages/core/package.json packages/core/
 COPY packages/client/package.json packages/client/
 COPY packages/runtime/package.json packages/runtime/
 COPY packages/cli/package.json packages/cli/
+COPY packages/testing/package.json packages/testing/
 COPY apps/worker/package.json apps/worker/
 COPY apps/api/package.json apps/api/
 COPY apps/console/package.json apps/console/

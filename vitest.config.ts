@@ -19,6 +19,7 @@ import { defineConfig } from 'vitest/config';
  * Files are classified here, never by moving them: other branches add files in parallel.
  */
 const SRC_TESTS = ['packages/**/src/**/*.test.ts', 'apps/**/src/**/*.test.ts'];
+const TYPE_TESTS = ['packages/**/src/**/*.test-d.ts', 'apps/**/src/**/*.test-d.ts'];
 const EXCLUDE = ['**/node_modules/**', '**/dist/**', '**/coverage/**'];
 
 const FAULT_TESTS = [
@@ -70,6 +71,15 @@ export default defineConfig({
           isolate: false,
           // Prints the Node version only (.ci/run checks it); starts no Redis.
           globalSetup: ['test/support/global-setup-unit.ts'],
+          // Type tests (*.test-d.ts: expectTypeOf, @ts-expect-error) are checked by tsc, on
+          // tsconfig.type-tests.json (those files and what they import, not the whole repository:
+          // `npm run typecheck` does that); an assertion that does not hold, or an expected error
+          // that no longer occurs, fails its test like any other.
+          typecheck: {
+            enabled: true,
+            include: TYPE_TESTS,
+            tsconfig: 'tsconfig.type-tests.json',
+          },
         },
       },
       {
