@@ -18,8 +18,8 @@ export * from './http-client.ts';
 export * from './http-sse.ts';
 
 export const TENANT = 'bench';
-export const API_MAIN = fileURLToPath(new URL('../apps/api/src/main.ts', import.meta.url));
-export const WORKER_MAIN = fileURLToPath(new URL('../apps/worker/src/main.ts', import.meta.url));
+const API_MAIN = fileURLToPath(new URL('../apps/api/src/main.ts', import.meta.url));
+const WORKER_MAIN = fileURLToPath(new URL('../apps/worker/src/main.ts', import.meta.url));
 
 // ---------------------------------------------------------------------------------------------
 // The stack: one worker process + one API process

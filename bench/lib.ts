@@ -283,7 +283,7 @@ function unrepr(s: string): string {
   });
 }
 
-export function parseMonitorLine(line: string): MonitorLine | undefined {
+function parseMonitorLine(line: string): MonitorLine | undefined {
   const m = /^\d+\.\d+ \[\d+ ([^\]]+)\] (.*)$/s.exec(line);
   if (!m) return undefined;
   const args: string[] = [];

@@ -18,7 +18,7 @@ import {
 } from './http-stack.ts';
 import { BenchError, mapLimit, pollUntil, sleep } from './lib.ts';
 
-export const APPROVAL_AGENT = 'bench-approval';
+const APPROVAL_AGENT = 'bench-approval';
 
 export async function waitingRuns(c: Client, timeoutMs: number): Promise<number> {
   return (await metricValue(c, 'baton_runs', { activity: 'waiting' }, timeoutMs)) ?? 0;

@@ -5,7 +5,7 @@
 import { round } from './lib.ts';
 
 /** Nearest-rank percentile of an ascending array. */
-export function percentile(sorted: readonly number[], p: number): number {
+function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   const rank = Math.ceil((p / 100) * sorted.length);
   return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1] as number;

@@ -37,11 +37,9 @@ for (const file of files) {
       ts.isStringLiteral(statement.moduleSpecifier)
         ? statement.moduleSpecifier.text
         : undefined;
-    // Type-only imports vanish at runtime and cannot form a load-order cycle.
-    const typeOnly =
-      (ts.isImportDeclaration(statement) && statement.importClause?.isTypeOnly === true) ||
-      (ts.isExportDeclaration(statement) && statement.isTypeOnly);
-    if (spec === undefined || typeOnly || !spec.startsWith('.')) continue;
+    // Type-only imports count too: they vanish at runtime, but a type cycle still ties two modules
+    // together so neither can be understood, moved or split alone.
+    if (spec === undefined || !spec.startsWith('.')) continue;
     edges.push(resolve(dirname(file), spec));
   }
   graph.set(resolve(file), edges);

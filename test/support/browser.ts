@@ -19,7 +19,7 @@ const NOT_FOUND =
   'Install it: apt-get install -y chromium (bash .ci/run does this when run as root), or set CHROMIUM_PATH';
 
 /** The Chromium to drive, or undefined when the machine has none. */
-export function findChromium(): string | undefined {
+function findChromium(): string | undefined {
   const candidates = [
     process.env['CHROMIUM_PATH'],
     '/usr/bin/chromium',
@@ -28,7 +28,7 @@ export function findChromium(): string | undefined {
   return candidates.find((p): p is string => p !== undefined && p !== '' && existsSync(p));
 }
 
-export function chromiumPath(): string {
+function chromiumPath(): string {
   const found = findChromium();
   if (!found) throw new Error(`${NOT_FOUND}.`);
   return found;

@@ -9,7 +9,7 @@ import { ApiClient } from './api-harness.ts';
 import { silentLogger, testConfig, testPrefix, waitFor } from './worker-harness.ts';
 import { spawnWorker, type WorkerProcess } from './worker-process.ts';
 
-export const CHILD_TENANT = 'tree';
+const CHILD_TENANT = 'tree';
 
 export interface ChildStack {
   readonly prefix: string;

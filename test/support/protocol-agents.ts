@@ -5,7 +5,7 @@ import { z } from 'zod';
 /** Name of the agent that plays the seed's parallel timeline (t0–t7). */
 export const SEED_AGENT = 'seed-t0t7';
 /** How long tool_C (the normal tool) runs. */
-export const TOOL_C_MS = 500;
+const TOOL_C_MS = 500;
 
 /**
  * The seed's "parallel tool call state timeline" (awaken-run-lifecycle-v2, t0–t7): one round
@@ -55,7 +55,7 @@ export function seedAgent(clock: Clock): AgentDefinition {
 
 /** Name of the agent whose approved tool then runs for a while (a slow continuation). */
 export const GATED_SLOW_AGENT = 'gated-slow';
-export const GATED_SLOW_MS = 1_500;
+const GATED_SLOW_MS = 1_500;
 
 /** One approval-gated tool that runs ~1.5 s once approved, then a closing text. */
 export function gatedSlowAgent(clock: Clock): AgentDefinition {

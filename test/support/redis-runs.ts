@@ -14,7 +14,7 @@ export interface TestRun {
   readonly events: readonly EventBody[];
 }
 
-export function testIdentity(overrides: Partial<RunIdentity> = {}): RunIdentity {
+function testIdentity(overrides: Partial<RunIdentity> = {}): RunIdentity {
   return {
     runId: `run-${randomUUID()}`,
     threadId: 'thread-1',

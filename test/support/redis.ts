@@ -120,18 +120,6 @@ export function uniquePrefix(label = 't'): string {
   return `baton-test-${safe}-${process.pid}-${randomBytes(4).toString('hex')}`;
 }
 
-/** Delete every key starting with `prefix` (SCAN-based; for test cleanup). */
-export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promise<number> {
-  let cursor = '0';
-  let deleted = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
-    cursor = next;
-    if (keys.length > 0) deleted += await redis.unlink(...keys);
-  } while (cursor !== '0');
-  return deleted;
-}
-
 /**
  * Resolves true if something at `url` answers PING within `timeoutMs`. With `expectPid`,
  * the server must also report that process id (so a different server that happens to own

@@ -86,7 +86,7 @@ function installExitHook(): void {
 }
 
 /** Test-sized timings (like testConfig): crash recovery takes seconds. */
-export const PROCESS_TIMINGS: Readonly<Record<string, string>> = {
+const PROCESS_TIMINGS: Readonly<Record<string, string>> = {
   LEASE_TTL_MS: '2000',
   JOB_LOCK_MS: '2000',
   STALLED_INTERVAL_MS: '1000',

@@ -14,6 +14,7 @@ import { errorMiddleware, notFoundHandler } from './errors.ts';
 import { IdempotencyStore } from './idempotency.ts';
 import { AuthFailureLimiter, SseConnectionLimiter, rateLimit } from './limits.ts';
 import { protocolPlugins } from './adapters/plugins.ts';
+import type { ApiPlugin } from './plugin.ts';
 import { createApiLogger, httpLogger } from './logger.ts';
 import { ApiMetrics, observeMessage } from './metrics.ts';
 import { metricsAuth } from './metrics-auth.ts';
@@ -27,17 +28,6 @@ import { httpTracing } from './tracing.ts';
 import { webhooksRouter } from './routes/webhooks.ts';
 import { parseTenantWebhooks } from './webhooks/tenant-webhooks.ts';
 import { ShutdownGate } from './shutdown-gate.ts';
-
-/**
- * An extra router (e.g. a protocol adapter under apps/api/src/adapters) mounted at `path`.
- * Unless `public` is set it sits behind API-key auth, the JSON body parser and the rate limit,
- * like /v1; errors it passes to next() get the standard error body.
- */
-export interface ApiPlugin {
-  readonly path: string;
-  readonly router: (ctx: ApiContext) => RequestHandler;
-  readonly public?: boolean;
-}
 
 export interface CreateAppOptions {
   readonly config: ApiConfig;

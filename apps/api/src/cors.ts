@@ -3,7 +3,7 @@ import type { RequestHandler } from 'express';
 import { ConfigError } from './config.ts';
 
 /** Response headers a browser app may read (rate limits, request ids, created resources). */
-export const EXPOSED_HEADERS = [
+const EXPOSED_HEADERS = [
   'Retry-After',
   'X-Request-Id',
   'Location',

@@ -9,6 +9,7 @@ export * from './limits.ts';
 export * from './logger.ts';
 export * from './metrics.ts';
 export * from './openapi.ts';
+export type { ApiPlugin } from './plugin.ts';
 export * from './schemas.ts';
 export * from './server.ts';
 export * from './sse.ts';

@@ -6,7 +6,7 @@ export type Route =
   | { readonly page: 'new' }
   | { readonly page: 'run'; readonly runId: string };
 
-export function parseRoute(hash: string): Route {
+function parseRoute(hash: string): Route {
   const path = hash.replace(/^#/, '');
   const run = /^\/runs\/([^/]+)$/.exec(path);
   if (run) return { page: 'run', runId: decodeURIComponent(run[1]!) };

@@ -58,7 +58,7 @@ function json(value: unknown, max = 120): string {
 }
 
 /** What the timeline says about an event; null for events it leaves out. */
-export function summarize(event: RunEvent): string | null {
+function summarize(event: RunEvent): string | null {
   switch (event.type) {
     case 'run.created':
       return `created (agent ${event.agent}, ${event.executionMode})`;

@@ -14,7 +14,7 @@ export interface DeltaCoalescerOptions {
   readonly maxChars: number;
 }
 
-export const DEFAULT_DELTA_COALESCING: DeltaCoalescerOptions = { windowMs: 40, maxChars: 4096 };
+const DEFAULT_DELTA_COALESCING: DeltaCoalescerOptions = { windowMs: 40, maxChars: 4096 };
 
 /**
  * Turns a model's token stream into few appends: a leading-edge throttle. Each delta costs a

@@ -6,7 +6,6 @@ import {
   modelRetryPolicy,
   retryingModelCall,
   executeTool,
-  invocationFor,
   rebaseOnThread,
   runCommands,
   type Engine,
@@ -555,8 +554,6 @@ export class StepProcessor {
     return false;
   }
 }
-
-export { invocationFor };
 
 /**
  * BullMQ's signal that a job waits for its children, thrown by every step job that fans out:

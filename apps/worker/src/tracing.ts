@@ -44,7 +44,7 @@ function jobAttributes(): Attributes {
 }
 
 /** Marks the span failed with the error's message and records it as an exception event. */
-export function failSpan(span: Span, error: unknown): void {
+function failSpan(span: Span, error: unknown): void {
   const e = error instanceof Error ? error : new Error(String(error));
   span.recordException(e);
   span.setAttribute('error.type', (e as { code?: unknown }).code?.toString() ?? e.name);

@@ -1,2 +1,3 @@
 export * from './exit-codes.ts';
-export { createCli, type CliIo } from './program.ts';
+export { createCli } from './program.ts';
+export type { CliIo } from './context.ts';

@@ -1,4 +1,4 @@
-import type { ApiPlugin } from '../app.ts';
+import type { ApiPlugin } from '../plugin.ts';
 import { agUiRouter, type AgUiRouteOptions } from './ag-ui/route.ts';
 import { aiSdkRouter, type AiSdkRouteOptions } from './ai-sdk/route.ts';
 

@@ -77,8 +77,3 @@ export function toolResultContent(outcome: ToolOutcome): JsonValue {
 export function outcomeErrorText(outcome: ToolOutcome): string {
   return outcome.error ?? (outcome.status === 'cancelled' ? 'cancelled' : 'tool failed');
 }
-
-/** Baton's id for the tool message that answers a call (same as core's toolMessageId). */
-export function toolMessageId(runId: string, toolCallId: string): string {
-  return `${runId}:tool:${toolCallId}`;
-}

@@ -25,7 +25,7 @@ function afterSeqOf(req: Request, queryAfter: number | undefined): number {
 }
 
 /** Whether this event ends a stream that follows the run `until` done or suspended. */
-export function endsStream(event: RunEvent, until: 'done' | 'suspended'): boolean {
+function endsStream(event: RunEvent, until: 'done' | 'suspended'): boolean {
   if (event.type !== 'run.finished') return false;
   return event.status === 'done' || (until === 'suspended' && event.status === 'waiting');
 }

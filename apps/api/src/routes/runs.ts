@@ -20,7 +20,7 @@ import {
 import { parseBody, parseId, parseQuery } from '../validation.ts';
 import { precheckDecisions, routeDecisions, runTreeView } from '../child-tree.ts';
 
-export function runLinks(runId: string, threadId: string): RunLinks {
+function runLinks(runId: string, threadId: string): RunLinks {
   const self = `/v1/runs/${encodeURIComponent(runId)}`;
   return {
     self,
@@ -43,14 +43,6 @@ function checkCount(value: unknown, max: number, what: string): void {
 
 const CancelBodySchema = z.strictObject({}).optional();
 
-export async function runSnapshot(
-  ctx: ApiContext,
-  tenantId: string,
-  runId: string,
-): Promise<RunSnapshot> {
-  return (await loadSnapshot(ctx, tenantId, runId)).snapshot;
-}
-
 async function loadSnapshot(
   ctx: ApiContext,
   tenantId: string,
@@ -63,7 +55,7 @@ async function loadSnapshot(
 }
 
 /** The snapshot, and whether the run waits for a worker of its agent (from heartbeats). */
-export async function runView(ctx: ApiContext, tenantId: string, runId: string): Promise<RunView> {
+async function runView(ctx: ApiContext, tenantId: string, runId: string): Promise<RunView> {
   const { snapshot, metadata } = await loadSnapshot(ctx, tenantId, runId);
   const needsWorker = snapshot.status === 'created' || snapshot.status === 'running';
   const waitingForWorker = needsWorker && !(await ctx.service.catalog.available(snapshot.agent));

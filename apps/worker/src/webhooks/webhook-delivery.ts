@@ -12,8 +12,6 @@ import type { Logger } from 'pino';
 import { postWebhook, type PostOutcome } from './webhook-http.ts';
 import { WebhookAttemptError } from './webhook-attempt-error.ts';
 
-export { WebhookAttemptError };
-
 export interface WebhookDeliveryDeps {
   readonly outbox: WebhookOutbox;
   readonly logger: Logger;

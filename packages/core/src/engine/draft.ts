@@ -14,7 +14,7 @@ import { assertToolCallTransition } from '../tool-call-status.ts';
 import type { EngineContext } from './context.ts';
 
 /** Copies what a transition may change; messages and other leaves are never mutated in place. */
-export function cloneCheckpoint(cp: Checkpoint): Checkpoint {
+function cloneCheckpoint(cp: Checkpoint): Checkpoint {
   const calls: Record<string, ToolCallState> = {};
   for (const [id, call] of Object.entries(cp.calls)) calls[id] = { ...call };
   return {

@@ -1,4 +1,4 @@
-import type { JsonValue, RunIdentity, StateScopes, ToolExecutionResult } from '@baton/protocol';
+import type { RunIdentity, StateScopes, ToolExecutionResult } from '@baton/protocol';
 import type { ToolDefinition } from '../tools.ts';
 import { normalizeToolReturn, toolInputSchema } from '../tools.ts';
 import type { ToolInvocation } from './tool-round.ts';
@@ -115,5 +115,3 @@ export async function executeTool(
     opts.signal.removeEventListener('abort', forward);
   }
 }
-
-export type { JsonValue };

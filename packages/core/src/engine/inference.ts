@@ -2,7 +2,6 @@ import type { JsonValue, ToolCallState } from '@baton/protocol';
 import type { InferenceRequest, InferenceResponse } from '../model.ts';
 import { loopHistoryLimit, toolCallSignature } from '../stop-conditions.ts';
 import { describeTool } from '../tools.ts';
-import { hookContext } from './context.ts';
 import type { Draft } from './draft.ts';
 import { applyCommonCommands, finishRun, runPhaseHooks } from './lifecycle.ts';
 import { endStep } from './step-end.ts';
@@ -145,5 +144,3 @@ export function commitInference(draft: Draft, response: InferenceResponse): Draf
   cp.phase = 'tool_gate';
   return draft;
 }
-
-export { hookContext };

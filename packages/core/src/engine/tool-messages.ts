@@ -1,5 +1,6 @@
 import type { Checkpoint, JsonValue, ToolCallState, ToolMessage } from '@baton/protocol';
 
+/** Baton's id for the tool message that answers a call; the protocol adapters show it too. */
 export function toolMessageId(runId: string, callId: string): string {
   return `${runId}:tool:${callId}`;
 }

@@ -92,7 +92,7 @@ function builtinGate(
 }
 
 /** Settles a call without executing it (gate outcome or a tool result). */
-export function settleCall(draft: Draft, call: ToolCallState, result: ToolResult): void {
+function settleCall(draft: Draft, call: ToolCallState, result: ToolResult): void {
   if (result.kind === 'pending') {
     draft.setCallStatus(call.id, 'suspended');
     call.ticket = result.ticket;

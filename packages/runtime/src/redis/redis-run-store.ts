@@ -33,6 +33,9 @@ import {
   rebuiltEvents,
   sharedPrefix,
 } from '../run-record/checkpoint-codec.ts';
+import type { RunMeta } from '../run-record/checkpoint-codec.ts';
+
+export type { RunMeta };
 import { decodeEventPayload } from './event-payload.ts';
 import { randomToken } from '../random-token.ts';
 import { CorruptCheckpointError } from '../errors/corrupt-checkpoint-error.ts';
@@ -106,18 +109,6 @@ export interface DeltaAttempt {
 }
 
 /** What the reconciler needs to know about a run without parsing its checkpoint. */
-export interface RunMeta {
-  readonly status: RunStatus;
-  readonly activity: 'active' | 'waiting' | 'done';
-  readonly version: number;
-  readonly tenantId: string;
-  readonly threadId: string;
-  /** The run's agent (whose queues its jobs go to). */
-  readonly agent: string;
-  readonly updatedAt: number;
-  /** The job that last held the run's lease ('<queue>:<jobId>'; '' = none yet). */
-  readonly driver: string;
-}
 
 const MAX_LIMIT = 1000;
 

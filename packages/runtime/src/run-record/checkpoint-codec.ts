@@ -2,7 +2,6 @@ import { CHECKPOINT_VERSION, CheckpointSchema } from '@baton/protocol';
 import type { Checkpoint, EventBody, Message, RunEvent, RunStatus } from '@baton/protocol';
 import type { StoredCheckpoint } from '@baton/core';
 import { mailboxField } from '../redis/keys.ts';
-import type { RunMeta } from '../redis/redis-run-store.ts';
 
 /**
  * How a checkpoint becomes the fields of a run's `cp` hash and its `messages` list, and back
@@ -10,6 +9,20 @@ import type { RunMeta } from '../redis/redis-run-store.ts';
  * every reader of those fields (the run store, the lease's acquire-and-load, the mailbox lookup)
  * decodes them here.
  */
+
+/** What a run's `cp` hash says of it without decoding the checkpoint (decodeMeta). */
+export interface RunMeta {
+  readonly status: RunStatus;
+  readonly activity: 'active' | 'waiting' | 'done';
+  readonly version: number;
+  readonly tenantId: string;
+  readonly threadId: string;
+  /** The run's agent (whose queues its jobs go to). */
+  readonly agent: string;
+  readonly updatedAt: number;
+  /** The job that last held the run's lease ('<queue>:<jobId>'; '' = none yet). */
+  readonly driver: string;
+}
 
 /** A run's checkpoint fields as read by a script, before decoding (decodeCheckpoint). */
 export interface StoredFields {

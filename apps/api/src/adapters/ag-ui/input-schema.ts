@@ -155,7 +155,7 @@ const ToolSchema = z.looseObject({
 
 const ContextSchema = z.looseObject({ description: z.string(), value: z.string() });
 
-export const ResumeEntrySchema = z.looseObject({
+const ResumeEntrySchema = z.looseObject({
   interruptId: z.string().min(1),
   status: z.enum(['resolved', 'cancelled']),
   payload: notNull('payload').optional(),
@@ -174,5 +174,3 @@ export const AgUiRunInputSchema = z.looseObject({
   forwardedProps: notNull('forwardedProps').optional(),
   resume: z.array(ResumeEntrySchema).optional(),
 });
-
-export type AgUiRunInput = z.output<typeof AgUiRunInputSchema>;

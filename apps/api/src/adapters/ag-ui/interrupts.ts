@@ -2,14 +2,14 @@ import type { AwaitSnapshot, AwaitedToolCall } from '@baton/protocol';
 import type { AgUiInterrupt } from './types.ts';
 
 /** AG-UI `Interrupt.reason` for a suspended Baton tool call. */
-export const TOOL_CALL_INTERRUPT_REASON = 'tool_call';
+const TOOL_CALL_INTERRUPT_REASON = 'tool_call';
 
 /**
  * One AG-UI interrupt per suspended call. The interrupt id IS the tool call id, so a resume entry
  * names the call it answers; Baton's own suspend reason (approval | client_tool | input), the tool
  * name, its resume mode and the ticket parameters travel in `metadata.baton`.
  */
-export function interruptFor(call: AwaitedToolCall): AgUiInterrupt {
+function interruptFor(call: AwaitedToolCall): AgUiInterrupt {
   return {
     id: call.toolCallId,
     reason: TOOL_CALL_INTERRUPT_REASON,

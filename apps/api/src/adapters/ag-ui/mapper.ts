@@ -14,9 +14,10 @@ import {
   applyPatches,
   buildKeyRegistry,
   emptySnapshot,
+  toolMessageId,
   type Reducer,
 } from '@baton/core';
-import { toolMessageId, toolResultContent } from '../shared.ts';
+import { toolResultContent } from '../shared.ts';
 import { interruptsFor } from './interrupts.ts';
 import type { AgUiEvent, AgUiMessage, AgUiPatchOperation, AgUiTokenUsage } from './types.ts';
 

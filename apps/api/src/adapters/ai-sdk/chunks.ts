@@ -82,15 +82,10 @@ export const CHUNK_FIELDS: Readonly<
 };
 
 /** Finish reasons per major (`interrupted` is new in 7). */
-export const FINISH_REASONS: Readonly<Record<AiSdkMajor, readonly UiFinishReason[]>> = {
+const FINISH_REASONS: Readonly<Record<AiSdkMajor, readonly UiFinishReason[]>> = {
   6: ['stop', 'length', 'content-filter', 'tool-calls', 'error', 'other'],
   7: ['stop', 'length', 'content-filter', 'tool-calls', 'error', 'interrupted', 'other'],
 };
-
-/** Whether `major` knows the chunk type (data-* parts exist in both). */
-export function knowsChunkType(major: AiSdkMajor, type: string): boolean {
-  return type.startsWith('data-') || Object.hasOwn(CHUNK_FIELDS[major], type);
-}
 
 /**
  * The chunk as `major` understands it: null when the type is unknown there; fields it does not

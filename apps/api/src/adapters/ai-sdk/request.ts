@@ -57,7 +57,7 @@ const UiPartSchema = z.looseObject({ type: z.string() }).superRefine((part, ctx)
     });
 });
 
-export const UiMessageSchema = z.looseObject({
+const UiMessageSchema = z.looseObject({
   id: z.string(),
   role: z.enum(['system', 'user', 'assistant']),
   parts: z.array(UiPartSchema),

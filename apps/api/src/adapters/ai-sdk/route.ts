@@ -21,7 +21,7 @@ import { AI_SDK_UI_STREAM_HEADERS, UI_STREAM_DONE_FRAME, uiChunkFrame } from './
  * The client's major is `x-baton-ai-sdk-major` (header), `aiSdkMajor` (body or query), else the
  * installed one (7); v6 clients get only chunks and fields v6 knows.
  */
-export const AI_SDK_MAJOR_HEADER = 'x-baton-ai-sdk-major';
+const AI_SDK_MAJOR_HEADER = 'x-baton-ai-sdk-major';
 
 export interface AiSdkRouteOptions {
   /** Agent for a chat whose body names none (default: config PROTOCOL_DEFAULT_AGENT). */

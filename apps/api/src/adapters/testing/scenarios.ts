@@ -7,8 +7,8 @@ import type { PendingRun } from '../shared.ts';
  * open; the resumed turn continues the same log with higher seq.
  */
 
-export const RUN = 'r1';
-export const THREAD = 't1';
+const RUN = 'r1';
+const THREAD = 't1';
 const USAGE: Usage = { inputTokens: 10, outputTokens: 5, totalTokens: 15 };
 const USAGE2: Usage = { inputTokens: 25, outputTokens: 9, totalTokens: 34 };
 

@@ -1,4 +1,0 @@
-export * from './chunks.ts';
-export * from './mapper.ts';
-export * from './request.ts';
-export * from './sse.ts';

@@ -1,0 +1,60 @@
+import type { Command } from 'commander';
+import type { CommandContext } from '../context.ts';
+import { untilOption } from '../options.ts';
+import { watchRun } from '../watch.ts';
+
+/** `baton runs create`: starts a run of an agent with one user message, optionally watching it. */
+export function runsCreateCommand(runs: Command, ctx: CommandContext): void {
+  runs
+    .command('create')
+    .description('start a run of an agent with one user message')
+    .requiredOption('-a, --agent <name>', 'agent to run (see `baton agents`)')
+    .requiredOption('-m, --message <text>', 'the user message')
+    .option('-t, --thread <id>', 'continue this thread (conversation)')
+    .option('--idempotency-key <key>', 'same key + same request returns the same run')
+    .option('-w, --watch', 'follow the run live (and answer approvals in a terminal)')
+    .option('--json', 'machine-readable output (with --watch: one JSON event per line)')
+    .addOption(untilOption())
+    .option('--no-input', 'never prompt, even in a terminal')
+    .action(
+      async (
+        opts: {
+          agent: string;
+          message: string;
+          thread?: string;
+          idempotencyKey?: string;
+          watch?: boolean;
+          json?: boolean;
+          until: 'done' | 'suspended';
+          input: boolean;
+        },
+        cmd: Command,
+      ) => {
+        const client = ctx.clientFor(cmd);
+        const created = await client.runs.create(
+          {
+            agent: opts.agent,
+            input: { messages: [{ role: 'user', content: opts.message }] },
+            ...(opts.thread === undefined ? {} : { threadId: opts.thread }),
+          },
+          {
+            signal: ctx.io.signal,
+            ...(opts.idempotencyKey === undefined ? {} : { idempotencyKey: opts.idempotencyKey }),
+          },
+        );
+        if (!opts.watch) {
+          if (opts.json) ctx.json(created);
+          else ctx.out(`${created.runId}\n`);
+          return;
+        }
+        ctx.exitWith(
+          await watchRun(ctx, cmd, created.runId, {
+            json: opts.json === true,
+            until: opts.until,
+            after: 0,
+            input: opts.input,
+          }),
+        );
+      },
+    );
+}

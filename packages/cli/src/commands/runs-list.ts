@@ -1,0 +1,50 @@
+import { RunStatusSchema } from '@baton/protocol';
+import { Option, type Command } from 'commander';
+import type { CommandContext } from '../context.ts';
+import { parseCount } from '../options.ts';
+import { renderRunList } from '../render.ts';
+
+/** `baton runs list`: the tenant's runs, newest first, a page at a time. */
+export function runsListCommand(runs: Command, ctx: CommandContext): void {
+  runs
+    .command('list')
+    .description("the tenant's runs, newest first")
+    .addOption(
+      new Option('--status <status>', 'only runs with this status').choices(
+        RunStatusSchema.options,
+      ),
+    )
+    .option('--agent <name>', 'only runs of this agent')
+    .option('--thread <id>', 'only runs of this thread')
+    .option('--limit <n>', 'page size (1-100)', parseCount)
+    .option('--cursor <cursor>', 'the next page (printed after a full page)')
+    .option('--json', 'the page as JSON')
+    .action(
+      async (
+        opts: {
+          status?: 'created' | 'running' | 'waiting' | 'done';
+          agent?: string;
+          thread?: string;
+          limit?: number;
+          cursor?: string;
+          json?: boolean;
+        },
+        cmd: Command,
+      ) => {
+        const page = await ctx.clientFor(cmd).runs.list(
+          {
+            ...(opts.status ? { status: opts.status } : {}),
+            ...(opts.agent ? { agent: opts.agent } : {}),
+            ...(opts.thread ? { thread: opts.thread } : {}),
+            ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
+            ...(opts.cursor ? { cursor: opts.cursor } : {}),
+          },
+          { signal: ctx.io.signal },
+        );
+        if (opts.json) return ctx.json(page);
+        ctx.out(renderRunList(page.runs, ctx.styleFor(cmd)));
+        if (page.nextCursor)
+          ctx.out(ctx.styleFor(cmd).dim(`more: baton runs list --cursor ${page.nextCursor}\n`));
+      },
+    );
+}
