@@ -536,7 +536,7 @@ async function batonHarness(
   const set = kind.inProcess
     ? await inProcessWorker(config)
     : await workerProcesses(ctx, config, kind.processes, k.timeoutMs);
-  const client = new BatonRuntime(config, silent, systemClock);
+  const client = new BatonRuntime({ config, logger: silent, clock: systemClock });
   if (k.autoPipelining && set.worker) {
     // What-if experiment (BENCH_AUTOPIPELINING=1): batch the commands Baton's own connection
     // issues in one tick into one write. BullMQ's connections are unchanged.

@@ -20,7 +20,7 @@ describe('two worker pools, one killed', () => {
   it("kill -9 of every 'assistant' worker leaves the 'echo' runs unaffected", async () => {
     const redisUrl = inject('redisUrl');
     const prefix = testPrefix();
-    const client = new BatonRuntime(testConfig(redisUrl, prefix), silentLogger);
+    const client = new BatonRuntime({ config: testConfig(redisUrl, prefix), logger: silentLogger });
     clients.push(client);
     const demo = await spawnWorker({ redisUrl, prefix, agents: 'demo', probes: false });
     await spawnWorker({ redisUrl, prefix, agents: './examples/my-agents.ts:echo', probes: false });

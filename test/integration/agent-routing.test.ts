@@ -142,7 +142,7 @@ describe('routing: two worker pools with disjoint agents on one Redis', () => {
   };
 
   beforeAll(async () => {
-    client = new BatonRuntime(config, silentLogger);
+    client = new BatonRuntime({ config, logger: silentLogger });
     const apiConfig = loadApiConfig({
       REDIS_URL: redisUrl,
       BATON_PREFIX: prefix,

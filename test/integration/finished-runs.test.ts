@@ -26,7 +26,7 @@ afterAll(async () => {
 function cluster(): { prefix: string; redisUrl: string; client: BatonRuntime } {
   const redisUrl = inject('redisUrl');
   const prefix = testPrefix();
-  const client = new BatonRuntime(testConfig(redisUrl, prefix), silentLogger);
+  const client = new BatonRuntime({ config: testConfig(redisUrl, prefix), logger: silentLogger });
   clients.push(client);
   return { prefix, redisUrl, client };
 }

@@ -124,7 +124,7 @@ beforeAll(async () => {
   api = await startApi({ config, port: 0, host: '127.0.0.1', logger: silentLogger });
   a = new ApiClient(api.url, KEY_A);
   b = new ApiClient(api.url, KEY_B);
-  rt = new BatonRuntime(testConfig(redisUrl, prefix), silentLogger);
+  rt = new BatonRuntime({ config: testConfig(redisUrl, prefix), logger: silentLogger });
 });
 
 afterAll(async () => {

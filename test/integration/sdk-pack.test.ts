@@ -62,8 +62,8 @@ const worker = createWorker({ agents: [agent], redis, prefix, config: { LOG_LEVE
 await worker.start();
 
 // The control plane, as the API would run it.
-const runtime = new BatonRuntime(
-  {
+const runtime = new BatonRuntime({
+  config: {
     REDIS_URL: process.env.REDIS_URL,
     BATON_PREFIX: prefix,
     EVENT_RETENTION_SECONDS: 600,
@@ -72,10 +72,9 @@ const runtime = new BatonRuntime(
     TOOL_ATTEMPTS: 1,
     BATON_DURABILITY: 'relaxed',
   },
-  createLogger('scratch', 'silent'),
-  undefined,
-  'api',
-);
+  logger: createLogger('scratch', 'silent'),
+  role: 'api',
+});
 // The 'api' role fails fast instead of queueing commands, so wait for the connection first.
 if (!(await runtime.waitUntilReady(5_000))) throw new Error('redis not ready');
 const { runId } = await runtime.service.createRun('scratch', {

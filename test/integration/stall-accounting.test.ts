@@ -36,7 +36,7 @@ async function toolJobLostTwice(
 ): Promise<Record<string, unknown>> {
   const redisUrl = inject('redisUrl');
   const prefix = testPrefix();
-  const client = new BatonRuntime(testConfig(redisUrl, prefix), silentLogger);
+  const client = new BatonRuntime({ config: testConfig(redisUrl, prefix), logger: silentLogger });
   clients.push(client);
   const spawn = (pause: Record<string, number> = {}) =>
     spawnWorker({

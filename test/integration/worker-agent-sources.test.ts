@@ -78,7 +78,7 @@ describe('BATON_AGENTS=<module path>', () => {
     const redisUrl = inject('redisUrl');
     const prefix = testPrefix();
     await spawnWorker({ redisUrl, prefix, agents: `${file}:greeter`, probes: false });
-    const client = new BatonRuntime(testConfig(redisUrl, prefix), silentLogger);
+    const client = new BatonRuntime({ config: testConfig(redisUrl, prefix), logger: silentLogger });
     try {
       const created = await client.service.createRun('t-module', {
         agent: 'module-greeter',
@@ -134,7 +134,10 @@ describe('BATON_AGENTS=<agents file>', () => {
         probes: false,
         env: { LOCAL_KEY: 'sk-process' },
       });
-      const client = new BatonRuntime(testConfig(redisUrl, prefix), silentLogger);
+      const client = new BatonRuntime({
+        config: testConfig(redisUrl, prefix),
+        logger: silentLogger,
+      });
       try {
         const created = await client.service.createRun('t-process', {
           agent: 'process-yaml',

@@ -30,7 +30,7 @@ const measured: Record<string, number> = {};
 function cluster(): Cluster {
   const redisUrl = inject('redisUrl');
   const prefix = testPrefix();
-  const client = new BatonRuntime(testConfig(redisUrl, prefix), silentLogger);
+  const client = new BatonRuntime({ config: testConfig(redisUrl, prefix), logger: silentLogger });
   clients.push(client);
   return {
     prefix,

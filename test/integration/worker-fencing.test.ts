@@ -31,7 +31,7 @@ afterAll(async () => {
 function cluster() {
   const redisUrl = inject('redisUrl');
   const prefix = testPrefix();
-  const client = new BatonRuntime(testConfig(redisUrl, prefix), silentLogger);
+  const client = new BatonRuntime({ config: testConfig(redisUrl, prefix), logger: silentLogger });
   clients.push(client);
   return {
     client,

@@ -25,7 +25,7 @@ describe('two worker processes, many concurrent runs', () => {
   let workers: WorkerProcess[] = [];
 
   beforeAll(async () => {
-    client = new BatonRuntime(testConfig(redisUrl, prefix), silentLogger);
+    client = new BatonRuntime({ config: testConfig(redisUrl, prefix), logger: silentLogger });
     workers = await Promise.all(
       [0, 1].map(() => spawnWorker({ redisUrl, prefix, agents: 'bench' })),
     );
@@ -131,7 +131,10 @@ describe('two worker processes, many concurrent runs', () => {
     { timeout: 90_000 },
     async () => {
       const prefix2 = testPrefix();
-      const client2 = new BatonRuntime(testConfig(redisUrl, prefix2), silentLogger);
+      const client2 = new BatonRuntime({
+        config: testConfig(redisUrl, prefix2),
+        logger: silentLogger,
+      });
       try {
         const [victim, survivor] = await Promise.all(
           [0, 1].map(() => spawnWorker({ redisUrl, prefix: prefix2, agents: 'bench' })),

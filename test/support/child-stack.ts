@@ -48,7 +48,7 @@ export async function startChildStack(
     ...apiEnv,
   });
   const api = await startApi({ config, port: 0, host: '127.0.0.1', logger: silentLogger });
-  const rt = new BatonRuntime(testConfig(redisUrl, prefix), silentLogger);
+  const rt = new BatonRuntime({ config: testConfig(redisUrl, prefix), logger: silentLogger });
   const load = async (runId: string): Promise<Checkpoint | null> =>
     (await rt.store.load(runId))?.checkpoint ?? null;
   const waitUntil = (

@@ -66,7 +66,7 @@ export async function startHarness(
     return worker;
   };
   for (let i = 0; i < (opts.workers ?? 1); i += 1) await addWorker();
-  const client = new BatonRuntime(config, silentLogger, clock);
+  const client = new BatonRuntime({ config, logger: silentLogger, clock });
   return {
     prefix,
     config,

@@ -62,7 +62,8 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   const logger = opts.logger ?? createApiLogger(config.LOG_LEVEL);
   const tenantWebhooks = parseTenantWebhooks(config);
   const ownsRuntime = opts.runtime === undefined;
-  const runtime = opts.runtime ?? new BatonRuntime(config, logger, opts.clock, 'api');
+  const runtime =
+    opts.runtime ?? new BatonRuntime({ config, logger, clock: opts.clock, role: 'api' });
   const tenantEntries = opts.keys === undefined ? tenantKeyEntries(config) : [];
   const keys = opts.keys ?? new KeyStore(tenantEntries, splitEntries(config.ADMIN_KEYS));
   if (keys.size === 0)

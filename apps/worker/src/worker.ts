@@ -68,7 +68,13 @@ export class BatonWorker {
     this.opts = opts;
     this.id = opts.config.WORKER_ID ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.logger = opts.logger.child({ workerId: this.id });
-    this.runtime = new BatonRuntime(opts.config, this.logger, opts.clock, 'worker', opts.redis);
+    this.runtime = new BatonRuntime({
+      config: opts.config,
+      logger: this.logger,
+      clock: opts.clock,
+      role: 'worker',
+      redis: opts.redis,
+    });
     // Tracing: models and tools decorated with spans (the same agents when it is off).
     this.registry = new AgentRegistry(traceAgents(opts.agents));
   }

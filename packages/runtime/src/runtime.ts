@@ -25,6 +25,25 @@ export type RuntimeOptions = Omit<RuntimeConfig, keyof WebhookSettings | keyof T
   Partial<WebhookSettings> &
   Partial<TenantLimits>;
 
+/** What a BatonRuntime is built from. */
+export interface BatonRuntimeOptions {
+  readonly config: RuntimeOptions;
+  readonly logger: Logger;
+  /** Default: the system clock. */
+  readonly clock?: Clock | undefined;
+  /**
+   * The connection behaviour: 'api' fails fast during a Redis outage (503), a 'worker' waits it
+   * out; both reconnect within about a second of Redis returning. Default: 'worker'.
+   */
+  readonly role?: 'api' | 'worker' | undefined;
+  /**
+   * The caller's own ioredis client or Cluster (config.REDIS_URL is then ignored). The runtime
+   * uses it as is and never closes it; BullMQ gets a duplicate because its blocking connections
+   * need `maxRetriesPerRequest: null`, which the caller's client may not have.
+   */
+  readonly redis?: RedisClient | undefined;
+}
+
 /** Connections and stores shared by a worker process and the API (no job processing). */
 export class BatonRuntime {
   readonly redis: RedisClient;
@@ -49,21 +68,8 @@ export class BatonRuntime {
   readonly outage: RedisOutageLog;
   private readonly ownsClient: boolean;
 
-  /**
-   * `role` picks the connection behaviour: 'api' fails fast during a Redis outage (503), a
-   * 'worker' waits it out; both reconnect within about a second of Redis returning.
-   *
-   * `client`: the caller's own ioredis client or Cluster (config.REDIS_URL is then ignored). The
-   * runtime uses it as is and never closes it; BullMQ gets a duplicate because its blocking
-   * connections need `maxRetriesPerRequest: null`, which the caller's client may not have.
-   */
-  constructor(
-    options: RuntimeOptions,
-    logger: Logger,
-    clock: Clock = systemClock,
-    role: 'api' | 'worker' = 'worker',
-    client?: RedisClient,
-  ) {
+  constructor(opts: BatonRuntimeOptions) {
+    const { config: options, logger, clock = systemClock, role = 'worker', redis: client } = opts;
     // Configurations built in code (SDK users) predate the webhook settings: defaults fill in.
     const config: RuntimeConfig = {
       ...withWebhookDefaults(options),
