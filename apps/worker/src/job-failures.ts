@@ -57,7 +57,7 @@ export async function onJobFailed(
     const t = engine
       ? engine.fail(loaded.checkpoint, message, now)
       : runCommands.fail(loaded.checkpoint, message, now);
-    await deps.committer.commitFenced(loaded, t, lease, engine?.ctx.registry);
+    await deps.committer.commitFenced(loaded, t, { lease, registry: engine?.ctx.registry });
     log.error({ step: loaded.checkpoint.step }, 'run ended: its step kept killing workers');
   } finally {
     await lease.release();

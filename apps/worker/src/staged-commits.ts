@@ -1,18 +1,22 @@
 import { composeTransitions, type KeyRegistry, type Transition } from '@baton/core';
-import type { Loaded } from '@baton/runtime';
+import type { FencedCommitOptions, Lease, Loaded } from '@baton/runtime';
+import type { WorkerDeps } from './worker-deps.ts';
 
-/**
- * Writes `t` over `base`; returns what is stored afterwards (the fresh state on a conflict).
- * `releaseIfIdle`: the write also releases the lease unless someone asked for the run (then
- * `released` is false). `parentRecord`: written with it (see RedisRunStore.commit).
- */
-export type CommitWriter = (
-  base: Loaded,
-  t: Transition,
-  registry: KeyRegistry | undefined,
-  releaseIfIdle: boolean,
-  parentRecord?: string,
-) => Promise<(Loaded & { readonly released?: boolean }) | null>;
+/** What a flush may add to the commit (see RunCommitOptions). */
+export type FlushOptions = Pick<FencedCommitOptions, 'releaseIfIdle' | 'parentRecord'>;
+
+/** What a flush did; the pass acts on it. */
+export type Flushed =
+  /** Nothing was staged: nothing written, the lease untouched. */
+  | { readonly kind: 'nothing' }
+  /** Written; the lease is kept (no `releaseIfIdle`). */
+  | { readonly kind: 'written' }
+  /** Written, and the lease released in the same round trip (`releaseIfIdle`). */
+  | { readonly kind: 'released' }
+  /** Written, but someone asked for the run: the lease is still held, look at it again. */
+  | { readonly kind: 'kept' }
+  /** A conflict dropped what was staged (nothing written): re-plan from `state`, the fresh one. */
+  | { readonly kind: 'conflict' };
 
 /**
  * The run as a step pass sees it: the last committed state plus the pure transitions computed
@@ -27,11 +31,19 @@ export class StagedCommits {
   private committed: Loaded | null;
   private staged: Transition | null = null;
   private registry: KeyRegistry | undefined;
-  private readonly write: CommitWriter;
+  private readonly deps: Pick<WorkerDeps, 'committer' | 'probe'>;
+  private readonly lease: Lease;
 
-  constructor(initial: Loaded | null, write: CommitWriter) {
-    this.committed = initial;
-    this.write = write;
+  constructor(opts: {
+    readonly deps: Pick<WorkerDeps, 'committer' | 'probe'>;
+    /** Every write is fenced on it. */
+    readonly lease: Lease;
+    /** The state the lease acquire loaded (null: the run is gone). */
+    readonly initial: Loaded | null;
+  }) {
+    this.deps = opts.deps;
+    this.lease = opts.lease;
+    this.committed = opts.initial;
   }
 
   /** What to plan on (the committed version, the staged checkpoint); null: the run is gone. */
@@ -51,34 +63,31 @@ export class StagedCommits {
   }
 
   /**
-   * Writes what is staged as one commit. False when a conflict dropped it: `state` is then the
-   * fresh one, to re-plan from. `parentRecord` goes out with it (nothing staged: not written).
+   * Writes what is staged as one commit. On a conflict `state` becomes the fresh one, to re-plan
+   * from. `parentRecord` goes out with it (nothing staged: not written). `releaseIfIdle`: the
+   * last write of a pass, the lease released in the same round trip ('released' or 'kept').
    */
-  async flush(parentRecord?: string): Promise<boolean> {
-    return (await this.writeStaged(false, parentRecord)) !== 'conflict';
-  }
-
-  /**
-   * The last write of a pass: what is staged, and the lease released in the same round trip.
-   * 'released'; 'kept' (written, but someone asked for the run: the lease is still held, look
-   * again); 'conflict' (nothing written; re-plan); 'nothing' (nothing was staged).
-   */
-  async flushAndRelease(): Promise<'released' | 'kept' | 'conflict' | 'nothing'> {
-    const written = await this.writeStaged(true);
-    return written === 'written' ? 'released' : written;
-  }
-
-  private async writeStaged(
-    releaseIfIdle: boolean,
-    parentRecord?: string,
-  ): Promise<'written' | 'kept' | 'conflict' | 'nothing'> {
-    const { committed, staged } = this;
-    if (!staged || !committed) return 'nothing';
+  async flush(options: FlushOptions = {}): Promise<Flushed> {
+    const { committed, staged, lease } = this;
+    if (!staged || !committed) return { kind: 'nothing' };
     this.staged = null;
-    const stored = await this.write(committed, staged, this.registry, releaseIfIdle, parentRecord);
+    const stored = await this.deps.committer.commitFenced(committed, staged, {
+      ...options,
+      lease,
+      registry: this.registry,
+    });
+    await this.deps.probe?.('after-commit', {
+      runId: lease.runId,
+      trigger: staged.trigger,
+      committed: stored !== null,
+    });
+    if (stored === null) {
+      this.committed = await this.deps.committer.load(lease.runId);
+      return { kind: 'conflict' };
+    }
     this.committed = stored;
-    if (stored === null || stored.checkpoint !== staged.checkpoint) return 'conflict';
-    return stored.released === false ? 'kept' : 'written';
+    if (stored.released === false) return { kind: 'kept' };
+    return { kind: options.releaseIfIdle === true ? 'released' : 'written' };
   }
 
   /** Forgets anything staged and starts again from `loaded` (a fresh load). */

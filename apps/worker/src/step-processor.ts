@@ -9,11 +9,9 @@ import {
   rebaseOnThread,
   runCommands,
   type Engine,
-  type KeyRegistry,
   type InferenceRequest,
   type InferenceResponse,
   type ToolInvocation,
-  type Transition,
 } from '@baton/core';
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
 import { startChildCalls } from './child-runs.ts';
@@ -157,9 +155,7 @@ export class StepProcessor {
     // Transitions are staged and written as one commit right before the next effect (see
     // StagedCommits). The state is reloaded only when others may have changed it (a conflict,
     // after a model call, or when someone asked for the run meanwhile).
-    const run = new StagedCommits(initial, (base, t, registry, releaseIfIdle, parentRecord) =>
-      this.commit(base, t, lease, registry, releaseIfIdle, parentRecord),
-    );
+    const run = new StagedCommits({ deps, lease, initial });
     const reload = async (): Promise<void> => run.reset(await deps.committer.load(runId));
     for (;;) {
       lease.check();
@@ -189,10 +185,10 @@ export class StepProcessor {
         case 'done':
         case 'wait': {
           const idle = next.kind === 'done' ? 'done' : 'waiting';
-          const written = await run.flushAndRelease();
-          if (written === 'conflict') break;
-          if (written === 'released') return idle;
-          if (written === 'nothing' && (await lease.releaseIfIdle())) return idle;
+          const written = await run.flush({ releaseIfIdle: true });
+          if (written.kind === 'conflict') break;
+          if (written.kind === 'released') return idle;
+          if (written.kind === 'nothing' && (await lease.releaseIfIdle())) return idle;
           await reload();
           break;
         }
@@ -226,7 +222,7 @@ export class StepProcessor {
             // the run to a fresh job instead of looping here.
             if (inferred) return this.handOn(run, lease, jobVersion, true);
             // The model call is an effect: what led to it is written first.
-            if (!(await run.flush())) break;
+            if ((await run.flush()).kind === 'conflict') break;
             inferred = true;
             await deps.probe?.('before-infer', { runId, step: cp.step });
             const outcome = await this.infer(engine, request, lease, slog());
@@ -282,7 +278,7 @@ export class StepProcessor {
               : undefined;
           // Tools are effects: the calls are written as running first. A conflict re-plans like
           // everywhere else: these invocations were for stale state.
-          if (!(await run.flush(parentRecord))) break;
+          if ((await run.flush({ parentRecord })).kind === 'conflict') break;
           const prepared = run.state;
           if (!prepared) return 'missing';
           // Agent tools: their calls run as child runs (the links are written by the flush
@@ -362,27 +358,6 @@ export class StepProcessor {
       const running = Object.values(cp.calls).some((c) => c.status === 'running');
       return !(engine && running && engine.plan(cp).kind === 'execute');
     });
-  }
-
-  /** A fenced commit; on a conflict the fresh checkpoint comes back for the caller to re-plan. */
-  private async commit(
-    state: Loaded,
-    t: Transition,
-    lease: Lease,
-    registry: KeyRegistry | undefined,
-    releaseIfIdle = false,
-    parentRecord?: string,
-  ): Promise<(Loaded & { readonly released?: boolean }) | null> {
-    const committed = await this.deps.committer.commitFenced(state, t, lease, registry, {
-      releaseIfIdle,
-      ...(parentRecord === undefined ? {} : { parentRecord }),
-    });
-    await this.deps.probe?.('after-commit', {
-      runId: lease.runId,
-      trigger: t.trigger,
-      committed: committed !== null,
-    });
-    return committed ?? (await this.deps.committer.load(lease.runId));
   }
 
   /**

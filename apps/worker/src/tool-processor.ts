@@ -141,15 +141,11 @@ export class ToolProcessor {
           const t = engine.applyToolResults(state.checkpoint, results, deps.clock.now());
           // When the new state leaves nothing for this job to do, the commit releases the lease.
           const idle = this.leavesNothingToDo(engine, t.checkpoint, parented);
-          const committed = await deps.committer.commitFenced(
-            state,
-            t,
+          const committed = await deps.committer.commitFenced(state, t, {
             lease,
-            engine.ctx.registry,
-            {
-              releaseIfIdle: idle,
-            },
-          );
+            registry: engine.ctx.registry,
+            releaseIfIdle: idle,
+          });
           if (committed?.released === true) return;
           // A conflict: look at the fresh checkpoint (its own pending results) instead.
           state = committed && !idle ? committed : await deps.committer.load(runId);

@@ -9,7 +9,7 @@ import {
 } from '@baton/core';
 import type { Logger } from 'pino';
 import type { BatonQueues } from './queues.ts';
-import { LeaseLostError, type RedisRunStore } from './redis/redis-run-store.ts';
+import { LeaseLostError, type CommitOptions, type RedisRunStore } from './redis/redis-run-store.ts';
 import type { RedisThreadStore } from './redis/thread-store.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import type { BatonKeys } from './redis/keys.ts';
@@ -50,6 +50,28 @@ export interface CommitterDeps {
 export { expiringMember };
 
 /**
+ * How a commit is made, besides the transition: one object from the worker's staged commits
+ * through the committer to the store (whose CommitOptions it derives: `fence` and
+ * `releaseTtlMs` from the lease, `base` from the state committed over).
+ */
+export interface RunCommitOptions extends Pick<CommitOptions, 'parentRecord'> {
+  /** The run's agent's keys: what of the thread state a finished run hands on. */
+  readonly registry?: KeyRegistry | undefined;
+  /** The writer's lease: the write is fenced on it. Absent: a control-plane write. */
+  readonly lease?: Lease | undefined;
+  /**
+   * With `lease`: the same write releases it unless someone asked for the run meanwhile
+   * (`released` says which; false: the lease is still held, look at the run again).
+   */
+  readonly releaseIfIdle?: boolean | undefined;
+}
+
+/** A worker's commit: under its lease (see RunCommitter.commitFenced). */
+export interface FencedCommitOptions extends RunCommitOptions {
+  readonly lease: Lease;
+}
+
+/**
  * Commits transitions, and keeps the global run indexes and the thread in step with them.
  *
  * Two kinds of writers, two rules:
@@ -78,32 +100,16 @@ export class RunCommitter {
     return this.deps.store.load(runId);
   }
 
-  /**
-   * Null when the run moved on meanwhile (conflict, or done): reload and re-plan.
-   * `releaseIfIdle`: the same write releases the lease unless someone asked for the run
-   * meanwhile (`released` says which; false: the lease is still held, look at the run again).
-   */
+  /** Null when the run moved on meanwhile (conflict, or done): reload and re-plan. */
   async commitFenced(
     current: Loaded,
     t: Transition,
-    lease: Lease,
-    registry?: KeyRegistry,
-    opts: {
-      readonly releaseIfIdle?: boolean;
-      /** Written with the commit: the step job about to wait for this round's tool jobs. */
-      readonly parentRecord?: string;
-    } = {},
+    options: FencedCommitOptions,
   ): Promise<(Committed & { readonly released?: boolean }) | null> {
+    const { lease } = options;
     lease.check();
     try {
-      return await this.write(
-        current,
-        t,
-        registry,
-        lease,
-        opts.releaseIfIdle === true,
-        opts.parentRecord,
-      );
+      return await this.write(current, t, options);
     } catch (error) {
       if (error instanceof VersionConflictError || error instanceof RunDoneError) return null;
       if (error instanceof LeaseLostError) lease.markLost('a commit was fenced');
@@ -131,7 +137,7 @@ export class RunCommitter {
       if (activityOf(t.checkpoint) === 'active' && activityOf(state.checkpoint) !== 'active')
         await this.index.add('active', runId, this.deps.now());
       try {
-        return await this.write(state, t, registry);
+        return await this.write(state, t, { registry });
       } catch (error) {
         if (!(error instanceof VersionConflictError) || attempt >= 20) throw error;
         const fresh = await this.deps.store.load(runId);
@@ -145,11 +151,9 @@ export class RunCommitter {
   private async write(
     current: Loaded,
     t: Transition,
-    registry: KeyRegistry | undefined,
-    lease?: Lease,
-    releaseIfIdle = false,
-    parentRecord?: string,
+    options: RunCommitOptions,
   ): Promise<Committed & { readonly released?: boolean }> {
+    const { lease, registry, releaseIfIdle = false, parentRecord } = options;
     const { version, released, failedJobs, webhook } = await this.deps.store.commit(
       current.checkpoint.identity.runId,
       current.version,
