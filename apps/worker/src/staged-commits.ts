@@ -1,6 +1,12 @@
 import { composeTransitions, type KeyRegistry, type Transition } from '@baton/core';
-import type { FencedCommitOptions, Lease, Loaded } from '@baton/runtime';
+import type { FencedCommitOptions, Lease, Loaded, RunCommitter } from '@baton/runtime';
 import type { WorkerDeps } from './worker-deps.ts';
+
+/** What staged commits write with: the committer's fenced commit, and the test hook. */
+export interface StagedCommitsDeps {
+  readonly committer: Pick<RunCommitter, 'commitFenced' | 'load'>;
+  readonly probe?: WorkerDeps['probe'];
+}
 
 /** What a flush may add to the commit (see RunCommitOptions). */
 export type FlushOptions = Pick<FencedCommitOptions, 'releaseIfIdle' | 'parentRecord'>;
@@ -31,11 +37,11 @@ export class StagedCommits {
   private committed: Loaded | null;
   private staged: Transition | null = null;
   private registry: KeyRegistry | undefined;
-  private readonly deps: Pick<WorkerDeps, 'committer' | 'probe'>;
+  private readonly deps: StagedCommitsDeps;
   private readonly lease: Lease;
 
   constructor(opts: {
-    readonly deps: Pick<WorkerDeps, 'committer' | 'probe'>;
+    readonly deps: StagedCommitsDeps;
     /** Every write is fenced on it. */
     readonly lease: Lease;
     /** The state the lease acquire loaded (null: the run is gone). */
