@@ -27,6 +27,20 @@ import { lazyChild } from './lazy-logger.ts';
 export type StepOutcome =
   'busy' | 'missing' | 'waiting' | 'done' | 'continued' | 'delegated' | 'lease_lost';
 
+/** One pass over a run, under the lease its job just took. */
+interface Pass {
+  readonly token: string | undefined;
+  /** The version the job was enqueued for (its deduplication id). */
+  readonly jobVersion: number;
+  readonly lease: Lease;
+  /** What the lease acquire loaded (null: the run is gone) and read for its running calls. */
+  readonly initial: Loaded | null;
+  readonly awaited: AwaitedResults | null;
+  readonly log: WorkerDeps['logger'];
+  /** Not this job's first pass: counted as having called the model (one call per activation). */
+  readonly inferredBefore: boolean;
+}
+
 /** A model answer that was obtained for `request` and not yet committed. */
 interface PendingInference {
   readonly step: number;
@@ -90,16 +104,15 @@ export class StepProcessor {
       const release = (): Promise<void> => releaseOrWake(this.deps, lease);
       let outcome: StepOutcome | 'again';
       try {
-        outcome = await this.run(
-          job,
+        outcome = await this.run(job, {
           token,
-          data.expectedVersion,
+          jobVersion: data.expectedVersion,
           lease,
-          acquired.state,
-          acquired.awaited,
+          initial: acquired.state,
+          awaited: acquired.awaited,
           log,
-          pass > 0,
-        );
+          inferredBefore: pass > 0,
+        });
       } catch (error) {
         if (!(error instanceof LeaseLostError) && !lease.lost) throw error;
         await this.afterLeaseLost(lease, data.tenantId, log);
@@ -134,23 +147,15 @@ export class StepProcessor {
     );
   }
 
-  private async run(
-    job: Job,
-    token: string | undefined,
-    jobVersion: number,
-    lease: Lease,
-    initial: Loaded | null,
-    initialAwaited: AwaitedResults | null,
-    log: WorkerDeps['logger'],
-    inferredBefore: boolean,
-  ): Promise<StepOutcome | 'again'> {
+  private async run(job: Job, pass: Pass): Promise<StepOutcome | 'again'> {
     const { deps } = this;
+    const { token, jobVersion, lease, initial, log, inferredBefore } = pass;
     const runId = lease.runId;
     // At most one model call per activation. A parent re-entered by BullMQ after its tool
     // children finished is a new activation taken from the queue like any job, so it carries the
     // run into its next round itself instead of handing it to yet another job.
     let inferred = inferredBefore;
-    let awaited = initialAwaited;
+    let awaited = pass.awaited;
     let pending: PendingInference | null = null;
     // Transitions are staged and written as one commit right before the next effect (see
     // StagedCommits). The state is reloaded only when others may have changed it (a conflict,
