@@ -49,8 +49,7 @@ export async function loadThread(
   const base = { threadId, messages: thread.messages, state: thread.state };
   if (thread.activeRunId === null) return { ...base, active: null, pending: null };
   const runId = thread.activeRunId;
-  const { checkpoint } = await ctx.service.load(tenantId, runId);
-  const events = await ctx.runtime.store.readEvents(runId);
+  const { checkpoint, events } = await ctx.service.loadWithEvents(tenantId, runId);
   const snapshot = foldSnapshot(events);
   const pending =
     checkpoint.status === 'waiting' && (snapshot.await?.calls.length ?? 0) > 0

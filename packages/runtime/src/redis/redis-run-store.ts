@@ -83,6 +83,19 @@ export interface RunPage {
   readonly nextCursor: string | null;
 }
 
+/** A checkpoint read without its messages (see loadHeadForTenant). */
+export interface StoredHead {
+  readonly checkpoint: Omit<Checkpoint, 'messages'>;
+  readonly version: number;
+}
+
+/** What a follower of a run's log needs to know of it (see progress). */
+export interface RunProgress {
+  readonly tenantId: string;
+  readonly status: RunStatus;
+  readonly lastSeq: number;
+}
+
 /** What a commit adds to the RunStore contract (see RedisRunStore.commit). */
 export interface CommitOptions {
   /** The writer's lease token; '' (the default) = an unfenced control-plane write. */
@@ -233,6 +246,31 @@ export class RedisRunStore implements RunStore {
     const key = this.keys.run(runId).cp;
     if ((await this.redis.hget(key, 'tenant')) !== tenantId) return null;
     return this.load(runId);
+  }
+
+  /**
+   * The checkpoint without its messages, of a run of this tenant (null: no such run, or another
+   * tenant's): what a reader following a run tree needs (status, calls, parent, decision log),
+   * in one read that leaves the conversation (the `:messages` list) alone.
+   */
+  async loadHeadForTenant(runId: string, tenantId: string): Promise<StoredHead | null> {
+    // The tenant field alone first, as loadForTenant: another tenant's checkpoint is never read.
+    const key = this.keys.run(runId).cp;
+    if ((await this.redis.hget(key, 'tenant')) !== tenantId) return null;
+    const [data, version] = await this.redis.hmget(key, 'data', 'version');
+    return this.decodeStored(runId, data ?? null, version ?? null, { parsed: [] });
+  }
+
+  /** The run's tenant, status and last seq in one read (null when it does not exist). */
+  async progress(runId: string): Promise<RunProgress | null> {
+    const [tenant, status, seq] = await this.redis.hmget(
+      this.keys.run(runId).cp,
+      'tenant',
+      'status',
+      'seq',
+    );
+    if (!tenant || !status) return null;
+    return { tenantId: tenant, status: status as RunStatus, lastSeq: seq ? Number(seq) : 0 };
   }
 
   /**
