@@ -6,7 +6,7 @@
  * Redis; the service is called directly (no HTTP).
  */
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { RunNotFoundError } from '@baton/runtime';
+import { RunNotFoundError, type Loaded } from '@baton/runtime';
 import { startChildStack, finalAnswer, type ChildStack } from '../support/child-stack.ts';
 import { stopAllWorkerProcesses } from '../support/worker-process.ts';
 
@@ -84,5 +84,61 @@ describe('RunService.submitDecisions on a run tree', () => {
     expect(await s.rt.service.statusOf(TENANT, childId)).toBe('waiting');
     await s.rt.service.submitDecisions(TENANT, runId, [{ toolCallId, action: 'resume' }]);
     await s.waitDone(runId);
+  });
+});
+
+describe('RunService.submitDecisions with the run the caller just read', () => {
+  /** A run whose own call waits for a decision, as the service returned it. */
+  async function waitingRun(): Promise<{ runId: string; toolCallId: string; loaded: Loaded }> {
+    const { runId } = await s.rt.service.createRun(TENANT, {
+      agent: 'child-approval',
+      input: { messages: [{ role: 'user', content: 'approve?' }] },
+    });
+    const cp = await s.waitFor(
+      runId,
+      (c) => c.status === 'waiting' && Object.values(c.calls).some((x) => x.status === 'suspended'),
+      'to wait for its approval',
+    );
+    const toolCallId = Object.values(cp.calls).find((c) => c.status === 'suspended')!.id;
+    const { checkpoint, version } = await s.rt.service.loadWithEvents(TENANT, runId);
+    return { runId, toolCallId, loaded: { checkpoint, version } };
+  }
+
+  async function readsDuring(work: () => Promise<unknown>): Promise<number> {
+    const reads = vi.spyOn(s.rt.store, 'readStored');
+    try {
+      await work();
+      return reads.mock.calls.length;
+    } finally {
+      reads.mockRestore();
+    }
+  }
+
+  it('does not read the conversation again; a copy of it is not trusted and the run is read', async () => {
+    const first = await waitingRun();
+    expect(
+      await readsDuring(() =>
+        s.rt.service.submitDecisions(
+          TENANT,
+          first.runId,
+          [{ toolCallId: first.toolCallId, action: 'resume' }],
+          { current: first.loaded },
+        ),
+      ),
+    ).toBe(0);
+    const second = await waitingRun();
+    const copy = { ...second.loaded, checkpoint: { ...second.loaded.checkpoint } };
+    expect(
+      await readsDuring(() =>
+        s.rt.service.submitDecisions(
+          TENANT,
+          second.runId,
+          [{ toolCallId: second.toolCallId, action: 'resume' }],
+          { current: copy },
+        ),
+      ),
+    ).toBe(1);
+    for (const runId of [first.runId, second.runId])
+      expect((await s.waitDone(runId)).termination).toEqual({ kind: 'natural_end' });
   });
 });

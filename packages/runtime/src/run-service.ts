@@ -79,6 +79,8 @@ export class RunService {
   readonly catalog: AgentCatalog;
   private readonly deps: RunServiceDeps;
   private readonly ids: () => string;
+  /** Checkpoints this service read from the store (see submitDecisions' `current`). */
+  private readonly issued = new WeakSet<Checkpoint>();
 
   constructor(deps: RunServiceDeps) {
     this.deps = deps;
@@ -203,6 +205,7 @@ export class RunService {
   async load(tenantId: string, runId: string): Promise<Loaded> {
     const stored = await this.deps.store.loadForTenant(runId, tenantId);
     if (!stored) throw new RunNotFoundError(runId);
+    this.issued.add(stored.checkpoint);
     return stored;
   }
 
@@ -221,14 +224,25 @@ export class RunService {
    * records that decision as discarded in its own log.
    *
    * Each target's conversation is read once, and the checkpoint read is the one committed over;
-   * the other runs of the tree are read without their messages.
+   * the other runs of the tree are read without their messages. `current`: the run as this
+   * service returned it moments ago (load, loadWithEvents), used instead of reading it again; a
+   * stale one costs a version conflict and a reload, never a wrong write. Anything else (a copy,
+   * another run's) is ignored and the run is read.
    */
   async submitDecisions(
     tenantId: string,
     runId: string,
     inputs: readonly DecisionInput[],
+    opts: { readonly current?: Loaded } = {},
   ): Promise<SubmittedDecisions> {
-    const root = await this.load(tenantId, runId);
+    const { current } = opts;
+    const root =
+      current !== undefined &&
+      this.issued.has(current.checkpoint) &&
+      current.checkpoint.identity.runId === runId &&
+      current.checkpoint.identity.tenantId === tenantId
+        ? current
+        : await this.load(tenantId, runId);
     const routing = new DecisionRouting(this.deps.store, tenantId, root.checkpoint);
     const groups = await routing.route(inputs);
     const own = groups.get(runId);
