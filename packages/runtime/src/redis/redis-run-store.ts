@@ -33,7 +33,7 @@ import {
   rebuiltEvents,
   sharedPrefix,
 } from '../run-record/checkpoint-codec.ts';
-import type { RunMeta } from '../run-record/checkpoint-codec.ts';
+import type { RunMeta, RunProgress, StoredHead } from '../run-record/checkpoint-codec.ts';
 
 export type { RunMeta };
 import { decodeEventPayload } from './event-payload.ts';
@@ -81,19 +81,6 @@ export interface RunPage {
   readonly runs: RunSummary[];
   /** Null when there is nothing after this page. */
   readonly nextCursor: string | null;
-}
-
-/** A checkpoint read without its messages (see loadHeadForTenant). */
-export interface StoredHead {
-  readonly checkpoint: Omit<Checkpoint, 'messages'>;
-  readonly version: number;
-}
-
-/** What a follower of a run's log needs to know of it (see progress). */
-export interface RunProgress {
-  readonly tenantId: string;
-  readonly status: RunStatus;
-  readonly lastSeq: number;
 }
 
 /** What a commit adds to the RunStore contract (see RedisRunStore.commit). */
