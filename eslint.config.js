@@ -31,6 +31,24 @@ const bannedSpecifierRegExp = `^(node:|(${[...nodeBuiltins, ...ioPackages]
   .map(escapeRegExp)
   .join('|')})(\\x2F|$))`.replaceAll('/', '\\x2F');
 
+// apps/api has one door into run data: RunService (and ScheduleService), whose reads and writes
+// are tenant-scoped. Routes and adapters import no store of the runtime, and never reach around
+// the services through the runtime; app.ts builds the app's context from the runtime (and
+// context.ts, health.ts and metrics.ts name its type: they read no run data).
+const API_STORES = [
+  'BatonRuntime',
+  'RedisRunStore',
+  'RedisThreadStore',
+  'RedisScheduleStore',
+  'WebhookStore',
+  'WebhookOutbox',
+  'RunLeases',
+  'RunCommitter',
+  'ChildRuns',
+];
+const API_DOOR_MESSAGE =
+  'apps/api reaches run data through RunService / ScheduleService (ctx.service, ctx.schedules), which scope every read to the tenant; add a method there instead of using a store.';
+
 export default defineConfig(
   globalIgnores(['**/node_modules/', '**/coverage/', '**/dist/', '.cache/']),
 
@@ -115,6 +133,35 @@ export default defineConfig(
           selector: `ImportExpression[source.value=/${bannedSpecifierRegExp}/]`,
           message: CORE_IO_MESSAGE,
         },
+      ],
+    },
+  },
+
+  {
+    files: ['apps/api/src/**/*.ts'],
+    ignores: [
+      'apps/api/src/app.ts',
+      'apps/api/src/context.ts',
+      'apps/api/src/health.ts',
+      'apps/api/src/metrics.ts',
+      '**/*.test.ts',
+    ],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            { name: '@baton/runtime', importNames: API_STORES, message: API_DOOR_MESSAGE },
+            { name: 'ioredis', message: API_DOOR_MESSAGE },
+          ],
+          patterns: [
+            { group: ['@baton/runtime/*'], importNames: API_STORES, message: API_DOOR_MESSAGE },
+          ],
+        },
+      ],
+      'no-restricted-syntax': [
+        'error',
+        { selector: "MemberExpression[property.name='runtime']", message: API_DOOR_MESSAGE },
       ],
     },
   },

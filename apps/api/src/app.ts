@@ -1,4 +1,4 @@
-import { BatonRuntime, RunEventSubscriber } from '@baton/runtime';
+import { BatonRuntime, RunEventSubscriber, ScheduleService } from '@baton/runtime';
 import type { Clock } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
 import express, { type Express, type RequestHandler } from 'express';
@@ -11,6 +11,7 @@ import { consoleRouter } from './console.ts';
 import { splitEntries, tenantKeyEntries, type ApiConfig } from './config.ts';
 import type { ApiContext } from './context.ts';
 import { errorMiddleware, notFoundHandler } from './errors.ts';
+import { runtimeHealth } from './health.ts';
 import { IdempotencyStore } from './idempotency.ts';
 import { AuthFailureLimiter, SseConnectionLimiter, rateLimit } from './limits.ts';
 import { protocolPlugins } from './adapters/plugins.ts';
@@ -107,6 +108,8 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     config,
     runtime,
     service: runtime.service,
+    schedules: new ScheduleService(runtime),
+    health: runtimeHealth(runtime),
     logger,
     keys,
     metrics,

@@ -8,13 +8,14 @@ import {
   type Clock,
 } from '@baton/core';
 import {
-  MAX_CHILD_DEPTH,
   type Checkpoint,
   type CreateRunRequest,
   type CreatedRunWebhook,
   type Decision,
   type DecisionInput,
   type RunEvent,
+  type RunStatus,
+  type RunWebhooksResponse,
 } from '@baton/protocol';
 import { AgentCatalog, specOf } from './agent-registry.ts';
 import { broadcastCancel } from './control-channel.ts';
@@ -27,10 +28,16 @@ import type { Durability } from './redis/durability.ts';
 import type { RunCommitter, Loaded } from './run-committer.ts';
 import { RunIndex, expiringMember } from './run-record/run-index.ts';
 import type { WebhookOutbox } from './webhooks/webhook-outbox.ts';
+import {
+  DecisionRouting,
+  type RoutedDecisions,
+  type SubmittedDecisions,
+} from './decision-routing.ts';
 import { RunNotFoundError } from './errors/run-not-found-error.ts';
 import { ThreadNotFoundError } from './errors/thread-not-found-error.ts';
 
 export { RunNotFoundError, ThreadNotFoundError };
+export type { RoutedDecisions, SubmittedDecisions };
 
 export interface RunServiceDeps {
   readonly redis: RedisClient;
@@ -57,6 +64,10 @@ export interface CreatedRun {
   readonly webhook?: CreatedRunWebhook;
 }
 
+/** See RunService.follow. */
+export type RunFollowState =
+  { readonly status: RunStatus; readonly lastSeq: number } | 'absent' | 'hidden';
+
 /** What a thread that nobody has written yet loads as. */
 const EMPTY_THREAD = { messages: [], state: {}, runIds: [] } as const;
 
@@ -68,6 +79,8 @@ export class RunService {
   readonly catalog: AgentCatalog;
   private readonly deps: RunServiceDeps;
   private readonly ids: () => string;
+  /** Checkpoints this service read from the store (see submitDecisions' `current`). */
+  private readonly issued = new WeakSet<Checkpoint>();
 
   constructor(deps: RunServiceDeps) {
     this.deps = deps;
@@ -192,6 +205,7 @@ export class RunService {
   async load(tenantId: string, runId: string): Promise<Loaded> {
     const stored = await this.deps.store.loadForTenant(runId, tenantId);
     if (!stored) throw new RunNotFoundError(runId);
+    this.issued.add(stored.checkpoint);
     return stored;
   }
 
@@ -200,18 +214,75 @@ export class RunService {
    * resent with the same id and body gets its original answer, whatever happened since; a new
    * one for a finished run, or for a run being cancelled, is refused (409), never accepted and
    * then dropped.
+   *
+   * Decisions for a descendant's calls (agent-as-tool) may be sent to an ancestor: each goes to
+   * the run that holds its call (DecisionRouting.route), and the answer lists those runs' answers
+   * under `routed`. Every target run is checked (its ancestors, its tickets) before any is
+   * written, so a request refused for one run changes no run (the typed error of the first
+   * refusal is thrown). Runs can still change between that check and the commits; each run's
+   * commit is all-or-nothing on its own, and a child cancelled after it accepted a decision
+   * records that decision as discarded in its own log.
+   *
+   * Each target's conversation is read once, and the checkpoint read is the one committed over;
+   * the other runs of the tree are read without their messages. `current`: the run as this
+   * service returned it moments ago (load, loadWithEvents), used instead of reading it again; a
+   * stale one costs a version conflict and a reload, never a wrong write. Anything else (a copy,
+   * another run's) is ignored and the run is read.
    */
   async submitDecisions(
     tenantId: string,
     runId: string,
     inputs: readonly DecisionInput[],
-  ): Promise<{ accepted: string[]; duplicates: string[]; status: Checkpoint['status'] }> {
+    opts: { readonly current?: Loaded } = {},
+  ): Promise<SubmittedDecisions> {
+    const { current } = opts;
+    const root =
+      current !== undefined &&
+      this.issued.has(current.checkpoint) &&
+      current.checkpoint.identity.runId === runId &&
+      current.checkpoint.identity.tenantId === tenantId
+        ? current
+        : await this.load(tenantId, runId);
+    const routing = new DecisionRouting(this.deps.store, tenantId, root.checkpoint);
+    const groups = await routing.route(inputs);
+    const own = groups.get(runId);
+    if (own !== undefined && groups.size === 1) return this.decide(routing, root, own);
+    const targets = new Map<string, Loaded>();
+    for (const [target, decisions] of groups) {
+      const loaded = target === runId ? root : await this.load(tenantId, target);
+      await routing.checkAncestors(loaded.checkpoint, decisions);
+      // Thrown here (nothing written yet) when the run would refuse them.
+      runCommands.receiveDecisions(
+        loaded.checkpoint,
+        decisions.map((d, i) => ({ ...d, decisionId: d.decisionId ?? `precheck-${String(i)}` })),
+        this.deps.clock.now(),
+      );
+      targets.set(target, loaded);
+    }
+    let answer = { accepted: [] as string[], duplicates: [] as string[] };
+    const routed: RoutedDecisions[] = [];
+    for (const [target, decisions] of groups) {
+      const result = await this.decide(routing, targets.get(target) ?? root, decisions);
+      if (target === runId) answer = { accepted: result.accepted, duplicates: result.duplicates };
+      else routed.push({ runId: target, accepted: result.accepted, duplicates: result.duplicates });
+    }
+    // The run's status now (its children's commits do not write it, a worker may have).
+    const progress = await this.deps.store.progress(runId);
+    if (!progress || progress.tenantId !== tenantId) throw new RunNotFoundError(runId);
+    return { ...answer, status: progress.status, routed };
+  }
+
+  /** Commits decisions for the run `loaded` (read by the caller) holds the calls of. */
+  private async decide(
+    routing: DecisionRouting,
+    loaded: Loaded,
+    inputs: readonly DecisionInput[],
+  ): Promise<SubmittedDecisions> {
     const decisions: Decision[] = inputs.map((d) => ({
       ...d,
       decisionId: d.decisionId ?? this.ids(),
     }));
-    const loaded = await this.load(tenantId, runId);
-    await this.checkAncestors(tenantId, loaded.checkpoint, decisions);
+    await routing.checkAncestors(loaded.checkpoint, decisions);
     let result: { accepted: string[]; duplicates: string[] } = { accepted: [], duplicates: [] };
     const committed = await this.deps.committer.commitCommand(loaded, (cp) => {
       const t = runCommands.receiveDecisions(cp, decisions, this.deps.clock.now());
@@ -226,43 +297,6 @@ export class RunService {
       );
     await this.deps.durability.acknowledge();
     return { ...result, status: (committed ?? loaded).checkpoint.status };
-  }
-
-  /**
-   * A child run takes new decisions only while all its ancestors would: once one has finished or
-   * its cancel was acknowledged, the child is about to be cancelled with it (a worker carries the
-   * cancel down), and a 202 would name a decision nobody applies, which the log of the ancestor a
-   * client asked through would never mention. Refused as the ancestor would refuse it.
-   */
-  async checkAncestors(
-    tenantId: string,
-    cp: Checkpoint,
-    decisions: readonly { readonly decisionId?: string | undefined }[],
-  ): Promise<void> {
-    if (!cp.identity.parent) return;
-    // A resent decision keeps its original answer whatever happened since; only new ones count.
-    const seen = new Set(cp.decisionLog.map((d) => d.decisionId));
-    if (decisions.every((d) => d.decisionId !== undefined && seen.has(d.decisionId))) return;
-    let current = cp.identity.runId;
-    let parentId: string | undefined = cp.identity.parent.runId;
-    for (let depth = 0; parentId !== undefined && depth <= MAX_CHILD_DEPTH; depth += 1) {
-      const parent = await this.deps.store.loadForTenant(parentId, tenantId);
-      if (!parent) return;
-      if (parent.checkpoint.status === 'done')
-        throw new BatonError(
-          'run_done',
-          `run ${parentId} has already finished, and with it its child run ${current}; it accepts no more decisions`,
-          { runId: parentId, childRunId: current },
-        );
-      if (parent.checkpoint.cancelRequested)
-        throw new BatonError(
-          'run_cancelled',
-          `run ${parentId} is being cancelled, and its child run ${current} with it; it accepts no more decisions`,
-          { runId: parentId, childRunId: current },
-        );
-      current = parentId;
-      parentId = parent.checkpoint.identity.parent?.runId;
-    }
   }
 
   /**
@@ -355,9 +389,52 @@ export class RunService {
     return { runs: outcome.runIds.length };
   }
 
+  /*
+   * Reads for the API and embedders, each scoped to a tenant: another tenant's run is a missing
+   * one (RunNotFoundError, or null/'absent' where a missing run is an answer), and is never read
+   * past its tenant field.
+   */
+
+  /** Seq of the run's last event (0: none yet), read without the checkpoint. */
+  async lastSeq(tenantId: string, runId: string): Promise<number> {
+    const seq = await this.deps.store.lastSeqForTenant(runId, tenantId);
+    if (seq === null) throw new RunNotFoundError(runId);
+    return seq;
+  }
+
+  /** The run's events with seq > afterSeq, in order. */
   async events(tenantId: string, runId: string, afterSeq = 0): Promise<RunEvent[]> {
-    await this.load(tenantId, runId);
+    await this.lastSeq(tenantId, runId);
     return this.deps.store.readEvents(runId, afterSeq);
+  }
+
+  /** The run's checkpoint and its whole event log (what a snapshot is folded from). */
+  async loadWithEvents(tenantId: string, runId: string): Promise<Loaded & { events: RunEvent[] }> {
+    const loaded = await this.load(tenantId, runId);
+    return { ...loaded, events: await this.deps.store.readEvents(runId) };
+  }
+
+  /** A (child) run's status; null when it does not exist (yet, or any more). */
+  async statusOf(tenantId: string, runId: string): Promise<RunStatus | null> {
+    const progress = await this.deps.store.progress(runId);
+    return progress?.tenantId === tenantId ? progress.status : null;
+  }
+
+  /**
+   * What a stream following a run tree needs of one of its runs: its status and last seq, or
+   * 'absent' (not created yet, or gone), or 'hidden' (another tenant's: never to be followed).
+   */
+  async follow(tenantId: string, runId: string): Promise<RunFollowState> {
+    const progress = await this.deps.store.progress(runId);
+    if (progress === null) return 'absent';
+    if (progress.tenantId !== tenantId) return 'hidden';
+    return { status: progress.status, lastSeq: progress.lastSeq };
+  }
+
+  /** The run's webhook endpoints (never their secrets) and delivery log. */
+  async webhooks(tenantId: string, runId: string): Promise<RunWebhooksResponse> {
+    await this.lastSeq(tenantId, runId);
+    return (await this.deps.webhooks?.view(runId)) ?? { runId, endpoints: [], deliveries: [] };
   }
 
   async listRuns(query: ListRunsQuery): Promise<RunPage> {

@@ -3,6 +3,7 @@ import {
   CreateRunRequestSchema,
   IdSchema,
   type Checkpoint,
+  type DecisionInput,
   type InputMessage,
   type JsonValue,
   type Message,
@@ -33,6 +34,8 @@ export interface ThreadView {
   readonly active: {
     readonly runId: string;
     readonly checkpoint: Checkpoint;
+    /** The checkpoint's version (with it, a decision need not read the run again). */
+    readonly version: number;
     readonly events: RunEvent[];
     readonly snapshot: RunSnapshot;
   } | null;
@@ -49,14 +52,28 @@ export async function loadThread(
   const base = { threadId, messages: thread.messages, state: thread.state };
   if (thread.activeRunId === null) return { ...base, active: null, pending: null };
   const runId = thread.activeRunId;
-  const { checkpoint } = await ctx.service.load(tenantId, runId);
-  const events = await ctx.runtime.store.readEvents(runId);
+  const { checkpoint, version, events } = await ctx.service.loadWithEvents(tenantId, runId);
   const snapshot = foldSnapshot(events);
   const pending =
     checkpoint.status === 'waiting' && (snapshot.await?.calls.length ?? 0) > 0
       ? { runId, await: snapshot.await }
       : null;
-  return { ...base, active: { runId, checkpoint, events, snapshot }, pending };
+  return { ...base, active: { runId, checkpoint, version, events, snapshot }, pending };
+}
+
+/**
+ * Submits decisions for the thread's waiting run, handing the service the run as loadThread read
+ * it (so the conversation is not read a second time).
+ */
+export async function submitToThread(
+  ctx: ApiContext,
+  tenantId: string,
+  thread: ThreadView | null,
+  command: { readonly runId: string; readonly decisions: readonly DecisionInput[] },
+): Promise<void> {
+  const active = thread?.active;
+  const current = active?.runId === command.runId ? { current: active } : {};
+  await ctx.service.submitDecisions(tenantId, command.runId, command.decisions, current);
 }
 
 /** A protocol thread id as a Baton id (null when it is not one). */

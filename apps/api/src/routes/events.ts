@@ -1,7 +1,6 @@
 import type { RunEvent } from '@baton/protocol';
 import { Router, type Request } from 'express';
 import { BatonError, activityOf } from '@baton/core';
-import { RunNotFoundError } from '@baton/runtime';
 import { principalOf } from '../auth.ts';
 import type { ApiContext } from '../context.ts';
 import { EventsQuerySchema } from '../schemas.ts';
@@ -51,14 +50,13 @@ export function eventsRouter(ctx: ApiContext): Router {
     const until = query.until ?? 'done';
     // The tenant check and the log's end in one read: a client that has not seen everything
     // yet (the usual case) is streamed to, whatever the checkpoint says.
-    let lastSeq = await ctx.runtime.store.lastSeqForTenant(runId, tenantId);
-    if (lastSeq === null) throw new RunNotFoundError(runId);
+    let lastSeq = await ctx.service.lastSeq(tenantId, runId);
     let idle = false;
     if (after >= lastSeq) {
       // Whether the stream would end at once needs the checkpoint; the log's end is read again
       // after it, so an event committed in between (the run's last, say) is not missed.
       const { checkpoint } = await ctx.service.load(tenantId, runId);
-      lastSeq = await ctx.runtime.store.lastSeq(runId);
+      lastSeq = await ctx.service.lastSeq(tenantId, runId);
       // core's one idle predicate (a partly decided batch_all_suspended round is idle too).
       const activity = activityOf(checkpoint);
       idle = activity === 'done' || (until === 'suspended' && activity === 'waiting');

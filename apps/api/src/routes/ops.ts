@@ -42,20 +42,15 @@ export function opsRouter(ctx: ApiContext): Router {
         checks[name] = err instanceof Error ? err.message : 'unavailable';
       }
     };
-    const redis = ctx.runtime.redis;
-    if (redis.status !== 'ready') {
-      checks['redis'] = `not connected (${redis.status})`;
+    const { health } = ctx;
+    const status = health.redisStatus();
+    if (status !== 'ready') {
+      checks['redis'] = `not connected (${status})`;
       checks['queues'] = 'unusable without redis';
     } else {
       await Promise.all([
-        probe('redis', () => redis.ping()),
-        probe('queues', () =>
-          Promise.all([
-            // The API's own dependency: one queue answers for BullMQ on this Redis (agents'
-            // liveness is in GET /v1/agents, not readiness).
-            ctx.runtime.queues.legacySteps.getJobCounts('waiting'),
-          ]),
-        ),
+        probe('redis', () => health.ping()),
+        probe('queues', () => health.queuesAnswer()),
       ]);
     }
     const ok = Object.values(checks).every((c) => c === 'ok');

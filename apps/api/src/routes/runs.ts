@@ -18,7 +18,7 @@ import {
   type RunLinks,
 } from '../schemas.ts';
 import { parseBody, parseId, parseQuery } from '../validation.ts';
-import { precheckDecisions, routeDecisions, runTreeView } from '../child-tree.ts';
+import { runTreeView } from '../child-tree.ts';
 
 function runLinks(runId: string, threadId: string): RunLinks {
   const self = `/v1/runs/${encodeURIComponent(runId)}`;
@@ -48,10 +48,9 @@ async function loadSnapshot(
   tenantId: string,
   runId: string,
 ): Promise<{ snapshot: RunSnapshot; metadata: Record<string, string> }> {
-  const loaded = await ctx.service.load(tenantId, runId);
-  const events = await ctx.runtime.store.readEvents(runId);
+  const { checkpoint, events } = await ctx.service.loadWithEvents(tenantId, runId);
   if (events.length === 0) throw new RunNotFoundError(runId);
-  return { snapshot: foldSnapshot(events), metadata: loaded.checkpoint.metadata };
+  return { snapshot: foldSnapshot(events), metadata: checkpoint.metadata };
 }
 
 /** The snapshot, and whether the run waits for a worker of its agent (from heartbeats). */
@@ -139,24 +138,10 @@ export function runsRouter(ctx: ApiContext): Router {
       'decisions',
     );
     const body = parseBody(SubmitDecisionsRequestSchema, req);
-    // Decisions for child runs' calls may be sent to an ancestor (agent-as-tool): routed.
-    const root = await ctx.service.load(tenantId, runId);
-    const groups = await routeDecisions(ctx, tenantId, root.checkpoint, body.decisions);
-    if (groups.size === 1 && groups.has(runId)) {
-      const result = await ctx.service.submitDecisions(tenantId, runId, groups.get(runId) ?? []);
-      res.status(202).json({ runId, ...result });
-      return;
-    }
-    await precheckDecisions(ctx, tenantId, groups);
-    const own = { accepted: [] as string[], duplicates: [] as string[] };
-    const routed: { runId: string; accepted: string[]; duplicates: string[] }[] = [];
-    for (const [target, decisions] of groups) {
-      const result = await ctx.service.submitDecisions(tenantId, target, decisions);
-      if (target === runId) Object.assign(own, result);
-      else routed.push({ runId: target, accepted: result.accepted, duplicates: result.duplicates });
-    }
-    const status = (await ctx.service.load(tenantId, runId)).checkpoint.status;
-    res.status(202).json({ runId, ...own, status, routed });
+    // Decisions for child runs' calls may be sent to an ancestor (agent-as-tool): the service
+    // routes them and says where they went (`routed`).
+    const result = await ctx.service.submitDecisions(tenantId, runId, body.decisions);
+    res.status(202).json({ runId, ...result });
   });
 
   router.post('/runs/:id/cancel', async (req, res) => {

@@ -7,7 +7,7 @@ import {
   type Schedule,
   type ScheduleDetail,
 } from '@baton/protocol';
-import { ScheduleService, type StoredSchedule } from '@baton/runtime';
+import type { StoredSchedule } from '@baton/runtime';
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import { principalOf } from '../auth.ts';
@@ -61,13 +61,12 @@ function idempotencyKeyOf(req: Request): string | undefined {
 /** Scheduled runs: /v1/schedules (tenant-scoped; another tenant's schedule is a 404). */
 export function schedulesRouter(ctx: ApiContext): Router {
   const router = Router();
-  const schedules = new ScheduleService(ctx.runtime);
+  const { schedules } = ctx;
 
   const detail = async (stored: StoredSchedule): Promise<ScheduleDetail> => {
-    const { tenantId, scheduleId } = stored.record;
     const [nextFireAt, recentFirings] = await Promise.all([
       schedules.nextFireAt(stored),
-      schedules.store.recentFirings(tenantId, scheduleId, SCHEDULE_RECENT_FIRINGS),
+      schedules.recentFirings(stored, SCHEDULE_RECENT_FIRINGS),
     ]);
     return ScheduleDetailSchema.parse({ ...scheduleView(stored, nextFireAt), recentFirings });
   };
@@ -115,8 +114,7 @@ export function schedulesRouter(ctx: ApiContext): Router {
     const { tenantId } = principalOf(req);
     const id = parseId(req.params['id'], 'schedule id');
     const query = parseQuery(ListSchedulesQuerySchema, req);
-    await schedules.get(tenantId, id);
-    res.json(await schedules.store.runs(tenantId, id, query.limit ?? 20, query.cursor ?? null));
+    res.json(await schedules.runs(tenantId, id, query.limit ?? 20, query.cursor ?? null));
   });
 
   router.post('/schedules/:id/pause', async (req, res) => {

@@ -79,8 +79,7 @@ export async function streamRunTree(
     // keys are gone (retention) or that never comes to be sends nothing; settle() ends it once
     // the root is done. Only a run of another tenant is dropped (ids extend the root's, so none
     // should be).
-    const meta = await ctx.runtime.store.meta(runId);
-    if (meta && meta.tenantId !== tenantId) cursor.delete(runId);
+    if ((await ctx.service.follow(tenantId, runId)) === 'hidden') cursor.delete(runId);
   }
   const conn = await openSseConnection(ctx, res, tenantId);
   const { stream, finish } = conn;
@@ -91,11 +90,10 @@ export async function streamRunTree(
   const settle = async (): Promise<void> => {
     for (const [runId, seq] of cursor) {
       if (ended.has(runId)) continue;
-      const meta = await ctx.runtime.store.meta(runId);
-      if (meta && (meta.status !== 'done' || seq < (await ctx.runtime.store.lastSeq(runId))))
-        return;
+      const state = await ctx.service.follow(tenantId, runId);
+      if (typeof state === 'object' && (state.status !== 'done' || seq < state.lastSeq)) return;
       // A linked child that was never created (its agent is unknown, its parent ended first).
-      if (!meta && runId === rootId) return;
+      if (state === 'absent' && runId === rootId) return;
       ended.add(runId);
     }
     finish();

@@ -10,9 +10,8 @@ export function webhooksRouter(ctx: ApiContext): Router {
   router.get('/runs/:id/webhooks', async (req, res) => {
     const { tenantId } = principalOf(req);
     const runId = parseId(req.params['id'], 'run id');
-    // 404 for another tenant's run, as everywhere.
-    await ctx.service.load(tenantId, runId);
-    res.json(RunWebhooksResponseSchema.parse(await ctx.runtime.webhooks.view(runId)));
+    // 404 for another tenant's run, as everywhere (the service checks).
+    res.json(RunWebhooksResponseSchema.parse(await ctx.service.webhooks(tenantId, runId)));
   });
   return router;
 }

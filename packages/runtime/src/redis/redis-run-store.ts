@@ -33,7 +33,7 @@ import {
   rebuiltEvents,
   sharedPrefix,
 } from '../run-record/checkpoint-codec.ts';
-import type { RunMeta } from '../run-record/checkpoint-codec.ts';
+import type { RunMeta, RunProgress, StoredHead } from '../run-record/checkpoint-codec.ts';
 
 export type { RunMeta };
 import { decodeEventPayload } from './event-payload.ts';
@@ -233,6 +233,31 @@ export class RedisRunStore implements RunStore {
     const key = this.keys.run(runId).cp;
     if ((await this.redis.hget(key, 'tenant')) !== tenantId) return null;
     return this.load(runId);
+  }
+
+  /**
+   * The checkpoint without its messages, of a run of this tenant (null: no such run, or another
+   * tenant's): what a reader following a run tree needs (status, calls, parent, decision log),
+   * in one read that leaves the conversation (the `:messages` list) alone.
+   */
+  async loadHeadForTenant(runId: string, tenantId: string): Promise<StoredHead | null> {
+    // The tenant field alone first, as loadForTenant: another tenant's checkpoint is never read.
+    const key = this.keys.run(runId).cp;
+    if ((await this.redis.hget(key, 'tenant')) !== tenantId) return null;
+    const [data, version] = await this.redis.hmget(key, 'data', 'version');
+    return this.decodeStored(runId, data ?? null, version ?? null, { parsed: [] });
+  }
+
+  /** The run's tenant, status and last seq in one read (null when it does not exist). */
+  async progress(runId: string): Promise<RunProgress | null> {
+    const [tenant, status, seq] = await this.redis.hmget(
+      this.keys.run(runId).cp,
+      'tenant',
+      'status',
+      'seq',
+    );
+    if (!tenant || !status) return null;
+    return { tenantId: tenant, status: status as RunStatus, lastSeq: seq ? Number(seq) : 0 };
   }
 
   /**

@@ -24,6 +24,19 @@ export interface RunMeta {
   readonly driver: string;
 }
 
+/** A checkpoint read without its messages (RedisRunStore.loadHeadForTenant). */
+export interface StoredHead {
+  readonly checkpoint: Omit<Checkpoint, 'messages'>;
+  readonly version: number;
+}
+
+/** What a follower of a run's log needs to know of it (RedisRunStore.progress). */
+export interface RunProgress {
+  readonly tenantId: string;
+  readonly status: RunStatus;
+  readonly lastSeq: number;
+}
+
 /** A run's checkpoint fields as read by a script, before decoding (decodeCheckpoint). */
 export interface StoredFields {
   readonly data: string | null;

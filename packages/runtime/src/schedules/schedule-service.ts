@@ -1,6 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { BatonError, UnknownAgentError } from '@baton/core';
-import { instantMs, type CreateScheduleRequest } from '@baton/protocol';
+import {
+  instantMs,
+  type CreateScheduleRequest,
+  type RunPage,
+  type ScheduleFiring,
+} from '@baton/protocol';
 import { Job, type Queue } from 'bullmq';
 import type { BatonRuntime } from '../runtime.ts';
 import { schedulerIdOf, type ScheduleRecord, type StoredSchedule } from './schedule-record.ts';
@@ -119,6 +124,22 @@ export class ScheduleService {
     const stored = await this.store.load(tenantId, scheduleId);
     if (!stored) throw new ScheduleNotFoundError(scheduleId);
     return stored;
+  }
+
+  /** The schedule's last `n` firings, newest first. */
+  async recentFirings(stored: StoredSchedule, n: number): Promise<ScheduleFiring[]> {
+    return this.store.recentFirings(stored.record.tenantId, stored.record.scheduleId, n);
+  }
+
+  /** The runs the schedule started, newest first (ScheduleNotFoundError for another tenant's). */
+  async runs(
+    tenantId: string,
+    scheduleId: string,
+    limit: number,
+    cursor: string | null,
+  ): Promise<RunPage> {
+    await this.get(tenantId, scheduleId);
+    return this.store.runs(tenantId, scheduleId, limit, cursor);
   }
 
   async list(tenantId: string, limit: number, cursor: string | null): Promise<SchedulePageOf> {

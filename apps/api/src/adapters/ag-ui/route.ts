@@ -7,6 +7,7 @@ import {
   loadThread,
   sendFrames,
   startRun,
+  submitToThread,
   threadIdOf,
   type FrameSink,
 } from '../run-stream.ts';
@@ -80,7 +81,7 @@ export function agUiRouter(ctx: ApiContext, opts: AgUiRouteOptions = {}): Reques
     const history = thread?.active?.events ?? [];
     const stream = await RunStream.attach(ctx, tenantId, command.runId, history.at(-1)?.seq ?? 0);
     try {
-      await ctx.service.submitDecisions(tenantId, command.runId, command.decisions);
+      await submitToThread(ctx, tenantId, thread, command);
     } catch (error) {
       await stream.detach();
       throw error;

@@ -4,7 +4,14 @@ import { Router, type Request, type RequestHandler } from 'express';
 import { principalOf } from '../../auth.ts';
 import type { ApiContext } from '../../context.ts';
 import { parseId } from '../../validation.ts';
-import { RunStream, loadThread, startRun, threadIdOf, type FrameSink } from '../run-stream.ts';
+import {
+  RunStream,
+  loadThread,
+  startRun,
+  submitToThread,
+  threadIdOf,
+  type FrameSink,
+} from '../run-stream.ts';
 import { badRequest } from '../shared.ts';
 import { CURRENT_AI_SDK_MAJOR, SUPPORTED_AI_SDK_MAJORS, type AiSdkMajor } from './chunks.ts';
 import { createUiStreamMapper, type UiStreamMapperOptions } from './mapper.ts';
@@ -91,7 +98,7 @@ export function aiSdkRouter(ctx: ApiContext, opts: AiSdkRouteOptions = {}): Requ
     const afterSeq = history.at(-1)?.seq ?? 0;
     const stream = await RunStream.attach(ctx, tenantId, command.runId, afterSeq);
     try {
-      await ctx.service.submitDecisions(tenantId, command.runId, command.decisions);
+      await submitToThread(ctx, tenantId, thread, command);
     } catch (error) {
       await stream.detach();
       throw error;
