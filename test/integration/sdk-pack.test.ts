@@ -127,4 +127,6 @@ it('packed protocol, core, runtime and worker install and run an agent in a scra
     status: 'done',
     text: 'said: {"loud":"HELLO BATON"}',
   });
-}, 120_000);
+  // A guard, not a measure: five tsc builds, five npm packs and an npm install, about 40 s on a
+  // quiet 2-core machine, took over 120 s with the machine loaded (CI, load 12).
+}, 600_000);
