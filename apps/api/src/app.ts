@@ -1,4 +1,5 @@
-import { BatonRuntime, RunEventSubscriber } from '@baton/runtime';
+import { BatonRuntime } from '@baton/runtime';
+import { RunEventSubscriber } from '@baton/runtime/internal';
 import type { Clock } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
 import express, { type Express, type RequestHandler } from 'express';

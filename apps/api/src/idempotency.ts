@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { BatonError } from '@baton/core';
-import type { BatonKeys, RedisClient } from '@baton/runtime';
+import type { RedisClient } from '@baton/runtime';
+import type { BatonKeys } from '@baton/runtime/internal';
 
 /** JSON with object keys sorted, so equal bodies hash equally whatever their key order. */
 export function canonicalJson(value: unknown): string {

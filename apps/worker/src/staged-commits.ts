@@ -1,5 +1,5 @@
 import { composeTransitions, type KeyRegistry, type Transition } from '@baton/core';
-import type { Loaded } from '@baton/runtime';
+import type { Loaded } from '@baton/runtime/internal';
 
 /**
  * Writes `t` over `base`; returns what is stored afterwards (the fresh state on a conflict).

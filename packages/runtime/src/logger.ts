@@ -1,6 +1,31 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
 import { traceLogOptions } from './telemetry/trace-log.ts';
 
+/** One log method: a message, or fields and then a message (pino's argument order). */
+export interface BatonLogFn {
+  (fields: object, message?: string): void;
+  (message: string): void;
+}
+
+/**
+ * The logger Baton's options accept: the structural part of pino it calls, so any logger with
+ * these methods fits (pino, the default, does as it is).
+ *
+ * @example
+ * ```ts
+ * import { pino } from 'pino';
+ * createWorker({ agents, logger: pino({ level: 'debug' }) });
+ * ```
+ */
+export interface BatonLogger {
+  debug: BatonLogFn;
+  info: BatonLogFn;
+  warn: BatonLogFn;
+  error: BatonLogFn;
+  /** A logger whose lines all carry `bindings`. */
+  child(bindings: Record<string, unknown>): BatonLogger;
+}
+
 /** Secrets never reach logs: credentials and keys are redacted wherever they appear. */
 export const REDACT_PATHS = [
   'req.headers.authorization',

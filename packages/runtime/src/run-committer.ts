@@ -47,8 +47,6 @@ export interface CommitterDeps {
   ) => Promise<void>;
 }
 
-export { expiringMember };
-
 /**
  * Commits transitions, and keeps the global run indexes and the thread in step with them.
  *

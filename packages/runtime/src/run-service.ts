@@ -30,8 +30,6 @@ import type { WebhookOutbox } from './webhooks/webhook-outbox.ts';
 import { RunNotFoundError } from './errors/run-not-found-error.ts';
 import { ThreadNotFoundError } from './errors/thread-not-found-error.ts';
 
-export { RunNotFoundError, ThreadNotFoundError };
-
 export interface RunServiceDeps {
   readonly redis: RedisClient;
   readonly keys: BatonKeys;

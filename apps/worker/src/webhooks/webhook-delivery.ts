@@ -7,7 +7,7 @@ import {
   type WebhookBackoffOptions,
   type WebhookJob,
   type WebhookOutbox,
-} from '@baton/runtime';
+} from '@baton/runtime/internal';
 import type { Logger } from 'pino';
 import { postWebhook, type PostOutcome } from './webhook-http.ts';
 import { WebhookAttemptError } from './webhook-attempt-error.ts';
