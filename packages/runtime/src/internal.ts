@@ -10,7 +10,7 @@ export { AgentRegistry } from './agent-registry.ts';
 export { ChildRuns } from './child-runs.ts';
 export { AbortRegistry, listenForControl } from './control-channel.ts';
 export { LeaseLostError } from './errors/lease-lost-error.ts';
-export { REDACT_PATHS, safeUrl } from './logger.ts';
+export { REDACT_PATHS, safeUrl, toPino } from './logger.ts';
 export {
   BatonQueues,
   STALLED_TOO_OFTEN,

@@ -53,6 +53,53 @@ export function createLogger(
   return destination ? pino(options, destination) : pino(options);
 }
 
+/** pino's numeric levels, to the BatonLogger method a line goes to (trace and fatal fold in). */
+function methodOf(level: number): keyof Omit<BatonLogger, 'child'> {
+  if (level >= 50) return 'error';
+  if (level >= 40) return 'warn';
+  if (level >= 30) return 'info';
+  return 'debug';
+}
+
+function isPino(logger: BatonLogger): logger is Logger {
+  const candidate = logger as Partial<Logger>;
+  return typeof candidate.isLevelEnabled === 'function' && typeof candidate.levels === 'object';
+}
+
+/**
+ * The pino logger Baton's internals use, from the logger an option was given: a pino logger as
+ * it is; any other BatonLogger behind a pino logger that writes to it, so redaction, error
+ * serialization and trace ids apply to its lines too (each line reaches it as fields and a
+ * message, child bindings among the fields).
+ *
+ * @internal
+ */
+export function toPino(logger: BatonLogger, redactPaths: readonly string[] = REDACT_PATHS): Logger {
+  if (isPino(logger)) return logger;
+  const destination: DestinationStream = {
+    write(line: string) {
+      const { level, msg, ...fields } = JSON.parse(line) as {
+        level: number;
+        msg?: string;
+      } & Record<string, unknown>;
+      const log = logger[methodOf(level)];
+      if (msg === undefined) log(fields);
+      else log(fields, msg);
+    },
+  };
+  return pino(
+    {
+      // The receiving logger filters by its own level and adds its own time and host.
+      level: 'debug',
+      base: undefined,
+      timestamp: false,
+      redact: { paths: [...redactPaths], censor: '[redacted]' },
+      ...traceLogOptions(),
+    },
+    destination,
+  );
+}
+
 /** Redis URLs may carry a password: log them without it. */
 export function safeUrl(url: string): string {
   try {
