@@ -1,6 +1,6 @@
 import { UnrecoverableError, type Job } from 'bullmq';
+import { parseRetryAfter } from '@baton/protocol';
 import {
-  parseRetryAfter,
   webhookHeaders,
   webhookRetryDelay,
   type AttemptOutcome,
