@@ -14,14 +14,18 @@ export interface CreateWorkerOptions {
    */
   readonly redis: string | RedisClient;
   /**
-   * Key prefix shared with the API (BATON_PREFIX); default `baton`. Workers and the API must use
-   * the same one to see the same runs.
+   * Key prefix shared with the API (BATON_PREFIX). Workers and the API must use the same one to
+   * see the same runs.
+   *
+   * @default 'baton'
    */
   readonly prefix?: string;
   /**
    * Any other worker setting, by the name of its environment variable (see README,
    * "Configuration"); unset ones take their defaults. The environment is NOT read here: an
    * embedding application decides where its settings come from.
+   *
+   * @default {} (every setting at its documented default)
    */
   readonly config?: Partial<Omit<WorkerConfig, 'REDIS_URL' | 'BATON_PREFIX'>>;
   /**
@@ -31,7 +35,11 @@ export interface CreateWorkerOptions {
    * @default pino, JSON lines on stdout at `config.LOG_LEVEL`
    */
   readonly logger?: BatonLogger;
-  /** Time source (tests); default: the system clock. */
+  /**
+   * Time source (tests).
+   *
+   * @default the system clock
+   */
   readonly clock?: Clock;
 }
 
