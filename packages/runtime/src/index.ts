@@ -12,7 +12,12 @@ export { systemClock } from './system-clock.ts';
 export { bullPrefix } from './redis/keys.ts';
 export type { RedisClient } from './redis/scripts.ts';
 export { createLogger, type BatonLogger } from './logger.ts';
-export { startTracing, type StartTracingOptions, type TracingHandle } from './telemetry/tracing.ts';
+export {
+  startTracing,
+  useGlobalTracing,
+  type StartTracingOptions,
+  type TracingHandle,
+} from './telemetry/tracing.ts';
 export { DurabilityError } from './errors/durability-error.ts';
 export { InvalidCursorError } from './errors/invalid-cursor-error.ts';
 export { InvalidScheduleCursorError } from './errors/invalid-schedule-cursor-error.ts';

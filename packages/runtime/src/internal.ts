@@ -50,7 +50,6 @@ export {
 export { exitOnSignals } from './shutdown.ts';
 export { traceLogOptions } from './telemetry/trace-log.ts';
 export { batonTracer, bullTelemetryOption, tracingActive } from './telemetry/tracing-state.ts';
-export { useGlobalTracing } from './telemetry/tracing.ts';
 export { webhookRetryDelay, type WebhookBackoffOptions } from './webhooks/backoff.ts';
 export { webhookHeaders, webhookIdFor, webhookSecretKey } from './webhooks/signing.ts';
 export { WebhookTargetPolicy } from './webhooks/target-policy.ts';
