@@ -7,7 +7,7 @@
  */
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { Durability } from '@baton/runtime';
+import { Durability } from '@baton/runtime/internal';
 import { startRedisProcess, type RedisProcess } from '../support/redis-process.ts';
 import { startProcessStack } from '../support/process-stack.ts';
 import { testPrefix, waitFor } from '../support/worker-harness.ts';

@@ -6,7 +6,8 @@
 import { Redis } from 'ioredis';
 import { Worker, type Job } from 'bullmq';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
-import { BatonRuntime, bullPrefix, stepQueueName } from '@baton/runtime';
+import { BatonRuntime, bullPrefix } from '@baton/runtime';
+import { stepQueueName } from '@baton/runtime/internal';
 import { silentLogger, testConfig, testPrefix, waitFor } from '../support/worker-harness.ts';
 import { spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
 

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { JOB_PAYLOAD_VERSION, type StepJob } from '@baton/protocol';
 import { ScriptedModel, type AgentDefinition } from '@baton/core';
-import { toolJobId } from '@baton/runtime';
+import { toolJobId } from '@baton/runtime/internal';
 import { startHarness, waitFor, waitForStatus, type Harness } from '../support/worker-harness.ts';
 import { auditRun } from '../support/worker-process.ts';
 

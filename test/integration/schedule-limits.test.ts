@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadApiConfig, startApi, type RunningApi } from '@baton/api';
 import { createDemoAgents } from '@baton/core/testing';
-import { ScheduleFirer, ScheduleService, systemClock } from '@baton/runtime';
+import { systemClock } from '@baton/runtime';
+import { ScheduleFirer, ScheduleService } from '@baton/runtime/internal';
 import type { ErrorBody, ScheduleDetail } from '@baton/protocol';
 import { ApiClient } from '../support/api-harness.ts';
 import { silentLogger, startHarness, type Harness } from '../support/worker-harness.ts';

@@ -8,13 +8,13 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { hashKey, loadApiConfig, startApi, type RunningApi } from '@baton/api';
+import { BatonRuntime } from '@baton/runtime';
 import {
-  BatonRuntime,
   SCHEDULE_QUEUE,
   ScheduleFirer,
   ScheduleService,
   schedulerIdOf,
-} from '@baton/runtime';
+} from '@baton/runtime/internal';
 import type {
   ErrorBody,
   RunPage,

@@ -11,13 +11,8 @@ import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trac
 import { ScriptedModel, defineTool, type AgentDefinition } from '@baton/core';
 import { createDemoAgents } from '@baton/core/testing';
 import { z } from 'zod';
-import {
-  createLogger,
-  startTracing,
-  systemClock,
-  tracingActive,
-  type TracingHandle,
-} from '@baton/runtime';
+import { createLogger, startTracing, systemClock, type TracingHandle } from '@baton/runtime';
+import { tracingActive } from '@baton/runtime/internal';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
 import { waitFor } from '../support/worker-harness.ts';
 

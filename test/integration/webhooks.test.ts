@@ -21,7 +21,7 @@ import {
   type WebhookDelivery,
   type WebhookMessage,
 } from '@baton/protocol';
-import { BatonKeys, webhookIdFor } from '@baton/runtime';
+import { BatonKeys, webhookIdFor } from '@baton/runtime/internal';
 import { Redis } from 'ioredis';
 import { ApiClient } from '../support/api-harness.ts';
 import { silentLogger, testPrefix } from '../support/worker-harness.ts';

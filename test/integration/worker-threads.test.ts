@@ -13,7 +13,8 @@ import {
   type AgentDefinition,
 } from '@baton/core';
 import { createDemoAgents } from '@baton/core/testing';
-import { AgentRegistry, systemClock } from '@baton/runtime';
+import { systemClock } from '@baton/runtime';
+import { AgentRegistry } from '@baton/runtime/internal';
 import { type BatonWorker } from '@baton/worker';
 import type { Checkpoint, RunEvent } from '@baton/protocol';
 import { startHarness, waitFor, waitForStatus, type Harness } from '../support/worker-harness.ts';

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { Job } from 'bullmq';
 import { ScriptedModel, defineTool, toolResult, type AgentDefinition } from '@baton/core';
-import { systemClock, toolJobId } from '@baton/runtime';
+import { systemClock } from '@baton/runtime';
+import { toolJobId } from '@baton/runtime/internal';
 import type { RunEvent } from '@baton/protocol';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { approvalTool } from '../../packages/core/src/testing/fixtures.ts';

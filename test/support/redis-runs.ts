@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { Checkpoint, EventBody, RunEvent, RunIdentity, RunStatus } from '@baton/protocol';
 import { Engine } from '@baton/core';
 import type { Redis } from 'ioredis';
-import type { RedisRunStore } from '@baton/runtime';
+import type { RedisRunStore } from '@baton/runtime/internal';
 import { agentWith, echoTool } from '../../packages/core/src/testing/fixtures.ts';
 
 export interface TestRun {

@@ -1,7 +1,7 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
-import type { BatonQueues } from '@baton/runtime';
+import type { BatonQueues } from '@baton/runtime/internal';
 import type { Queue } from 'bullmq';
 import type { RequestHandler } from 'express';
 import { badRequest } from './errors.ts';

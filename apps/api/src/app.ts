@@ -1,8 +1,8 @@
-import { BatonRuntime, RunEventSubscriber, ScheduleService } from '@baton/runtime';
+import { BatonRuntime, type BatonLogger } from '@baton/runtime';
+import { RunEventSubscriber, ScheduleService, toPino } from '@baton/runtime/internal';
 import type { Clock } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
 import express, { type Express, type RequestHandler } from 'express';
-import type { Logger } from 'pino';
 import { BULL_BOARD_PATH, BoardQueues, bullBoardGuard, bullBoardRouter } from './admin.ts';
 import { jsonBody } from './body.ts';
 import { corsMiddleware, parseCorsOrigins, routeMethods, type RouterLayer } from './cors.ts';
@@ -16,7 +16,7 @@ import { IdempotencyStore } from './idempotency.ts';
 import { AuthFailureLimiter, SseConnectionLimiter, rateLimit } from './limits.ts';
 import { protocolPlugins } from './adapters/plugins.ts';
 import type { ApiPlugin } from './plugin.ts';
-import { createApiLogger, httpLogger } from './logger.ts';
+import { API_REDACT_PATHS, createApiLogger, httpLogger } from './logger.ts';
 import { ApiMetrics, observeMessage } from './metrics.ts';
 import { metricsAuth } from './metrics-auth.ts';
 import { agentsRouter } from './routes/agents.ts';
@@ -34,7 +34,13 @@ export interface CreateAppOptions {
   readonly config: ApiConfig;
   /** Shared stores and queues; created (and closed by close()) when absent. */
   readonly runtime?: BatonRuntime;
-  readonly logger?: Logger;
+  /**
+   * Where the API logs: pino, or any logger with `debug`/`info`/`warn`/`error`/`child` (secrets
+   * are redacted before a line reaches it).
+   *
+   * @default pino, JSON lines on stdout at `config.LOG_LEVEL`
+   */
+  readonly logger?: BatonLogger;
   /** API keys; built from config (API_KEYS, API_KEYS_FILE, ADMIN_KEYS) when absent. */
   readonly keys?: KeyStore;
   readonly clock?: Clock;
@@ -60,7 +66,9 @@ function trustProxy(value: string): boolean | number | string {
 /** Builds the express app from injected dependencies. */
 export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   const { config } = opts;
-  const logger = opts.logger ?? createApiLogger(config.LOG_LEVEL);
+  const logger = opts.logger
+    ? toPino(opts.logger, API_REDACT_PATHS)
+    : createApiLogger(config.LOG_LEVEL);
   const tenantWebhooks = parseTenantWebhooks(config);
   const ownsRuntime = opts.runtime === undefined;
   const runtime =

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { MAX_DECISIONS_PER_REQUEST, MAX_INPUT_MESSAGES } from '@baton/protocol';
 import { z } from 'zod';
-import { runtimeConfigShape } from '@baton/runtime';
+import { runtimeConfigShape } from '@baton/runtime/internal';
 import { ConfigError } from './config-error.ts';
 
 export { ConfigError };

@@ -1,4 +1,5 @@
-import type { BatonRuntime, RunEventSubscriber, RunService, ScheduleService } from '@baton/runtime';
+import type { BatonRuntime, RunService } from '@baton/runtime';
+import type { RunEventSubscriber, ScheduleService } from '@baton/runtime/internal';
 import type { Logger } from 'pino';
 import type { KeyStore } from './auth.ts';
 import type { ApiConfig } from './config.ts';

@@ -1,4 +1,4 @@
-import { isRedisUnavailable } from '@baton/runtime';
+import { isRedisUnavailable } from '@baton/runtime/internal';
 import {
   BatonError,
   isBatonError,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bodyHash, canonicalJson } from './idempotency.ts';
+import { canonicalJson } from '@baton/protocol';
+import { bodyHash } from './idempotency.ts';
 
 describe('idempotency body hash', () => {
   it('ignores key order and undefined members', () => {

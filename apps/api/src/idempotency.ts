@@ -1,18 +1,11 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { BatonError } from '@baton/core';
-import type { BatonKeys, RedisClient } from '@baton/runtime';
+import { canonicalJson } from '@baton/protocol';
+import type { RedisClient } from '@baton/runtime';
+import type { BatonKeys } from '@baton/runtime/internal';
 
-/** JSON with object keys sorted, so equal bodies hash equally whatever their key order. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-}
-
+/** Equal bodies hash equally whatever their key order. */
 export function bodyHash(body: unknown): string {
   return createHash('sha256').update(canonicalJson(body)).digest('hex');
 }

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { BatonKeys } from '@baton/runtime';
+import { BatonKeys } from '@baton/runtime/internal';
 import { AuthFailureLimiter, SseConnectionLimiter } from './limits.ts';
 
 describe('SSE connection leases (real Redis)', () => {

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { keyPart } from '@baton/runtime';
+import { keyPart } from '@baton/runtime/internal';
 import type { RequestHandler } from 'express';
-import { defineScript, type BatonKeys, type LuaScript, type RedisClient } from '@baton/runtime';
+import { type RedisClient } from '@baton/runtime';
+import { defineScript, type BatonKeys, type LuaScript } from '@baton/runtime/internal';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { RateLimitedError } from './errors.ts';
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { REDACT_PATHS, traceLogOptions } from '@baton/runtime';
+import { REDACT_PATHS, traceLogOptions } from '@baton/runtime/internal';
 import { pino, type Logger } from 'pino';
 import { pinoHttp, type HttpLogger } from 'pino-http';
 

@@ -2,7 +2,8 @@
  * API process entry: `node apps/api/src/main.ts`. Configuration comes from the environment
  * (see config.ts); workers run separately (`node apps/worker/src/main.ts`).
  */
-import { exitOnSignals, safeUrl, startTracing, type TracingHandle } from '@baton/runtime';
+import { startTracing, type TracingHandle } from '@baton/runtime';
+import { exitOnSignals, safeUrl } from '@baton/runtime/internal';
 import { protocolPlugins } from './adapters/plugins.ts';
 import { loadApiConfig, type ApiConfig } from './config.ts';
 import { createApiLogger } from './logger.ts';

@@ -1,5 +1,6 @@
 import type { RunEvent } from '@baton/protocol';
-import { decodeEventPayload, type BatonRuntime } from '@baton/runtime';
+import { type BatonRuntime } from '@baton/runtime';
+import { decodeEventPayload } from '@baton/runtime/internal';
 import type { RequestHandler } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 

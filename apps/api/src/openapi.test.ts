@@ -68,4 +68,52 @@ describe('/openapi.json', () => {
       expect.arrayContaining(['Schedule', 'ScheduleDetail', 'SchedulePage']),
     );
   });
+
+  it('describes every field of the main requests and responses', () => {
+    const doc = buildOpenApiDocument() as { components: { schemas: Record<string, Schema> } };
+    const schemas = doc.components.schemas;
+    const resolve = (schema: Schema): Schema => {
+      const ref = schema.$ref?.replace('#/components/schemas/', '');
+      return ref === undefined ? schema : resolve(schemas[ref]!);
+    };
+    const field = (schema: Schema, name: string): Schema =>
+      resolve(resolve(schema).properties![name]!);
+    /** Properties of `schema` without a description, by path. */
+    const undescribed = (schema: Schema, path: string): string[] =>
+      Object.entries(resolve(schema).properties ?? {})
+        .filter(([, prop]) => typeof prop.description !== 'string' || prop.description === '')
+        .map(([name]) => `${path}.${name}`);
+
+    const createRun = schemas['CreateRunRequest']!;
+    const decisions = schemas['SubmitDecisionsRequest']!;
+    const errorBody = schemas['ErrorBody']!;
+    const events = schemas['RunEvent']!.oneOf ?? schemas['RunEvent']!.anyOf ?? [];
+    expect(events.length).toBeGreaterThan(10);
+    const missing = [
+      ...undescribed(createRun, 'CreateRunRequest'),
+      ...undescribed(field(createRun, 'input'), 'CreateRunRequest.input'),
+      ...undescribed(field(createRun, 'options'), 'CreateRunRequest.options'),
+      ...undescribed(decisions, 'SubmitDecisionsRequest'),
+      ...undescribed(field(decisions, 'decisions').items!, 'SubmitDecisionsRequest.decisions[]'),
+      ...undescribed(schemas['RunSnapshot']!, 'RunSnapshot'),
+      ...undescribed(errorBody, 'ErrorBody'),
+      ...undescribed(field(errorBody, 'error'), 'ErrorBody.error'),
+      ...events.flatMap((event) =>
+        ['seq', 'runId', 'threadId', 'turnId', 'at']
+          .filter((name) => !resolve(event).properties?.[name]?.description)
+          .map((name) => `RunEvent.${name}`),
+      ),
+    ];
+    expect(missing).toEqual([]);
+    expect(field(createRun, 'agent').description).toMatch(/agent/);
+  });
 });
+
+interface Schema {
+  readonly $ref?: string;
+  readonly description?: string;
+  readonly properties?: Record<string, Schema>;
+  readonly items?: Schema;
+  readonly oneOf?: Schema[];
+  readonly anyOf?: Schema[];
+}

@@ -6,7 +6,7 @@
  * recorded: keys and payloads stay out of traces.
  */
 import { SpanKind, SpanStatusCode, context, propagation, trace } from '@opentelemetry/api';
-import { batonTracer } from '@baton/runtime';
+import { batonTracer } from '@baton/runtime/internal';
 import type { Request, RequestHandler } from 'express';
 
 /** The route template of the last route that matched, taken when the router picks it. */

@@ -1,5 +1,5 @@
 import type { EventBody } from '@baton/protocol';
-import type { Lease, RedisRunStore } from '@baton/runtime';
+import type { Lease, RedisRunStore } from '@baton/runtime/internal';
 
 /**
  * The appends of one inference attempt, numbered in the order they are sent: the number makes

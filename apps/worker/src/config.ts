@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { runtimeConfigShape } from '@baton/runtime';
+import { runtimeConfigShape } from '@baton/runtime/internal';
 
 const bool = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true');
 

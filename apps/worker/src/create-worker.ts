@@ -1,6 +1,6 @@
 import type { AgentDefinition, Clock } from '@baton/core';
-import { createLogger, type RedisClient } from '@baton/runtime';
-import type { Logger } from 'pino';
+import { createLogger, type BatonLogger, type RedisClient } from '@baton/runtime';
+import { toPino } from '@baton/runtime/internal';
 import { WorkerConfigSchema, type WorkerConfig } from './config.ts';
 import { BatonWorker } from './worker.ts';
 
@@ -14,19 +14,32 @@ export interface CreateWorkerOptions {
    */
   readonly redis: string | RedisClient;
   /**
-   * Key prefix shared with the API (BATON_PREFIX); default `baton`. Workers and the API must use
-   * the same one to see the same runs.
+   * Key prefix shared with the API (BATON_PREFIX). Workers and the API must use the same one to
+   * see the same runs.
+   *
+   * @default 'baton'
    */
   readonly prefix?: string;
   /**
    * Any other worker setting, by the name of its environment variable (see README,
    * "Configuration"); unset ones take their defaults. The environment is NOT read here: an
    * embedding application decides where its settings come from.
+   *
+   * @default {} (every setting at its documented default)
    */
   readonly config?: Partial<Omit<WorkerConfig, 'REDIS_URL' | 'BATON_PREFIX'>>;
-  /** A pino logger; default: JSON lines on stdout at `config.LOG_LEVEL`. */
-  readonly logger?: Logger;
-  /** Time source (tests); default: the system clock. */
+  /**
+   * Where the worker logs: pino, or any logger with `debug`/`info`/`warn`/`error`/`child`
+   * (secrets are redacted before a line reaches it).
+   *
+   * @default pino, JSON lines on stdout at `config.LOG_LEVEL`
+   */
+  readonly logger?: BatonLogger;
+  /**
+   * Time source (tests).
+   *
+   * @default the system clock
+   */
   readonly clock?: Clock;
 }
 
@@ -69,7 +82,9 @@ export function createWorker(options: CreateWorkerOptions): BatonWorker {
   return new BatonWorker({
     config,
     agents: options.agents,
-    logger: options.logger ?? createLogger('baton-worker', config.LOG_LEVEL),
+    logger: options.logger
+      ? toPino(options.logger)
+      : createLogger('baton-worker', config.LOG_LEVEL),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(typeof options.redis === 'string' ? {} : { redis: options.redis }),
   });

@@ -1,7 +1,7 @@
 import { JOB_PAYLOAD_VERSION, type ToolExecutionResult } from '@baton/protocol';
 import type { ToolInvocation } from '@baton/core';
 import { Job } from 'bullmq';
-import { type Loaded, STALLED_TOO_OFTEN } from '@baton/runtime';
+import { type Loaded, STALLED_TOO_OFTEN } from '@baton/runtime/internal';
 import { deathsOf } from './stall-accounting.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 

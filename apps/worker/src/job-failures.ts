@@ -1,6 +1,6 @@
 import { runCommands } from '@baton/core';
 import type { Job } from 'bullmq';
-import { STALLED_TOO_OFTEN, queueKind } from '@baton/runtime';
+import { STALLED_TOO_OFTEN, queueKind } from '@baton/runtime/internal';
 import { deathsOf } from './stall-accounting.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 

@@ -1,4 +1,4 @@
-import type { AwaitedResults, Lease, Loaded, RecordFirst } from '@baton/runtime';
+import type { AwaitedResults, Lease, Loaded, RecordFirst } from '@baton/runtime/internal';
 import type { WorkerDeps } from './worker-deps.ts';
 
 /**

@@ -7,14 +7,8 @@
 import { loadAgentSources } from './agent-config/agent-sources.ts';
 import type { LoadedAgents } from './agent-config/agents-file.ts';
 import { loadWorkerConfig } from './config.ts';
-import {
-  createLogger,
-  exitOnSignals,
-  safeUrl,
-  startTracing,
-  systemClock,
-  type TracingHandle,
-} from '@baton/runtime';
+import { createLogger, startTracing, systemClock, type TracingHandle } from '@baton/runtime';
+import { exitOnSignals, safeUrl } from '@baton/runtime/internal';
 import { BatonWorker } from './worker.ts';
 import { probeFromEnv } from './testing/probe-hook.ts';
 

@@ -1,5 +1,5 @@
 import type { Message } from '@baton/protocol';
-import type { KnownMessages } from '@baton/runtime';
+import type { KnownMessages } from '@baton/runtime/internal';
 
 /** What a worker kept of a run's message list. */
 export interface Kept extends KnownMessages {

@@ -2,18 +2,18 @@ import { randomUUID } from 'node:crypto';
 import { RunDoneError, activityOf, runCommands } from '@baton/core';
 import { Job } from 'bullmq';
 import type { Logger } from 'pino';
+import { type RedisClient } from '@baton/runtime';
 import {
   SCHEDULE_QUEUE,
   WEBHOOK_QUEUE,
   type BatonKeys,
   type BatonQueues,
   type ChildRuns,
-  type RedisClient,
   type RedisRunStore,
   type RunCommitter,
   type RunMeta,
   RunIndex,
-} from '@baton/runtime';
+} from '@baton/runtime/internal';
 import { keepFailedJob } from './job-failures.ts';
 
 /** Batches of the expiry index one scan works through at most (see collect). */

@@ -1,13 +1,12 @@
 import { Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
+import { bullPrefix, type BatonRuntime } from '@baton/runtime';
 import {
   SCHEDULE_QUEUE,
   ScheduleFirer,
   ScheduleService,
-  bullPrefix,
-  type BatonRuntime,
   type ScheduleJobData,
-} from '@baton/runtime';
+} from '@baton/runtime/internal';
 import type { WorkerConfig } from './config.ts';
 
 /**

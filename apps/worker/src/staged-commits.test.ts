@@ -1,6 +1,6 @@
 import type { KeyRegistry, Transition } from '@baton/core';
 import type { Checkpoint } from '@baton/protocol';
-import type { FencedCommitOptions, Lease, Loaded } from '@baton/runtime';
+import type { FencedCommitOptions, Lease, Loaded } from '@baton/runtime/internal';
 import { describe, expect, it } from 'vitest';
 import { StagedCommits, type StagedCommitsDeps } from './staged-commits.ts';
 

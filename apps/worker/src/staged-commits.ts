@@ -1,5 +1,5 @@
 import { composeTransitions, type KeyRegistry, type Transition } from '@baton/core';
-import type { FencedCommitOptions, Lease, Loaded, RunCommitter } from '@baton/runtime';
+import type { FencedCommitOptions, Lease, Loaded, RunCommitter } from '@baton/runtime/internal';
 import type { WorkerDeps } from './worker-deps.ts';
 
 /** What staged commits write with: the committer's fenced commit, and the test hook. */

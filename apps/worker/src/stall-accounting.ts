@@ -1,13 +1,13 @@
 import { Cluster } from 'ioredis';
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
+import { type RedisClient } from '@baton/runtime';
 import {
   STALLED_TOO_OFTEN,
   defineScript,
   type BatonKeys,
   type LuaScript,
-  type RedisClient,
-} from '@baton/runtime';
+} from '@baton/runtime/internal';
 
 /**
  * Notes who runs this attempt of a job, and tells what the job's record said before: the stall

@@ -20,7 +20,12 @@ import { leaseAndLoad, releaseOrWake } from './lease-release.ts';
 import { StagedCommits } from './staged-commits.ts';
 import { DeltaCoalescer } from './delta-coalescer.ts';
 import { AttemptAppends } from './attempt-appends.ts';
-import { type AwaitedResults, type Lease, LeaseLostError, type Loaded } from '@baton/runtime';
+import {
+  type AwaitedResults,
+  type Lease,
+  LeaseLostError,
+  type Loaded,
+} from '@baton/runtime/internal';
 import type { WorkerDeps } from './worker-deps.ts';
 import { lazyChild } from './lazy-logger.ts';
 

@@ -3,7 +3,7 @@ import { executeTool, invocationFor, type Engine } from '@baton/core';
 import type { Job } from 'bullmq';
 import { failedToolJobResult } from './fan-out.ts';
 import { leaseAndLoad, releaseOrWake } from './lease-release.ts';
-import { LeaseLostError } from '@baton/runtime';
+import { LeaseLostError } from '@baton/runtime/internal';
 import type { WorkerDeps } from './worker-deps.ts';
 
 type ToolOutcome = 'stale' | 'recorded' | 'aborted';

@@ -3,14 +3,14 @@ import {
   type Checkpoint,
   type ToolExecutionResult,
 } from '@baton/protocol';
+import { type RedisClient } from '@baton/runtime';
 import {
   mailboxField,
   RunRecordScripts,
   type AwaitedResults,
   type BatonKeys,
   type RecordFirst,
-  type RedisClient,
-} from '@baton/runtime';
+} from '@baton/runtime/internal';
 
 /**
  * Durable mailbox of tool results, keyed by call and attempt. The first result recorded for an

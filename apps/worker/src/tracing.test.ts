@@ -20,7 +20,8 @@ import {
   type ModelStreamPart,
   type ToolContext,
 } from '@baton/core';
-import { tracingActive, useGlobalTracing } from '@baton/runtime';
+import { useGlobalTracing } from '@baton/runtime';
+import { tracingActive } from '@baton/runtime/internal';
 // Not public: only this test turns the process-wide flag back off (see afterAll).
 import { activateTracing } from '../../../packages/runtime/src/telemetry/tracing-state.ts';
 import { z } from 'zod';

@@ -23,7 +23,7 @@ import {
   type ToolContext,
   type ToolDefinition,
 } from '@baton/core';
-import { batonTracer, tracingActive } from '@baton/runtime';
+import { batonTracer, tracingActive } from '@baton/runtime/internal';
 import { DelayedError, RateLimitError, WaitingChildrenError, WaitingError } from 'bullmq';
 
 /** How a processor tells BullMQ to park the job (wait for children, retry later): not failures. */

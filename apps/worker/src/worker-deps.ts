@@ -1,17 +1,17 @@
 import type { Clock } from '@baton/core';
 import type { Logger } from 'pino';
+import type { RedisClient } from '@baton/runtime';
 import type {
   AbortRegistry,
   AgentRegistry,
   BatonKeys,
   BatonQueues,
   ChildRuns,
-  RedisClient,
   RedisRunStore,
   RedisThreadStore,
   RunCommitter,
   RunLeases,
-} from '@baton/runtime';
+} from '@baton/runtime/internal';
 import type { ToolResultMailbox } from './tool-results.ts';
 import type { DeltaCoalescerOptions } from './delta-coalescer.ts';
 import type { MessageCache } from './message-cache.ts';

@@ -3,24 +3,22 @@ import { randomUUID } from 'node:crypto';
 import { Worker, type Job } from 'bullmq';
 import type { AgentDefinition, Clock } from '@baton/core';
 import type { Logger } from 'pino';
+import { BatonRuntime, type RedisClient, bullPrefix } from '@baton/runtime';
 import {
   AbortRegistry,
   AgentLiveness,
   AgentRegistry,
-  BatonRuntime,
   RunLeases,
   STEP_QUEUE,
   SUBSCRIBER_OPTIONS,
   TOOL_QUEUE,
-  type RedisClient,
-  bullPrefix,
   coalesceWrites,
   bullTelemetryOption,
   duplicateClient,
   listenForControl,
   stepQueueName,
   toolQueueName,
-} from '@baton/runtime';
+} from '@baton/runtime/internal';
 import type { WorkerConfig } from './config.ts';
 import { onJobFailed } from './job-failures.ts';
 import { LegacyQueueForwarder } from './legacy-queues.ts';

@@ -213,6 +213,7 @@ export class AgentsApi {
  * Every answer is validated against the protocol's zod schemas; every failure is a
  * {@link BatonApiError} (with the API's error `code`) or a {@link BatonClientError}.
  *
+ * @example
  * ```ts
  * const baton = new BatonClient({ baseUrl: 'http://localhost:3000', apiKey: process.env.BATON_API_KEY });
  * const { runId } = await baton.runs.create({ agent: 'assistant', input: { messages: [{ role: 'user', content: 'deploy' }] } });

@@ -1,6 +1,7 @@
 import {
   ErrorBodySchema,
   ErrorCodeSchema,
+  parseRetryAfter,
   type ClientErrorCode,
   type ErrorCode,
 } from '@baton/protocol';
@@ -28,14 +29,8 @@ export function isClientError(
   return error instanceof BatonClientError && (codes.length === 0 || codes.includes(error.code));
 }
 
-/** `Retry-After` as milliseconds (seconds or an HTTP date); undefined when absent or unusable. */
-export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
-  if (value === null || value.trim() === '') return undefined;
-  const trimmed = value.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
-  const at = Date.parse(trimmed);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-}
+/** The protocol's reading of `Retry-After`, offered here too since clients retry on it. */
+export { parseRetryAfter };
 
 /**
  * The typed error for a non-2xx response. Reads the body, so call it once per response. A body

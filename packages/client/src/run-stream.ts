@@ -1,11 +1,11 @@
-import { RunEventSchema, type RunEvent } from '@baton/protocol';
+import { RunEventSchema, endsStream, type RunEvent, type StreamUntil } from '@baton/protocol';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { backoffDelay, shouldGiveUp, type ReconnectPolicy } from './backoff.ts';
 import { BatonApiError, BatonClientError, errorFromResponse } from './errors.ts';
 import { wrapFetchError, type Transport } from './transport.ts';
 
 /** Where a run's event stream ends. */
-export type StreamUntil = 'done' | 'suspended';
+export type { StreamUntil } from '@baton/protocol';
 
 export interface StreamOptions {
   /** Start after this sequence number (default 0: from the first event). */
@@ -39,11 +39,8 @@ export interface ReconnectInfo {
   readonly lastSeq: number;
 }
 
-/** Whether `event` is the last one a stream that follows the run `until` will carry. */
-export function endsStream(event: RunEvent, until: StreamUntil): boolean {
-  if (event.type !== 'run.finished') return false;
-  return event.status === 'done' || (until === 'suspended' && event.status === 'waiting');
-}
+/** The protocol's rule for a stream's last event, offered here too for hand-rolled readers. */
+export { endsStream } from '@baton/protocol';
 
 /** Whether a failed connection is worth another attempt (the API or the network may come back). */
 export function isRetryable(error: unknown): boolean {

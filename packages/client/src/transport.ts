@@ -5,13 +5,29 @@ import { BatonClientError, errorFromResponse } from './errors.ts';
 export interface ClientOptions {
   /** Base URL of the API, e.g. `http://localhost:3000` (a trailing slash is fine). */
   readonly baseUrl: string;
-  /** API key, sent as `Authorization: Bearer <key>`. */
+  /**
+   * API key, sent as `Authorization: Bearer <key>`.
+   *
+   * @default undefined (no Authorization header)
+   */
   readonly apiKey?: string | undefined;
-  /** fetch implementation (default: the global one; pass one to add tracing, proxies, ...). */
+  /**
+   * fetch implementation; pass one to add tracing, proxies, ...
+   *
+   * @default globalThis.fetch
+   */
   readonly fetch?: typeof fetch;
-  /** Extra headers on every request. */
+  /**
+   * Extra headers on every request.
+   *
+   * @default {}
+   */
   readonly headers?: Readonly<Record<string, string>>;
-  /** Time limit of a non-streaming request (default 30 000 ms). */
+  /**
+   * Time limit of a non-streaming request, in milliseconds.
+   *
+   * @default 30_000
+   */
   readonly timeoutMs?: number;
 }
 

@@ -7,22 +7,80 @@ import type { ToolDefinition } from './tools.ts';
 
 /** The data part of an agent: what the API needs to create runs without importing agent code. */
 export interface AgentSpec {
+  /** The name runs ask for (`POST /v1/runs { agent }`); one worker queue per name. */
   readonly name: string;
+  /** Shown by `GET /v1/agents`. */
   readonly description?: string;
+  /** Sent to the model before the conversation. */
   readonly systemPrompt?: string;
+  /**
+   * The run's shared state keys and how concurrent writes to each merge.
+   *
+   * @default [] (no state keys)
+   */
   readonly stateKeys?: readonly StateKeyDefinition[];
-  /** Default mode; a run may override it. */
+  /**
+   * Default mode; a run may override it.
+   *
+   * @default 'sequential'
+   */
   readonly executionMode?: ExecutionMode;
-  /** Overrides the mode's default replay policy. */
+  /**
+   * Overrides the mode's default replay policy.
+   *
+   * @default 'batch_all_suspended' in parallel_batch_approval, else 'immediate'
+   */
   readonly replayPolicy?: DecisionReplayPolicy;
+  /**
+   * Conditions that end a run early; a run's own replace these.
+   *
+   * @default [] (a run ends when the model answers without tool calls)
+   */
   readonly stopConditions?: readonly StopCondition[];
 }
 
+/**
+ * An agent a worker runs: its spec (name, prompt, mode, stop conditions), the model it calls, its
+ * tools and plugins. Give workers the same definitions by name; the API only sees the spec.
+ *
+ * @example
+ * ```ts
+ * import { openai } from '@ai-sdk/openai';
+ * import { AiSdkModel, defineTool, toolResult, type AgentDefinition } from '@baton/core';
+ * import { z } from 'zod';
+ *
+ * const lookup = defineTool({
+ *   name: 'lookup_order',
+ *   description: 'Finds an order by id',
+ *   inputSchema: z.object({ orderId: z.string() }),
+ *   execute: async ({ orderId }) => toolResult.success({ orderId, status: 'shipped' }),
+ * });
+ *
+ * export const support: AgentDefinition = {
+ *   name: 'support',
+ *   systemPrompt: 'You answer questions about orders.',
+ *   model: new AiSdkModel(openai('gpt-4.1')),
+ *   tools: [lookup],
+ *   stopConditions: [{ type: 'max_rounds', rounds: 10 }],
+ * };
+ * ```
+ */
 export interface AgentDefinition extends AgentSpec {
+  /** The model each step calls (any AI SDK model through AiSdkModel, or your own ModelPort). */
   readonly model: ModelPort;
+  /** The tools the model may call; each name once. */
   readonly tools: readonly ToolDefinition[];
+  /**
+   * Hooks into the run's phases, in this order (see {@link Plugin}).
+   *
+   * @default []
+   */
   readonly plugins?: readonly Plugin[];
-  /** Retries of failed model calls; unset fields take DEFAULT_MODEL_RETRY's. */
+  /**
+   * Retries of failed model calls; unset fields take DEFAULT_MODEL_RETRY's.
+   *
+   * @default { maxAttempts: 4, baseDelayMs: 500, maxDelayMs: 30_000, callTimeoutMs: 120_000 }
+   */
   readonly modelRetry?: Partial<ModelRetryPolicy>;
 }
 

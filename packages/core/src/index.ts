@@ -27,7 +27,7 @@ export {
   type RoundState,
 } from './engine/round-state.ts';
 export { idempotencyKey, invocationFor, type ToolInvocation } from './engine/tool-round.ts';
-export { toolMessageFor, toolMessageId } from './engine/tool-messages.ts';
+export { toolMessageFor, toolMessageId, toolResultContent } from './engine/tool-messages.ts';
 export {
   childParentOf,
   childRunOutcome,

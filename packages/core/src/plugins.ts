@@ -99,8 +99,39 @@ export type PluginHooks = {
   readonly tool_gate?: (ctx: GateContext) => GateDecision | undefined;
 };
 
+/**
+ * Hooks into a run's phases. A phase hook returns commands (patch state, terminate, inject a
+ * message…) that the engine applies in plugin order; `tool_gate` may allow, block, suspend or
+ * answer a tool call (Block > Suspend > SetResult > Allow when plugins disagree). Hooks are pure:
+ * they read the context and return commands, and run again on replay.
+ *
+ * @example
+ * ```ts
+ * import type { Plugin } from '@baton/core';
+ *
+ * // Asks a human before any tool whose name starts with "delete_".
+ * const guard: Plugin = {
+ *   name: 'guard-deletes',
+ *   hooks: {
+ *     tool_gate: ({ call, resuming }) =>
+ *       call.name.startsWith('delete_') && !resuming
+ *         ? {
+ *             kind: 'suspend',
+ *             ticket: {
+ *               reason: 'approval',
+ *               message: `Run ${call.name}?`,
+ *               resumeMode: 'replay_tool_call',
+ *             },
+ *           }
+ *         : undefined,
+ *   },
+ * };
+ * ```
+ */
 export interface Plugin {
+  /** Shown in logs and events that name the plugin. */
   readonly name: string;
+  /** One function per phase it hooks; phases left out are not hooked. */
   readonly hooks: PluginHooks;
 }
 

@@ -1,4 +1,4 @@
-import type { JsonValue, StopCondition } from '@baton/protocol';
+import { canonicalJson, type JsonValue, type StopCondition } from '@baton/protocol';
 import {
   MAX_CONTENT_MATCH_TEXT,
   MAX_CONTENT_PATTERN_LENGTH,
@@ -10,7 +10,6 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { ManualClock } from './clock.ts';
 import {
-  canonicalJson,
   evaluateStopConditions,
   loopHistoryLimit,
   toolCallSignature,

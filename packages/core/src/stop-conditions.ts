@@ -1,16 +1,9 @@
 import type { Checkpoint, JsonValue, StopCondition, TerminationReason } from '@baton/protocol';
-import { compileContentPattern, contentMatches } from '@baton/protocol';
+import { canonicalJson, compileContentPattern, contentMatches } from '@baton/protocol';
 
 /** Canonical signature of a tool call: name plus arguments with object keys sorted. */
 export function toolCallSignature(name: string, args: JsonValue): string {
   return `${name}:${canonicalJson(args)}`;
-}
-
-export function canonicalJson(value: JsonValue): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const keys = Object.keys(value).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k] as JsonValue)}`).join(',')}}`;
 }
 
 export interface StopEvaluationInput {

@@ -63,15 +63,25 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType> {
    * files). It validates the arguments when `inputSchema` is absent and is what the model sees.
    */
   readonly inputJsonSchema?: JsonObject;
-  /** Requires a human decision before executing (suspends in ToolGate). */
+  /**
+   * Requires a human decision before executing (suspends in ToolGate).
+   *
+   * @default undefined (runs without approval)
+   */
   readonly approval?: ApprovalSpec;
   /** Executed by the client: the decision payload becomes the result (UseDecisionAsToolResult). */
   readonly clientSide?: { readonly message?: string; readonly outputSchema?: z.ZodType };
-  /** How a Pending result or approval is resumed; defaults per kind of suspension. */
+  /**
+   * How a Pending result or approval is resumed.
+   *
+   * @default 'replay_tool_call' (a client-side tool: 'use_decision_as_tool_result')
+   */
   readonly resumeMode?: ResumeMode;
   /**
    * Longest one execution may take; past it the tool's signal aborts and the call fails with
-   * code 'tool_timeout' (the model sees the error). Unset: no limit of Baton's own.
+   * code 'tool_timeout' (the model sees the error).
+   *
+   * @default undefined (no limit of Baton's own)
    */
   readonly timeoutMs?: number;
   /** An agent tool (see agentTool): the call's execution is a child run, not `execute`. */
@@ -79,7 +89,28 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType> {
   readonly execute?: (args: z.infer<I>, ctx: ToolContext) => Promise<ToolReturn | ToolResult>;
 }
 
-/** Identity helper that keeps the schema's inferred type for execute's args. */
+/**
+ * Defines a tool; an identity helper that keeps the schema's inferred type for execute's args.
+ * `execute` returns `toolResult.success(output)`, `toolResult.error(message)` or
+ * `toolResult.pending(ticket)` (the call suspends until a decision answers it).
+ *
+ * @example
+ * ```ts
+ * import { defineTool, toolResult } from '@baton/core';
+ * import { z } from 'zod';
+ *
+ * const deploy = defineTool({
+ *   name: 'deploy_service',
+ *   description: 'Deploys a service',
+ *   inputSchema: z.object({ service: z.string() }),
+ *   // Suspends the run until a human sends a resume (or cancel) decision.
+ *   approval: { message: (args) => `Deploy ${String(args.service)}?` },
+ *   timeoutMs: 60_000,
+ *   execute: async ({ service }, ctx) =>
+ *     toolResult.success({ service, key: ctx.idempotencyKey }),
+ * });
+ * ```
+ */
 export function defineTool<I extends z.ZodType>(tool: ToolDefinition<I>): ToolDefinition<I> {
   return tool;
 }

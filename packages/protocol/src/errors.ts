@@ -34,10 +34,15 @@ export const ErrorCodeSchema = z.enum([
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
 
 export const ErrorBodySchema = z.object({
-  error: z.object({
-    code: ErrorCodeSchema,
-    message: z.string(),
-    details: z.unknown().optional(),
-  }),
+  error: z
+    .object({
+      code: ErrorCodeSchema.describe('Stable, machine-readable reason; branch on this.'),
+      message: z.string().describe('Human-readable explanation; may change between releases.'),
+      details: z
+        .unknown()
+        .optional()
+        .describe('Code-specific data (e.g. the invalid fields of a validation_error).'),
+    })
+    .describe('What went wrong.'),
 });
 export type ErrorBody = z.infer<typeof ErrorBodySchema>;

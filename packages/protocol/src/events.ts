@@ -117,11 +117,15 @@ export type EventType = EventBody['type'];
 export type EventOf<T extends EventType> = Extract<RunEvent, { type: T }>;
 
 export const EventEnvelopeSchema = z.object({
-  seq: z.number().int().positive(),
-  runId: z.string(),
-  threadId: z.string(),
-  turnId: z.string(),
-  at: z.number(),
+  seq: z
+    .number()
+    .int()
+    .positive()
+    .describe("Position in the run's event log, from 1, without gaps; the SSE event id."),
+  runId: z.string().describe('The run the event belongs to.'),
+  threadId: z.string().describe("The run's thread."),
+  turnId: z.string().describe('The turn (run) within the thread.'),
+  at: z.number().describe('When the event was committed, epoch milliseconds.'),
 });
 export type EventEnvelope = z.infer<typeof EventEnvelopeSchema>;
 

@@ -25,3 +25,4 @@ export * from './http.ts';
 // Scheduled runs (issue 13)
 export * from './schedules.ts';
 export * from './webhooks.ts';
+export * from './wire-facts.ts';

@@ -90,41 +90,70 @@ export const StreamingMessageSchema = z.object({
 export type StreamingMessage = z.infer<typeof StreamingMessageSchema>;
 
 export const RunSnapshotSchema = z.object({
-  runId: z.string(),
-  threadId: z.string(),
-  turnId: z.string(),
-  agent: z.string(),
-  status: RunStatusSchema,
+  runId: z.string().describe('The run.'),
+  threadId: z.string().describe('The thread the run belongs to.'),
+  turnId: z.string().describe('The turn within the thread.'),
+  agent: z.string().describe('Name of the agent the run runs.'),
+  status: RunStatusSchema.describe(
+    'Where the run is in its life: created, running, waiting or done.',
+  ),
   /** Where the run is in its loop; null before any event says. */
-  phase: PhaseSchema.nullable(),
+  phase: PhaseSchema.nullable().describe(
+    'Where the run is in its loop; null before any event says.',
+  ),
   /**
    * 'event' once the log carried explicit phase events (then only those move `phase`);
    * 'inferred' when `phase` is deduced from the other events; null while unknown.
    */
-  phaseSource: z.enum(['event', 'inferred']).nullable(),
-  step: z.number().int().nonnegative(),
-  executionMode: ExecutionModeSchema,
-  termination: TerminationReasonSchema.nullable(),
-  createdAt: z.number(),
-  startedAt: z.number().nullable(),
-  updatedAt: z.number(),
-  finishedAt: z.number().nullable(),
+  phaseSource: z
+    .enum(['event', 'inferred'])
+    .nullable()
+    .describe('Whether `phase` came from phase events or was inferred; null while unknown.'),
+  step: z.number().int().nonnegative().describe('Number of the current (or last) model step.'),
+  executionMode: ExecutionModeSchema.describe('How the run executes tool calls and decisions.'),
+  termination: TerminationReasonSchema.nullable().describe(
+    'Why the run ended (completed, failed, cancelled, a stop condition…); null until it ends.',
+  ),
+  createdAt: z.number().describe('When the run was created, epoch milliseconds.'),
+  startedAt: z.number().nullable().describe('When a worker first started it; null while queued.'),
+  updatedAt: z.number().describe('Time of the last event folded in, epoch milliseconds.'),
+  finishedAt: z.number().nullable().describe('When the run ended; null until it does.'),
   /** Seq of the last event folded in; events at or below it are ignored. */
-  lastSeq: z.number().int().nonnegative(),
+  lastSeq: z
+    .number()
+    .int()
+    .nonnegative()
+    .describe('Seq of the last event folded in; stream from here to follow the run.'),
   /** Content of the most recent committed assistant message with text. */
-  lastAssistantMessage: z.string().nullable(),
+  lastAssistantMessage: z
+    .string()
+    .nullable()
+    .describe('Text of the most recent committed assistant message with text.'),
   /** The current step's partial assistant message while inference streams; null otherwise. */
-  streaming: StreamingMessageSchema.nullable(),
-  await: AwaitSnapshotSchema.nullable(),
+  streaming: StreamingMessageSchema.nullable().describe(
+    'The partial assistant message while the model streams; null otherwise.',
+  ),
+  await: AwaitSnapshotSchema.nullable().describe(
+    'The suspended tool calls the run waits on (answer them with decisions); null when none.',
+  ),
   /** Every tool call of the run (all steps), in creation order. */
-  toolCalls: z.array(ToolCallSnapshotSchema),
+  toolCalls: z
+    .array(ToolCallSnapshotSchema)
+    .describe('Every tool call of the run, all steps, in creation order.'),
   /** Cumulative usage as of the last step.finished / run.finished. */
-  usage: UsageSchema,
-  decisions: z.array(AppliedDecisionSchema),
+  usage: UsageSchema.describe('Cumulative token usage as of the last finished step.'),
+  decisions: z
+    .array(AppliedDecisionSchema)
+    .describe('Decisions the run applied, in application order.'),
   /** A cancel was requested and the run has not ended yet (or ended Cancelled). */
-  cancelRequested: z.boolean(),
+  cancelRequested: z
+    .boolean()
+    .describe('A cancel was requested and the run has not ended yet (or ended cancelled).'),
   /** Child runs its agent tools started (child_run.linked), in order; absent when none. */
-  childRuns: z.array(ChildRunLinkSchema).optional(),
+  childRuns: z
+    .array(ChildRunLinkSchema)
+    .optional()
+    .describe('Child runs its agent tools started, in order; absent when none.'),
 });
 export type RunSnapshot = z.infer<typeof RunSnapshotSchema>;
 

@@ -8,7 +8,7 @@ export function agentsKey(keys: BatonKeys): string {
   return keys.agentsKey();
 }
 
-export function describeAgent(agent: AgentDefinition, workers: string[], now: number): AgentAdvert {
+function describeAgent(agent: AgentDefinition, workers: string[], now: number): AgentAdvert {
   return {
     name: agent.name,
     ...(agent.description === undefined ? {} : { description: agent.description }),

@@ -1,7 +1,7 @@
 import type { BatonKeys } from './redis/keys.ts';
 import type { RedisClient } from './redis/scripts.ts';
 
-export function controlChannel(keys: BatonKeys): string {
+function controlChannel(keys: BatonKeys): string {
   return keys.control;
 }
 

@@ -1,34 +1,31 @@
-export * from './agent-liveness.ts';
-export * from './agent-registry.ts';
-export * from './child-runs.ts';
-export * from './control-channel.ts';
-export * from './logger.ts';
-export * from './queues.ts';
-export * from './redis/connection.ts';
-export * from './redis/durability.ts';
-export * from './redis/event-payload.ts';
-export * from './redis/event-subscriber.ts';
-export * from './redis/keys.ts';
-export * from './redis/outage-log.ts';
-export * from './redis/redis-run-store.ts';
-export * from './redis/scripts.ts';
-export * from './redis/thread-store.ts';
-export * from './redis/write-coalescing.ts';
-export * from './run-committer.ts';
-export * from './run-lease.ts';
-// The run-record scripts' typed caller; the scripts and their reply codes stay internal.
-export { RunRecordScripts } from './run-record/run-record-scripts.ts';
-export { RunIndex, type LiveIndex } from './run-record/run-index.ts';
-export * from './run-service.ts';
-export * from './runtime.ts';
-export * from './runtime-config.ts';
-export * from './shutdown.ts';
-export * from './system-clock.ts';
-export * from './telemetry/index.ts';
-// Scheduled runs (issue 13)
-export * from './schedules/schedule-firing.ts';
-export * from './schedules/schedule-record.ts';
-export * from './schedules/schedule-service.ts';
-export * from './schedules/schedule-store.ts';
-export * from './schedules/schedule-timing.ts';
-export * from './webhooks/index.ts';
+/**
+ * `@baton/runtime`'s public surface: what an embedder needs to create and read runs from its own
+ * process (the runtime, its run service, the errors those throw, logging and tracing). What only
+ * Baton's own API and worker use (stores, scripts, queues, leases, webhooks) is in
+ * `@baton/runtime/internal` and may change in any release.
+ */
+export { BatonRuntime } from './runtime.ts';
+/** @public BatonRuntime's configuration; nothing in this repository names the type. */
+export type { BatonRuntimeOptions, RuntimeOptions } from './runtime.ts';
+export {
+  RunService,
+  type CreatedRun,
+  type RoutedDecisions,
+  type RunFollowState,
+  type SubmittedDecisions,
+} from './run-service.ts';
+export type { Loaded } from './run-committer.ts';
+export { systemClock } from './system-clock.ts';
+export { bullPrefix } from './redis/keys.ts';
+export type { RedisClient } from './redis/scripts.ts';
+export { createLogger, type BatonLogger } from './logger.ts';
+export {
+  startTracing,
+  useGlobalTracing,
+  type StartTracingOptions,
+  type TracingHandle,
+} from './telemetry/tracing.ts';
+export { DurabilityError } from './errors/durability-error.ts';
+export { InvalidCursorError } from './errors/invalid-cursor-error.ts';
+export { InvalidScheduleCursorError } from './errors/invalid-schedule-cursor-error.ts';
+export { RunNotFoundError } from './errors/run-not-found-error.ts';

@@ -56,7 +56,7 @@ export function toolJobId(runId: string, toolCallId: string, attempt: number): s
 }
 
 /** Deduplication id of "a pass over this run at this version". */
-export function stepDedupId(runId: string, version: number): string {
+function stepDedupId(runId: string, version: number): string {
   return `step.${idPart(runId)}.v${version}`;
 }
 

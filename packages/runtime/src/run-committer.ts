@@ -47,8 +47,6 @@ export interface CommitterDeps {
   ) => Promise<void>;
 }
 
-export { expiringMember };
-
 /**
  * How a commit is made, besides the transition: one object from the worker's staged commits
  * through the committer to the store (whose CommitOptions it derives: `fence` and

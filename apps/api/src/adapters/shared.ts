@@ -64,15 +64,6 @@ export function asJson(value: unknown): { ok: true; value: JsonValue } | { ok: f
   return parsed.success ? { ok: true, value: parsed.data } : { ok: false };
 }
 
-/** The result the model sees for a tool outcome (mirrors core's toolMessageFor). */
-export function toolResultContent(outcome: ToolOutcome): JsonValue {
-  if (outcome.status === 'succeeded') {
-    const output = outcome.output ?? null;
-    return outcome.warning === undefined ? output : { output, warning: outcome.warning };
-  }
-  return { error: outcome.error ?? outcome.status };
-}
-
 /** Text for an error a protocol shows as a string. */
 export function outcomeErrorText(outcome: ToolOutcome): string {
   return outcome.error ?? (outcome.status === 'cancelled' ? 'cancelled' : 'tool failed');

@@ -1,4 +1,4 @@
-import type { RunEvent } from '@baton/protocol';
+import { endsStream } from '@baton/protocol';
 import { Router, type Request } from 'express';
 import { BatonError, activityOf } from '@baton/core';
 import { principalOf } from '../auth.ts';
@@ -21,12 +21,6 @@ function afterSeqOf(req: Request, queryAfter: number | undefined): number {
     return Number(value);
   }
   return queryAfter ?? 0;
-}
-
-/** Whether this event ends a stream that follows the run `until` done or suspended. */
-function endsStream(event: RunEvent, until: 'done' | 'suspended'): boolean {
-  if (event.type !== 'run.finished') return false;
-  return event.status === 'done' || (until === 'suspended' && event.status === 'waiting');
 }
 
 /**

@@ -10,7 +10,8 @@ import { Router, type Request } from 'express';
 import { z } from 'zod';
 import { principalOf } from '../auth.ts';
 import type { ApiContext } from '../context.ts';
-import { RunNotFoundError, SCHEDULE_ID_METADATA } from '@baton/runtime';
+import { RunNotFoundError } from '@baton/runtime';
+import { SCHEDULE_ID_METADATA } from '@baton/runtime/internal';
 import {
   CreateRunResponseSchema,
   ListRunsQuerySchema,

@@ -7,7 +7,7 @@ import {
   type Schedule,
   type ScheduleDetail,
 } from '@baton/protocol';
-import type { StoredSchedule } from '@baton/runtime';
+import type { StoredSchedule } from '@baton/runtime/internal';
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import { principalOf } from '../auth.ts';

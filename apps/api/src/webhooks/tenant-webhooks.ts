@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { WebhookUrlSchema } from '@baton/protocol';
-import { webhookSecretKey, type TenantWebhook } from '@baton/runtime';
+import { webhookSecretKey, type TenantWebhook } from '@baton/runtime/internal';
 import { ConfigError, splitEntries } from '../config.ts';
 
 const TENANT_RE = /^[A-Za-z0-9._-]{1,128}$/;

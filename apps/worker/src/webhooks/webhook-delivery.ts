@@ -1,13 +1,13 @@
 import { UnrecoverableError, type Job } from 'bullmq';
+import { parseRetryAfter } from '@baton/protocol';
 import {
-  parseRetryAfter,
   webhookHeaders,
   webhookRetryDelay,
   type AttemptOutcome,
   type WebhookBackoffOptions,
   type WebhookJob,
   type WebhookOutbox,
-} from '@baton/runtime';
+} from '@baton/runtime/internal';
 import type { Logger } from 'pino';
 import { postWebhook, type PostOutcome } from './webhook-http.ts';
 import { WebhookAttemptError } from './webhook-attempt-error.ts';

@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { WebhookTargetPolicy } from '@baton/runtime';
+import type { WebhookTargetPolicy } from '@baton/runtime/internal';
 import { isBatonError } from '@baton/protocol';
 
 /** What one POST to a receiver came to. */

@@ -1,5 +1,6 @@
 import { Worker } from 'bullmq';
-import { WEBHOOK_QUEUE, bullPrefix, type BatonRuntime, type WebhookJob } from '@baton/runtime';
+import { bullPrefix, type BatonRuntime } from '@baton/runtime';
+import { WEBHOOK_QUEUE, type WebhookJob } from '@baton/runtime/internal';
 import type { Logger } from 'pino';
 import type { WorkerConfig } from '../config.ts';
 import { WebhookDeliveryProcessor } from './webhook-delivery.ts';

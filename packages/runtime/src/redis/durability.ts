@@ -1,8 +1,6 @@
 import type { RedisClient } from './scripts.ts';
 import { DurabilityError } from '../errors/durability-error.ts';
 
-export { DurabilityError };
-
 export type DurabilityMode = 'relaxed' | 'strict';
 
 /**

@@ -5,8 +5,6 @@ import { decodeEventPayload } from './event-payload.ts';
 import { EventGapError } from '../errors/event-gap-error.ts';
 import { EventLogRewoundError, type EventLogRewound } from '../errors/event-log-rewound-error.ts';
 
-export { EventGapError, EventLogRewoundError, type EventLogRewound };
-
 /** Where the subscriber reads a run's durable log and finds its channel (RedisRunStore). */
 export interface RunEventSource {
   readEvents(runId: string, afterSeq?: number, limit?: number): Promise<RunEvent[]>;

@@ -66,7 +66,7 @@
  * Clients must not set ioredis' `keyPrefix`: channel names are not keys and would not get it.
  */
 
-export const DEFAULT_PREFIX = 'baton';
+const DEFAULT_PREFIX = 'baton';
 
 /**
  * BullMQ's key prefix: BullMQ builds its own keys under it (`{p-bull}:<queue>:…`); one hash tag

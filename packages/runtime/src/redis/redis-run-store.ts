@@ -42,7 +42,7 @@ import { CorruptCheckpointError } from '../errors/corrupt-checkpoint-error.ts';
 import { InvalidCursorError } from '../errors/invalid-cursor-error.ts';
 import { LeaseLostError } from '../errors/lease-lost-error.ts';
 
-export { CorruptCheckpointError, InvalidCursorError, LeaseLostError };
+export { InvalidCursorError, LeaseLostError };
 
 export interface RedisRunStoreOptions {
   readonly redis: RedisClient;

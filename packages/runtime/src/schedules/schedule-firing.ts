@@ -59,7 +59,7 @@ const PERMANENT_CODES: ReadonlySet<string> = new Set<ErrorCode>([
  * The instant a firing job was due. BullMQ names scheduler jobs `repeat:<scheduler>:<millis>`,
  * the same for every delivery of one firing, which is what makes the run id derived from it stable.
  */
-export function scheduledForOf(job: Pick<Job, 'id' | 'opts' | 'timestamp'>): number {
+function scheduledForOf(job: Pick<Job, 'id' | 'opts' | 'timestamp'>): number {
   const fromId = Number(job.id?.slice(job.id.lastIndexOf(':') + 1));
   if (Number.isSafeInteger(fromId) && fromId > 0) return fromId;
   return job.opts.prevMillis ?? job.timestamp;

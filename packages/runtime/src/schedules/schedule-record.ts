@@ -1,4 +1,4 @@
-import type { InputMessage, RunOptions, ScheduleFiring, ScheduleState } from '@baton/protocol';
+import type { InputMessage, RunOptions, ScheduleState } from '@baton/protocol';
 
 /** What Redis keeps of a schedule (the `data` field of its hash; version and counters beside it). */
 export interface ScheduleRecord {
@@ -34,8 +34,6 @@ export interface StoredSchedule {
   /** When a worker handled the latest recorded firing. */
   readonly lastFiredAt: number | null;
 }
-
-export type { ScheduleFiring };
 
 /** The BullMQ job scheduler id of a schedule (schedule ids are unique across tenants). */
 export function schedulerIdOf(scheduleId: string): string {

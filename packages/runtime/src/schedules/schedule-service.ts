@@ -13,8 +13,6 @@ import { RedisScheduleStore, type SchedulePageOf } from './schedule-store.ts';
 import { checkTiming, repeatOptions } from './schedule-timing.ts';
 import { ScheduleNotFoundError } from '../errors/schedule-not-found-error.ts';
 
-export { ScheduleNotFoundError };
-
 /** The queue whose job schedulers fire schedules (one job per firing). */
 export const SCHEDULE_QUEUE = 'schedules';
 

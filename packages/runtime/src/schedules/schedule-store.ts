@@ -4,11 +4,9 @@ import { defineScript, type LuaScript, type RedisClient } from '../redis/scripts
 import type { ScheduleRecord, StoredSchedule } from './schedule-record.ts';
 import { InvalidScheduleCursorError } from '../errors/invalid-schedule-cursor-error.ts';
 
-export { InvalidScheduleCursorError };
-
 /** Firings kept per schedule (GET shows the newest) and run ids kept in its run index. */
 export const KEPT_FIRINGS = 100;
-export const KEPT_RUNS = 1_000;
+const KEPT_RUNS = 1_000;
 
 /**
  * KEYS: record, index

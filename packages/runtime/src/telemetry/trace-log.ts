@@ -6,7 +6,7 @@ import { tracingActive } from './tracing-state.ts';
  * pino mixin: the active span's ids on every line logged inside it (OTel's log field names). A
  * fresh object each time: pino merges the line's own fields into it.
  */
-export function traceLogFields(): { trace_id?: string; span_id?: string } {
+function traceLogFields(): { trace_id?: string; span_id?: string } {
   const span = trace.getActiveSpan();
   if (!span) return {};
   const { traceId, spanId } = span.spanContext();

@@ -5,7 +5,7 @@ import { activateTracing } from './tracing-state.ts';
 import { tracingSettingsFromEnv, type TracingSettings } from './tracing-config.ts';
 
 /** The tracer name of Baton's own spans (HTTP, model calls, tool calls). */
-export const BATON_TRACER = 'baton';
+const BATON_TRACER = 'baton';
 
 export interface StartTracingOptions {
   /** service.name unless OTEL_SERVICE_NAME (or OTEL_RESOURCE_ATTRIBUTES) says otherwise. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseRetryAfter, webhookRetryDelay } from './backoff.ts';
+import { parseRetryAfter } from '@baton/protocol';
+import { webhookRetryDelay } from './backoff.ts';
 
 const opts = { baseMs: 1000, maxMs: 60_000 };
 

@@ -26,12 +26,3 @@ export function webhookRetryDelay(
   const asked = retryAfterMs === undefined ? 0 : Math.min(retryAfterMs, opts.maxMs);
   return Math.max(jittered, asked);
 }
-
-/** Retry-After (seconds or an HTTP date) in milliseconds from `now`; undefined when absent or bad. */
-export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
-  if (value === undefined || value.trim() === '') return undefined;
-  const trimmed = value.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
-  const at = Date.parse(trimmed);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-}

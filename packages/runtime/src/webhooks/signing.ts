@@ -1,8 +1,6 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { WebhookSecretError } from '../errors/webhook-secret-error.ts';
 
-export { WebhookSecretError };
-
 /**
  * Standard Webhooks signing (https://www.standardwebhooks.com): the signature is
  * `v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<body>")>` where the key is the base64-decoded

@@ -242,6 +242,6 @@ export class WebhookTargetPolicy {
 }
 
 /** The URL's host without IPv6 brackets. */
-export function hostOf(url: URL): string {
+function hostOf(url: URL): string {
   return url.hostname.replace(/^\[|\]$/g, '');
 }

@@ -29,7 +29,7 @@ export const webhookConfigShape = {
 export type WebhookSettings = z.infer<z.ZodObject<typeof webhookConfigShape>>;
 
 /** The webhook settings' defaults (a configuration built in code may leave them out). */
-export const WEBHOOK_DEFAULTS: WebhookSettings = z.object(webhookConfigShape).parse({});
+const WEBHOOK_DEFAULTS: WebhookSettings = z.object(webhookConfigShape).parse({});
 
 /** `config` with every webhook setting it leaves out (or sets to undefined) at its default. */
 export function withWebhookDefaults<C extends Partial<WebhookSettings>>(

@@ -27,7 +27,7 @@ import {
 /** The BullMQ queue of webhook deliveries (every worker process may take them). */
 export const WEBHOOK_QUEUE = 'webhooks';
 /** The custom backoff type of delivery jobs (the worker's backoffStrategy computes it). */
-export const WEBHOOK_BACKOFF_TYPE = 'webhook';
+const WEBHOOK_BACKOFF_TYPE = 'webhook';
 
 /** One delivery: a message to one endpoint. No secret and no URL: both are read at delivery. */
 export interface WebhookJob {
@@ -51,7 +51,7 @@ export interface TenantWebhook {
 }
 
 /** BullMQ job ids may not contain ':'; the webhook id is URL-safe base64 already. */
-export function webhookJobId(webhookId: string, endpoint: WebhookEndpointName): string {
+function webhookJobId(webhookId: string, endpoint: WebhookEndpointName): string {
   return `wh.${webhookId}.${endpoint}`;
 }
 

@@ -48,7 +48,7 @@ export type WebhookLogRecord =
     });
 
 /** Records kept per run: enough for 12 attempts of 80 messages, bounded whatever happens. */
-export const WEBHOOK_LOG_LIMIT = 1000;
+const WEBHOOK_LOG_LIMIT = 1000;
 
 // KEYS: config. ARGV: seq. Moves the cursor forward only (two pumps may race); -1 = no config.
 const CURSOR_LUA = `

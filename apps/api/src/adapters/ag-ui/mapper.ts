@@ -17,7 +17,7 @@ import {
   toolMessageId,
   type Reducer,
 } from '@baton/core';
-import { toolResultContent } from '../shared.ts';
+import { toolResultContent } from '@baton/core';
 import { interruptsFor } from './interrupts.ts';
 import type { AgUiEvent, AgUiMessage, AgUiPatchOperation, AgUiTokenUsage } from './types.ts';
 

@@ -1,0 +1,62 @@
+/**
+ * `@baton/runtime/internal`: what Baton's own API and worker share beyond the public surface
+ * (Redis stores and scripts, queues, leases, the committer, schedules, webhooks). Not a stable
+ * API: it changes with the apps that use it.
+ *
+ * @internal
+ */
+export { AgentLiveness } from './agent-liveness.ts';
+export { AgentRegistry } from './agent-registry.ts';
+export { ChildRuns } from './child-runs.ts';
+export { AbortRegistry, listenForControl } from './control-channel.ts';
+export { LeaseLostError } from './errors/lease-lost-error.ts';
+export { REDACT_PATHS, safeUrl, toPino } from './logger.ts';
+export {
+  BatonQueues,
+  STALLED_TOO_OFTEN,
+  STEP_QUEUE,
+  TOOL_QUEUE,
+  queueKind,
+  stepQueueName,
+  toolJobId,
+  toolQueueName,
+} from './queues.ts';
+export { SUBSCRIBER_OPTIONS, duplicateClient, isRedisUnavailable } from './redis/connection.ts';
+export { Durability } from './redis/durability.ts';
+export { decodeEventPayload } from './redis/event-payload.ts';
+export { RunEventSubscriber } from './redis/event-subscriber.ts';
+export { BatonKeys, keyPart, mailboxField } from './redis/keys.ts';
+export { RedisRunStore } from './redis/redis-run-store.ts';
+export { defineScript, type LuaScript } from './redis/scripts.ts';
+export { RedisThreadStore } from './redis/thread-store.ts';
+export { coalesceWrites } from './redis/write-coalescing.ts';
+export { RunCommitter, type FencedCommitOptions, type Loaded } from './run-committer.ts';
+export { RunLeases, type KnownMessages, type Lease, type RecordFirst } from './run-lease.ts';
+export type { AwaitedResults, RunMeta } from './run-record/checkpoint-codec.ts';
+export { RunIndex } from './run-record/run-index.ts';
+export { RunRecordScripts } from './run-record/run-record-scripts.ts';
+export { runtimeConfigShape } from './runtime-config.ts';
+export { ScheduleFirer } from './schedules/schedule-firing.ts';
+export {
+  SCHEDULE_ID_METADATA,
+  schedulerIdOf,
+  type StoredSchedule,
+} from './schedules/schedule-record.ts';
+export {
+  SCHEDULE_QUEUE,
+  ScheduleService,
+  type ScheduleJobData,
+} from './schedules/schedule-service.ts';
+export { exitOnSignals } from './shutdown.ts';
+export { traceLogOptions } from './telemetry/trace-log.ts';
+export { batonTracer, bullTelemetryOption, tracingActive } from './telemetry/tracing-state.ts';
+export { webhookRetryDelay, type WebhookBackoffOptions } from './webhooks/backoff.ts';
+export { webhookHeaders, webhookIdFor, webhookSecretKey } from './webhooks/signing.ts';
+export { WebhookTargetPolicy } from './webhooks/target-policy.ts';
+export {
+  WEBHOOK_QUEUE,
+  WebhookOutbox,
+  type TenantWebhook,
+  type WebhookJob,
+} from './webhooks/webhook-outbox.ts';
+export type { AttemptOutcome } from './webhooks/webhook-store.ts';
