@@ -7,13 +7,11 @@
 export { BatonRuntime } from './runtime.ts';
 /** @public BatonRuntime's configuration; nothing in this repository names the type. */
 export type { BatonRuntimeOptions, RuntimeOptions } from './runtime.ts';
-export {
-  RunService,
-  type CreatedRun,
-  type RoutedDecisions,
-  type RunFollowState,
-  type SubmittedDecisions,
-} from './run-service.ts';
+export { RunService, type CreatedRun } from './run-service.ts';
+/** @public What RunService.follow answers (the run-tree stream's view of a run). */
+export type { RunFollowState } from './run-service.ts';
+/** @public What RunService.submitDecisions answers, and where it routed child runs' calls. */
+export type { RoutedDecisions, SubmittedDecisions } from './decision-routing.ts';
 export type { Loaded } from './run-committer.ts';
 export { systemClock } from './system-clock.ts';
 export { bullPrefix } from './redis/keys.ts';

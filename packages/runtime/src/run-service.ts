@@ -36,8 +36,6 @@ import {
 import { RunNotFoundError } from './errors/run-not-found-error.ts';
 import { ThreadNotFoundError } from './errors/thread-not-found-error.ts';
 
-export type { RoutedDecisions, SubmittedDecisions };
-
 export interface RunServiceDeps {
   readonly redis: RedisClient;
   readonly keys: BatonKeys;
