@@ -18,8 +18,8 @@ import {
   eventsOf,
   startApiCluster,
   type ApiCluster,
-} from '../support/api-harness.ts';
-import { waitFor } from '../support/worker-harness.ts';
+} from '@baton/testing/api-harness';
+import { waitFor } from '@baton/testing/worker-harness';
 
 let c: ApiCluster;
 let api: ApiClient;

@@ -3,8 +3,8 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
-import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
-import { spawnApi, type ApiProcess } from '../support/api-process.ts';
+import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+import { spawnApi, type ApiProcess } from '@baton/testing/api-process';
 
 /** Opens a stream and leaves it open; resolves with the status (errors after that are ignored). */
 function openStream(url: string, headers: Record<string, string>): Promise<number> {

@@ -5,10 +5,10 @@
  * every line the API prints is captured, across routes, errors, 404s and SSE streams.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ApiClient } from '../support/api-harness.ts';
-import { spawnApi, stopAllApiProcesses, type ApiProcess } from '../support/api-process.ts';
-import { testPrefix, waitFor } from '../support/worker-harness.ts';
-import { spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
+import { ApiClient } from '@baton/testing/api-harness';
+import { spawnApi, stopAllApiProcesses, type ApiProcess } from '@baton/testing/api-process';
+import { testPrefix, waitFor } from '@baton/testing/worker-harness';
+import { spawnWorker, stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
 const KEY = 'QueryKeyLeak7f3a9c21e5b84d06';
 const ADMIN = 'AdminQueryKey5e2d8b7a1c9f3046';

@@ -2,8 +2,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
-import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
-import { monitorCommands } from '../support/redis-monitor.ts';
+import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+import { monitorCommands } from '@baton/testing/redis-monitor';
 
 /** Headers that may legitimately differ between two answers (ids, dates, lengths of ids). */
 const VARYING = new Set(['date', 'x-request-id', 'content-length', 'etag', 'keep-alive']);

@@ -6,10 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RunEvent } from '@baton/protocol';
-import { startChildStack, finalAnswer, type ChildStack } from '../support/child-stack.ts';
-import { eventsOf } from '../support/api-harness.ts';
-import { waitFor } from '../support/worker-harness.ts';
-import { stopAllWorkerProcesses } from '../support/worker-process.ts';
+import { startChildStack, finalAnswer, type ChildStack } from '@baton/testing/child-stack';
+import { eventsOf } from '@baton/testing/api-harness';
+import { waitFor } from '@baton/testing/worker-harness';
+import { stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
 let s: ChildStack;
 

@@ -6,9 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { hashKey, loadApiConfig, startApi, type RunningApi } from '@baton/api';
-import { ApiClient, eventsOf } from '../support/api-harness.ts';
-import { spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
-import { silentLogger, testPrefix, waitFor } from '../support/worker-harness.ts';
+import { ApiClient, eventsOf } from '@baton/testing/api-harness';
+import { spawnWorker, stopAllWorkerProcesses } from '@baton/testing/worker-process';
+import { silentLogger, testPrefix, waitFor } from '@baton/testing/worker-harness';
 
 let api: RunningApi;
 const stack = { client: undefined as unknown as ApiClient };

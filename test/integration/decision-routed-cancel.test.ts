@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadApiConfig, startApi, type RunningApi } from '@baton/api';
 import { childAgents, createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
-import { ApiClient, eventsOf } from '../support/api-harness.ts';
-import { silentLogger, startHarness, waitFor, type Harness } from '../support/worker-harness.ts';
+import { ApiClient, eventsOf } from '@baton/testing/api-harness';
+import { silentLogger, startHarness, waitFor, type Harness } from '@baton/testing/worker-harness';
 
 const KEY = 'routed-cancel-key-123';
 const agents = [...createDemoAgents(systemClock), ...childAgents()];

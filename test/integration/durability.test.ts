@@ -8,10 +8,10 @@
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { Durability } from '@baton/runtime';
-import { startRedisProcess, type RedisProcess } from '../support/redis-process.ts';
-import { startProcessStack } from '../support/process-stack.ts';
-import { testPrefix, waitFor } from '../support/worker-harness.ts';
-import { spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
+import { startRedisProcess, type RedisProcess } from '@baton/testing/redis-process';
+import { startProcessStack } from '@baton/testing/process-stack';
+import { testPrefix, waitFor } from '@baton/testing/worker-harness';
+import { spawnWorker, stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
 const cleanups: (() => Promise<void>)[] = [];
 

@@ -7,8 +7,8 @@ import { Redis } from 'ioredis';
 import { Worker, type Job } from 'bullmq';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { BatonRuntime, bullPrefix, stepQueueName } from '@baton/runtime';
-import { silentLogger, testConfig, testPrefix, waitFor } from '../support/worker-harness.ts';
-import { spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
+import { silentLogger, testConfig, testPrefix, waitFor } from '@baton/testing/worker-harness';
+import { spawnWorker, stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
 const TENANT = 't-finished';
 const clients: BatonRuntime[] = [];

@@ -16,12 +16,12 @@ import { readdir, stat, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Message, RunEvent } from '@baton/protocol';
-import { eventsOf, type ApiClient } from '../support/api-harness.ts';
-import { startProcessStack, type ProcessStack } from '../support/process-stack.ts';
-import { startRedisProcess, type RedisProcess } from '../support/redis-process.ts';
-import type { SseMessage } from '../support/sse-client.ts';
-import { waitFor } from '../support/worker-harness.ts';
-import { stopAllWorkerProcesses } from '../support/worker-process.ts';
+import { eventsOf, type ApiClient } from '@baton/testing/api-harness';
+import { startProcessStack, type ProcessStack } from '@baton/testing/process-stack';
+import { startRedisProcess, type RedisProcess } from '@baton/testing/redis-process';
+import type { SseMessage } from '@baton/testing/sse-client';
+import { waitFor } from '@baton/testing/worker-harness';
+import { stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
 let redis: RedisProcess;
 let stack: ProcessStack;

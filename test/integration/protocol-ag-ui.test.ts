@@ -12,9 +12,9 @@ import {
   expectGapless,
   startApiCluster,
   type ApiCluster,
-} from '../support/api-harness.ts';
-import { until } from '../support/ai-chat.ts';
-import { SEED_AGENT, seedAgent } from '../support/protocol-agents.ts';
+} from '@baton/testing/api-harness';
+import { until } from '@baton/testing/ai-chat';
+import { SEED_AGENT, seedAgent } from '@baton/testing/protocol-agents';
 
 /**
  * AG-UI against a live Baton (real Redis, real worker, real HTTP), driven by @ag-ui/client's

@@ -12,14 +12,14 @@ import {
   expectGapless,
   startApiCluster,
   type ApiCluster,
-} from '../support/api-harness.ts';
-import { createHeadlessChat, until } from '../support/ai-chat.ts';
+} from '@baton/testing/api-harness';
+import { createHeadlessChat, until } from '@baton/testing/ai-chat';
 import {
   GATED_SLOW_AGENT,
   SEED_AGENT,
   gatedSlowAgent,
   seedAgent,
-} from '../support/protocol-agents.ts';
+} from '@baton/testing/protocol-agents';
 
 /**
  * The AI SDK UI message stream against a live Baton (real Redis, real worker, real HTTP), driven

@@ -10,7 +10,7 @@ import { RunAgentInputSchema } from '@ag-ui/core/schemas';
 import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
+import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
 
 type Path = (string | number)[];
 

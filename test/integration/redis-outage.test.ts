@@ -6,13 +6,13 @@
  * reconnect backoff is capped near a second; BullMQ's default grows to 20 s).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiClient } from '../support/api-harness.ts';
-import { startProcessStack, type ProcessStack } from '../support/process-stack.ts';
-import { startRedisProcess, type RedisProcess } from '../support/redis-process.ts';
-import { startHarness, waitFor } from '../support/worker-harness.ts';
+import type { ApiClient } from '@baton/testing/api-harness';
+import { startProcessStack, type ProcessStack } from '@baton/testing/process-stack';
+import { startRedisProcess, type RedisProcess } from '@baton/testing/redis-process';
+import { startHarness, waitFor } from '@baton/testing/worker-harness';
 import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
-import { stopAllWorkerProcesses } from '../support/worker-process.ts';
+import { stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
 const OUTAGE_MS = 20_000;
 

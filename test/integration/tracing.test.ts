@@ -18,8 +18,8 @@ import {
   tracingActive,
   type TracingHandle,
 } from '@baton/runtime';
-import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
-import { waitFor } from '../support/worker-harness.ts';
+import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+import { waitFor } from '@baton/testing/worker-harness';
 
 const exploding: AgentDefinition = {
   name: 'tracing-explodes',
