@@ -100,7 +100,7 @@ export default defineConfig(
 
   {
     // Test files may use loose typing around mocks and expect().
-    files: ['**/*.test.ts', 'test/**/*.ts'],
+    files: ['**/*.test.ts', 'test/**/*.ts', 'packages/testing/src/**/*.ts'],
     rules: {
       '@typescript-eslint/unbound-method': 'off',
       '@typescript-eslint/no-non-null-assertion': 'off',

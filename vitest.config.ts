@@ -35,12 +35,12 @@ const FAULT_TESTS = [
 
 /**
  * A source test that reads the run's Redis (`inject('redisUrl')`), uses the Redis or process
- * fixtures of test/support, or starts a process belongs in integration. Read from the file so a
+ * fixtures of @baton/testing (packages/testing/src), or starts a process belongs in integration. Read from the file so a
  * new one lands there by itself: in unit it would find no Redis URL, and ioredis would fall
  * back to 127.0.0.1:6379, the machine's shared Redis.
  */
 const NEEDS_REDIS_OR_PROCESSES =
-  /\binject\(|['"]node:child_process['"]|test\/support\/(redis|process-stack|worker-process|api-process|api-harness|worker-harness|child-stack)/;
+  /\binject\(|['"]node:child_process['"]|@baton\/testing\/(redis|process-stack|worker-process|api-process|api-harness|worker-harness|child-stack)/;
 
 const ROOT = fileURLToPath(new URL('.', import.meta.url));
 const srcTestsWithRedis = globSync(SRC_TESTS, {
@@ -70,7 +70,7 @@ export default defineConfig({
           // machine). A unit test that changes process-wide state puts it back (tracing.test.ts).
           isolate: false,
           // Prints the Node version only (.ci/run checks it); starts no Redis.
-          globalSetup: ['test/support/global-setup-unit.ts'],
+          globalSetup: ['packages/testing/src/global-setup-unit.ts'],
           // Type tests (*.test-d.ts: expectTypeOf, @ts-expect-error) are checked by tsc, on
           // tsconfig.type-tests.json (those files and what they import, not the whole repository:
           // `npm run typecheck` does that); an assertion that does not hold, or an expected error
@@ -89,7 +89,7 @@ export default defineConfig({
           include: ['test/**/*.test.ts', ...srcTestsWithRedis],
           exclude: [...EXCLUDE, ...FAULT_TESTS],
           // One private Redis per project run; tests read it with inject('redisUrl').
-          globalSetup: ['test/support/global-setup.ts'],
+          globalSetup: ['packages/testing/src/global-setup.ts'],
         },
       },
       {
@@ -98,7 +98,7 @@ export default defineConfig({
           name: 'faults',
           include: FAULT_TESTS,
           exclude: EXCLUDE,
-          globalSetup: ['test/support/global-setup.ts'],
+          globalSetup: ['packages/testing/src/global-setup.ts'],
         },
       },
     ],

@@ -2,7 +2,7 @@
 import { request, type IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { RunEvent } from '@baton/protocol';
-import { SseParser } from '../test/support/sse-client.ts';
+import { SseParser } from '@baton/testing/sse-client';
 import { mustPost, type Client } from './http-client.ts';
 import { BenchError } from './lib.ts';
 

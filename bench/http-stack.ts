@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { Agent } from 'node:http';
 import { fileURLToPath } from 'node:url';
+import { BENCH_AGENTS_MODULE } from '@baton/testing/bench-agents';
 import { childCpuSeconds, startChild, type Child } from './child-process.ts';
 import type { Client } from './http-client.ts';
 import { envInt, type BenchContext } from './lib.ts';
@@ -62,14 +63,16 @@ export async function startStack(
     for (const c of children.reverse()) await c.stop();
   };
   try {
-    ctx.log('starting worker process (apps/worker/src/main.ts, BATON_AGENTS=bench)');
+    ctx.log(
+      'starting worker process (apps/worker/src/main.ts, BATON_AGENTS=<bench agents module>)',
+    );
     const worker = await startChild(
       ctx,
       'worker',
       WORKER_MAIN,
       {
         ...common,
-        BATON_AGENTS: 'bench',
+        BATON_AGENTS: BENCH_AGENTS_MODULE,
         RECONCILER: '0',
         WORKER_ID: `${prefix}-w0`,
         ...opts.workerEnv,

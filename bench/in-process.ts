@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { InProcessRunner } from '@baton/core';
 import type { Checkpoint } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
-import { loadAgents } from '@baton/worker/testing';
+import { benchAgents } from '@baton/testing/bench-agents';
 import { BenchError, envInt, round, withTimeout, type Scenario } from './lib.ts';
 
 const AGENT = 'bench';
@@ -39,7 +39,7 @@ export const inProcess: Scenario = {
     const timeoutMs = envInt('BENCH_TIMEOUT_MS', 120_000, 1000);
     // A fresh runner per batch: the in-memory store keeps every run, so reuse would grow memory.
     const fresh = (): InProcessRunner =>
-      new InProcessRunner({ agents: loadAgents([AGENT], systemClock), clock: systemClock });
+      new InProcessRunner({ agents: benchAgents(systemClock), clock: systemClock });
     if (warmupRuns > 0) {
       ctx.log(`in-process: warm-up ${warmupRuns} runs`);
       await withTimeout(

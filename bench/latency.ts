@@ -25,7 +25,7 @@ import { performance } from 'node:perf_hooks';
 import { InProcessRunner } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
-import { loadAgents } from '@baton/worker/testing';
+import { benchAgents } from '@baton/testing/bench-agents';
 import {
   childCpuSeconds,
   openEvents,
@@ -182,7 +182,7 @@ export async function inProcessLatencies(
   timeoutMs: number,
 ): Promise<number[]> {
   const runner = new InProcessRunner({
-    agents: loadAgents(['bench'], systemClock),
+    agents: benchAgents(systemClock),
     clock: systemClock,
   });
   const waiting = new Map<string, (t: number) => void>();

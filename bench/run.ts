@@ -2,7 +2,7 @@
  * Benchmark runner: `npm run -s bench [-- --scenario=<name>[,<name>…]] [--out=<file>] [--list]`.
  *
  * Starts an isolated Redis when a selected scenario needs one (REDIS_URL if set, else a private
- * redis-server on a free port via test/support/redis.ts; never the shared 6379 implicitly), runs
+ * redis-server on a free port via @baton/testing/redis (packages/testing/src/redis.ts); never the shared 6379 implicitly), runs
  * the scenarios of bench/scenarios.ts in order, and prints ONE JSON document on stdout:
  *   { machine: {cpus, node, …}, redis: {source}, scenarios: { <name>: result, … } }
  * Progress goes to stderr. Exit code 0 on success; 1 with a message naming the failure
@@ -13,7 +13,7 @@
  * BENCH_CREATE_PARALLELISM, and each HTTP scenario's own (see bench/README.md).
  */
 import { writeFile } from 'node:fs/promises';
-import { startRedis, type RedisHandle } from '../test/support/redis.ts';
+import { startRedis, type RedisHandle } from '@baton/testing/redis';
 import { BenchError, machine, progress, round, type BenchContext } from './lib.ts';
 import { scenarios } from './scenarios.ts';
 

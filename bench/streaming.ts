@@ -42,7 +42,7 @@ function knobs() {
   };
 }
 
-/** The text bench-streaming emits per round (see apps/worker/src/bench-agents.ts). */
+/** The text bench-streaming emits per round (see packages/testing/src/bench-agents.ts). */
 function expectedText(deltas: number): string {
   let text = '';
   for (let i = 0; i < deltas; i += 1) text += `w${i % 1000} `;

@@ -25,7 +25,7 @@ import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { BatonRuntime, bullPrefix, systemClock, type RedisClient } from '@baton/runtime';
 import { BatonWorker, WorkerConfigSchema, type WorkerConfig } from '@baton/worker';
-import { loadAgents } from '@baton/worker/testing';
+import { BENCH_AGENTS_MODULE, benchAgents } from '@baton/testing/bench-agents';
 import {
   budgetCheck,
   BenchError,
@@ -273,7 +273,7 @@ interface WorkerSet {
 async function inProcessWorker(config: WorkerConfig): Promise<WorkerSet> {
   const worker = new BatonWorker({
     config,
-    agents: loadAgents([AGENT], systemClock),
+    agents: benchAgents(systemClock),
     logger: workerLog,
     clock: systemClock,
   });
@@ -314,7 +314,7 @@ async function workerProcesses(
             TOOL_CONCURRENCY: String(config.TOOL_CONCURRENCY),
             RECONCILER: '0',
             LOG_LEVEL: 'warn',
-            BATON_AGENTS: AGENT,
+            BATON_AGENTS: BENCH_AGENTS_MODULE,
             WORKER_ID: `${config.BATON_PREFIX}-w${i}`,
           },
           'READY ',

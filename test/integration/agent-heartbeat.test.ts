@@ -5,13 +5,13 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadApiConfig, startApi, type RunningApi } from '@baton/api';
-import { ApiClient } from '../support/api-harness.ts';
-import { silentLogger, testPrefix, waitFor } from '../support/worker-harness.ts';
+import { ApiClient } from '@baton/testing/api-harness';
+import { silentLogger, testPrefix, waitFor } from '@baton/testing/worker-harness';
 import {
   spawnWorker,
   stopAllWorkerProcesses,
   type WorkerProcess,
-} from '../support/worker-process.ts';
+} from '@baton/testing/worker-process';
 
 const KEY = 'heartbeat-secret-key-1';
 

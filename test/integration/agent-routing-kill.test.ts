@@ -5,8 +5,8 @@
  */
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { BatonRuntime } from '@baton/runtime';
-import { silentLogger, testConfig, testPrefix, waitFor } from '../support/worker-harness.ts';
-import { spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
+import { silentLogger, testConfig, testPrefix, waitFor } from '@baton/testing/worker-harness';
+import { spawnWorker, stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
 const TENANT = 't-route-kill';
 const clients: BatonRuntime[] = [];

@@ -12,8 +12,8 @@ import { ScriptedModel, defineTool, toolResult, type AgentDefinition } from '@ba
 import { loadApiConfig, startApi, type RunningApi } from '@baton/api';
 import { BatonRuntime } from '@baton/runtime';
 import { BatonWorker, type WorkerConfig } from '@baton/worker';
-import { ApiClient } from '../support/api-harness.ts';
-import { silentLogger, testConfig, testPrefix, waitFor } from '../support/worker-harness.ts';
+import { ApiClient } from '@baton/testing/api-harness';
+import { silentLogger, testConfig, testPrefix, waitFor } from '@baton/testing/worker-harness';
 
 const TENANT = 'tenant-a';
 const KEY = 'routing-secret-key-1';

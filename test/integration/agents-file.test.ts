@@ -14,8 +14,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RunEvent } from '@baton/protocol';
 import { trace, type Span, type Tracer, type TracerProvider } from '@opentelemetry/api';
 import { loadAgentsFile, type LoadedAgents } from '@baton/worker/agent-config';
-import { startHarness, waitFor, waitForStatus, type Harness } from '../support/worker-harness.ts';
-import { startOpenAiServer, type OpenAiServer } from '../support/openai-compatible-server.ts';
+import { startHarness, waitFor, waitForStatus, type Harness } from '@baton/testing/worker-harness';
+import { startOpenAiServer, type OpenAiServer } from '@baton/testing/openai-compatible-server';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MCP_SERVER = join(REPO, 'examples', 'mcp-server.ts');

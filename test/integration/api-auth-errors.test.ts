@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents, matrixAgentName, matrixAgents } from '@baton/core/testing';
 import type { RunSnapshot } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
-import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
+import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
 
 const deployBody = {
   agent: 'assistant',

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-argument, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-explicit-any -- HTTP replies are untyped JSON; each test asserts their shape */
 /**
  * Nothing acknowledged is lost or silently ignored (issue 10, items 4, 5 and 11), through the real
  * HTTP API with real workers:
@@ -11,6 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents, matrixAgentName, matrixAgents } from '@baton/core/testing';
+import type { CancelResponse, DecisionsResponse, ErrorBody, RunSnapshot } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
 import {
   ApiClient,
@@ -18,8 +18,8 @@ import {
   eventsOf,
   startApiCluster,
   type ApiCluster,
-} from '../support/api-harness.ts';
-import { waitFor } from '../support/worker-harness.ts';
+} from '@baton/testing/api-harness';
+import { waitFor } from '@baton/testing/worker-harness';
 
 let c: ApiCluster;
 let api: ApiClient;
@@ -39,11 +39,11 @@ afterAll(async () => {
   await c.stop();
 });
 
-async function snapshot(runId: string): Promise<Record<string, any>> {
-  return (await api.get(`/v1/runs/${runId}`)).body as Record<string, any>;
+async function snapshot(runId: string): Promise<RunSnapshot> {
+  return (await api.get<RunSnapshot>(`/v1/runs/${runId}`)).body;
 }
 
-async function settled(runId: string, status: string): Promise<Record<string, any>> {
+async function settled(runId: string, status: string): Promise<RunSnapshot> {
   return waitFor(
     async () => {
       const s = await snapshot(runId);
@@ -63,14 +63,15 @@ describe('cancel and decisions racing', () => {
     const waiting = await Promise.all(runs.map((r) => settled(r.runId, 'waiting')));
     const outcomes = await Promise.all(
       waiting.map(async (s, i) => {
-        const decide = api.post(`/v1/runs/${s.runId}/decisions`, {
+        // 202 with the response, or 409 with an error body.
+        const decide = api.post<DecisionsResponse | ErrorBody>(`/v1/runs/${s.runId}/decisions`, {
           decisions: [
-            { decisionId: `d${i}`, toolCallId: s.await.calls[0].toolCallId, action: 'resume' },
+            { decisionId: `d${i}`, toolCallId: s.await!.calls[0]!.toolCallId, action: 'resume' },
           ],
         });
         // Spread the cancels over the decision's whole pipeline (apply, replay, inference).
         await new Promise((r) => setTimeout(r, i % 8));
-        const cancel = api.post(`/v1/runs/${s.runId}/cancel`);
+        const cancel = api.post<CancelResponse>(`/v1/runs/${s.runId}/cancel`);
         return { runId: s.runId, decision: await decide, cancel: await cancel };
       }),
     );
@@ -91,11 +92,11 @@ describe('cancel and decisions racing', () => {
         const fates = events.filter(
           (e) =>
             (e.type === 'decision.applied' || e.type === 'decision.discarded') &&
-            e.decision.decisionId === o.decision.body.accepted[0],
+            e.decision.decisionId === (o.decision.body as DecisionsResponse).accepted[0],
         );
         expect(fates, o.runId).toHaveLength(1);
       } else {
-        expect(o.decision.body.error.code).toBe('run_cancelled');
+        expect((o.decision.body as ErrorBody).error.code).toBe('run_cancelled');
       }
       expect(events.at(-1)?.type).toBe('run.finished');
     }
@@ -105,7 +106,7 @@ describe('cancel and decisions racing', () => {
   it('a decision after the cancel is refused; a resent one gets its original answer after the end', async () => {
     const run = await api.createRun('assistant', 'deploy please');
     const s = await settled(run.runId, 'waiting');
-    const call = s.await.calls[0].toolCallId;
+    const call = s.await!.calls[0]!.toolCallId;
     const first = await api.post(`/v1/runs/${run.runId}/decisions`, {
       decisions: [{ decisionId: 'keep', toolCallId: call, action: 'resume' }],
     });
@@ -116,7 +117,7 @@ describe('cancel and decisions racing', () => {
     });
     expect(again.status).toBe(202);
     expect(again.body).toMatchObject({ accepted: [], duplicates: ['keep'], status: 'done' });
-    const other = await api.post(`/v1/runs/${run.runId}/decisions`, {
+    const other = await api.post<ErrorBody>(`/v1/runs/${run.runId}/decisions`, {
       decisions: [{ decisionId: 'new', toolCallId: call, action: 'resume' }],
     });
     expect(other.status).toBe(409);
@@ -127,8 +128,8 @@ describe('cancel and decisions racing', () => {
     // Once a cancel is acknowledged, a new decision is refused rather than accepted and dropped.
     const cancel = await api.post(`/v1/runs/${second.runId}/cancel`);
     expect(cancel.status).toBe(202);
-    const late = await api.post(`/v1/runs/${second.runId}/decisions`, {
-      decisions: [{ toolCallId: w.await.calls[0].toolCallId, action: 'resume' }],
+    const late = await api.post<ErrorBody>(`/v1/runs/${second.runId}/decisions`, {
+      decisions: [{ toolCallId: w.await!.calls[0]!.toolCallId, action: 'resume' }],
     });
     expect(late.status).toBe(409);
     expect(['run_cancelled', 'run_done']).toContain(late.body.error.code);
@@ -145,13 +146,13 @@ describe('one idle predicate', () => {
     );
     const run = await api.createRun(agent, 'go');
     const s = await settled(run.runId, 'waiting');
-    const suspended = s.await.calls.map((c: { toolCallId: string }) => c.toolCallId);
+    const suspended = s.await!.calls.map((c) => c.toolCallId);
     expect(suspended).toHaveLength(2);
     const partial = await api.post(`/v1/runs/${run.runId}/decisions`, {
       decisions: [{ toolCallId: suspended[0], action: 'resume' }],
     });
     expect(partial.status).toBe(202);
-    const last = (await snapshot(run.runId)).lastSeq as number;
+    const last = (await snapshot(run.runId)).lastSeq;
     // Nothing will happen until the other call is decided: the stream has nothing to wait for.
     const idle = await api.get(`/v1/runs/${run.runId}/events?until=suspended&after=${last}`);
     expect(idle.status).toBe(204);

@@ -11,7 +11,7 @@ import {
   expectGapless,
   startApiCluster,
   type ApiCluster,
-} from '../support/api-harness.ts';
+} from '@baton/testing/api-harness';
 
 /** Many steps with a short nap each: a run that keeps emitting events for a while. */
 function tickerAgent(): AgentDefinition {

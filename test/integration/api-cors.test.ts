@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
-import { KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
+import { KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
 
 const APP = 'https://app.example.com';
 

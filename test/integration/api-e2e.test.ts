@@ -17,7 +17,7 @@ import {
   expectGapless,
   startApiCluster,
   type ApiCluster,
-} from '../support/api-harness.ts';
+} from '@baton/testing/api-harness';
 
 /**
  * Drives a run over HTTP only with the typed client, one event stream per turn: stream

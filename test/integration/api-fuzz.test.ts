@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents } from '@baton/core/testing';
 import type { RunSnapshot } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
-import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
+import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
 
 const NUM_REQUESTS = 2_400;
 

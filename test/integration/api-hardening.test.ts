@@ -1,15 +1,22 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-argument, @typescript-eslint/no-explicit-any -- HTTP replies are untyped JSON; each test asserts their shape */
 import { connect, type Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents } from '@baton/core/testing';
-import type { RunSnapshot } from '@baton/protocol';
+import type { ErrorBody, RunSnapshot } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
-import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
+import {
+  ApiClient,
+  KEYS,
+  startApiCluster,
+  type ApiCluster,
+  type Reply,
+} from '@baton/testing/api-harness';
 
-const expectError = (r: { status: number; body: any }, status: number, code: string): void => {
-  expect({ status: r.status, code: r.body?.error?.code }).toEqual({ status, code });
-  expect(typeof r.body.error.message).toBe('string');
+// The body is whatever came back (a malformed request may not get JSON): checked, not trusted.
+const expectError = (r: { status: number; body: unknown }, status: number, code: string): void => {
+  const body = r.body as Partial<ErrorBody> | undefined;
+  expect({ status: r.status, code: body?.error?.code }).toEqual({ status, code });
+  expect(typeof body!.error!.message).toBe('string');
 };
 
 const deep = (n: number): string => `${'['.repeat(n)}${']'.repeat(n)}`;
@@ -122,11 +129,11 @@ describe('hardening: every bad input is a 4xx', () => {
       ],
     ];
     for (const [path, body] of cases) {
-      const r = await a.post(path, body);
+      const r = await a.post<ErrorBody>(path, body);
       expectError(r, 413, 'payload_too_large');
       expect(r.body.error.message).toMatch(/levels deep/);
     }
-    expect((await a.get(`/v1/runs/${waitingRun}`)).body.status).toBe('waiting');
+    expect((await a.get<RunSnapshot>(`/v1/runs/${waitingRun}`)).body.status).toBe('waiting');
   });
 
   it('Bull Board: bad query strings and paths are 400, not 500', async () => {
@@ -142,8 +149,8 @@ describe('hardening: every bad input is a 4xx', () => {
   });
 
   it('content_match patterns are RE2: backtracking-only syntax and oversized patterns are 400', async () => {
-    const create = (pattern: string): Promise<any> =>
-      a.post('/v1/runs', {
+    const create = (pattern: string): Promise<Reply<ErrorBody>> =>
+      a.post<ErrorBody>('/v1/runs', {
         agent: 'assistant',
         input: { messages: [{ role: 'user', content: 'hi' }] },
         options: { stopConditions: [{ type: 'content_match', pattern }] },
@@ -151,7 +158,8 @@ describe('hardening: every bad input is a 4xx', () => {
     for (const pattern of ['(a)\\1', '(?=x)y', 'x'.repeat(600), '(?:a?){900}a{900}']) {
       const r = await create(pattern);
       expectError(r, 400, 'validation_failed');
-      expect(r.body.error.details.issues[0].path).toBe('options.stopConditions[0].pattern');
+      const { issues } = r.body.error.details as { issues: { path: string }[] };
+      expect(issues[0]!.path).toBe('options.stopConditions[0].pattern');
     }
   });
 

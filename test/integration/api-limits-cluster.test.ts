@@ -1,10 +1,10 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access -- HTTP replies are untyped JSON; each test asserts their shape */
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents } from '@baton/core/testing';
+import type { ErrorBody, RunSnapshot } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
-import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
-import { spawnApi, type ApiProcess } from '../support/api-process.ts';
+import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+import { spawnApi, type ApiProcess } from '@baton/testing/api-process';
 
 /** Opens a stream and leaves it open; resolves with the status (errors after that are ignored). */
 function openStream(url: string, headers: Record<string, string>): Promise<number> {
@@ -62,7 +62,9 @@ describe('limits shared by API instances through Redis', () => {
     const { runId } = await b.createRun('assistant');
     await b.stream(`/v1/runs/${runId}/events?until=suspended`);
     const path = `/v1/runs/${runId}/events`;
-    const last = { 'last-event-id': String((await b.get(`/v1/runs/${runId}`)).body.lastSeq) };
+    const last = {
+      'last-event-id': String((await b.get<RunSnapshot>(`/v1/runs/${runId}`)).body.lastSeq),
+    };
     // one stream on each instance: the tenant's two slots
     const onThere = openStream(`${other.url}${path}`, {
       ...last,
@@ -92,7 +94,7 @@ describe('limits shared by API instances through Redis', () => {
     for (let i = 0; i < 14; i += 1)
       statuses.push((await (i % 2 === 0 ? here : there).get('/v1/agents')).status);
     expect(statuses).toEqual([...Array.from({ length: 12 }, () => 200), 429, 429]);
-    const limited = await there.get('/v1/agents');
+    const limited = await there.get<ErrorBody>('/v1/agents');
     expect(limited.body.error.code).toBe('rate_limited');
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
   });
@@ -103,7 +105,7 @@ describe('limits shared by API instances through Redis', () => {
     for (let i = 0; i < 6; i += 1) statuses.push((await wrong[i % 2]!.get('/v1/agents')).status);
     expect(statuses).toEqual([401, 401, 401, 401, 429, 429]);
     // once over the limit, the address is refused before any key is checked
-    const blocked = await here.withKey(KEYS.admin).get('/v1/agents');
+    const blocked = await here.withKey(KEYS.admin).get<ErrorBody>('/v1/agents');
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(blocked.body.error.message).toMatch(/failed authentications/);

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
-import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
-import { monitorCommands } from '../support/redis-monitor.ts';
+import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+import { monitorCommands } from '@baton/testing/redis-monitor';
 
 const METRICS_KEY = 'metrics-scrape-key-0123456789';
 

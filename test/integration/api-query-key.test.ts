@@ -1,14 +1,14 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment -- HTTP replies are untyped JSON; each test asserts their shape */
 /**
  * Issue 20 item 15: an API key in the query string neither authenticates (401 saying where the
  * key goes) nor reaches the request log. A real API process (LOG_LEVEL=info) and a real worker;
  * every line the API prints is captured, across routes, errors, 404s and SSE streams.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ApiClient } from '../support/api-harness.ts';
-import { spawnApi, stopAllApiProcesses, type ApiProcess } from '../support/api-process.ts';
-import { testPrefix, waitFor } from '../support/worker-harness.ts';
-import { spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
+import type { CreateRunResponse, ErrorBody, RunSnapshot } from '@baton/protocol';
+import { ApiClient } from '@baton/testing/api-harness';
+import { spawnApi, stopAllApiProcesses, type ApiProcess } from '@baton/testing/api-process';
+import { testPrefix, waitFor } from '@baton/testing/worker-harness';
+import { spawnWorker, stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
 const KEY = 'QueryKeyLeak7f3a9c21e5b84d06';
 const ADMIN = 'AdminQueryKey5e2d8b7a1c9f3046';
@@ -46,7 +46,7 @@ async function send(
   path: string,
   param: string,
   opts: { header?: boolean; body?: unknown; sse?: boolean } = {},
-): Promise<{ id: string; status: number; body: any }> {
+): Promise<{ id: string; status: number; body: unknown }> {
   const id = `qk-${String(++requestSeq)}`;
   const sep = path.includes('?') ? '&' : '?';
   const headers: Record<string, string> = { 'x-request-id': id };
@@ -59,7 +59,7 @@ async function send(
     ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
   });
   const text = await res.text(); // an SSE stream of a finished run ends by itself
-  const json = res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text;
+  const json: unknown = res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text;
   return { id, status: res.status, body: json };
 }
 
@@ -68,22 +68,24 @@ describe('an API key in the query string', () => {
     for (const param of PARAMS) {
       const r = await send('GET', '/v1/agents', param);
       expect({ param, status: r.status }).toEqual({ param, status: 401 });
-      expect(r.body.error.code).toBe('unauthorized');
-      expect(r.body.error.message).toMatch(/query string/);
-      expect(r.body.error.message).toMatch(/Authorization: Bearer <key> or X-API-Key/);
-      expect(r.body.error.message).not.toContain(KEY);
+      const { error } = r.body as ErrorBody;
+      expect(error.code).toBe('unauthorized');
+      expect(error.message).toMatch(/query string/);
+      expect(error.message).toMatch(/Authorization: Bearer <key> or X-API-Key/);
+      expect(error.message).not.toContain(KEY);
     }
   });
 
   it('is never written to the log, whatever the route, status or stream', async () => {
     const { runId, threadId } = (
-      await client.post('/v1/runs', {
+      await client.post<CreateRunResponse>('/v1/runs', {
         agent: 'assistant',
         input: { messages: [{ role: 'user', content: 'hello' }] },
       })
-    ).body as { runId: string; threadId: string };
+    ).body;
     await waitFor(
-      async () => ((await client.get(`/v1/runs/${runId}`)).body.status === 'done' ? true : null),
+      async () =>
+        (await client.get<RunSnapshot>(`/v1/runs/${runId}`)).body.status === 'done' ? true : null,
       30_000,
       `run ${runId} to be done`,
     );

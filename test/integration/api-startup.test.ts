@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
-import { testPrefix } from '../support/worker-harness.ts';
+import { testPrefix } from '@baton/testing/worker-harness';
 
 const MAIN = join(import.meta.dirname, '../../apps/api/src/main.ts');
 

@@ -1,9 +1,9 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access -- HTTP replies are untyped JSON; each test asserts their shape */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents } from '@baton/core/testing';
+import type { RunSnapshot } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
-import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
-import { monitorCommands } from '../support/redis-monitor.ts';
+import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+import { monitorCommands } from '@baton/testing/redis-monitor';
 
 /** Headers that may legitimately differ between two answers (ids, dates, lengths of ids). */
 const VARYING = new Set(['date', 'x-request-id', 'content-length', 'etag', 'keep-alive']);
@@ -93,7 +93,7 @@ describe("another tenant's id answers exactly like a missing id", () => {
       });
     }
     // and the owner still sees its run untouched
-    expect((await a.get(`/v1/runs/${runId}`)).body.status).toBe('waiting');
+    expect((await a.get<RunSnapshot>(`/v1/runs/${runId}`)).body.status).toBe('waiting');
   });
 
   it("another tenant's checkpoint is never read: only its tenant field is", async () => {

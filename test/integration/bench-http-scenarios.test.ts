@@ -6,7 +6,7 @@
  * subscriber got every frame); no timing is asserted.
  */
 import { describe, expect, it } from 'vitest';
-import { runBench } from '../support/bench-run.ts';
+import { runBench } from '@baton/testing/bench-run';
 
 const SCENARIOS = [
   'api-throughput',

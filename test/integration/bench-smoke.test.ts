@@ -4,7 +4,7 @@
  * "finished" before any run did). Counts only; no timing is asserted.
  */
 import { describe, expect, it } from 'vitest';
-import { runBench } from '../support/bench-run.ts';
+import { runBench } from '@baton/testing/bench-run';
 
 describe('npm run bench', () => {
   it('the throughput scenario completes on a tiny budget and reports JSON', async () => {

@@ -5,10 +5,10 @@
  * per call and no duplicated event in any run.
  */
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
-import { startChildStack, finalAnswer, type ChildStack } from '../support/child-stack.ts';
+import { startChildStack, finalAnswer, type ChildStack } from '@baton/testing/child-stack';
 import type { Checkpoint } from '@baton/protocol';
-import { auditRun, stopAllWorkerProcesses } from '../support/worker-process.ts';
-import { waitFor } from '../support/worker-harness.ts';
+import { auditRun, stopAllWorkerProcesses } from '@baton/testing/worker-process';
+import { waitFor } from '@baton/testing/worker-harness';
 
 const stacks: ChildStack[] = [];
 const measured: Record<string, number> = {};

@@ -11,10 +11,10 @@ import {
   WebhookMessageSchema,
   type WebhookMessage,
 } from '@baton/protocol';
-import { startChildStack, type ChildStack } from '../support/child-stack.ts';
-import { waitFor } from '../support/worker-harness.ts';
-import { stopAllWorkerProcesses } from '../support/worker-process.ts';
-import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+import { startChildStack, type ChildStack } from '@baton/testing/child-stack';
+import { waitFor } from '@baton/testing/worker-harness';
+import { stopAllWorkerProcesses } from '@baton/testing/worker-process';
+import { startWebhookReceiver, type WebhookReceiver } from '@baton/testing/webhook-receiver';
 
 const LOOPBACK_ALLOWED = { BATON_WEBHOOK_ALLOW_PRIVATE: '1', WEBHOOK_SWEEP_INTERVAL_MS: '500' };
 

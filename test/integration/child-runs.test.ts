@@ -1,15 +1,20 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call -- HTTP replies are untyped JSON; each test asserts their shape */
 /**
  * Child runs (agent-as-tool) with real worker processes, a real API and a real Redis: an agent
  * tool's call starts a child run whose answer, error or cancellation becomes the call's result;
  * the parent holds no job meanwhile; approvals, cancellation and snapshots span the tree.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { RunEvent } from '@baton/protocol';
-import { startChildStack, finalAnswer, type ChildStack } from '../support/child-stack.ts';
-import { eventsOf } from '../support/api-harness.ts';
-import { waitFor } from '../support/worker-harness.ts';
-import { stopAllWorkerProcesses } from '../support/worker-process.ts';
+import type {
+  DecisionsResponse,
+  ErrorBody,
+  RunEvent,
+  RunSnapshot,
+  ThreadResponse,
+} from '@baton/protocol';
+import { startChildStack, finalAnswer, type ChildStack } from '@baton/testing/child-stack';
+import { eventsOf } from '@baton/testing/api-harness';
+import { waitFor } from '@baton/testing/worker-harness';
+import { stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
 let s: ChildStack;
 
@@ -38,7 +43,7 @@ describe('child runs', () => {
       expect(child.identity.parent).toMatchObject({ runId, toolName: 'answer', depth: 1 });
       expect(child.identity.threadId).toBe(cp.identity.threadId);
       expect(child.status).toBe('done');
-      const view = await s.client.get(`/v1/runs/${runId}`);
+      const view = await s.client.get<RunSnapshot>(`/v1/runs/${runId}`);
       expect(view.body.childRuns).toEqual([
         expect.objectContaining({ childRunId: child.identity.runId, status: 'done' }),
       ]);
@@ -105,15 +110,15 @@ describe('child runs', () => {
   it('another tenant sees none of the tree: 404 on the child, its events, its decisions', async () => {
     const { runId } = await s.client.createRun('tree-stream', 'call approval');
     const view = await waitForAwait(runId);
-    const childId = view.await.calls[0].runId as string;
+    const childId = view.await!.calls[0]!.runId!;
     for (const path of [`/v1/runs/${childId}`, `/v1/runs/${runId}`]) {
-      const r = await s.stranger.get(path);
+      const r = await s.stranger.get<ErrorBody>(path);
       expect(r.status).toBe(404);
       expect(r.body.error.code).toBe('run_not_found');
     }
     expect((await s.stranger.stream(`/v1/runs/${runId}/events?children=1`)).status).toBe(404);
     const refused = await s.stranger.post(`/v1/runs/${childId}/decisions`, {
-      decisions: [{ toolCallId: view.await.calls[0].toolCallId, action: 'resume' }],
+      decisions: [{ toolCallId: view.await!.calls[0]!.toolCallId, action: 'resume' }],
     });
     expect(refused.status).toBe(404);
     expect((await s.client.post(`/v1/runs/${runId}/cancel`)).status).toBe(202);
@@ -148,15 +153,12 @@ describe('child runs', () => {
     await s.waitDone(runId);
     const [child] = await s.childrenOf(runId);
     expect(child?.identity.threadId).not.toBe(threadId);
-    const thread = await s.client.get(`/v1/threads/${child!.identity.threadId}`);
+    const thread = await s.client.get<ThreadResponse>(`/v1/threads/${child!.identity.threadId}`);
     expect(thread.status).toBe(200);
     expect(thread.body.runIds).toEqual([child!.identity.runId]);
-    expect(thread.body.messages.map((m: { role: string }) => m.role)).toEqual([
-      'user',
-      'assistant',
-    ]);
+    expect(thread.body.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
     // The parent's thread has the parent's run only.
-    const parentThread = await s.client.get(`/v1/threads/${threadId}`);
+    const parentThread = await s.client.get<ThreadResponse>(`/v1/threads/${threadId}`);
     expect(parentThread.body.runIds).toEqual([runId]);
   });
 });
@@ -167,7 +169,7 @@ describe('child runs: approvals and cancellation', () => {
     async (mode) => {
       const { runId } = await s.client.createRun(`tree-${mode}`, 'call approval');
       const view = await waitForAwait(runId);
-      const awaited = view.await.calls[0];
+      const awaited = view.await!.calls[0]!;
       expect(view.status).toBe('running');
       expect(awaited.toolName).toBe('approve_me');
       const [child] = await s.childrenOf(runId);
@@ -185,7 +187,7 @@ describe('child runs: approvals and cancellation', () => {
         'the parent to hold no lease and no job',
       );
       expect(meta.status).toBe('running');
-      const decided = await s.client.post(`/v1/runs/${runId}/decisions`, {
+      const decided = await s.client.post<DecisionsResponse>(`/v1/runs/${runId}/decisions`, {
         decisions: [{ toolCallId: awaited.toolCallId, action: 'resume' }],
       });
       expect(decided.status).toBe(202);
@@ -200,7 +202,8 @@ describe('child runs: approvals and cancellation', () => {
   it('a decision sent to the child directly works too; runId names a descendant explicitly', async () => {
     const { runId } = await s.client.createRun('tree-stream', 'call approval,approval');
     const view = await waitForAwait(runId, 2);
-    const [a, b] = view.await.calls;
+    const a = view.await!.calls[0]!;
+    const b = view.await!.calls[1]!;
     const direct = await s.client.post(`/v1/runs/${a.runId}/decisions`, {
       decisions: [{ toolCallId: a.toolCallId, action: 'resume' }],
     });
@@ -213,7 +216,7 @@ describe('child runs: approvals and cancellation', () => {
     expect(finalAnswer(cp)).toMatch(/^results: approval="child approved and done" \| approval=/);
     // A run that is not a descendant cannot be named.
     const other = await s.client.createRun('tree-sequential', 'nothing');
-    const refused = await s.client.post(`/v1/runs/${other.runId}/decisions`, {
+    const refused = await s.client.post<ErrorBody>(`/v1/runs/${other.runId}/decisions`, {
       decisions: [{ toolCallId: a.toolCallId, runId: a.runId, action: 'resume' }],
     });
     expect(refused.status).toBe(409);
@@ -223,7 +226,7 @@ describe('child runs: approvals and cancellation', () => {
   it('a child cancelled on its own is a tool error for the parent', async () => {
     const { runId } = await s.client.createRun('tree-sequential', 'call approval');
     const view = await waitForAwait(runId);
-    const childId = view.await.calls[0].runId as string;
+    const childId = view.await!.calls[0]!.runId!;
     expect((await s.client.post(`/v1/runs/${childId}/cancel`)).status).toBe(202);
     const cp = await s.waitDone(runId);
     expect(cp.termination).toEqual({ kind: 'natural_end' });
@@ -318,11 +321,11 @@ describe('child runs: the tree over SSE (?children=1)', () => {
   });
 });
 
-async function waitForAwait(runId: string, calls = 1): Promise<any> {
+async function waitForAwait(runId: string, calls = 1): Promise<RunSnapshot> {
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const view = await s.client.get(`/v1/runs/${runId}`);
-    if ((view.body.await?.calls?.length ?? 0) >= calls) return view.body;
+    const view = await s.client.get<RunSnapshot>(`/v1/runs/${runId}`);
+    if ((view.body.await?.calls.length ?? 0) >= calls) return view.body;
     if (Date.now() > deadline)
       throw new Error(`run ${runId} never awaited: ${JSON.stringify(view.body)}`);
     await new Promise((r) => setTimeout(r, 100));

@@ -15,11 +15,11 @@ import {
   type RunEvent,
 } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
-import { KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
-import { spawnApi, stopAllApiProcesses } from '../support/api-process.ts';
-import { BATON_BIN, ptyCli, runCli } from '../support/cli.ts';
-import { freePort } from '../support/redis.ts';
-import { startHarness, type Harness } from '../support/worker-harness.ts';
+import { KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+import { spawnApi, stopAllApiProcesses } from '@baton/testing/api-process';
+import { BATON_BIN, ptyCli, runCli } from '@baton/testing/cli';
+import { freePort } from '@baton/testing/redis';
+import { startHarness, type Harness } from '@baton/testing/worker-harness';
 
 const execFileAsync = promisify(execFile);
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');

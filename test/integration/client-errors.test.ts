@@ -3,9 +3,9 @@ import { BatonApiError, BatonClient, BatonClientError, isApiError } from '@baton
 import { createDemoAgents, matrixAgentName, matrixAgents } from '@baton/core/testing';
 import { ErrorCodeSchema, type ErrorCode } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
-import { KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
-import { freePort } from '../support/redis.ts';
-import { startRedisProcess } from '../support/redis-process.ts';
+import { KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+import { freePort } from '@baton/testing/redis';
+import { startRedisProcess } from '@baton/testing/redis-process';
 
 /**
  * Codes the API cannot be made to answer from outside: an illegal state-machine transition and

@@ -3,9 +3,9 @@ import { BatonClient, type ReconnectInfo } from '@baton/client';
 import { ScriptedModel, type AgentDefinition } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
-import { spawnApi, stopAllApiProcesses, type ApiProcess } from '../support/api-process.ts';
-import { startTcpSwitch, type TcpSwitch } from '../support/tcp-switch.ts';
-import { startHarness, type Harness } from '../support/worker-harness.ts';
+import { spawnApi, stopAllApiProcesses, type ApiProcess } from '@baton/testing/api-process';
+import { startTcpSwitch, type TcpSwitch } from '@baton/testing/tcp-switch';
+import { startHarness, type Harness } from '@baton/testing/worker-harness';
 
 const KEY = 'reconnect-tenant-key-1';
 const TRIALS = 100;

@@ -6,15 +6,15 @@ import { createDemoAgents } from '@baton/core/testing';
 import type { RunEvent } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
 import { startApi } from '@baton/api';
-import { KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
-import { silentLogger } from '../support/worker-harness.ts';
+import { KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+import { silentLogger } from '@baton/testing/worker-harness';
 import {
   SCREENSHOT_DIR,
   ensureConsoleBuilt,
   launchChromium,
   skipWithoutChromium,
   type TestBrowser,
-} from '../support/browser.ts';
+} from '@baton/testing/browser';
 
 describe.skipIf(skipWithoutChromium())('run console in a real Chromium', () => {
   let c: ApiCluster;

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-argument, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-explicit-any -- HTTP replies are untyped JSON; each test asserts their shape */
 /**
  * Decisions racing cancels through the HTTP API with a worker PROCESS: a 202 for a decision
  * means the run applied it or its log says why not (`decision.discarded` with the reason), and
@@ -6,9 +5,17 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { hashKey, loadApiConfig, startApi, type RunningApi } from '@baton/api';
-import { ApiClient, eventsOf } from '../support/api-harness.ts';
-import { spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
-import { silentLogger, testPrefix, waitFor } from '../support/worker-harness.ts';
+import type {
+  CancelResponse,
+  CreateRunResponse,
+  DecisionsResponse,
+  ErrorBody,
+  RunEvent,
+  RunSnapshot,
+} from '@baton/protocol';
+import { ApiClient, eventsOf, type Reply } from '@baton/testing/api-harness';
+import { spawnWorker, stopAllWorkerProcesses } from '@baton/testing/worker-process';
+import { silentLogger, testPrefix, waitFor } from '@baton/testing/worker-harness';
 
 let api: RunningApi;
 const stack = { client: undefined as unknown as ApiClient };
@@ -33,11 +40,11 @@ afterAll(async () => {
   await stopAllWorkerProcesses();
 });
 
-async function snapshot(runId: string): Promise<Record<string, any>> {
-  return (await stack.client.get(`/v1/runs/${runId}`)).body as Record<string, any>;
+async function snapshot(runId: string): Promise<RunSnapshot> {
+  return (await stack.client.get<RunSnapshot>(`/v1/runs/${runId}`)).body;
 }
 
-async function settled(runId: string, statuses: string[]): Promise<Record<string, any>> {
+async function settled(runId: string, statuses: string[]): Promise<RunSnapshot> {
   return waitFor(
     async () => {
       const s = await snapshot(runId);
@@ -48,33 +55,36 @@ async function settled(runId: string, statuses: string[]): Promise<Record<string
   );
 }
 
+type DecisionFate = Extract<RunEvent, { type: 'decision.applied' | 'decision.discarded' }>;
+/** A decision's answer: 202 with the response, or 409 with an error body. */
+type DecisionReply = Reply<DecisionsResponse | ErrorBody>;
+
 describe('decisions racing cancels (worker process)', () => {
   it('every decision answered 202 is applied or discarded with a reason, in the log and in the snapshot', async () => {
     const api = stack.client;
     const RUNS = 48;
     const created = await Promise.all(
       Array.from({ length: RUNS }, () =>
-        api.post('/v1/runs', {
+        api.post<CreateRunResponse>('/v1/runs', {
           agent: 'assistant',
           input: { messages: [{ role: 'user', content: 'deploy please' }] },
         }),
       ),
     );
-    const waiting = await Promise.all(
-      created.map((r) => settled(r.body.runId as string, ['waiting'])),
-    );
+    const waiting = await Promise.all(created.map((r) => settled(r.body.runId, ['waiting'])));
     const outcomes = await Promise.all(
       waiting.map(async (s, i) => {
-        const runId = s.runId as string;
-        const call = s.await.calls[0].toolCallId as string;
+        const runId = s.runId;
+        const call = s.await!.calls[0]!.toolCallId;
         // Half send the decision first, half the cancel first; the delays spread the other
         // request over the first one's whole pipeline.
         const delay = (i * 3) % 17;
-        const decide = (): Promise<any> =>
-          api.post(`/v1/runs/${runId}/decisions`, {
+        const decide = (): Promise<DecisionReply> =>
+          api.post<DecisionsResponse | ErrorBody>(`/v1/runs/${runId}/decisions`, {
             decisions: [{ decisionId: `d${i}`, toolCallId: call, action: 'resume' }],
           });
-        const cancel = (): Promise<any> => api.post(`/v1/runs/${runId}/cancel`);
+        const cancel = (): Promise<Reply<CancelResponse>> =>
+          api.post<CancelResponse>(`/v1/runs/${runId}/cancel`);
         const later = <T>(f: () => Promise<T>): Promise<T> =>
           new Promise((r) => setTimeout(r, delay)).then(f);
         const [decision, cancelled] =
@@ -93,23 +103,23 @@ describe('decisions racing cancels (worker process)', () => {
       const events = eventsOf(await api.stream(`/v1/runs/${o.runId}/events`));
       expect(events.at(-1)?.type).toBe('run.finished');
       if (o.decision.status !== 202) {
-        expect(['run_cancelled', 'run_done']).toContain(o.decision.body.error.code);
+        expect(['run_cancelled', 'run_done']).toContain((o.decision.body as ErrorBody).error.code);
         continue;
       }
       accepted += 1;
       const fates = events.filter(
-        (e: any) =>
+        (e): e is DecisionFate =>
           (e.type === 'decision.applied' || e.type === 'decision.discarded') &&
           e.decision.decisionId === o.decisionId,
       );
       if (fates.length !== 1)
-        missing.push(`${o.runId}: ${JSON.stringify(events.map((e: any) => e.type))}`);
-      const inSnapshot = (done.decisions as any[]).filter((d) => d.decisionId === o.decisionId);
+        missing.push(`${o.runId}: ${JSON.stringify(events.map((e) => e.type))}`);
+      const inSnapshot = done.decisions.filter((d) => d.decisionId === o.decisionId);
       expect(inSnapshot, o.runId).toHaveLength(1);
       if (fates[0]?.type === 'decision.discarded') {
-        expect(inSnapshot[0].discarded).toBe(fates[0].reason);
+        expect(inSnapshot[0]!.discarded).toBe(fates[0].reason);
         expect(fates[0].reason).toMatch(/cancel/);
-      } else expect(inSnapshot[0].discarded).toBeUndefined();
+      } else expect(inSnapshot[0]!.discarded).toBeUndefined();
     }
     expect(missing).toEqual([]);
     expect(accepted).toBeGreaterThan(0);
@@ -120,7 +130,7 @@ describe('decisions racing cancels (worker process)', () => {
     const RUNS = 24;
     const created = await Promise.all(
       Array.from({ length: RUNS }, () =>
-        api.post('/v1/runs', {
+        api.post<CreateRunResponse>('/v1/runs', {
           agent: 'tree-sequential',
           input: { messages: [{ role: 'user', content: 'call approval' }] },
         }),
@@ -130,7 +140,7 @@ describe('decisions racing cancels (worker process)', () => {
       created.map((r) =>
         waitFor(
           async () => {
-            const s = await snapshot(r.body.runId as string);
+            const s = await snapshot(r.body.runId);
             return s.await?.calls?.[0]?.runId ? s : null;
           },
           60_000,
@@ -140,14 +150,15 @@ describe('decisions racing cancels (worker process)', () => {
     );
     const outcomes = await Promise.all(
       waiting.map(async (s, i) => {
-        const runId = s.runId as string;
-        const { toolCallId, runId: childId } = s.await.calls[0];
+        const runId = s.runId;
+        const { toolCallId, runId: childId } = s.await!.calls[0]!;
         const delay = (i * 3) % 17;
-        const decide = (): Promise<any> =>
-          api.post(`/v1/runs/${runId}/decisions`, {
+        const decide = (): Promise<DecisionReply> =>
+          api.post<DecisionsResponse | ErrorBody>(`/v1/runs/${runId}/decisions`, {
             decisions: [{ decisionId: `t${i}`, toolCallId, action: 'resume' }],
           });
-        const cancel = (): Promise<any> => api.post(`/v1/runs/${runId}/cancel`);
+        const cancel = (): Promise<Reply<CancelResponse>> =>
+          api.post<CancelResponse>(`/v1/runs/${runId}/cancel`);
         const later = <T>(f: () => Promise<T>): Promise<T> =>
           new Promise((r) => setTimeout(r, delay)).then(f);
         // Every fourth one waits for the decision's answer first: accepted for sure, it races
@@ -180,13 +191,13 @@ describe('decisions racing cancels (worker process)', () => {
       accepted += 1;
       const events = eventsOf(await api.stream(`/v1/runs/${o.childId}/events`));
       const fates = events.filter(
-        (e: any) =>
+        (e): e is DecisionFate =>
           (e.type === 'decision.applied' || e.type === 'decision.discarded') &&
           e.decision.decisionId === o.decisionId,
       );
       if (fates.length !== 1)
-        missing.push(`${o.childId}: ${JSON.stringify(events.map((e: any) => e.type))}`);
-      expect((child.decisions as any[]).filter((d) => d.decisionId === o.decisionId)).toHaveLength(
+        missing.push(`${o.childId}: ${JSON.stringify(events.map((e) => e.type))}`);
+      expect(child.decisions.filter((d) => d.decisionId === o.decisionId)).toHaveLength(
         fates.length,
       );
     }

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-explicit-any -- HTTP replies are untyped JSON; each test asserts their shape */
 /**
  * A decision sent to a parent run for its child's call is routed to the child. Once the parent's
  * cancel is acknowledged, such a decision must be refused (409 run_cancelled), as one for the
@@ -9,9 +8,16 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadApiConfig, startApi, type RunningApi } from '@baton/api';
 import { childAgents, createDemoAgents } from '@baton/core/testing';
+import type {
+  CreateRunResponse,
+  DecisionsResponse,
+  ErrorBody,
+  RunEvent,
+  RunSnapshot,
+} from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
-import { ApiClient, eventsOf } from '../support/api-harness.ts';
-import { silentLogger, startHarness, waitFor, type Harness } from '../support/worker-harness.ts';
+import { ApiClient, eventsOf } from '@baton/testing/api-harness';
+import { silentLogger, startHarness, waitFor, type Harness } from '@baton/testing/worker-harness';
 
 const KEY = 'routed-cancel-key-123';
 const agents = [...createDemoAgents(systemClock), ...childAgents()];
@@ -36,17 +42,19 @@ afterAll(async () => {
   await h?.stop();
 });
 
-async function view(runId: string): Promise<Record<string, any>> {
-  return (await a.get(`/v1/runs/${runId}`)).body as Record<string, any>;
+async function view(runId: string): Promise<RunSnapshot> {
+  return (await a.get<RunSnapshot>(`/v1/runs/${runId}`)).body;
 }
+
+type DecisionFate = Extract<RunEvent, { type: 'decision.applied' | 'decision.discarded' }>;
 
 describe('a decision routed to a child after the parent was cancelled', () => {
   it('is refused with 409 run_cancelled, not accepted for a run that will never apply it', async () => {
-    const created = await a.post('/v1/runs', {
+    const created = await a.post<CreateRunResponse>('/v1/runs', {
       agent: 'tree-batch',
       input: { messages: [{ role: 'user', content: 'call approval,approval' }] },
     });
-    const runId = created.body.runId as string;
+    const runId = created.body.runId;
     const waiting = await waitFor(
       async () => {
         const v = await view(runId);
@@ -56,25 +64,25 @@ describe('a decision routed to a child after the parent was cancelled', () => {
       'both children to wait for their approval',
     );
     // The first child's call is decided before the cancel, the second's after it.
-    const { toolCallId, runId: childId } = waiting.await.calls[0];
-    const { toolCallId: otherCall, runId: otherChild } = waiting.await.calls[1];
+    const { toolCallId, runId: childId } = waiting.await!.calls[0]!;
+    const { toolCallId: otherCall, runId: otherChild } = waiting.await!.calls[1]!;
     // Nobody carries the cancel down to the child (nor applies a decision) until a worker is back.
     await h.workers[0]!.stop(500);
-    const early = await a.post(`/v1/runs/${runId}/decisions`, {
+    const early = await a.post<DecisionsResponse>(`/v1/runs/${runId}/decisions`, {
       decisions: [{ decisionId: 'early', toolCallId, action: 'resume' }],
     });
     expect(early.status).toBe(202);
     expect(early.body.routed).toEqual([{ runId: childId, accepted: ['early'], duplicates: [] }]);
     expect((await a.post(`/v1/runs/${runId}/cancel`)).status).toBe(202);
     // Resent, it keeps its original answer, cancel or not.
-    const resent = await a.post(`/v1/runs/${runId}/decisions`, {
+    const resent = await a.post<DecisionsResponse>(`/v1/runs/${runId}/decisions`, {
       decisions: [{ decisionId: 'early', toolCallId, action: 'resume' }],
     });
     expect(resent.status).toBe(202);
     expect(resent.body.routed).toEqual([{ runId: childId, accepted: [], duplicates: ['early'] }]);
 
     // The children's calls share an id (call ids are per run): the decision names its child.
-    const late = await a.post(`/v1/runs/${runId}/decisions`, {
+    const late = await a.post<ErrorBody>(`/v1/runs/${runId}/decisions`, {
       decisions: [
         { decisionId: 'late', toolCallId: otherCall, runId: otherChild, action: 'resume' },
       ],
@@ -82,7 +90,7 @@ describe('a decision routed to a child after the parent was cancelled', () => {
     expect(late.status).toBe(409);
     expect(late.body.error.code).toBe('run_cancelled');
     // And so is one sent to the child itself: it is about to be cancelled with its parent.
-    const direct = await a.post(`/v1/runs/${otherChild as string}/decisions`, {
+    const direct = await a.post<ErrorBody>(`/v1/runs/${otherChild as string}/decisions`, {
       decisions: [{ decisionId: 'direct', toolCallId: otherCall, action: 'resume' }],
     });
     expect(direct.status).toBe(409);
@@ -99,24 +107,25 @@ describe('a decision routed to a child after the parent was cancelled', () => {
     expect((await view(runId)).termination).toEqual({ kind: 'cancelled' });
     // The decided child may finish before the cascade reaches it; the other cannot.
     const child = await view(childId as string);
-    expect(['cancelled', 'natural_end']).toContain(child.termination.kind);
+    expect(['cancelled', 'natural_end']).toContain(child.termination?.kind);
     // The one accepted before the cancel has exactly one fate in the child's log (the run that
     // took it, named in `routed`): applied (a worker may still get to it before the cascade) or
     // discarded naming the cancel; the snapshot says the same; the refused ones appear nowhere.
     const childEvents = eventsOf(await a.stream(`/v1/runs/${childId as string}/events`));
-    const fates: any[] = childEvents.filter((e: any) => e.type.startsWith('decision.'));
+    const fates = childEvents.filter((e): e is DecisionFate => e.type.startsWith('decision.'));
     expect(fates).toHaveLength(1);
-    expect(fates[0].decision.decisionId).toBe('early');
-    if (fates[0].type === 'decision.discarded') expect(fates[0].reason).toMatch(/cancel/);
-    else expect(fates[0].type).toBe('decision.applied');
+    expect(fates[0]!.decision.decisionId).toBe('early');
+    const fate = fates[0]!;
+    if (fate.type === 'decision.discarded') expect(fate.reason).toMatch(/cancel/);
+    else expect(fate.type).toBe('decision.applied');
     expect(child.decisions).toHaveLength(1);
-    expect(child.decisions[0].decisionId).toBe('early');
-    expect(child.decisions[0].discarded).toBe(
-      fates[0].type === 'decision.discarded' ? fates[0].reason : undefined,
+    expect(child.decisions[0]!.decisionId).toBe('early');
+    expect(child.decisions[0]!.discarded).toBe(
+      fate.type === 'decision.discarded' ? fate.reason : undefined,
     );
     for (const id of [runId, otherChild as string]) {
       const events = eventsOf(await a.stream(`/v1/runs/${id}/events`));
-      expect(events.filter((e: any) => e.type.startsWith('decision.'))).toEqual([]);
+      expect(events.filter((e) => e.type.startsWith('decision.'))).toEqual([]);
     }
     expect((await view(otherChild as string)).termination).toEqual({ kind: 'cancelled' });
   });

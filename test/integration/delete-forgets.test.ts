@@ -9,13 +9,13 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadApiConfig, startApi, type RunningApi } from '@baton/api';
 import { ScriptedModel, type AgentDefinition } from '@baton/core';
 import type { Message, ThreadResponse } from '@baton/protocol';
-import { ApiClient } from '../support/api-harness.ts';
+import { ApiClient } from '@baton/testing/api-harness';
 import {
   silentLogger,
   startHarness,
   waitForStatus,
   type Harness,
-} from '../support/worker-harness.ts';
+} from '@baton/testing/worker-harness';
 
 const KEY = 'delete-forgets-key-123';
 const TENANT = 'forget';

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-return -- HTTP replies are untyped JSON; each test asserts their shape */
 /**
  * Durability made explicit. In strict mode (BATON_DURABILITY=strict) a 2xx means the write is on
  * disk: Baton refuses to start against a Redis that cannot promise that, and against one that can
@@ -7,11 +6,12 @@
  */
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
+import type { RunSnapshot } from '@baton/protocol';
 import { Durability } from '@baton/runtime/internal';
-import { startRedisProcess, type RedisProcess } from '../support/redis-process.ts';
-import { startProcessStack } from '../support/process-stack.ts';
-import { testPrefix, waitFor } from '../support/worker-harness.ts';
-import { spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
+import { startRedisProcess, type RedisProcess } from '@baton/testing/redis-process';
+import { startProcessStack } from '@baton/testing/process-stack';
+import { testPrefix, waitFor } from '@baton/testing/worker-harness';
+import { spawnWorker, stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
 const cleanups: (() => Promise<void>)[] = [];
 
@@ -52,7 +52,7 @@ describe('strict durability', () => {
     await redis.start();
     const snapshot = await waitFor(
       async () => {
-        const r = await client.get(`/v1/runs/${created.runId}`);
+        const r = await client.get<RunSnapshot>(`/v1/runs/${created.runId}`);
         return r.status === 200 && r.body.status === 'waiting' ? r.body : null;
       },
       20_000,
@@ -63,7 +63,7 @@ describe('strict durability', () => {
       decisions: [
         {
           decisionId: 'd-durable',
-          toolCallId: snapshot.await.calls[0].toolCallId,
+          toolCallId: snapshot.await!.calls[0]!.toolCallId,
           action: 'resume',
         },
       ],
@@ -73,14 +73,14 @@ describe('strict durability', () => {
     await redis.start();
     await waitFor(
       async () => {
-        const r = await client.get(`/v1/runs/${created.runId}`);
+        const r = await client.get<RunSnapshot>(`/v1/runs/${created.runId}`);
         return r.status === 200 && r.body.status === 'done' ? true : null;
       },
       20_000,
       'the decision acknowledged before the crash to finish the run',
     );
-    const done = (await client.get(`/v1/runs/${created.runId}`)).body;
-    expect(done.decisions.map((d: { decisionId: string }) => d.decisionId)).toContain('d-durable');
+    const done = (await client.get<RunSnapshot>(`/v1/runs/${created.runId}`)).body;
+    expect(done.decisions.map((d) => d.decisionId)).toContain('d-durable');
     expect(done.termination).toEqual({ kind: 'natural_end' });
   }, 60_000);
 });

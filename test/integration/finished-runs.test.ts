@@ -8,8 +8,8 @@ import { Worker, type Job } from 'bullmq';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { BatonRuntime, bullPrefix } from '@baton/runtime';
 import { stepQueueName } from '@baton/runtime/internal';
-import { silentLogger, testConfig, testPrefix, waitFor } from '../support/worker-harness.ts';
-import { spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
+import { silentLogger, testConfig, testPrefix, waitFor } from '@baton/testing/worker-harness';
+import { spawnWorker, stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
 const TENANT = 't-finished';
 const clients: BatonRuntime[] = [];

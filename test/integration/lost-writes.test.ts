@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-explicit-any -- HTTP replies are untyped JSON; each test asserts their shape */
 /**
  * Relaxed durability: a host crash can lose Redis's last writes (appendfsync everysec loses up to
  * a second). Simulated exactly: Redis is snapshotted, more writes are acknowledged, then it is
@@ -11,11 +10,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { eventsOf, type ApiClient } from '../support/api-harness.ts';
-import { startProcessStack, type ProcessStack } from '../support/process-stack.ts';
-import { startRedisProcess, type RedisProcess } from '../support/redis-process.ts';
-import { waitFor } from '../support/worker-harness.ts';
-import { stopAllWorkerProcesses } from '../support/worker-process.ts';
+import type { DecisionsResponse, ErrorBody, RunSnapshot } from '@baton/protocol';
+import { eventsOf, type ApiClient } from '@baton/testing/api-harness';
+import { startProcessStack, type ProcessStack } from '@baton/testing/process-stack';
+import { startRedisProcess, type RedisProcess } from '@baton/testing/redis-process';
+import { waitFor } from '@baton/testing/worker-harness';
+import { stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
 let redis: RedisProcess;
 let stack: ProcessStack;
@@ -33,11 +33,11 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-async function status(runId: string, wanted: string): Promise<Record<string, any>> {
+async function status(runId: string, wanted: string): Promise<RunSnapshot> {
   return waitFor(
     async () => {
-      const r = await client.get(`/v1/runs/${runId}`);
-      return r.status === 200 && r.body.status === wanted ? (r.body as Record<string, any>) : null;
+      const r = await client.get<RunSnapshot>(`/v1/runs/${runId}`);
+      return r.status === 200 && r.body.status === wanted ? r.body : null;
     },
     20_000,
     `run ${runId} to be ${wanted}`,
@@ -56,10 +56,10 @@ describe('writes lost in a Redis crash (relaxed durability)', () => {
     await admin.save();
     await admin.quit();
 
-    const decide = (runId: string, snapshot: Record<string, any>, id: string) =>
-      client.post(`/v1/runs/${runId}/decisions`, {
+    const decide = (runId: string, snapshot: RunSnapshot, id: string) =>
+      client.post<DecisionsResponse>(`/v1/runs/${runId}/decisions`, {
         decisions: [
-          { decisionId: id, toolCallId: snapshot.await.calls[0].toolCallId, action: 'resume' },
+          { decisionId: id, toolCallId: snapshot.await!.calls[0]!.toolCallId, action: 'resume' },
         ],
       });
     expect((await decide(a.runId, waitingA, 'd-a')).status).toBe(202);
@@ -74,7 +74,7 @@ describe('writes lost in a Redis crash (relaxed durability)', () => {
     // The log is back where the snapshot left it: the client is told, with where to resume.
     const rewound = await waitFor(
       async () => {
-        const r = await client.get(`/v1/runs/${a.runId}/events`, {
+        const r = await client.get<ErrorBody>(`/v1/runs/${a.runId}/events`, {
           'last-event-id': String(lastSeen),
         });
         return r.status === 503 ? null : r;
@@ -84,10 +84,10 @@ describe('writes lost in a Redis crash (relaxed durability)', () => {
     );
     expect(rewound.status).toBe(409);
     expect(rewound.body.error.code).toBe('event_log_rewound');
-    expect(rewound.body.error.details.lastSeq).toBeLessThan(lastSeen);
+    expect((rewound.body.error.details as { lastSeq: number }).lastSeq).toBeLessThan(lastSeen);
 
     // The lost decision is simply sent again, and the run finishes.
-    expect((await client.get(`/v1/runs/${a.runId}`)).body.status).toBe('waiting');
+    expect((await client.get<RunSnapshot>(`/v1/runs/${a.runId}`)).body.status).toBe('waiting');
     const again = await decide(a.runId, waitingA, 'd-a');
     expect(again.status).toBe(202);
     expect(again.body.accepted).toEqual(['d-a']);
@@ -95,7 +95,9 @@ describe('writes lost in a Redis crash (relaxed durability)', () => {
 
     // Nobody resends B's: it does not wait forever.
     const ended = await status(b.runId, 'done');
-    expect(ended.termination.kind).toBe('error');
-    expect(ended.termination.message).toMatch(/no decision arrived within 3 s/);
+    expect(ended.termination?.kind).toBe('error');
+    expect(ended.termination?.kind === 'error' && ended.termination.message).toMatch(
+      /no decision arrived within 3 s/,
+    );
   }, 60_000);
 });

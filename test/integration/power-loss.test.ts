@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-explicit-any -- HTTP replies are untyped JSON; each test asserts their shape */
 /**
  * A host power loss under relaxed durability, as Redis sees it: its AOF loses a tail (with
  * `appendfsync everysec`, about the last second), and it restarts from what is left, while the
@@ -15,13 +14,20 @@
 import { readdir, stat, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Message, RunEvent } from '@baton/protocol';
-import { eventsOf, type ApiClient } from '../support/api-harness.ts';
-import { startProcessStack, type ProcessStack } from '../support/process-stack.ts';
-import { startRedisProcess, type RedisProcess } from '../support/redis-process.ts';
-import type { SseMessage } from '../support/sse-client.ts';
-import { waitFor } from '../support/worker-harness.ts';
-import { stopAllWorkerProcesses } from '../support/worker-process.ts';
+import type {
+  DecisionsResponse,
+  ErrorBody,
+  Message,
+  RunEvent,
+  RunSnapshot,
+  ThreadResponse,
+} from '@baton/protocol';
+import { eventsOf, type ApiClient } from '@baton/testing/api-harness';
+import { startProcessStack, type ProcessStack } from '@baton/testing/process-stack';
+import { startRedisProcess, type RedisProcess } from '@baton/testing/redis-process';
+import type { SseMessage } from '@baton/testing/sse-client';
+import { waitFor } from '@baton/testing/worker-harness';
+import { stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
 let redis: RedisProcess;
 let stack: ProcessStack;
@@ -48,23 +54,21 @@ async function incrementalAof(): Promise<string> {
   return join(dir, last);
 }
 
-async function status(runId: string, ...wanted: string[]): Promise<Record<string, any>> {
+async function status(runId: string, ...wanted: string[]): Promise<RunSnapshot> {
   return waitFor(
     async () => {
-      const r = await client.get(`/v1/runs/${runId}`).catch(() => null);
-      return r?.status === 200 && wanted.includes(r.body.status as string)
-        ? (r.body as Record<string, any>)
-        : null;
+      const r = await client.get<RunSnapshot>(`/v1/runs/${runId}`).catch(() => null);
+      return r?.status === 200 && wanted.includes(r.body.status) ? r.body : null;
     },
     30_000,
     `run ${runId} to be ${wanted.join(' or ')}`,
   );
 }
 
-const decide = (runId: string, snapshot: Record<string, any>) =>
-  client.post(`/v1/runs/${runId}/decisions`, {
+const decide = (runId: string, snapshot: RunSnapshot) =>
+  client.post<DecisionsResponse>(`/v1/runs/${runId}/decisions`, {
     decisions: [
-      { decisionId: 'd-1', toolCallId: snapshot.await.calls[0].toolCallId, action: 'resume' },
+      { decisionId: 'd-1', toolCallId: snapshot.await!.calls[0]!.toolCallId, action: 'resume' },
     ],
   });
 
@@ -136,12 +140,12 @@ describe('a Redis power loss under relaxed durability (the AOF loses its tail)',
     expect(endedB.endedByServer).toBe(true);
     const last = endedB.messages.at(-1)!;
     expect(last.type).toBe('error');
-    const told = JSON.parse(last.data);
+    const told = JSON.parse(last.data) as ErrorBody;
     expect(told.error.code).toBe('event_log_rewound');
-    expect(told.error.details.delivered).toBe(lastSeqB);
+    expect((told.error.details as { delivered: number }).delivered).toBe(lastSeqB);
     const endedTreeB = await treeB;
     expect(endedTreeB.endedByServer).toBe(true);
-    const toldTree = JSON.parse(endedTreeB.messages.at(-1)!.data);
+    const toldTree = JSON.parse(endedTreeB.messages.at(-1)!.data) as ErrorBody;
     expect(toldTree.error.code).toBe('event_log_rewound');
     expect(toldTree.error.details).toMatchObject({ runId: b.runId, delivered: lastSeqB });
 
@@ -159,9 +163,9 @@ describe('a Redis power loss under relaxed durability (the AOF loses its tail)',
     const log = eventsOf(await client.stream(`/v1/runs/${a.runId}/events`));
     expect(shapeOfLog(log)).toEqual(shape(after));
     // The thread the next run would read holds each message once.
-    const thread = await client.get(`/v1/threads/${a.threadId}`);
+    const thread = await client.get<ThreadResponse>(`/v1/threads/${a.threadId}`);
     expect(thread.status).toBe(200);
-    expect(shape(thread.body.messages as Message[])).toEqual(shape(after));
+    expect(shape(thread.body.messages)).toEqual(shape(after));
     expect(again.status).toBe('waiting');
   }, 180_000);
 });

@@ -1,7 +1,6 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access -- HTTP replies are untyped JSON; each test asserts their shape */
 import { HttpAgent, verifyEvents, type AgentSubscriber, type BaseEvent } from '@ag-ui/client';
 import { createDemoAgents } from '@baton/core/testing';
-import type { RunEvent } from '@baton/protocol';
+import type { RunEvent, RunSnapshot } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
 import { from, lastValueFrom, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -12,9 +11,9 @@ import {
   expectGapless,
   startApiCluster,
   type ApiCluster,
-} from '../support/api-harness.ts';
-import { until } from '../support/ai-chat.ts';
-import { SEED_AGENT, seedAgent } from '../support/protocol-agents.ts';
+} from '@baton/testing/api-harness';
+import { until } from '@baton/testing/ai-chat';
+import { SEED_AGENT, seedAgent } from '@baton/testing/protocol-agents';
 
 /**
  * AG-UI against a live Baton (real Redis, real worker, real HTTP), driven by @ag-ui/client's
@@ -220,9 +219,9 @@ describe('AG-UI against a live server', () => {
       expect(agent.messages.at(-1)).toMatchObject({ role: 'assistant' });
       expect(agent.messages.at(-1)!.content).toMatch(/^All done\./);
 
-      const snapshot = await api.get(`/v1/runs/${runId}`);
+      const snapshot = await api.get<RunSnapshot>(`/v1/runs/${runId}`);
       expect(snapshot.body).toMatchObject({ status: 'done' });
-      const calls = snapshot.body.toolCalls as { toolCallId: string; status: string }[];
+      const calls = snapshot.body.toolCalls;
       const outcome = calls.find((t) => t.toolCallId === interrupt.toolCallId)!;
       expect(outcome.status).toBe(resume.status === 'resolved' ? 'succeeded' : 'cancelled');
     },

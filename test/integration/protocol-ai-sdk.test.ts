@@ -1,9 +1,9 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment -- HTTP replies are untyped JSON; each test asserts their shape */
 import * as ai7 from 'ai';
 import * as ai6 from 'ai-v6';
 import type { UIMessage, UIMessageChunk } from 'ai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents } from '@baton/core/testing';
+import type { ErrorBody } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
 import {
   ApiClient,
@@ -12,14 +12,14 @@ import {
   expectGapless,
   startApiCluster,
   type ApiCluster,
-} from '../support/api-harness.ts';
-import { createHeadlessChat, until } from '../support/ai-chat.ts';
+} from '@baton/testing/api-harness';
+import { createHeadlessChat, until } from '@baton/testing/ai-chat';
 import {
   GATED_SLOW_AGENT,
   SEED_AGENT,
   gatedSlowAgent,
   seedAgent,
-} from '../support/protocol-agents.ts';
+} from '@baton/testing/protocol-agents';
 
 /**
  * The AI SDK UI message stream against a live Baton (real Redis, real worker, real HTTP), driven
@@ -95,6 +95,12 @@ const partOf = (m: Message, toolName: string): Part =>
   m.parts.find((p) => p.type === `tool-${toolName}`)!;
 const texts = (m: Message): string[] =>
   m.parts.filter((p) => p.type === 'text').map((p) => String(p['text']));
+
+/** The parts of /openapi.json these tests read. */
+interface OpenApiDocument {
+  readonly paths: Record<string, unknown>;
+  readonly components: { readonly schemas: Record<string, unknown> };
+}
 
 describe('AI SDK UI message stream against a live server', () => {
   let c: ApiCluster;
@@ -238,6 +244,7 @@ describe('AI SDK UI message stream against a live server', () => {
         if (approved)
           expect(partOf(final, 'deploy_service')['output']).toMatchObject({
             service: 'checkout',
+            // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- vitest's asymmetric matchers are typed any
             deploymentId: expect.any(String),
           });
         expect(texts(final).at(-1)).toMatch(/^All done\./);
@@ -479,11 +486,13 @@ describe('AI SDK UI message stream against a live server', () => {
       expect(unknown.status).toBe(422);
       expect(unknown.body).toMatchObject({ error: { code: 'unknown_agent' } });
 
-      const major = await api.post('/v1/ai-sdk/chat', body, { 'x-baton-ai-sdk-major': '5' });
+      const major = await api.post<ErrorBody>('/v1/ai-sdk/chat', body, {
+        'x-baton-ai-sdk-major': '5',
+      });
       expect(major.status).toBe(400);
       expect(major.body.error.message).toMatch(/unsupported AI SDK major/);
 
-      const answer = await api.post('/v1/ai-sdk/chat', {
+      const answer = await api.post<ErrorBody>('/v1/ai-sdk/chat', {
         ...body,
         messages: [{ id: 'a1', role: 'assistant', parts: [] }],
       });
@@ -492,14 +501,16 @@ describe('AI SDK UI message stream against a live server', () => {
     });
 
     it("/openapi.json documents the protocol routes with the adapters' request schemas", async () => {
-      const doc = await api.get('/openapi.json');
-      expect(Object.keys(doc.body.paths as object)).toEqual(
+      const doc = await api.get<OpenApiDocument>('/openapi.json');
+      expect(Object.keys(doc.body.paths)).toEqual(
         expect.arrayContaining(['/v1/ai-sdk/chat', '/v1/ai-sdk/chat/{id}/stream', '/v1/ag-ui']),
       );
       expect(doc.body.components.schemas.AiSdkChatRequest).toMatchObject({
+        // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- vitest's asymmetric matchers are typed any
         required: expect.arrayContaining(['id', 'messages', 'trigger']),
       });
       expect(doc.body.components.schemas.AgUiRunAgentInput).toMatchObject({
+        // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- vitest's asymmetric matchers are typed any
         required: expect.arrayContaining(['threadId', 'runId', 'messages']),
       });
     });

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access -- HTTP replies are untyped JSON; each test asserts their shape */
 /**
  * Issue 20 item 8: the protocol routes refuse an input of the wrong shape before anything starts.
  * Every field of a full AG-UI RunAgentInput (and every field Baton reads of an AI SDK chat
@@ -8,9 +7,10 @@
  */
 import { RunAgentInputSchema } from '@ag-ui/core/schemas';
 import { createDemoAgents } from '@baton/core/testing';
+import type { ErrorBody, RunPage } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
+import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
 
 type Path = (string | number)[];
 
@@ -60,7 +60,7 @@ afterAll(async () => {
 
 /** Nothing was created for the thread: no run on it, and no thread. */
 async function expectNothingOn(threadId: string): Promise<void> {
-  const runs = await api.get(`/v1/runs?thread=${threadId}`);
+  const runs = await api.get<RunPage>(`/v1/runs?thread=${threadId}`);
   expect(runs.status).toBe(200);
   expect(runs.body.runs).toEqual([]);
   expect((await api.get(`/v1/threads/${threadId}`)).status).toBe(404);
@@ -97,7 +97,7 @@ describe('protocol routes refuse inputs of the wrong type, starting nothing', ()
         const input = withAt(full, path, wrong);
         if (RunAgentInputSchema.safeParse(input).success) continue; // not wrong for AG-UI
         sent += 1;
-        const reply = await api.post('/v1/ag-ui', input);
+        const reply = await api.post<ErrorBody>('/v1/ag-ui', input);
         const what = `${field} = ${JSON.stringify(wrong)}: ${reply.status} ${JSON.stringify(reply.body)}`;
         expect(reply.status, what).toBe(400);
         expect(reply.body.error.code, what).toBe('validation_failed');
@@ -111,7 +111,10 @@ describe('protocol routes refuse inputs of the wrong type, starting nothing', ()
     // The same input with a right content is accepted: the refusals were about the types.
     const content = [5, { x: 1 }, [{ type: 'text', text: 5 }]];
     for (const wrong of content) {
-      const reply = await api.post('/v1/ag-ui', withAt(full, ['messages', 2, 'content'], wrong));
+      const reply = await api.post<ErrorBody>(
+        '/v1/ag-ui',
+        withAt(full, ['messages', 2, 'content'], wrong),
+      );
       expect(reply.status).toBe(400);
       expect(reply.body.error.message).toContain('messages[2].content');
     }
@@ -144,14 +147,14 @@ describe('protocol routes refuse inputs of the wrong type, starting nothing', ()
     cases.push([['messages', 0, 'parts'], [{ type: 'text', text: 5 }]]);
     cases.push([['messages', 0, 'parts', 1], { type: 'text', text: { x: 1 } }]);
     for (const [path, wrong] of cases) {
-      const reply = await api.post('/v1/ai-sdk/chat', withAt(full, path, wrong));
+      const reply = await api.post<ErrorBody>('/v1/ai-sdk/chat', withAt(full, path, wrong));
       const what = `${path.join('.')} = ${JSON.stringify(wrong)}: ${reply.status} ${JSON.stringify(reply.body)}`;
       expect(reply.status, what).toBeGreaterThanOrEqual(400);
       expect(reply.status, what).toBeLessThan(500);
       expect(reply.body.error.message, what).toMatch(/\w/);
     }
     // A wrong-typed text part next to a good one is refused, not skipped.
-    const mixed = await api.post('/v1/ai-sdk/chat', {
+    const mixed = await api.post<ErrorBody>('/v1/ai-sdk/chat', {
       ...full,
       messages: [
         {

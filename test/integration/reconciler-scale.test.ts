@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
 import { type BatonWorker } from '@baton/worker';
-import { startHarness, waitFor, type Harness } from '../support/worker-harness.ts';
-import { auditRun } from '../support/worker-process.ts';
+import { startHarness, waitFor, type Harness } from '@baton/testing/worker-harness';
+import { auditRun } from '@baton/testing/worker-process';
 
 const TENANT = 't-scale';
 const WAITING = 2_000;

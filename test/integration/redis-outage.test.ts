@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment -- HTTP replies are untyped JSON; each test asserts their shape */
 /**
  * Redis goes away for 20 s and comes back (same data: AOF with fsync always). During the outage
  * the API answers at once (readyz 503 within 500 ms, requests 503 `unavailable` with Retry-After)
@@ -6,13 +5,14 @@
  * reconnect backoff is capped near a second; BullMQ's default grows to 20 s).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiClient } from '../support/api-harness.ts';
-import { startProcessStack, type ProcessStack } from '../support/process-stack.ts';
-import { startRedisProcess, type RedisProcess } from '../support/redis-process.ts';
-import { startHarness, waitFor } from '../support/worker-harness.ts';
+import type { ApiClient } from '@baton/testing/api-harness';
+import { startProcessStack, type ProcessStack } from '@baton/testing/process-stack';
+import { startRedisProcess, type RedisProcess } from '@baton/testing/redis-process';
+import { startHarness, waitFor } from '@baton/testing/worker-harness';
 import { createDemoAgents } from '@baton/core/testing';
+import type { DecisionsResponse, ErrorBody, RunSnapshot } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
-import { stopAllWorkerProcesses } from '../support/worker-process.ts';
+import { stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
 const OUTAGE_MS = 20_000;
 
@@ -41,7 +41,7 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }>
 async function finishes(runId: string, timeoutMs: number): Promise<void> {
   await waitFor(
     async () => {
-      const r = await client.get(`/v1/runs/${runId}`);
+      const r = await client.get<RunSnapshot>(`/v1/runs/${runId}`);
       return r.status === 200 && r.body.status === 'done' ? true : null;
     },
     timeoutMs,
@@ -54,7 +54,9 @@ describe('a 20 s Redis outage', () => {
     const before = await client.createRun('assistant', 'deploy please');
     await waitFor(
       async () =>
-        (await client.get(`/v1/runs/${before.runId}`)).body.status === 'waiting' ? true : null,
+        (await client.get<RunSnapshot>(`/v1/runs/${before.runId}`)).body.status === 'waiting'
+          ? true
+          : null,
       20_000,
       'the run to wait for its approval',
     );
@@ -69,7 +71,7 @@ describe('a 20 s Redis outage', () => {
     expect(ready.ms).toBeLessThan(500);
     expect(ready.value.headers.get('retry-after')).toBe('1');
     const create = await timed(() =>
-      client.post('/v1/runs', {
+      client.post<ErrorBody>('/v1/runs', {
         agent: 'assistant',
         input: { messages: [{ role: 'user', content: 'hi' }] },
       }),
@@ -94,9 +96,9 @@ describe('a 20 s Redis outage', () => {
     const readyAfterMs = Date.now() - upAt;
 
     // The worker is back too: a decision and a new run both move at once.
-    const snapshot = (await client.get(`/v1/runs/${before.runId}`)).body;
-    const call = snapshot.await.calls[0];
-    const decided = await client.post(`/v1/runs/${before.runId}/decisions`, {
+    const snapshot = (await client.get<RunSnapshot>(`/v1/runs/${before.runId}`)).body;
+    const call = snapshot.await!.calls[0]!;
+    const decided = await client.post<DecisionsResponse>(`/v1/runs/${before.runId}/decisions`, {
       decisions: [{ toolCallId: call.toolCallId, action: 'resume' }],
     });
     expect(decided.status).toBe(202);

@@ -10,9 +10,9 @@ import { createInterface } from 'node:readline';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { spawnApi, stopAllApiProcesses } from '../support/api-process.ts';
-import { startRedisProcess, type RedisProcess } from '../support/redis-process.ts';
-import { testPrefix, waitFor } from '../support/worker-harness.ts';
+import { spawnApi, stopAllApiProcesses } from '@baton/testing/api-process';
+import { startRedisProcess, type RedisProcess } from '@baton/testing/redis-process';
+import { testPrefix, waitFor } from '@baton/testing/worker-harness';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const PASSWORD = 'Pw9c1e7b3d5a';

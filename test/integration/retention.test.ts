@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BatonError } from '@baton/core';
 import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
-import { startHarness, waitFor, waitForStatus, type Harness } from '../support/worker-harness.ts';
+import { startHarness, waitFor, waitForStatus, type Harness } from '@baton/testing/worker-harness';
 
 const TENANT = 't-retain';
 let h: Harness;

@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { JOB_PAYLOAD_VERSION, type StepJob } from '@baton/protocol';
 import { ScriptedModel, type AgentDefinition } from '@baton/core';
 import { toolJobId } from '@baton/runtime/internal';
-import { startHarness, waitFor, waitForStatus, type Harness } from '../support/worker-harness.ts';
-import { auditRun } from '../support/worker-process.ts';
+import { startHarness, waitFor, waitForStatus, type Harness } from '@baton/testing/worker-harness';
+import { auditRun } from '@baton/testing/worker-process';
 
 const TENANT = 't-rolling';
 

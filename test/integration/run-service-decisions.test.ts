@@ -7,8 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { RunNotFoundError, type Loaded } from '@baton/runtime';
-import { startChildStack, finalAnswer, type ChildStack } from '../support/child-stack.ts';
-import { stopAllWorkerProcesses } from '../support/worker-process.ts';
+import { startChildStack, finalAnswer, type ChildStack } from '@baton/testing/child-stack';
+import { stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
 const TENANT = 'tree';
 let s: ChildStack;

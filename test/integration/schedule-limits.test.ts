@@ -10,8 +10,8 @@ import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
 import { ScheduleFirer, ScheduleService } from '@baton/runtime/internal';
 import type { ErrorBody, ScheduleDetail } from '@baton/protocol';
-import { ApiClient } from '../support/api-harness.ts';
-import { silentLogger, startHarness, type Harness } from '../support/worker-harness.ts';
+import { ApiClient } from '@baton/testing/api-harness';
+import { silentLogger, startHarness, type Harness } from '@baton/testing/worker-harness';
 
 const KEY = 'sched-limits-key-123';
 const OTHER = 'sched-limits-other-456';

@@ -26,13 +26,13 @@ import type {
   ThreadResponse,
 } from '@baton/protocol';
 import { BatonClient, isApiError } from '@baton/client';
-import { ApiClient, type Reply } from '../support/api-harness.ts';
-import { silentLogger, testConfig, testPrefix, waitFor } from '../support/worker-harness.ts';
+import { ApiClient, type Reply } from '@baton/testing/api-harness';
+import { silentLogger, testConfig, testPrefix, waitFor } from '@baton/testing/worker-harness';
 import {
   spawnWorker,
   stopAllWorkerProcesses,
   type WorkerProcess,
-} from '../support/worker-process.ts';
+} from '@baton/testing/worker-process';
 
 const KEY_A = 'sched-tenant-a-key-123';
 const KEY_B = 'sched-tenant-b-key-456';

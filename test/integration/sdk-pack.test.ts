@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, expect, inject, it } from 'vitest';
 import { packPackages } from '../../scripts/pack-packages.ts';
-import { uniquePrefix } from '../support/redis.ts';
+import { uniquePrefix } from '@baton/testing/redis';
 
 const run = promisify(execFile);
 let dir: string | undefined;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
-import { startHarness, type Harness } from '../support/worker-harness.ts';
+import { startHarness, type Harness } from '@baton/testing/worker-harness';
 
 /**
  * A worker writes a run's final commit (run.finished goes out) and releases the run's thread

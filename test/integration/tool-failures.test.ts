@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { ScriptedModel, defineTool, toolResult, type AgentDefinition } from '@baton/core';
 import { systemClock } from '@baton/runtime';
-import { startHarness, waitForStatus, type Harness } from '../support/worker-harness.ts';
-import { auditRun } from '../support/worker-process.ts';
+import { startHarness, waitForStatus, type Harness } from '@baton/testing/worker-harness';
+import { auditRun } from '@baton/testing/worker-process';
 
 let executions = 0;
 const flaky = defineTool({

@@ -9,20 +9,23 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
-import { ApiClient } from '../support/api-harness.ts';
-import { spawnApi, stopAllApiProcesses, type ApiProcess } from '../support/api-process.ts';
-import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.ts';
-import { testPrefix, waitFor } from '../support/worker-harness.ts';
+import { ApiClient } from '@baton/testing/api-harness';
+import { spawnApi, stopAllApiProcesses, type ApiProcess } from '@baton/testing/api-process';
+import { startOtlpReceiver, type OtlpReceiver } from '@baton/testing/otlp-receiver';
+import { testPrefix, waitFor } from '@baton/testing/worker-harness';
 import {
   spawnWorker,
   stopAllWorkerProcesses,
   type WorkerProcess,
-} from '../support/worker-process.ts';
+} from '@baton/testing/worker-process';
 
 const HOOK = resolve(
   dirname(fileURLToPath(import.meta.url)),
   '..',
-  'support',
+  '..',
+  'packages',
+  'testing',
+  'src',
   'module-log-hook.ts',
 );
 const KEY = 'tracing-tenant-key-123';

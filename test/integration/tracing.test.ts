@@ -13,8 +13,8 @@ import { createDemoAgents } from '@baton/core/testing';
 import { z } from 'zod';
 import { createLogger, startTracing, systemClock, type TracingHandle } from '@baton/runtime';
 import { tracingActive } from '@baton/runtime/internal';
-import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '../support/api-harness.ts';
-import { waitFor } from '../support/worker-harness.ts';
+import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+import { waitFor } from '@baton/testing/worker-harness';
 
 const exploding: AgentDefinition = {
   name: 'tracing-explodes',

@@ -6,9 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RunEvent } from '@baton/protocol';
-import { startChildStack, type ChildStack } from '../support/child-stack.ts';
-import type { SseMessage, StreamOptions } from '../support/sse-client.ts';
-import { stopAllWorkerProcesses } from '../support/worker-process.ts';
+import { startChildStack, type ChildStack } from '@baton/testing/child-stack';
+import type { SseMessage, StreamOptions } from '@baton/testing/sse-client';
+import { stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
 /** How long the worker waits between linking a child and creating it. */
 const CHILD_START_PAUSE_MS = 3_000;

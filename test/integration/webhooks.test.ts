@@ -23,18 +23,18 @@ import {
 } from '@baton/protocol';
 import { BatonKeys, webhookIdFor } from '@baton/runtime/internal';
 import { Redis } from 'ioredis';
-import { ApiClient } from '../support/api-harness.ts';
-import { silentLogger, testPrefix } from '../support/worker-harness.ts';
+import { ApiClient } from '@baton/testing/api-harness';
+import { silentLogger, testPrefix } from '@baton/testing/worker-harness';
 import {
   spawnWorker,
   stopAllWorkerProcesses,
   type WorkerProcess,
-} from '../support/worker-process.ts';
+} from '@baton/testing/worker-process';
 import {
   startWebhookReceiver,
   type ReceivedWebhook,
   type WebhookReceiver,
-} from '../support/webhook-receiver.ts';
+} from '@baton/testing/webhook-receiver';
 
 const KEY_A = 'acme-webhook-key-123';
 const KEY_B = 'beta-webhook-key-456';

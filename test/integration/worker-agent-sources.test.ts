@@ -18,9 +18,9 @@ import {
   testPrefix,
   waitFor,
   waitForStatus,
-} from '../support/worker-harness.ts';
-import { spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
-import { startOpenAiServer } from '../support/openai-compatible-server.ts';
+} from '@baton/testing/worker-harness';
+import { spawnWorker, stopAllWorkerProcesses } from '@baton/testing/worker-process';
+import { startOpenAiServer } from '@baton/testing/openai-compatible-server';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 let dir: string;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents, matrixAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
-import { startHarness, waitForStatus, type Harness } from '../support/worker-harness.ts';
+import { startHarness, waitForStatus, type Harness } from '@baton/testing/worker-harness';
 
 describe('distributed worker basics', () => {
   let h: Harness;

@@ -2,7 +2,7 @@ import { ScriptedModel, type AgentDefinition } from '@baton/core';
 import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startHarness, waitFor, waitForStatus, type Harness } from '../support/worker-harness.ts';
+import { startHarness, waitFor, waitForStatus, type Harness } from '@baton/testing/worker-harness';
 
 const [assistant, parallel] = createDemoAgents(systemClock);
 const streaming: AgentDefinition = {

@@ -6,13 +6,13 @@
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { BatonRuntime } from '@baton/runtime';
 import type { Checkpoint } from '@baton/protocol';
-import { silentLogger, testConfig, testPrefix, waitFor } from '../support/worker-harness.ts';
+import { silentLogger, testConfig, testPrefix, waitFor } from '@baton/testing/worker-harness';
 import {
   auditRun,
   spawnWorker,
   stopAllWorkerProcesses,
   type WorkerProcess,
-} from '../support/worker-process.ts';
+} from '@baton/testing/worker-process';
 
 const TENANT = 't-crash';
 /** Lock/lease are 2 s, stalled checks and reconciler scans run every 1 s: recovery is a few seconds. */

@@ -8,13 +8,13 @@
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { BatonRuntime } from '@baton/runtime';
 import type { Checkpoint, RunEvent } from '@baton/protocol';
-import { silentLogger, testConfig, testPrefix, waitFor } from '../support/worker-harness.ts';
+import { silentLogger, testConfig, testPrefix, waitFor } from '@baton/testing/worker-harness';
 import {
   auditRun,
   spawnWorker,
   stopAllWorkerProcesses,
   type ProbeEvent,
-} from '../support/worker-process.ts';
+} from '@baton/testing/worker-process';
 
 const TENANT = 't-fence';
 const clients: BatonRuntime[] = [];

@@ -7,8 +7,8 @@ import {
   normalizeEvents,
   normalizeMessages,
   runLevelEvents,
-} from '../support/event-normalize.ts';
-import { startHarness, waitFor, type Harness } from '../support/worker-harness.ts';
+} from '@baton/testing/event-normalize';
+import { startHarness, waitFor, type Harness } from '@baton/testing/worker-harness';
 
 interface Outcome {
   readonly final: Checkpoint;

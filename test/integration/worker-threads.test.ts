@@ -17,8 +17,8 @@ import { systemClock } from '@baton/runtime';
 import { AgentRegistry } from '@baton/runtime/internal';
 import { type BatonWorker } from '@baton/worker';
 import type { Checkpoint, RunEvent } from '@baton/protocol';
-import { startHarness, waitFor, waitForStatus, type Harness } from '../support/worker-harness.ts';
-import { auditRun, spawnWorker, stopAllWorkerProcesses } from '../support/worker-process.ts';
+import { startHarness, waitFor, waitForStatus, type Harness } from '@baton/testing/worker-harness';
+import { auditRun, spawnWorker, stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
 const TENANT = 't-threads';
 

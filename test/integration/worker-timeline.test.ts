@@ -6,7 +6,7 @@ import { toolJobId } from '@baton/runtime/internal';
 import type { RunEvent } from '@baton/protocol';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { approvalTool } from '../../packages/core/src/testing/fixtures.ts';
-import { startHarness, waitFor, waitForStatus, type Harness } from '../support/worker-harness.ts';
+import { startHarness, waitFor, waitForStatus, type Harness } from '@baton/testing/worker-harness';
 
 const approval = approvalTool;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SseParser, type SseMessage } from '../../../test/support/sse-client.ts';
+import { SseParser, type SseMessage } from '@baton/testing/sse-client';
 import { eventFrame, formatComment, formatFrame } from './sse.ts';
 
 describe('SSE serializer', () => {

@@ -1,7 +1,7 @@
 /**
  * Worker process entry: `node apps/worker/src/main.ts`. Configuration comes from the environment
  * (see config.ts); BATON_AGENTS names what to run (default: demo): built-in sets (demo, matrix,
- * bench), module paths (./agents.ts, ./agents.ts:name) and agents files (baton.agents.yaml);
+ * children), module paths (./agents.ts, ./agents.ts:name) and agents files (baton.agents.yaml);
  * BATON_AGENTS_FILE adds an agents file.
  */
 import { loadAgentSources } from './agent-config/agent-sources.ts';

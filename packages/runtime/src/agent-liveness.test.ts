@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { uniquePrefix } from '../../../test/support/redis.ts';
+import { uniquePrefix } from '@baton/testing/redis';
 import { AgentLiveness } from './agent-liveness.ts';
 import { BatonKeys } from './redis/keys.ts';
 

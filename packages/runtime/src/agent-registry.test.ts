@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { uniquePrefix } from '../../../test/support/redis.ts';
+import { uniquePrefix } from '@baton/testing/redis';
 import { AgentCatalog, agentsKey } from './agent-registry.ts';
 import { BatonKeys } from './redis/keys.ts';
 

@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { Checkpoint, Message } from '@baton/protocol';
-import { uniquePrefix } from '../../../test/support/redis.ts';
-import { createdRun, nextCheckpoint } from '../../../test/support/redis-runs.ts';
+import { uniquePrefix } from '@baton/testing/redis';
+import { createdRun, nextCheckpoint } from '@baton/testing/redis-runs';
 import { RunLeases } from './run-lease.ts';
 import { RedisRunStore } from './redis/redis-run-store.ts';
 

@@ -8,7 +8,7 @@ import { loadModuleAgents, splitExport } from './module-agents.ts';
 const AGENTS_FILE_EXTENSIONS = ['.yaml', '.yml', '.json'];
 
 const MODULE_EXTENSIONS = ['.ts', '.mts', '.js', '.mjs'];
-const BUILT_IN_SETS = ['demo', 'matrix', 'bench', 'children'];
+const BUILT_IN_SETS = ['demo', 'matrix', 'children'];
 
 export interface AgentSourceOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;

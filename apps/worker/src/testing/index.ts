@@ -1,3 +1,3 @@
-// Built-in agent sets (demo, matrix, bench) for tests and benchmarks: not part of the SDK entry.
+// Built-in agent sets (demo, matrix, children) for tests: not part of the SDK entry. The bench
+// agents live in the private @baton/testing workspace.
 export { loadAgents } from '../agents.ts';
-export { benchAgents } from '../bench-agents.ts';

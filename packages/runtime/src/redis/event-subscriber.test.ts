@@ -1,14 +1,14 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { EventBody, RunEvent } from '@baton/protocol';
-import { uniquePrefix } from '../../../../test/support/redis.ts';
+import { uniquePrefix } from '@baton/testing/redis';
 import {
   createdRun,
   holderAppend,
   nextCheckpoint,
   textDelta,
   trickyBodies,
-} from '../../../../test/support/redis-runs.ts';
+} from '@baton/testing/redis-runs';
 import { RedisRunStore } from './redis-run-store.ts';
 import { RunEventSubscriber } from './event-subscriber.ts';
 import { BatonKeys } from './keys.ts';

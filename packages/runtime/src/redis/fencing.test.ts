@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { RunDoneError, VersionConflictError } from '@baton/core';
-import { uniquePrefix } from '../../../../test/support/redis.ts';
-import { createdRun, nextCheckpoint, textDelta } from '../../../../test/support/redis-runs.ts';
-import { waitFor } from '../../../../test/support/worker-harness.ts';
+import { uniquePrefix } from '@baton/testing/redis';
+import { createdRun, nextCheckpoint, textDelta } from '@baton/testing/redis-runs';
+import { waitFor } from '@baton/testing/worker-harness';
 import { RunLeases } from '../run-lease.ts';
 import { LeaseLostError, RedisRunStore } from './redis-run-store.ts';
 

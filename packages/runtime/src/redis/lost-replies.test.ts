@@ -6,9 +6,9 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { VersionConflictError } from '@baton/core';
-import { uniquePrefix } from '../../../../test/support/redis.ts';
-import { startReplyCutter, type ReplyCutter } from '../../../../test/support/reply-cutter.ts';
-import { createdRun, nextCheckpoint, textDelta } from '../../../../test/support/redis-runs.ts';
+import { uniquePrefix } from '@baton/testing/redis';
+import { startReplyCutter, type ReplyCutter } from '@baton/testing/reply-cutter';
+import { createdRun, nextCheckpoint, textDelta } from '@baton/testing/redis-runs';
 import { redisOptions } from './connection.ts';
 import { RedisRunStore } from './redis-run-store.ts';
 import { RedisThreadStore } from './thread-store.ts';

@@ -2,14 +2,14 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { CheckpointSchema, type RunEvent } from '@baton/protocol';
 import { MemoryRunStore, VersionConflictError } from '@baton/core';
-import { uniquePrefix } from '../../../../test/support/redis.ts';
+import { uniquePrefix } from '@baton/testing/redis';
 import {
   createdRun,
   holderAppend,
   nextCheckpoint,
   textDelta,
   trickyBodies,
-} from '../../../../test/support/redis-runs.ts';
+} from '@baton/testing/redis-runs';
 import { InvalidCursorError, LeaseLostError, RedisRunStore } from './redis-run-store.ts';
 import { BatonKeys, keyPart } from './keys.ts';
 import { decodeEventPayload } from './event-payload.ts';

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, inject } from 'vitest';
 import { runStoreConformance } from '@baton/testing/run-store-conformance';
-import { uniquePrefix } from '../../../../test/support/redis.ts';
+import { uniquePrefix } from '@baton/testing/redis';
 import { RedisRunStore } from './redis-run-store.ts';
 
 const redis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 1 });

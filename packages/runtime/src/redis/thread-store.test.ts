@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { Message } from '@baton/protocol';
-import { uniquePrefix } from '../../../../test/support/redis.ts';
-import { createdRun } from '../../../../test/support/redis-runs.ts';
+import { uniquePrefix } from '@baton/testing/redis';
+import { createdRun } from '@baton/testing/redis-runs';
 import { RedisThreadStore, RunAlreadyReleasedError } from './thread-store.ts';
 import { RedisRunStore } from './redis-run-store.ts';
 

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { uniquePrefix } from '../../../../test/support/redis.ts';
+import { uniquePrefix } from '@baton/testing/redis';
 import { BatonKeys } from '../redis/keys.ts';
 import type { ScheduleRecord } from './schedule-record.ts';
 import { KEPT_FIRINGS, RedisScheduleStore } from './schedule-store.ts';

@@ -12,7 +12,7 @@ import {
   clientToolTurn,
   deniedTurn,
   pendingOf,
-} from '../testing/scenarios.ts';
+} from '@baton/testing/api-scenarios';
 import { inputToCommands, runErrorFor, type AgUiCommand } from './input.ts';
 import { createAgUiMapper } from './mapper.ts';
 import { AG_UI_SSE_HEADERS, agUiFrame } from './sse.ts';

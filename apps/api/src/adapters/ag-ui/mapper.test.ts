@@ -15,7 +15,7 @@ import {
   resetRun,
   started,
   unstreamedRun,
-} from '../testing/scenarios.ts';
+} from '@baton/testing/api-scenarios';
 import { createAgUiMapper, type AgUiMapperOptions } from './mapper.ts';
 import { agUiFrame } from './sse.ts';
 import type { AgUiEvent } from './types.ts';

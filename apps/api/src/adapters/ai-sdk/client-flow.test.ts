@@ -11,7 +11,7 @@ import {
   deniedTurn,
   pendingOf,
   resetRun,
-} from '../testing/scenarios.ts';
+} from '@baton/testing/api-scenarios';
 import type { PendingRun } from '../shared.ts';
 import type { AiSdkMajor } from './chunks.ts';
 import { createUiStreamMapper } from './mapper.ts';

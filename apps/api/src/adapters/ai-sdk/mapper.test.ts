@@ -15,7 +15,7 @@ import {
   resetRun,
   started,
   unstreamedRun,
-} from '../testing/scenarios.ts';
+} from '@baton/testing/api-scenarios';
 import {
   CHUNK_FIELDS,
   SUPPORTED_AI_SDK_MAJORS,

@@ -1,7 +1,7 @@
 import { BatonError } from '@baton/core';
 import { describe, expect, it } from 'vitest';
 import { decisionIdFor } from '../shared.ts';
-import { approvalTurn, clientToolTurn, pendingOf } from '../testing/scenarios.ts';
+import { approvalTurn, clientToolTurn, pendingOf } from '@baton/testing/api-scenarios';
 import { requestToCommands } from './request.ts';
 
 const user = (text: string, id = 'u1') => ({ id, role: 'user', parts: [{ type: 'text', text }] });

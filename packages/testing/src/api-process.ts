@@ -13,7 +13,7 @@ import { createInterface } from 'node:readline';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 // V8's code cache: restarts (one per trial in the reconnect test) start ~15% faster.
 const COMPILE_CACHE = join(REPO_ROOT, '.cache', 'node-compile-cache');
 

@@ -7,7 +7,7 @@ import type { Checkpoint, EventBody, RunEvent, RunIdentity, RunStatus } from '@b
 import { Engine } from '@baton/core';
 import type { Redis } from 'ioredis';
 import type { RedisRunStore } from '@baton/runtime/internal';
-import { agentWith, echoTool } from '../../packages/core/src/testing/fixtures.ts';
+import { agentWith, echoTool } from '../../core/src/testing/fixtures.ts';
 
 export interface TestRun {
   readonly checkpoint: Checkpoint;

@@ -10,7 +10,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
 
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 export const SCREENSHOT_DIR = join(REPO_ROOT, '.cache', 'console-screenshots');
 const CONSOLE_DIST = join(REPO_ROOT, 'apps', 'console', 'dist', 'index.html');
 

@@ -1,7 +1,7 @@
 /** Runs `npm run bench` (bench/run.ts) for the given scenarios as a child process. */
 import { spawn } from 'node:child_process';
 
-const ROOT = new URL('../../', import.meta.url);
+const ROOT = new URL('../../../', import.meta.url);
 
 export interface BenchRun {
   readonly code: number | null;

@@ -14,8 +14,9 @@ import { createInterface } from 'node:readline';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BatonRuntime } from '@baton/runtime';
+import { BENCH_AGENTS_MODULE } from './bench-agents.ts';
 
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 /** A `PROBE {json}` line, annotated with the process that printed it. */
 export interface ProbeEvent {
@@ -36,7 +37,10 @@ export interface WorkerExit {
 export interface SpawnWorkerOptions {
   readonly redisUrl: string;
   readonly prefix: string;
-  /** BATON_AGENTS (comma separated agent sets: demo, matrix, bench). Default 'demo'. */
+  /**
+   * BATON_AGENTS (comma separated agent sets and modules: demo, matrix, children, a path). Default
+   * 'demo'. `bench` names the bench agents module (./bench-agents.ts): the worker has no such set.
+   */
   readonly agents?: string;
   /** BATON_PROBES=1: print PROBE lines (default true; the probes are how tests observe the worker). */
   readonly probes?: boolean;
@@ -106,7 +110,10 @@ export async function spawnWorker(opts: SpawnWorkerOptions): Promise<WorkerProce
   Object.assign(env, PROCESS_TIMINGS, {
     REDIS_URL: opts.redisUrl,
     BATON_PREFIX: opts.prefix,
-    BATON_AGENTS: opts.agents ?? 'demo',
+    BATON_AGENTS: (opts.agents ?? 'demo')
+      .split(',')
+      .map((entry) => (entry.trim() === 'bench' ? BENCH_AGENTS_MODULE : entry))
+      .join(','),
     LOG_LEVEL: opts.logLevel ?? 'warn',
     BATON_PROBES: opts.probes === false ? '0' : '1',
   });

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import {
   ScriptedModel,
@@ -8,6 +9,7 @@ import {
   type InferenceRequest,
   type ScriptedTurn,
 } from '@baton/core';
+import { systemClock } from '@baton/runtime';
 
 const noop = defineTool({
   name: 'noop',
@@ -122,3 +124,13 @@ export function benchAgents(clock?: Clock): AgentDefinition[] {
     },
   ];
 }
+
+/**
+ * The shipped worker has no bench set: it loads this file by path like any agents module,
+ * `BATON_AGENTS=<BENCH_AGENTS_MODULE>`, and runs the default export (paced by the system clock,
+ * as the worker's own clock is).
+ */
+export const BENCH_AGENTS_MODULE = fileURLToPath(import.meta.url);
+
+/** @public What the worker runs when it loads this module by path (no import names it). */
+export default benchAgents(systemClock);

@@ -1,5 +1,6 @@
 import type { AwaitSnapshot, EventBody, RunEvent, Usage } from '@baton/protocol';
-import type { PendingRun } from '../shared.ts';
+// The adapters' own type: @baton/api does not export it, and only their tests need these runs.
+import type { PendingRun } from '../../../apps/api/src/adapters/shared.ts';
 
 /**
  * Baton event logs for adapter tests, shaped like the engine's (see the in-process runner):
