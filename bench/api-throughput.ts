@@ -127,7 +127,7 @@ export const apiThroughput: Scenario = {
         measured:
           'closed loop of runsInFlight lanes: t0 before POST /v1/runs, GET /v1/runs/:id/events?after=0 after the 202, t1 at the run.finished frame; runsPerSec = runs / wall time of the batch',
         topology:
-          'API and 1 worker (BATON_AGENTS=bench, RECONCILER=0, default WORKER_CONCURRENCY 16 / TOOL_CONCURRENCY 32) as child processes; this process is the node:http keep-alive client',
+          'API and 1 worker (BATON_AGENTS=<bench agents module>, RECONCILER=0, default WORKER_CONCURRENCY 16 / TOOL_CONCURRENCY 32) as child processes; this process is the node:http keep-alive client',
         cpu: 'API and worker from /proc/<pid>/stat, Redis from INFO cpu (used_cpu_sys + used_cpu_user), client from process.cpuUsage; each delta over the measured batch divided by its runs',
         baselines: {
           inProcess:

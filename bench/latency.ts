@@ -2,7 +2,7 @@
  * Scenario "latency": submit → `run.finished` received over SSE, per run, for a 3-step run.
  *
  * Topology (production-like): the API (apps/api/src/main.ts, i.e. startApi) and one worker
- * (apps/worker/src/main.ts, BATON_AGENTS=bench) each run in their own child process on the
+ * (apps/worker/src/main.ts, BATON_AGENTS=<bench agents module>) each run in their own child process on the
  * isolated Redis; this process is only the HTTP client. So client, API and worker do not share
  * an event loop, and every hop (HTTP, Redis, BullMQ, pub/sub, SSE) is a real one.
  *
@@ -298,7 +298,7 @@ export const latency: Scenario = {
         warmupRuns: k.warmupRuns,
         concurrencyVariant: k.concurrency > 1 ? k.concurrency : 'off',
         topology:
-          'API (apps/api/src/main.ts -> startApi) and 1 worker (apps/worker/src/main.ts, BATON_AGENTS=bench) in separate child processes; this process is the HTTP client (node:http keep-alive agent). Worker: default WORKER_CONCURRENCY/TOOL_CONCURRENCY, RECONCILER=0; API: defaults (EVENT_METRICS on); LOG_LEVEL=' +
+          'API (apps/api/src/main.ts -> startApi) and 1 worker (apps/worker/src/main.ts, BATON_AGENTS=<bench agents module>) in separate child processes; this process is the HTTP client (node:http keep-alive agent). Worker: default WORKER_CONCURRENCY/TOOL_CONCURRENCY, RECONCILER=0; API: defaults (EVENT_METRICS on); LOG_LEVEL=' +
           k.logLevel,
         measured:
           't0 before POST /v1/runs; GET /v1/runs/:id/events?after=0 right after the 202; t1 when the run.finished frame (status done) is parsed',
