@@ -1,0 +1,34 @@
+/**
+ * The docs' file map is a promise: every source or doc file that README.md, docs/ARCHITECTURE.md
+ * and the run record's README name in backticks exists in the tree, so a move or a rename that
+ * forgets the docs fails here instead of leaving readers a path to nowhere.
+ */
+import { existsSync, globSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+const DOCS = ['README.md', 'docs/ARCHITECTURE.md', 'packages/runtime/src/run-record/README.md'];
+const FILE = /`([A-Za-z0-9_.\-/]+\.(?:ts|tsx|md|json|jsonc|yml|yaml|sh))`/g;
+const IGNORED = /(^|\/)(node_modules|dist|coverage|\.git)(\/|$)/;
+
+/** Where a named path may live: as written from the root, or under a package or app folder. */
+function exists(path: string, doc: string): boolean {
+  const bases = [ROOT, join(ROOT, 'packages'), join(ROOT, 'apps'), join(ROOT, doc, '..')];
+  if (bases.some((base) => existsSync(join(base, path)))) return true;
+  // A bare or partial name ("lease-release.ts", "src/main.ts") names a file somewhere in the tree.
+  return globSync(`**/${path}`, { cwd: ROOT, exclude: (p) => IGNORED.test(p) }).length > 0;
+}
+
+describe('the file paths the docs name', () => {
+  it.each(DOCS)('exist in the tree: %s', (doc) => {
+    const text = readFileSync(join(ROOT, doc), 'utf8');
+    const named = [...new Set([...text.matchAll(FILE)].map((m) => m[1] ?? ''))].filter(
+      // Extensions alone (".d.ts") and URL paths ("/openapi.json") are not files of the tree.
+      (p) => !p.startsWith('.') && !p.startsWith('/'),
+    );
+    expect(named.length).toBeGreaterThan(0);
+    expect(named.filter((p) => !exists(p, doc))).toEqual([]);
+  });
+});
