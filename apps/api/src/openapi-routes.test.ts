@@ -22,7 +22,7 @@ interface Layer {
  */
 const UNDOCUMENTED = [BULL_BOARD_PATH, '/console'];
 
-/** "METHOD /openapi/{path}" for every route under `stack`, nested routers and mount paths included. */
+/** "METHOD /path/{param}" (OpenAPI style) for every route under `stack`, nested routers and mount paths included. */
 function registered(stack: readonly Layer[], prefix = ''): string[] {
   return stack.flatMap((layer) => {
     if (layer.route) {
