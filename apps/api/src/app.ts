@@ -2,7 +2,7 @@ import { BatonRuntime, type BatonLogger } from '@baton/runtime';
 import { RunEventSubscriber, ScheduleService, toPino } from '@baton/runtime/internal';
 import type { Clock } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
-import express, { type Express, type RequestHandler } from 'express';
+import express, { type Express, type RequestHandler, type Router } from 'express';
 import { BULL_BOARD_PATH, BoardQueues, bullBoardGuard, bullBoardRouter } from './admin.ts';
 import { jsonBody } from './body.ts';
 import { corsMiddleware, parseCorsOrigins, routeMethods, type RouterLayer } from './cors.ts';
@@ -61,6 +61,15 @@ export interface ApiApp {
 function trustProxy(value: string): boolean | number | string {
   if (value === 'true' || value === 'false') return value === 'true';
   return /^\d+$/.test(value) ? Number(value) : value;
+}
+
+/** The routes under /v1 (mounted behind auth, rate limit and body parsing). */
+export function v1Router(context: ApiContext): Router {
+  const v1 = express.Router();
+  v1.use(runsRouter(context), eventsRouter(context), threadsRouter(context), agentsRouter(context));
+  v1.use(schedulesRouter(context)); // scheduled runs
+  v1.use(webhooksRouter(context));
+  return v1;
 }
 
 /** Builds the express app from injected dependencies. */
@@ -180,11 +189,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     if (plugin.public) app.use(plugin.path, plugin.router(context));
     else app.use(plugin.path, ...api, plugin.router(context));
   }
-  const v1 = express.Router();
-  v1.use(runsRouter(context), eventsRouter(context), threadsRouter(context), agentsRouter(context));
-  v1.use(schedulesRouter(context)); // scheduled runs
-  v1.use(webhooksRouter(context));
-  app.use('/v1', ...api, v1);
+  app.use('/v1', ...api, v1Router(context));
 
   app.use(notFoundHandler);
   app.use(errorMiddleware(logger));

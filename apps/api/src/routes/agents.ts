@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import type { ApiContext } from '../context.ts';
 import { notFound } from '../errors.ts';
+import { commonErrors, error, json, type OpenApiPaths } from '../openapi/shared.ts';
 
 /** Agents as workers advertise them (name, mode, tools, stop conditions): data only. */
 export function agentsRouter(ctx: ApiContext): Router {
@@ -19,3 +20,29 @@ export function agentsRouter(ctx: ApiContext): Router {
 
   return router;
 }
+
+/** OpenAPI paths of agentsRouter. */
+export const agentsPaths: OpenApiPaths = {
+  '/v1/agents': {
+    get: {
+      tags: ['agents'],
+      operationId: 'listAgents',
+      summary:
+        'Agents advertised by workers, each with its live workers and whether it is available',
+      responses: { '200': json('AgentList', 'Agents'), ...commonErrors },
+    },
+  },
+  '/v1/agents/{name}': {
+    get: {
+      tags: ['agents'],
+      operationId: 'getAgent',
+      summary: 'One advertised agent',
+      parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
+      responses: {
+        '200': json('AgentDescriptor', 'Agent'),
+        ...commonErrors,
+        '404': error('not_found'),
+      },
+    },
+  },
+};

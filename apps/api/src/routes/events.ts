@@ -8,6 +8,14 @@ import { eventFrame, rewoundFrame } from '../sse.ts';
 import { MAX_BUFFERED_BYTES, openSseConnection } from '../sse-connection.ts';
 import { parseId, parseQuery } from '../validation.ts';
 import { streamRunTree } from './tree-events.ts';
+import {
+  commonErrors,
+  error,
+  queryParameters,
+  ref,
+  runIdParam,
+  type OpenApiPaths,
+} from '../openapi/shared.ts';
 
 function afterSeqOf(req: Request, queryAfter: number | undefined): number {
   const header = req.headers['last-event-id'];
@@ -98,3 +106,46 @@ export function eventsRouter(ctx: ApiContext): Router {
 
   return router;
 }
+
+/** OpenAPI paths of eventsRouter. */
+export const eventsPaths: OpenApiPaths = {
+  '/v1/runs/{id}/events': {
+    get: {
+      tags: ['runs'],
+      operationId: 'streamRunEvents',
+      summary: 'Server-Sent Events: replay after Last-Event-ID / after, then live',
+      description:
+        "Each frame: `id:` (seq), `event:` (type), `data:` (RunEvent JSON). `: ping` comments are heartbeats. 204 when nothing more will come. With `children=1` the stream also carries the events of the run's child runs (agent-as-tool; the envelope `runId` says whose) and `id:` is a composite cursor `<seq>;<child suffix>=<seq>…` to send back as Last-Event-ID; it ends when the whole tree is done (`until=suspended` is refused with it, 400).",
+      parameters: [
+        runIdParam,
+        {
+          name: 'Last-Event-ID',
+          in: 'header',
+          required: false,
+          schema: { type: 'string', pattern: '^[0-9]+(;[A-Za-z0-9._:-]+=[0-9]+)*$' },
+        },
+        ...queryParameters(EventsQuerySchema),
+      ],
+      responses: {
+        '200': {
+          description: 'Event stream',
+          content: {
+            'text/event-stream': {
+              schema: {
+                type: 'string',
+                description: 'SSE frames; each data line is a RunEvent',
+              },
+              'x-event-schema': ref('RunEvent'),
+            },
+          },
+        },
+        '204': {
+          description:
+            'The run is done (or waiting, with until=suspended) and every event was already received',
+        },
+        ...commonErrors,
+        '404': error('run_not_found'),
+      },
+    },
+  },
+};

@@ -20,6 +20,16 @@ import {
 } from '../schemas.ts';
 import { parseBody, parseId, parseQuery } from '../validation.ts';
 import { runTreeView } from '../child-tree.ts';
+import {
+  commonErrors,
+  error,
+  idempotencyKeyParam,
+  json,
+  queryParameters,
+  ref,
+  runIdParam,
+  type OpenApiPaths,
+} from '../openapi/shared.ts';
 
 function runLinks(runId: string, threadId: string): RunLinks {
   const self = `/v1/runs/${encodeURIComponent(runId)}`;
@@ -167,3 +177,105 @@ export function runsRouter(ctx: ApiContext): Router {
 
   return router;
 }
+
+/** OpenAPI paths of runsRouter. */
+export const runsPaths: OpenApiPaths = {
+  '/v1/runs': {
+    post: {
+      tags: ['runs'],
+      operationId: 'createRun',
+      summary: 'Create a run (202); honors Idempotency-Key',
+      parameters: [idempotencyKeyParam],
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: ref('CreateRunRequest') } },
+      },
+      responses: {
+        '202': json('CreateRunResponse', 'Run accepted'),
+        ...commonErrors,
+        '400': error(
+          'validation_failed, bad_request, or webhook_target_refused (webhook.url resolves to a loopback, private, link-local … address, or does not resolve)',
+        ),
+        '409': error('thread_busy or idempotency_conflict'),
+        '413': error('Body or message count over the limit'),
+        '422': error('unknown_agent'),
+      },
+    },
+    get: {
+      tags: ['runs'],
+      operationId: 'listRuns',
+      summary: "List the tenant's runs, newest first (cursor pagination)",
+      parameters: queryParameters(ListRunsQuerySchema),
+      responses: {
+        '200': json('RunPage', 'A page of runs'),
+        ...commonErrors,
+        '403': error('tenant= needs an admin key'),
+      },
+    },
+  },
+  '/v1/runs/{id}': {
+    get: {
+      tags: ['runs'],
+      operationId: 'getRun',
+      summary:
+        'The run snapshot derived from its event log, and whether it waits for a worker of its agent',
+      description:
+        'A run whose agent tools started child runs lists them in `childRuns` (with their status), and `await` also holds the suspended calls of its unfinished descendants, each with the `runId` that holds it.',
+      parameters: [runIdParam],
+      responses: {
+        '200': json('RunView', 'Snapshot'),
+        ...commonErrors,
+        '404': error('run_not_found'),
+      },
+    },
+    delete: {
+      tags: ['runs'],
+      operationId: 'deleteRun',
+      summary: 'Delete a finished run and its events now (204)',
+      parameters: [runIdParam],
+      responses: {
+        '204': { description: 'Deleted' },
+        ...commonErrors,
+        '404': error('run_not_found'),
+        '409': error('run_active: the run has not finished; cancel it first'),
+      },
+    },
+  },
+  '/v1/runs/{id}/decisions': {
+    post: {
+      tags: ['runs'],
+      operationId: 'submitDecisions',
+      summary: 'Answer suspended tool calls (202)',
+      description:
+        "A decision for a descendant run's call (agent-as-tool) may be sent to an ancestor: it is routed to the run named by its `runId`, else to the descendant whose call with that id is suspended; `routed` lists what each descendant accepted.",
+      parameters: [runIdParam],
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: ref('SubmitDecisionsRequest') } },
+      },
+      responses: {
+        '202': json('DecisionsResponse', 'Decisions stored'),
+        ...commonErrors,
+        '404': error('run_not_found'),
+        '409': error(
+          'run_done, run_cancelled, call_not_suspended, call_unknown or decision_conflict',
+        ),
+        '413': error('Too many decisions'),
+        '422': error("payload_invalid: payload does not match the ticket's response schema"),
+      },
+    },
+  },
+  '/v1/runs/{id}/cancel': {
+    post: {
+      tags: ['runs'],
+      operationId: 'cancelRun',
+      summary: 'Cancel a run (202, idempotent)',
+      parameters: [runIdParam],
+      responses: {
+        '202': json('CancelResponse', 'Cancellation requested'),
+        ...commonErrors,
+        '404': error('run_not_found'),
+      },
+    },
+  },
+};

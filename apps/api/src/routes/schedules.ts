@@ -13,8 +13,19 @@ import { z } from 'zod';
 import { principalOf } from '../auth.ts';
 import type { ApiContext } from '../context.ts';
 import { parseBody, parseId, parseQuery } from '../validation.ts';
+import {
+  commonErrors,
+  error,
+  idempotencyKeyParam,
+  json,
+  queryParameters,
+  ref,
+  runIdParam,
+  type Json,
+  type OpenApiPaths,
+} from '../openapi/shared.ts';
 
-export const ListSchedulesQuerySchema = z.strictObject({
+const ListSchedulesQuerySchema = z.strictObject({
   cursor: z.string().min(1).max(512).optional(),
   limit: z.coerce.number().int().min(1).max(100).optional(),
 });
@@ -140,3 +151,91 @@ export function schedulesRouter(ctx: ApiContext): Router {
 
   return router;
 }
+
+const scheduleIdParam: Json = { ...runIdParam, description: 'Schedule id' };
+const scheduleNotFound = error('not_found: no such schedule for this tenant');
+const scheduleDetail = (description: string): Json => json('ScheduleDetail', description);
+
+/** OpenAPI paths of schedulesRouter. */
+export const schedulesPaths: OpenApiPaths = {
+  '/v1/schedules': {
+    post: {
+      tags: ['schedules'],
+      operationId: 'createSchedule',
+      summary: 'Create a schedule (201); honors Idempotency-Key',
+      description:
+        'Exactly one of cron (5 fields, or 6 with seconds first; timezone defaults to UTC) and everyMs (at least 1000). Each firing creates a run of the agent (scheduleId on the run); with threadId, overlapping firings follow options.multitask. An invalid cron or zone is a 400 validation_failed naming the field.',
+      parameters: [idempotencyKeyParam],
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: ref('CreateScheduleRequest') } },
+      },
+      responses: {
+        '201': scheduleDetail('Schedule created (Location: its URL)'),
+        ...commonErrors,
+        '409': error('idempotency_conflict'),
+        '413': error('Body or message count over the limit'),
+        '422': error('unknown_agent'),
+      },
+    },
+    get: {
+      tags: ['schedules'],
+      operationId: 'listSchedules',
+      summary: "The tenant's schedules, newest first (cursor pagination)",
+      parameters: queryParameters(ListSchedulesQuerySchema),
+      responses: { '200': json('SchedulePage', 'A page of schedules'), ...commonErrors },
+    },
+  },
+  '/v1/schedules/{id}': {
+    get: {
+      tags: ['schedules'],
+      operationId: 'getSchedule',
+      summary: 'A schedule with its next firing time and its latest firings',
+      parameters: [scheduleIdParam],
+      responses: { '200': scheduleDetail('Schedule'), ...commonErrors, '404': scheduleNotFound },
+    },
+    delete: {
+      tags: ['schedules'],
+      operationId: 'deleteSchedule',
+      summary: 'Delete a schedule (204); the runs it created stay',
+      parameters: [scheduleIdParam],
+      responses: { '204': { description: 'Deleted' }, ...commonErrors, '404': scheduleNotFound },
+    },
+  },
+  '/v1/schedules/{id}/pause': {
+    post: {
+      tags: ['schedules'],
+      operationId: 'pauseSchedule',
+      summary: 'Stop firing (idempotent)',
+      parameters: [scheduleIdParam],
+      responses: { '200': scheduleDetail('Paused'), ...commonErrors, '404': scheduleNotFound },
+    },
+  },
+  '/v1/schedules/{id}/resume': {
+    post: {
+      tags: ['schedules'],
+      operationId: 'resumeSchedule',
+      summary: 'Fire again from now on (idempotent); firings missed while paused are skipped',
+      parameters: [scheduleIdParam],
+      responses: {
+        '200': scheduleDetail('Active'),
+        ...commonErrors,
+        '404': scheduleNotFound,
+        '409': error('conflict: the schedule has completed (limit reached or endAt passed)'),
+      },
+    },
+  },
+  '/v1/schedules/{id}/runs': {
+    get: {
+      tags: ['schedules'],
+      operationId: 'listScheduleRuns',
+      summary: 'The runs the schedule created, newest first',
+      parameters: [scheduleIdParam, ...queryParameters(ListSchedulesQuerySchema)],
+      responses: {
+        '200': json('RunPage', 'A page of runs'),
+        ...commonErrors,
+        '404': scheduleNotFound,
+      },
+    },
+  },
+};

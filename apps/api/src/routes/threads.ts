@@ -4,6 +4,14 @@ import type { ApiContext } from '../context.ts';
 import { notFound } from '../errors.ts';
 import { ThreadRunsQuerySchema } from '../schemas.ts';
 import { parseId, parseQuery } from '../validation.ts';
+import {
+  commonErrors,
+  error,
+  json,
+  queryParameters,
+  threadIdParam,
+  type OpenApiPaths,
+} from '../openapi/shared.ts';
 
 export function threadsRouter(ctx: ApiContext): Router {
   const router = Router();
@@ -47,3 +55,45 @@ export function threadsRouter(ctx: ApiContext): Router {
 
   return router;
 }
+
+/** OpenAPI paths of threadsRouter. */
+export const threadsPaths: OpenApiPaths = {
+  '/v1/threads/{id}': {
+    get: {
+      tags: ['threads'],
+      operationId: 'getThread',
+      summary: 'Thread history, active run and queued runs',
+      parameters: [threadIdParam],
+      responses: {
+        '200': json('Thread', 'Thread'),
+        ...commonErrors,
+        '404': error('not_found'),
+      },
+    },
+    delete: {
+      tags: ['threads'],
+      operationId: 'deleteThread',
+      summary: 'Delete a thread, its history and its finished runs',
+      parameters: [threadIdParam],
+      responses: {
+        '200': json('DeleteThreadResponse', 'Deleted'),
+        ...commonErrors,
+        '404': error('not_found'),
+        '409': error('thread_busy: a run is active or queued on the thread'),
+      },
+    },
+  },
+  '/v1/threads/{id}/runs': {
+    get: {
+      tags: ['threads'],
+      operationId: 'listThreadRuns',
+      summary: "The thread's runs, newest first",
+      parameters: [threadIdParam, ...queryParameters(ThreadRunsQuerySchema)],
+      responses: {
+        '200': json('RunPage', 'A page of runs'),
+        ...commonErrors,
+        '404': error('not_found'),
+      },
+    },
+  },
+};

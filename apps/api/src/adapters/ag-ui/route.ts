@@ -15,6 +15,7 @@ import { parseBody } from '../../validation.ts';
 import { AgUiRunInputSchema, inputToCommands, runErrorFor } from './input.ts';
 import { createAgUiMapper, type AgUiMapperOptions } from './mapper.ts';
 import { AG_UI_SSE_HEADERS, agUiFrame } from './sse.ts';
+import { commonErrors, error, eventStream, ref, type OpenApiPaths } from '../../openapi/shared.ts';
 
 /**
  * AG-UI route (mounted at /v1/ag-ui): POST / takes a RunAgentInput and answers with the AG-UI
@@ -91,3 +92,26 @@ export function agUiRouter(ctx: ApiContext, opts: AgUiRouteOptions = {}): Reques
 
   return router;
 }
+
+/** OpenAPI paths of agUiRouter, mounted at AG_UI_PATH. */
+export const agUiPaths: OpenApiPaths = {
+  '/v1/ag-ui': {
+    post: {
+      tags: ['protocols'],
+      operationId: 'agUiRun',
+      summary: 'AG-UI (HttpAgent): run the agent, or resume its interrupts',
+      description:
+        'A user message starts a run on the thread (agent: forwardedProps.agent, default PROTOCOL_DEFAULT_AGENT); resume entries answer the pending interrupts. Inputs AG-UI cannot serve are a RUN_ERROR event.',
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: ref('AgUiRunAgentInput') } },
+      },
+      responses: {
+        '200': eventStream('AG-UI events as SSE: data: <event JSON> frames (no [DONE])'),
+        ...commonErrors,
+        '409': error('thread_busy, or a decision conflict'),
+        '422': error('unknown_agent or payload_invalid'),
+      },
+    },
+  },
+};

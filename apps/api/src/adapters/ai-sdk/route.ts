@@ -17,6 +17,14 @@ import { CURRENT_AI_SDK_MAJOR, SUPPORTED_AI_SDK_MAJORS, type AiSdkMajor } from '
 import { createUiStreamMapper, type UiStreamMapperOptions } from './mapper.ts';
 import { requestToCommands } from './request.ts';
 import { AI_SDK_UI_STREAM_HEADERS, UI_STREAM_DONE_FRAME, uiChunkFrame } from './sse.ts';
+import {
+  commonErrors,
+  error,
+  eventStream,
+  ref,
+  threadIdParam,
+  type OpenApiPaths,
+} from '../../openapi/shared.ts';
 
 /**
  * AI SDK UI message stream routes (mounted at /v1/ai-sdk):
@@ -136,3 +144,49 @@ export function aiSdkRouter(ctx: ApiContext, opts: AiSdkRouteOptions = {}): Requ
 
   return router;
 }
+
+/** OpenAPI paths of aiSdkRouter, mounted at AI_SDK_PATH. */
+export const aiSdkPaths: OpenApiPaths = {
+  '/v1/ai-sdk/chat': {
+    post: {
+      tags: ['protocols'],
+      operationId: 'aiSdkChat',
+      summary: 'AI SDK chat (DefaultChatTransport): start a run or answer the waiting one',
+      description:
+        'The chat id is the thread. A last user message starts a run; a last assistant message with approval-responded / output-available tool parts answers the run waiting on the thread. The client major is the x-baton-ai-sdk-major header or body aiSdkMajor (6 or 7, default 7); the agent is body agent (default: PROTOCOL_DEFAULT_AGENT).',
+      parameters: [
+        {
+          name: 'x-baton-ai-sdk-major',
+          in: 'header',
+          required: false,
+          schema: { type: 'string', enum: ['6', '7'] },
+        },
+      ],
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: ref('AiSdkChatRequest') } },
+      },
+      responses: {
+        '200': eventStream(
+          'UI message stream (header x-vercel-ai-ui-message-stream: v1): data: <chunk JSON> frames, then data: [DONE]',
+        ),
+        ...commonErrors,
+        '409': error('thread_busy, or a decision conflict'),
+        '422': error('unknown_agent or payload_invalid'),
+      },
+    },
+  },
+  '/v1/ai-sdk/chat/{id}/stream': {
+    get: {
+      tags: ['protocols'],
+      operationId: 'aiSdkResumeStream',
+      summary: "Resume the chat's streaming turn (useChat resume / reconnectToStream)",
+      parameters: [{ ...threadIdParam, description: 'Chat (thread) id' }],
+      responses: {
+        '200': eventStream('The turn in progress, replayed from the event log, then live'),
+        '204': { description: 'Nothing is streaming on this chat' },
+        ...commonErrors,
+      },
+    },
+  },
+};
