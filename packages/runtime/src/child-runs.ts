@@ -21,6 +21,7 @@ import type { RedisClient } from './redis/scripts.ts';
 import type { RedisThreadStore } from './redis/thread-store.ts';
 import type { RunCommitter } from './run-committer.ts';
 import { RunIndex } from './run-record/run-index.ts';
+import { RunRecordScripts } from './run-record/run-record-scripts.ts';
 
 export interface ChildRunsDeps {
   readonly redis: RedisClient;
@@ -52,12 +53,14 @@ export type ChildStart =
 export class ChildRuns {
   private readonly deps: ChildRunsDeps;
   private readonly catalog: AgentCatalog;
+  private readonly scripts: RunRecordScripts;
   /** Test hook (the worker's probes): crash tests stop a process at an exact point. */
   probe?: (point: string, info: Record<string, unknown>) => void | Promise<void>;
 
   constructor(deps: ChildRunsDeps) {
     this.deps = deps;
     this.catalog = new AgentCatalog(deps.redis, deps.keys);
+    this.scripts = new RunRecordScripts(deps.redis);
   }
 
   /**
@@ -171,13 +174,13 @@ export class ChildRuns {
     if (!result || !parentId) return false;
     const parent = await deps.store.meta(parentId);
     if (!parent || parent.status === 'done') return false;
-    const key = deps.keys.run(parentId).results;
-    await deps.redis.hsetnx(
-      key,
+    // The mailbox's one first-writer-wins script (run-record), as tool jobs record theirs.
+    await this.scripts.recordResult(
+      deps.keys.run(parentId),
       mailboxField(result.toolCallId, result.attempt),
       JSON.stringify(result),
+      deps.resultTtlSeconds,
     );
-    await deps.redis.expire(key, deps.resultTtlSeconds);
     // unique: a pass at this version may be running and have looked at the mailbox already.
     await deps.queues.enqueueStep(
       { runId: parentId, tenantId: parent.tenantId, agent: parent.agent },
