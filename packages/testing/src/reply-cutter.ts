@@ -5,8 +5,7 @@
  * command and answering it. ioredis then reconnects (through the proxy again) and re-sends the
  * unanswered command, so a write that is not idempotent lands twice.
  */
-import { createConnection, createServer, type Server, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
+import { startTcpProxy } from './tcp-proxy.ts';
 
 export interface ReplyCutter {
   readonly url: string;
@@ -17,43 +16,25 @@ export interface ReplyCutter {
 
 export async function startReplyCutter(redisUrl: string): Promise<ReplyCutter> {
   const target = new URL(redisUrl);
-  const sockets = new Set<Socket>();
   let armed: (() => void) | null = null;
-  const server: Server = createServer((client) => {
-    const backend = createConnection({ host: target.hostname, port: Number(target.port) });
-    sockets.add(client);
-    sockets.add(backend);
-    const drop = (): void => {
-      client.destroy();
-      backend.destroy();
-      sockets.delete(client);
-      sockets.delete(backend);
-    };
-    client.on('error', drop).on('close', drop);
-    backend.on('error', drop).on('close', drop);
-    client.pipe(backend);
-    backend.on('data', (chunk: Buffer) => {
-      if (armed) {
-        const done = armed;
-        armed = null;
-        drop();
-        done();
-        return;
-      }
-      client.write(chunk);
-    });
+  const proxy = await startTcpProxy({
+    host: target.hostname,
+    backendPort: () => Number(target.port),
+    onReply: (_chunk, drop) => {
+      if (!armed) return true;
+      const done = armed;
+      armed = null;
+      drop();
+      done();
+      return false;
+    },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
   return {
-    url: `redis://127.0.0.1:${String(port)}`,
+    url: `redis://127.0.0.1:${String(proxy.port)}`,
     cutNextReply: () =>
       new Promise<void>((resolve) => {
         armed = resolve;
       }),
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: () => proxy.close(),
   };
 }

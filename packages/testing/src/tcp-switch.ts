@@ -4,8 +4,7 @@
  * killed — the client's socket is destroyed too, exactly as a client talking to that process
  * directly would see it; the client's reconnect then lands on whatever backend is current.
  */
-import { createConnection, createServer, type Server, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
+import { startTcpProxy } from './tcp-proxy.ts';
 
 export interface TcpSwitch {
   readonly url: string;
@@ -17,39 +16,17 @@ export interface TcpSwitch {
 }
 
 export async function startTcpSwitch(target: number): Promise<TcpSwitch> {
-  const sockets = new Set<Socket>();
-  let accepted = 0;
   const sw: { target: number } = { target };
-  const server: Server = createServer((client) => {
-    accepted += 1;
-    const backend = createConnection({ host: '127.0.0.1', port: sw.target });
-    sockets.add(client);
-    sockets.add(backend);
-    const drop = (): void => {
-      client.destroy();
-      backend.destroy();
-      sockets.delete(client);
-      sockets.delete(backend);
-    };
-    client.on('error', drop).on('close', drop);
-    backend.on('error', drop).on('close', drop);
-    client.pipe(backend);
-    backend.pipe(client);
-  });
-  await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
-  const port = (server.address() as AddressInfo).port;
+  const proxy = await startTcpProxy({ backendPort: () => sw.target });
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${String(proxy.port)}`,
     get target() {
       return sw.target;
     },
     set target(value: number) {
       sw.target = value;
     },
-    accepted: () => accepted,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((res) => server.close(() => res()));
-    },
+    accepted: proxy.accepted,
+    close: () => proxy.close(),
   };
 }
