@@ -11,8 +11,7 @@ import type { ErrorBody, RunPage } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
-
-type Path = (string | number)[];
+import { pathsOf, withAt, type JsonPath as Path } from '@baton/testing/json-paths';
 
 const WRONG: readonly unknown[] = [
   5,
@@ -24,24 +23,6 @@ const WRONG: readonly unknown[] = [
   [],
   undefined,
 ];
-
-function pathsOf(value: unknown, prefix: Path = []): Path[] {
-  const out: Path[] = prefix.length > 0 ? [prefix] : [];
-  if (Array.isArray(value)) value.forEach((v, i) => out.push(...pathsOf(v, [...prefix, i])));
-  else if (value !== null && typeof value === 'object')
-    for (const [k, v] of Object.entries(value)) out.push(...pathsOf(v, [...prefix, k]));
-  return out;
-}
-
-function withAt(value: unknown, path: Path, next: unknown): unknown {
-  const copy = structuredClone(value) as Record<string | number, unknown>;
-  let node = copy;
-  for (const key of path.slice(0, -1)) node = node[key] as Record<string | number, unknown>;
-  const last = path[path.length - 1]!;
-  if (next === undefined && !Array.isArray(node)) delete node[last];
-  else node[last] = next;
-  return copy;
-}
 
 /** A path as the API's errors write it: `messages[0].content`. */
 const fieldName = (path: Path): string =>

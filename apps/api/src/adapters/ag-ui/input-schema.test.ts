@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AgUiRunInputSchema } from './input-schema.ts';
 import { inputToCommands } from './input.ts';
+import { pathsOf, withAt } from '@baton/testing/json-paths';
 
 /** A RunAgentInput with every field AG-UI defines, each message role and each content part. */
 const full = {
@@ -42,36 +43,13 @@ const full = {
   resume: [{ interruptId: 'i1', status: 'resolved', payload: { ok: true }, metadata: {} }],
 };
 
-type Path = (string | number)[];
-
-/** Every path in a JSON value (objects and arrays included). */
-function pathsOf(value: unknown, prefix: Path = []): Path[] {
-  const out: Path[] = [prefix];
-  if (Array.isArray(value)) value.forEach((v, i) => out.push(...pathsOf(v, [...prefix, i])));
-  else if (value !== null && typeof value === 'object')
-    for (const [k, v] of Object.entries(value)) out.push(...pathsOf(v, [...prefix, k]));
-  return out;
-}
-
-/** A copy of `value` with the value at `path` replaced (or removed when `next` is undefined). */
-function withAt(value: unknown, path: Path, next: unknown): unknown {
-  if (path.length === 0) return next;
-  const copy = structuredClone(value) as Record<string | number, unknown>;
-  let node = copy;
-  for (const key of path.slice(0, -1)) node = node[key] as Record<string | number, unknown>;
-  const last = path[path.length - 1]!;
-  if (next === undefined && !Array.isArray(node)) delete node[last];
-  else node[last] = next;
-  return copy;
-}
-
 /** What Baton asks beyond AG-UI: ids it keys runs and decisions by are not empty. */
 const batonOnly = (input: unknown): boolean =>
   JSON.stringify(input).includes('"threadId":""') ||
   JSON.stringify(input).includes('"runId":""') ||
   JSON.stringify(input).includes('"interruptId":""');
 
-const PATHS = pathsOf(full).filter((p) => p.length > 0);
+const PATHS = pathsOf(full);
 
 describe("the AG-UI input schema is @ag-ui/core's", () => {
   it('both accept the full input', () => {
