@@ -14,6 +14,7 @@
  * Redis work per step comes from INFO commandstats deltas around each measured phase.
  */
 import { childCpuSeconds, startChild, type Child } from './child-process.ts';
+import { firstKey, keyClass } from './key-classes.ts';
 import { createHash, randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -751,9 +752,15 @@ async function monitorProfile(
   const origin = { baton: { roundTrips: 0, commands: 0 }, bullmq: { roundTrips: 0, commands: 0 } };
   let lastOrigin: keyof typeof origin = 'baton';
   const trace: string[] = [];
+  const byKeyClass = new Map<string, number>();
   const monitor = await startMonitor(url, ({ source, args }) => {
     if (source === benchAddr) return;
     const cmd = (args[0] ?? '').toLowerCase();
+    const touched = firstKey(args);
+    if (touched !== null) {
+      const cls = keyClass(touched);
+      byKeyClass.set(cls, (byKeyClass.get(cls) ?? 0) + 1);
+    }
     if (k.profileTrace !== undefined)
       trace.push(
         `${source === 'lua' ? '    lua' : label(source)} | ${source === 'lua' ? args.join(' ').slice(0, 160) : scriptName(args)} ${
@@ -825,7 +832,25 @@ async function monitorProfile(
     roundTripsPerStepByConnection: perStep(byConnection),
     roundTripsPerStepByConnectionAndCommand: perStep(byConnectionAndCommand, 40),
     luaInternalPerStep: perStep(luaCalls, 15),
+    keyClasses: keyClassShares(byKeyClass, steps),
   };
+}
+
+/**
+ * Commands per step by the key they touch, and each class's share of all keyed commands. A
+ * class without a hash tag (a single global key) stays on one master of a cluster: with M
+ * masters it alone is about M × its share of that master's load.
+ */
+function keyClassShares(
+  counts: ReadonlyMap<string, number>,
+  steps: number,
+): Record<string, { perStep: number; share: number }> {
+  const total = [...counts.values()].reduce((a, b) => a + b, 0) || 1;
+  return Object.fromEntries(
+    [...counts.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .map(([cls, n]) => [cls, { perStep: round(n / steps), share: round(n / total, 4) }]),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
