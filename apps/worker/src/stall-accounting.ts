@@ -105,13 +105,11 @@ export class StallAccounting {
   }
 
   private async alive(workerId: string, agent: string): Promise<boolean> {
-    // A Cluster has one client list per node: no way to tell, so every loss counts, as in BullMQ.
-    if (this.redis instanceof Cluster) return false;
     try {
       const [[seconds, micros], score, clients] = await Promise.all([
         this.redis.time(),
         this.redis.zscore(this.keys.agentWorkers(agent), workerId),
-        this.redis.call('CLIENT', 'LIST', 'TYPE', 'pubsub') as Promise<string>,
+        pubsubClients(this.redis),
       ]);
       const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
       if (score === null || Number(score) <= now) return false;
@@ -124,6 +122,19 @@ export class StallAccounting {
       return false;
     }
   }
+}
+
+/**
+ * The pub/sub connections Redis knows of. A Cluster keeps one client list per node, and a
+ * worker's control connection is on whichever node its client picked: every node is asked
+ * (a node that is down fails the call, and the caller then counts the loss, as BullMQ would).
+ */
+async function pubsubClients(redis: RedisClient): Promise<string> {
+  const nodes = redis instanceof Cluster ? redis.nodes('all') : [redis];
+  const lists = await Promise.all(
+    nodes.map((node) => node.call('CLIENT', 'LIST', 'TYPE', 'pubsub') as Promise<string>),
+  );
+  return lists.join('\n');
 }
 
 /** The deaths counted for a job (BullMQ's stall count for a job StallAccounting never saw). */
