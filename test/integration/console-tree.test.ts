@@ -7,11 +7,8 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { loadApiConfig, startApi, type RunningApi } from '@baton/api';
 import { BatonClient } from '@baton/client';
-import { childAgents, createDemoAgents } from '@baton/core/testing';
 import type { RunEvent } from '@baton/protocol';
-import { systemClock } from '@baton/runtime';
 import {
   SCREENSHOT_DIR,
   ensureConsoleBuilt,
@@ -20,47 +17,27 @@ import {
   type TestBrowser,
 } from '@baton/testing/browser';
 import { openConsole, signIn } from '@baton/testing/console-page';
-import { startWebhookReceiver, type WebhookReceiver } from '@baton/testing/webhook-receiver';
-import { silentLogger, startHarness, type Harness } from '@baton/testing/worker-harness';
+import type { WebhookReceiver } from '@baton/testing/webhook-receiver';
+import { startWebhookStack, type WebhookStack } from '@baton/testing/webhook-stack';
 
 const KEY = 'console-tree-key-123';
 
 describe.skipIf(skipWithoutChromium())('the console shows the whole run (Chromium)', () => {
-  let h: Harness;
-  let api: RunningApi;
-  let rx: WebhookReceiver;
+  let s: WebhookStack;
   let b: TestBrowser;
   let url: string;
   let client: BatonClient;
+  let rx: WebhookReceiver;
   beforeAll(async () => {
     ensureConsoleBuilt();
     b = await launchChromium();
-    rx = await startWebhookReceiver(() => 204);
-    h = await startHarness(
-      inject('redisUrl'),
-      [...createDemoAgents(systemClock), ...childAgents()],
-      {
-        // The receiver listens on loopback, which deliveries refuse unless allowed.
-        overrides: { BATON_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' },
-      },
-    );
-    const config = loadApiConfig({
-      REDIS_URL: h.config.REDIS_URL,
-      BATON_PREFIX: h.prefix,
-      API_KEYS: `console:${KEY}`,
-      LOG_LEVEL: 'silent',
-      SSE_HEARTBEAT_MS: '250',
-      BATON_WEBHOOK_ALLOW_PRIVATE: '1',
-    });
-    api = await startApi({ config, port: 0, host: '127.0.0.1', logger: silentLogger });
-    url = api.url;
+    s = await startWebhookStack(inject('redisUrl'), KEY);
+    ({ url, rx } = s);
     client = new BatonClient({ baseUrl: url, apiKey: KEY });
   }, 60_000);
   afterAll(async () => {
     await b?.close();
-    await api?.close();
-    await h?.stop();
-    await rx?.close();
+    await s?.stop();
   });
 
   const shot = (page: Page, name: string) =>

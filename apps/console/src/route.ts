@@ -30,7 +30,7 @@ function parseFilters(query: string): RunFilters {
   };
 }
 
-export function parseRoute(hash: string): Route {
+function parseRoute(hash: string): Route {
   const [path = '', query = ''] = hash.replace(/^#/, '').split('?', 2);
   const run = /^\/runs\/([^/]+)$/.exec(path);
   if (run) return { page: 'run', runId: decodeURIComponent(run[1]!) };
