@@ -21,6 +21,8 @@ import type { WebhookReceiver } from '@baton/testing/webhook-receiver';
 import { startWebhookStack, type WebhookStack } from '@baton/testing/webhook-stack';
 
 const KEY = 'console-tree-key-123';
+/** expect.poll gives up after 1 s by default; a loaded machine may take longer to refresh a list. */
+const WAIT = { timeout: 15_000 };
 
 describe.skipIf(skipWithoutChromium())('the console shows the whole run (Chromium)', () => {
   let s: WebhookStack;
@@ -76,13 +78,15 @@ describe.skipIf(skipWithoutChromium())('the console shows the whole run (Chromiu
     await waiting.getByText('Asked by child run').waitFor();
     expect(await waiting.getByRole('link', { name: childId }).count()).toBe(1);
     expect(await page.getByTestId('run-status').textContent()).not.toContain('done');
+    // the parent's tool call names the child run it started
+    await page.getByTestId('tool-approval').getByRole('link', { name: childId }).waitFor();
     await shot(page, 'tree-1-parent-waits-for-child');
 
     await waiting.getByRole('button', { name: 'Approve' }).click();
     await expect
       .poll(() => page.getByTestId('run-status').textContent(), { timeout: 20_000 })
       .toContain('done');
-    await expect.poll(() => child.textContent()).toContain('done');
+    await expect.poll(() => child.textContent(), WAIT).toContain('done');
     expect(await page.getByRole('region', { name: 'Waiting for a decision' }).count()).toBe(0);
     const [parentView, childView] = await Promise.all([
       client.runs.get(runId),
@@ -146,15 +150,15 @@ describe.skipIf(skipWithoutChromium())('the console shows the whole run (Chromiu
     await page.getByRole('link', { name: 'Schedules' }).click();
     await page.getByRole('heading', { name: 'Schedules' }).waitFor();
     const row = page.getByRole('row', { name: /console-weekday-mornings/ });
-    await expect.poll(() => row.textContent()).toContain('cron 0 9 * * 1-5 (Europe/Paris)');
+    await expect.poll(() => row.textContent(), WAIT).toContain('cron 0 9 * * 1-5 (Europe/Paris)');
     expect(await row.textContent()).toContain('active');
 
     await row.getByRole('button', { name: 'Pause console-weekday-mornings' }).click();
-    await expect.poll(() => row.textContent()).toContain('paused');
+    await expect.poll(() => row.textContent(), WAIT).toContain('paused');
     expect((await client.schedules.get(hourly.scheduleId)).state).toBe('paused');
     await shot(page, 'schedules-1-paused');
     await row.getByRole('button', { name: 'Resume console-weekday-mornings' }).click();
-    await expect.poll(() => row.textContent()).toContain('active');
+    await expect.poll(() => row.textContent(), WAIT).toContain('active');
     expect((await client.schedules.get(hourly.scheduleId)).state).toBe('active');
 
     // The one-shot schedule fires once; its page lists the run it created, linked.
@@ -221,7 +225,7 @@ describe.skipIf(skipWithoutChromium())('the console shows the whole run (Chromiu
     for (const r of [onThread, waits, other]) await row(r.runId).waitFor();
 
     await page.getByLabel('Status').selectOption('waiting');
-    await expect.poll(() => row(onThread.runId).count()).toBe(0);
+    await expect.poll(() => row(onThread.runId).count(), WAIT).toBe(0);
     await row(waits.runId).waitFor();
     expect(await row(other.runId).count()).toBe(0);
     expect(page.url()).toContain('status=waiting');
@@ -229,14 +233,14 @@ describe.skipIf(skipWithoutChromium())('the console shows the whole run (Chromiu
     await page.getByLabel('Status').selectOption('');
     await page.getByLabel('Agent').selectOption('child-answer');
     await row(other.runId).waitFor();
-    await expect.poll(() => row(waits.runId).count()).toBe(0);
+    await expect.poll(() => row(waits.runId).count(), WAIT).toBe(0);
     expect(await row(onThread.runId).count()).toBe(0);
 
     await page.getByLabel('Agent').selectOption('');
     await page.getByLabel('Thread').fill(thread);
     await page.getByLabel('Thread').press('Enter');
     await row(onThread.runId).waitFor();
-    await expect.poll(() => row(other.runId).count()).toBe(0);
+    await expect.poll(() => row(other.runId).count(), WAIT).toBe(0);
     expect(await row(waits.runId).count()).toBe(0);
     await shot(page, 'filters-1-thread');
 

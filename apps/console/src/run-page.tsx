@@ -274,6 +274,16 @@ export function RunPage({
                   ))}
                 </div>
                 <pre class="args">{JSON.stringify(c.arguments)}</pre>
+                {(snapshot?.childRuns ?? [])
+                  .filter((child) => child.toolCallId === c.toolCallId)
+                  .map((child) => (
+                    <p key={child.childRunId} class="muted">
+                      runs as child run{' '}
+                      <a class="mono" href={href({ page: 'run', runId: child.childRunId })}>
+                        {child.childRunId}
+                      </a>
+                    </p>
+                  ))}
                 {c.outcome && (
                   <pre class="args">
                     {c.outcome.status}:{' '}

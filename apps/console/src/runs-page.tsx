@@ -23,6 +23,10 @@ export function RunsPage({
   const status = filters.status ?? '';
   const agent = filters.agent ?? '';
   const thread = filters.thread ?? '';
+  // What is typed in the thread box until it is committed (Enter, leaving the box): the list
+  // re-renders every 2 s, and a box bound to the URL's value would lose the typing each time.
+  const [threadDraft, setThreadDraft] = useState(thread);
+  useEffect(() => setThreadDraft(thread), [thread]);
   const setFilter = (change: {
     [K in keyof RunFilters]?: RunFilters[K] | undefined;
   }): void => {
@@ -126,8 +130,9 @@ export function RunsPage({
           <label for="filter-thread">Thread</label>
           <input
             id="filter-thread"
-            value={thread}
+            value={threadDraft}
             placeholder="thread id"
+            onInput={(e) => setThreadDraft(e.currentTarget.value)}
             onChange={(e) => setFilter({ thread: e.currentTarget.value || undefined })}
           />
         </div>
