@@ -52,6 +52,14 @@ describe.skipIf(skipWithoutChromium())('the console shows the whole run (Chromiu
     return opened;
   }
 
+  /** Nothing on the page is wider than a phone's screen. */
+  async function fitsAPhone(page: Page): Promise<void> {
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(
+      390,
+    );
+  }
+
   async function runToEnd(runId: string): Promise<RunEvent[]> {
     const events: RunEvent[] = [];
     for await (const e of client.runs.stream(runId)) events.push(e);
@@ -97,6 +105,7 @@ describe.skipIf(skipWithoutChromium())('the console shows the whole run (Chromiu
     expect(childView.termination).toEqual({ kind: 'natural_end' });
     expect(childView.decisions).toMatchObject([{ action: 'resume' }]);
     await shot(page, 'tree-2-both-done');
+    await fitsAPhone(page);
 
     // The child's page names its parent; the link leads back.
     await child.getByRole('link', { name: childId }).click();
@@ -170,6 +179,7 @@ describe.skipIf(skipWithoutChromium())('the console shows the whole run (Chromiu
       .poll(() => page.getByTestId('schedule-state').textContent(), { timeout: 20_000 })
       .toContain('completed');
     await shot(page, 'schedules-2-schedule-runs');
+    await fitsAPhone(page);
     const [scheduled] = (await client.schedules.runs(once.scheduleId)).runs;
     expect(scheduled).toBeDefined();
     await runs.getByRole('link', { name: scheduled!.runId }).click();
@@ -197,6 +207,8 @@ describe.skipIf(skipWithoutChromium())('the console shows the whole run (Chromiu
       .toMatch(/run\.finished.*delivered.*HTTP 204/);
     expect(rx.on('/console')).toHaveLength(1);
     await shot(page, 'webhooks-1-delivered');
+    await fitsAPhone(page);
+    await shot(page, 'webhooks-2-phone');
     expect(problems).toEqual([]);
     await page.context().close();
   });

@@ -20,7 +20,7 @@ export function PauseResume({
   onError: (e: unknown) => void;
 }) {
   const [busy, setBusy] = useState(false);
-  if (schedule.state === 'completed') return <span class="muted">completed</span>;
+  if (schedule.state === 'completed') return null;
   const pausing = schedule.state === 'active';
   const act = async (): Promise<void> => {
     setBusy(true);
@@ -139,7 +139,7 @@ export function SchedulesPage({
                   <span class={`badge ${s.state}`}>{s.state}</span>
                 </td>
                 <td data-label="Next">
-                  {s.nextFireAt === null ? '-' : new Date(s.nextFireAt).toLocaleTimeString()}
+                  {s.nextFireAt === null ? '-' : new Date(s.nextFireAt).toLocaleString()}
                 </td>
                 <td data-label="Firings">{s.firings}</td>
                 <td data-label="Actions">
