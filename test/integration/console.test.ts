@@ -8,6 +8,7 @@ import { systemClock } from '@baton/runtime';
 import { startApi } from '@baton/api';
 import { KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
 import { silentLogger } from '@baton/testing/worker-harness';
+import { openConsole as openConsolePage, signIn as signInWith } from '@baton/testing/console-page';
 import {
   SCREENSHOT_DIR,
   ensureConsoleBuilt,
@@ -34,37 +35,9 @@ describe.skipIf(skipWithoutChromium())('run console in a real Chromium', () => {
   });
 
   /** A page whose console errors and CSP violations fail the test. */
-  async function openConsole(
-    width = 1100,
-    height = 800,
-  ): Promise<{ page: Page; problems: string[] }> {
-    const context = await b.browser.newContext({ viewport: { width, height } });
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error') problems.push(`console: ${m.text()}`);
-    });
-    // Which request failed, and what the API said: a console line names neither.
-    page.on('response', (r) => {
-      if (r.status() < 500) return;
-      void r.text().then(
-        (body) =>
-          problems.push(
-            `response ${r.status()} ${r.request().method()} ${r.url()}: ${body.slice(0, 300)}`,
-          ),
-        () => problems.push(`response ${r.status()} ${r.request().method()} ${r.url()}`),
-      );
-    });
-    await page.goto(`${url}/console/`);
-    return { page, problems };
-  }
-
-  async function signIn(page: Page): Promise<void> {
-    await page.getByLabel('API key').fill(KEYS.a);
-    await page.getByRole('button', { name: 'Use this key' }).click();
-    await page.getByRole('heading', { name: 'Runs' }).waitFor();
-  }
+  const openConsole = (width = 1100, height = 800) =>
+    openConsolePage(b.browser, url, { width, height });
+  const signIn = (page: Page) => signInWith(page, KEYS.a);
 
   async function startRun(page: Page, message: string): Promise<string> {
     await page.getByRole('link', { name: 'New run' }).click();

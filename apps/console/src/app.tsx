@@ -2,9 +2,11 @@ import type { BatonClient } from '@baton/client';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { KeyForm } from './key-form.tsx';
 import { NewRunPage } from './new-run-page.tsx';
-import { href, useRoute } from './route.ts';
+import { RUNS, href, useRoute } from './route.ts';
 import { RunPage } from './run-page.tsx';
 import { RunsPage } from './runs-page.tsx';
+import { SchedulePage } from './schedule-page.tsx';
+import { SchedulesPage } from './schedules-page.tsx';
 import { clientFor, forgetKey, storeKey, storedKey } from './session.ts';
 
 export function App() {
@@ -13,10 +15,12 @@ export function App() {
   const route = useRoute();
   const main = useRef<HTMLElement>(null);
 
-  // A page change moves focus to the new page's content, as a screen reader user expects.
+  // A page change moves focus to the new page's content, as a screen reader user expects; a
+  // filter change stays on the page (focus stays on the filter).
+  const pageKey = route.page === 'runs' ? 'runs' : href(route);
   useEffect(() => {
     main.current?.querySelector<HTMLElement>('h1')?.focus();
-  }, [route, key]);
+  }, [pageKey, key]);
 
   const signOut = (): void => {
     forgetKey();
@@ -29,16 +33,21 @@ export function App() {
         Skip to content
       </a>
       <header class="top">
-        <a class="brand" href={href({ page: 'runs' })}>
+        <a class="brand" href={href(RUNS)}>
           Baton console
         </a>
         {client && (
           <nav aria-label="Main">
-            <a
-              href={href({ page: 'runs' })}
-              aria-current={route.page === 'runs' ? 'page' : undefined}
-            >
+            <a href={href(RUNS)} aria-current={route.page === 'runs' ? 'page' : undefined}>
               Runs
+            </a>
+            <a
+              href={href({ page: 'schedules' })}
+              aria-current={
+                route.page === 'schedules' || route.page === 'schedule' ? 'page' : undefined
+              }
+            >
+              Schedules
             </a>
             <a
               href={href({ page: 'new' })}
@@ -64,8 +73,17 @@ export function App() {
           <RunPage key={route.runId} client={client} runId={route.runId} onUnauthorized={signOut} />
         ) : route.page === 'new' ? (
           <NewRunPage client={client} onUnauthorized={signOut} />
+        ) : route.page === 'schedules' ? (
+          <SchedulesPage client={client} onUnauthorized={signOut} />
+        ) : route.page === 'schedule' ? (
+          <SchedulePage
+            key={route.scheduleId}
+            client={client}
+            scheduleId={route.scheduleId}
+            onUnauthorized={signOut}
+          />
         ) : (
-          <RunsPage client={client} onUnauthorized={signOut} />
+          <RunsPage client={client} filters={route.filters} onUnauthorized={signOut} />
         )}
       </main>
     </>

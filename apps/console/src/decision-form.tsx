@@ -1,6 +1,7 @@
 import { FieldInputError, coerceField, payloadForm, type FormField } from '@baton/client';
 import type { AwaitedToolCall, JsonObject, JsonValue } from '@baton/protocol';
 import { useState } from 'preact/hooks';
+import { href } from './route.ts';
 
 export interface DecisionChoice {
   readonly action: 'resume' | 'cancel';
@@ -62,7 +63,8 @@ function inputFor(field: FormField, id: string, value: string, set: (v: string) 
 
 /**
  * One suspended call: what it waits for, the payload form its responseSchema describes, and
- * Approve / Deny. The API checks the payload again (422 payload_invalid is shown here).
+ * Approve / Deny. The API checks the payload again (422 payload_invalid is shown here). A call
+ * of a descendant run (shown on an ancestor's page) names and links the run that holds it.
  */
 export function DecisionForm({
   call,
@@ -75,7 +77,9 @@ export function DecisionForm({
   const [values, setValues] = useState<Record<string, string>>({});
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-  const idFor = (name: string): string => `payload-${call.toolCallId}-${name || 'value'}`;
+  // Call ids are per run: a child's call may have its parent's call's id.
+  const base = `${call.runId ?? ''}-${call.toolCallId}`.replace(/[^A-Za-z0-9_-]/g, '_');
+  const idFor = (name: string): string => `payload-${base}-${name || 'value'}`;
 
   const decide = async (action: 'resume' | 'cancel'): Promise<void> => {
     setError(null);
@@ -102,10 +106,18 @@ export function DecisionForm({
   };
 
   return (
-    <article class="await" aria-labelledby={`await-${call.toolCallId}`}>
-      <h3 id={`await-${call.toolCallId}`}>
+    <article class="await" aria-labelledby={`await-${base}`}>
+      <h3 id={`await-${base}`}>
         {call.toolName} <span class="muted">({call.reason})</span>
       </h3>
+      {call.runId !== undefined && (
+        <p class="muted">
+          Asked by child run{' '}
+          <a class="mono" href={href({ page: 'run', runId: call.runId })}>
+            {call.runId}
+          </a>
+        </p>
+      )}
       <p class="ticket">{call.message}</p>
       {call.parameters !== undefined && (
         <pre class="args">{JSON.stringify(call.parameters, null, 2)}</pre>

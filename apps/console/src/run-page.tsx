@@ -1,9 +1,15 @@
 import type { BatonClient } from '@baton/client';
-import type { RunSnapshot } from '@baton/protocol';
+import type { AwaitedToolCall, RunView as RunSnapshot } from '@baton/protocol';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { DecisionForm, type DecisionChoice } from './decision-form.tsx';
 import { describeError, handleAuth } from './errors.ts';
+import { href } from './route.ts';
 import { EMPTY_VIEW, foldEvent, type RunView } from './run-timeline.ts';
+import { RunTree } from './run-tree.tsx';
+import { WebhookLog } from './webhook-log.tsx';
+
+/** How often a run page re-reads the tree while a descendant is still working. */
+const TREE_POLL_MS = 2_000;
 
 type Connection =
   | { state: 'connecting' | 'live' | 'ended' }
@@ -25,7 +31,10 @@ function connectionText(c: Connection): string {
   }
 }
 
-/** One run, live: status, what it waits for, assistant text, tool calls and the event timeline. */
+/**
+ * One run, live: status, its run tree, every call the tree waits on (its own and its
+ * descendants', decided from here), assistant text, tool calls, webhooks and the event timeline.
+ */
 export function RunPage({
   client,
   runId,
@@ -40,17 +49,39 @@ export function RunPage({
   const [connection, setConnection] = useState<Connection>({ state: 'connecting' });
   const [error, setError] = useState<string | null>(null);
   const [generation, setGeneration] = useState(0);
+  const [tick, setTick] = useState(0);
   const lastSeq = useRef(0);
+  const asked = useRef(0);
 
   const refresh = useCallback(async (): Promise<void> => {
+    const order = ++asked.current;
     try {
       const next = await client.runs.get(runId);
-      // Answers can arrive out of order; an older snapshot must not hide a newer wait.
-      setSnapshot((old) => (old && old.lastSeq > next.lastSeq ? old : next));
+      // Answers can arrive out of order; an older snapshot must not hide a newer wait. A
+      // descendant's wait changes nothing in this run's log, so the order of asking decides.
+      setSnapshot((old) =>
+        old &&
+        (old.lastSeq > next.lastSeq || (order < asked.current && old.lastSeq === next.lastSeq))
+          ? old
+          : next,
+      );
+      setTick((t) => t + 1);
     } catch (e) {
       if (!handleAuth(e, onUnauthorized)) setError(describeError(e));
     }
   }, [client, runId]);
+
+  // A child's progress (it suspends, it is decided) is in its own log, not in this run's
+  // stream: while a descendant works, the page re-reads the run's view.
+  const treeActive =
+    snapshot !== null &&
+    snapshot.status !== 'done' &&
+    (snapshot.childRuns ?? []).some((c) => c.status !== 'done');
+  useEffect(() => {
+    if (!treeActive) return;
+    const timer = setInterval(() => void refresh(), TREE_POLL_MS);
+    return () => clearInterval(timer);
+  }, [treeActive, refresh]);
 
   useEffect(() => {
     void refresh();
@@ -75,7 +106,9 @@ export function RunPage({
           if (
             event.type === 'run.finished' ||
             event.type === 'decision.applied' ||
-            event.type === 'tool_call.suspended'
+            event.type === 'tool_call.suspended' ||
+            event.type === 'child_run.linked' ||
+            event.type === 'child_run.finished'
           )
             void refresh();
         }
@@ -90,9 +123,14 @@ export function RunPage({
     return () => controller.abort();
   }, [client, runId, generation]);
 
-  const decide = async (toolCallId: string, choice: DecisionChoice): Promise<string | null> => {
+  // Sent to this run even for a descendant's call: the API routes it to the run named in `runId`.
+  const decide = async (call: AwaitedToolCall, choice: DecisionChoice): Promise<string | null> => {
     try {
-      await client.runs.decide(runId, { toolCallId, ...choice });
+      await client.runs.decide(runId, {
+        toolCallId: call.toolCallId,
+        ...(call.runId !== undefined ? { runId: call.runId } : {}),
+        ...choice,
+      });
       await refresh();
       return null;
     } catch (e) {
@@ -111,8 +149,11 @@ export function RunPage({
   };
 
   const status = view.status ?? snapshot?.status ?? null;
-  const awaited =
-    status === 'waiting' && snapshot?.status === 'waiting' ? (snapshot.await?.calls ?? []) : [];
+  // The run's own calls wait while the stream says it waits. A parent whose child waits is itself
+  // `running`: its view's `await` lists the descendants' calls (each with the run holding it).
+  const awaited = (snapshot?.await?.calls ?? []).filter((call) =>
+    call.runId === undefined ? status === 'waiting' : status !== 'done',
+  );
 
   return (
     <section>
@@ -153,6 +194,30 @@ export function RunPage({
             )}
           </dd>
         </div>
+        {snapshot && (
+          <div>
+            <dt>Thread</dt>
+            <dd>
+              <a
+                class="mono"
+                href={href({ page: 'runs', filters: { thread: snapshot.threadId } })}
+                title="Runs of this thread"
+              >
+                {snapshot.threadId}
+              </a>
+            </dd>
+          </div>
+        )}
+        {snapshot?.scheduleId !== undefined && (
+          <div>
+            <dt>Schedule</dt>
+            <dd>
+              <a class="mono" href={href({ page: 'schedule', scheduleId: snapshot.scheduleId })}>
+                {snapshot.scheduleId}
+              </a>
+            </dd>
+          </div>
+        )}
       </dl>
       {error && (
         <p role="alert" class="error">
@@ -165,12 +230,16 @@ export function RunPage({
           <h2 id="waiting-title">Waiting for a decision</h2>
           {awaited.map((call) => (
             <DecisionForm
-              key={call.toolCallId}
+              key={`${call.runId ?? runId}/${call.toolCallId}`}
               call={call}
-              onDecide={(choice) => decide(call.toolCallId, choice)}
+              onDecide={(choice) => decide(call, choice)}
             />
           ))}
         </section>
+      )}
+
+      {snapshot && (
+        <RunTree client={client} run={snapshot} tick={tick} onUnauthorized={onUnauthorized} />
       )}
 
       <section aria-labelledby="assistant-title">
@@ -205,6 +274,16 @@ export function RunPage({
                   ))}
                 </div>
                 <pre class="args">{JSON.stringify(c.arguments)}</pre>
+                {(snapshot?.childRuns ?? [])
+                  .filter((child) => child.toolCallId === c.toolCallId)
+                  .map((child) => (
+                    <p key={child.childRunId} class="muted">
+                      runs as child run{' '}
+                      <a class="mono" href={href({ page: 'run', runId: child.childRunId })}>
+                        {child.childRunId}
+                      </a>
+                    </p>
+                  ))}
                 {c.outcome && (
                   <pre class="args">
                     {c.outcome.status}:{' '}
@@ -216,6 +295,8 @@ export function RunPage({
           </ul>
         )}
       </section>
+
+      <WebhookLog client={client} runId={runId} onUnauthorized={onUnauthorized} />
 
       <section aria-labelledby="timeline-title">
         <h2 id="timeline-title">Timeline</h2>

@@ -2,22 +2,47 @@ import type { BatonClient, ListRunsQuery } from '@baton/client';
 import type { AgentDescriptor, RunStatus, RunSummary } from '@baton/protocol';
 import { useEffect, useState } from 'preact/hooks';
 import { describeError, handleAuth } from './errors.ts';
-import { href } from './route.ts';
+import { href, navigate, type RunFilters } from './route.ts';
 
 const STATUSES: readonly RunStatus[] = ['created', 'running', 'waiting', 'done'];
 const POLL_MS = 2_000;
 
-/** The tenant's runs with filters; statuses refresh every two seconds. */
+/**
+ * The tenant's runs with filters (status, agent, thread: GET /v1/runs's own query parameters,
+ * kept in the URL); statuses refresh every two seconds.
+ */
 export function RunsPage({
   client,
+  filters,
   onUnauthorized,
 }: {
   client: BatonClient;
+  filters: RunFilters;
   onUnauthorized: () => void;
 }) {
-  const [status, setStatus] = useState<RunStatus | ''>('');
-  const [agent, setAgent] = useState('');
-  const [thread, setThread] = useState('');
+  const status = filters.status ?? '';
+  const agent = filters.agent ?? '';
+  const thread = filters.thread ?? '';
+  // What is typed in the thread box until it is committed (Enter, leaving the box): the list
+  // re-renders every 2 s, and a box bound to the URL's value would lose the typing each time.
+  const [threadDraft, setThreadDraft] = useState(thread);
+  useEffect(() => setThreadDraft(thread), [thread]);
+  const setFilter = (change: {
+    [K in keyof RunFilters]?: RunFilters[K] | undefined;
+  }): void => {
+    const next = { ...filters, ...change };
+    navigate(
+      {
+        page: 'runs',
+        filters: {
+          ...(next.status ? { status: next.status } : {}),
+          ...(next.agent ? { agent: next.agent } : {}),
+          ...(next.thread?.trim() ? { thread: next.thread.trim() } : {}),
+        },
+      },
+      { replace: true },
+    );
+  };
   const [agents, setAgents] = useState<AgentDescriptor[]>([]);
   const [runs, setRuns] = useState<RunSummary[] | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -34,7 +59,7 @@ export function RunsPage({
       limit: 50,
       ...(status ? { status } : {}),
       ...(agent ? { agent } : {}),
-      ...(thread.trim() ? { thread: thread.trim() } : {}),
+      ...(thread ? { thread } : {}),
     };
     const load = async (): Promise<void> => {
       try {
@@ -69,7 +94,10 @@ export function RunsPage({
           <select
             id="filter-status"
             value={status}
-            onChange={(e) => setStatus(e.currentTarget.value as RunStatus | '')}
+            onChange={(e) => {
+              const value = e.currentTarget.value as RunStatus | '';
+              setFilter(value ? { status: value } : { status: undefined });
+            }}
           >
             <option value="">any</option>
             {STATUSES.map((s) => (
@@ -81,8 +109,16 @@ export function RunsPage({
         </div>
         <div>
           <label for="filter-agent">Agent</label>
-          <select id="filter-agent" value={agent} onChange={(e) => setAgent(e.currentTarget.value)}>
+          <select
+            id="filter-agent"
+            value={agent}
+            onChange={(e) => setFilter({ agent: e.currentTarget.value || undefined })}
+          >
             <option value="">any</option>
+            {/* A linked filter may name an agent no worker advertises right now. */}
+            {agent && !agents.some((a) => a.name === agent) && (
+              <option value={agent}>{agent}</option>
+            )}
             {agents.map((a) => (
               <option key={a.name} value={a.name}>
                 {a.name}
@@ -94,9 +130,10 @@ export function RunsPage({
           <label for="filter-thread">Thread</label>
           <input
             id="filter-thread"
-            value={thread}
+            value={threadDraft}
             placeholder="thread id"
-            onChange={(e) => setThread(e.currentTarget.value)}
+            onInput={(e) => setThreadDraft(e.currentTarget.value)}
+            onChange={(e) => setFilter({ thread: e.currentTarget.value || undefined })}
           />
         </div>
       </form>
@@ -117,6 +154,7 @@ export function RunsPage({
             <tr>
               <th scope="col">Run</th>
               <th scope="col">Agent</th>
+              <th scope="col">Thread</th>
               <th scope="col">Status</th>
               <th scope="col">Updated</th>
             </tr>
@@ -128,6 +166,15 @@ export function RunsPage({
                   <a href={href({ page: 'run', runId: r.runId })}>{r.runId}</a>
                 </td>
                 <td data-label="Agent">{r.agent}</td>
+                <td data-label="Thread">
+                  <a
+                    class="mono"
+                    href={href({ page: 'runs', filters: { thread: r.threadId } })}
+                    title="Runs of this thread"
+                  >
+                    {r.threadId}
+                  </a>
+                </td>
                 <td data-label="Status">
                   <span class={`badge ${r.status}`}>{r.status}</span>
                 </td>

@@ -24,3 +24,20 @@ export function untilOption(): Option {
     .choices(['done', 'suspended'])
     .default('done');
 }
+
+const DURATION_UNITS: Readonly<Record<string, number>> = {
+  ms: 1,
+  s: 1_000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+};
+
+/** `--every`: "30s", "5m", "1h", "1d", "250ms", or a bare number of milliseconds. */
+export function parseDuration(value: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(value.trim());
+  if (!match?.[1]) throw new InvalidArgumentError('not a duration (e.g. 30s, 5m, 1h, 1d or 1500)');
+  const ms = Number(match[1]) * DURATION_UNITS[match[2] ?? 'ms']!;
+  if (!Number.isInteger(ms)) throw new InvalidArgumentError('not a whole number of milliseconds');
+  return ms;
+}

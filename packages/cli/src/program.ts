@@ -3,6 +3,8 @@ import { Command, CommanderError } from 'commander';
 import { agentsCommand } from './commands/agents.ts';
 import { decideCommand } from './commands/decide.ts';
 import { runsCommand } from './commands/runs.ts';
+import { schedulesCommand } from './commands/schedules.ts';
+import { webhooksCommand } from './commands/webhooks.ts';
 import { commandContext, type CliIo } from './context.ts';
 import { UsageError } from './usage-error.ts';
 import { EXIT, exitCodeForError, type ExitCode } from './exit-codes.ts';
@@ -15,7 +17,9 @@ export function createCli(io: CliIo): { run(argv: readonly string[]): Promise<Ex
   let exitCode: ExitCode = EXIT.ok;
   const program = new Command('baton');
   program
-    .description('Baton from the command line: start runs, watch them live, approve tool calls.')
+    .description(
+      'Baton from the command line: start runs, watch them live, approve tool calls, manage schedules.',
+    )
     .exitOverride()
     .configureOutput({
       writeOut: (s) => void io.stdout.write(s),
@@ -40,6 +44,8 @@ Exit codes:
   runsCommand(program, ctx);
   decideCommand(program, ctx);
   agentsCommand(program, ctx);
+  schedulesCommand(program, ctx);
+  webhooksCommand(program, ctx);
 
   return {
     async run(argv) {

@@ -1,4 +1,4 @@
-import type { RunEvent, RunSnapshot, RunSummary, AgentDescriptor } from '@baton/protocol';
+import type { RunEvent, RunSummary, RunView, AgentDescriptor } from '@baton/protocol';
 
 export interface Style {
   readonly dim: (s: string) => string;
@@ -24,6 +24,11 @@ export const colors: Style = {
 };
 const id = (s: string): string => s;
 export const plain: Style = { dim: id, bold: id, green: id, red: id, yellow: id, cyan: id };
+
+/** An instant for a terminal: ISO 8601 (UTC), '-' when there is none. */
+export function when(ms: number | null | undefined): string {
+  return ms === null || ms === undefined ? '-' : new Date(ms).toISOString();
+}
 
 function short(value: unknown, max = 80): string {
   const text = JSON.stringify(value) ?? 'undefined';
@@ -146,18 +151,27 @@ export class EventRenderer {
   }
 }
 
-/** `runs get`: a run snapshot for people. */
-export function renderSnapshot(snap: RunSnapshot, s: Style): string {
+/** `runs get`: a run snapshot for people, with its place in its run tree. */
+export function renderSnapshot(snap: RunView, s: Style): string {
   const lines = [
     `${s.bold(snap.runId)}  ${statusText(snap.status, s)}  agent ${snap.agent}  thread ${snap.threadId}`,
     `step ${snap.step}, phase ${snap.phase ?? '-'}, ${snap.usage.totalTokens} tokens${snap.termination ? `, ended: ${snap.termination.kind}` : ''}`,
   ];
+  if (snap.parent)
+    lines.push(
+      `child of ${snap.parent.runId} ${s.dim(`(${snap.parent.agent}, call ${snap.parent.toolName} ${snap.parent.toolCallId})`)}`,
+    );
+  if (snap.scheduleId !== undefined) lines.push(`created by schedule ${snap.scheduleId}`);
+  for (const child of snap.childRuns ?? [])
+    lines.push(
+      `  child ${child.childRunId} ${statusText(child.status ?? 'not started', s)} ${s.dim(`${child.childAgentId} for ${child.toolName}`)}`,
+    );
   if (snap.lastAssistantMessage) lines.push(`assistant: ${snap.lastAssistantMessage}`);
   for (const call of snap.toolCalls)
     lines.push(`  ${call.toolName} ${s.dim(call.toolCallId)} ${call.status}`);
   for (const call of snap.await?.calls ?? [])
     lines.push(
-      `${s.yellow('waiting:')} ${call.toolName} ${s.dim(call.toolCallId)} ${call.message}\n  baton decide ${snap.runId} ${call.toolCallId} --approve | --deny`,
+      `${s.yellow('waiting:')} ${call.toolName} ${s.dim(call.toolCallId)}${call.runId !== undefined ? s.dim(` in child run ${call.runId}`) : ''} ${call.message}\n  baton decide ${call.runId ?? snap.runId} ${call.toolCallId} --approve | --deny`,
     );
   return lines.join('\n') + '\n';
 }

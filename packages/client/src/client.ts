@@ -6,7 +6,8 @@ import {
   DecisionsResponseSchema,
   DeleteThreadResponseSchema,
   RunPageSchema,
-  RunSnapshotSchema,
+  RunViewSchema,
+  RunWebhooksResponseSchema,
   ThreadResponseSchema,
   type AgentDescriptor,
   type CancelResponse,
@@ -16,8 +17,9 @@ import {
   type DecisionsResponse,
   type DeleteThreadResponse,
   type RunPage,
-  type RunSnapshot,
   type RunStatus,
+  type RunView,
+  type RunWebhooksResponse,
   type ThreadResponse,
 } from '@baton/protocol';
 import { z } from 'zod';
@@ -67,9 +69,19 @@ export class RunsApi {
     return { ...res.body, replayed: res.headers.get('idempotent-replayed') === 'true' };
   }
 
-  /** `GET /v1/runs/:id`: the run's snapshot (status, await tickets, tool calls, usage, ...). */
-  async get(runId: string, opts: RequestOptions = {}): Promise<RunSnapshot> {
-    return (await this.t.json('GET', `/v1/runs/${enc(runId)}`, RunSnapshotSchema, opts)).body;
+  /**
+   * `GET /v1/runs/:id`: the run's snapshot (status, await tickets, tool calls, usage, ...), with
+   * its child runs' status, its parent (on a child run) and its schedule (on a scheduled run).
+   */
+  async get(runId: string, opts: RequestOptions = {}): Promise<RunView> {
+    return (await this.t.json('GET', `/v1/runs/${enc(runId)}`, RunViewSchema, opts)).body;
+  }
+
+  /** `GET /v1/runs/:id/webhooks`: the run's webhook endpoints (no secrets) and delivery log. */
+  async webhooks(runId: string, opts: RequestOptions = {}): Promise<RunWebhooksResponse> {
+    return (
+      await this.t.json('GET', `/v1/runs/${enc(runId)}/webhooks`, RunWebhooksResponseSchema, opts)
+    ).body;
   }
 
   /** `GET /v1/runs`: one page of the tenant's runs, newest first. */

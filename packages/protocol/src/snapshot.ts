@@ -6,7 +6,7 @@ import {
   RunStatusSchema,
   ToolCallStatusSchema,
 } from './enums.ts';
-import { ChildRunLinkSchema, ChildRunViewSchema } from './child-runs.ts';
+import { ChildRunLinkSchema, ChildRunViewSchema, RunParentSchema } from './child-runs.ts';
 import { DecisionActionSchema } from './decisions.ts';
 import { JsonObjectSchema, JsonValueSchema } from './json.ts';
 import { TerminationReasonSchema } from './termination.ts';
@@ -168,5 +168,7 @@ export const RunViewSchema = RunSnapshotSchema.extend({
   scheduleId: z.string().optional(),
   /** Child runs with their current status (agent-as-tool); absent when none. */
   childRuns: z.array(ChildRunViewSchema).optional(),
+  /** On a child run: the parent run and the call that started it; absent on top-level runs. */
+  parent: RunParentSchema.optional(),
 });
 export type RunView = z.infer<typeof RunViewSchema>;

@@ -3,6 +3,7 @@ import {
   CreateRunRequestSchema,
   SubmitDecisionsRequestSchema,
   isBatonError,
+  type RunParent,
   type RunSnapshot,
   type RunView,
 } from '@baton/protocol';
@@ -58,15 +59,23 @@ async function loadSnapshot(
   ctx: ApiContext,
   tenantId: string,
   runId: string,
-): Promise<{ snapshot: RunSnapshot; metadata: Record<string, string> }> {
+): Promise<{
+  snapshot: RunSnapshot;
+  metadata: Record<string, string>;
+  parent: RunParent | undefined;
+}> {
   const { checkpoint, events } = await ctx.service.loadWithEvents(tenantId, runId);
   if (events.length === 0) throw new RunNotFoundError(runId);
-  return { snapshot: foldSnapshot(events), metadata: checkpoint.metadata };
+  return {
+    snapshot: foldSnapshot(events),
+    metadata: checkpoint.metadata,
+    parent: checkpoint.identity.parent,
+  };
 }
 
 /** The snapshot, and whether the run waits for a worker of its agent (from heartbeats). */
 async function runView(ctx: ApiContext, tenantId: string, runId: string): Promise<RunView> {
-  const { snapshot, metadata } = await loadSnapshot(ctx, tenantId, runId);
+  const { snapshot, metadata, parent } = await loadSnapshot(ctx, tenantId, runId);
   const needsWorker = snapshot.status === 'created' || snapshot.status === 'running';
   const waitingForWorker = needsWorker && !(await ctx.service.catalog.available(snapshot.agent));
   const scheduleId = metadata[SCHEDULE_ID_METADATA];
@@ -77,6 +86,7 @@ async function runView(ctx: ApiContext, tenantId: string, runId: string): Promis
     ...tree,
     waitingForWorker,
     ...(scheduleId !== undefined ? { scheduleId } : {}),
+    ...(parent !== undefined ? { parent } : {}),
   };
   if (view.childRuns === undefined) delete view.childRuns;
   return view;
@@ -220,7 +230,7 @@ export const runsPaths: OpenApiPaths = {
       summary:
         'The run snapshot derived from its event log, and whether it waits for a worker of its agent',
       description:
-        'A run whose agent tools started child runs lists them in `childRuns` (with their status), and `await` also holds the suspended calls of its unfinished descendants, each with the `runId` that holds it.',
+        'A run whose agent tools started child runs lists them in `childRuns` (with their status), and `await` also holds the suspended calls of its unfinished descendants, each with the `runId` that holds it. A child run names its parent run and call in `parent`.',
       parameters: [runIdParam],
       responses: {
         '200': json('RunView', 'Snapshot'),
