@@ -147,9 +147,14 @@ describe('baton CLI against a real API and worker', () => {
   });
 
   it('runs list / get / cancel and agents', async () => {
-    const created = await runCli(['runs', 'create', '-a', 'assistant', '-m', 'report please'], env);
-    expect(created.code).toBe(0);
-    const runId = created.stdout.trim();
+    // A run that waits for a decision is still in progress whatever the machine's load: a run
+    // busy in a 1.5 s tool could finish before four CLI start-ups on a loaded machine.
+    const created = await runCli(
+      ['runs', 'create', '-a', 'assistant', '-m', 'deploy', '-w', '--json', '--until', 'suspended'],
+      env,
+    );
+    expect(created.code).toBe(12);
+    const runId = jsonEvents(created.stdout)[0]!.runId;
     const get = await runCli(['runs', 'get', runId], env);
     expect(get.code).toBe(0);
     expect(get.stdout).toContain(runId);
