@@ -67,6 +67,7 @@ const CLUSTER_SUITES = [
 const OWN_CLUSTER_TESTS = [
   'packages/testing/src/redis-cluster.test.ts',
   'test/cluster/cluster-failover.test.ts',
+  'test/cluster/bench-cluster.test.ts', // npm run bench -- --scenario=cluster, tiny knobs
 ];
 
 const ROOT = fileURLToPath(new URL('.', import.meta.url));
