@@ -1,8 +1,7 @@
-import type { ConnectionOptions } from 'bullmq';
-import { Cluster, Redis } from 'ioredis';
 import type { Clock } from '@baton/core';
 import type { Logger } from 'pino';
-import { duplicateClient, reconnectDelay, redisOptions } from './redis/connection.ts';
+import { duplicateClient } from './redis/connection.ts';
+import { createRedisClient } from './redis/redis-client.ts';
 import { RedisOutageLog } from './redis/outage-log.ts';
 import { coalesceWrites } from './redis/write-coalescing.ts';
 import { Durability } from './redis/durability.ts';
@@ -59,7 +58,11 @@ export class BatonRuntime {
   readonly children: ChildRuns;
   /** Webhooks: registration, the outbox pumped after commits, the sweeper, the delivery log. */
   readonly webhooks: WebhookOutbox;
-  readonly connection: ConnectionOptions;
+  /**
+   * The one connection every BullMQ Queue and the FlowProducer share (a BullMQ Worker duplicates
+   * it for its own connections); it used to be options, which opened a connection per queue.
+   */
+  readonly connection: RedisClient;
   readonly clock: Clock;
   /**
    * Where every Redis connection of the process reports its errors: an outage is one line, a
@@ -81,7 +84,7 @@ export class BatonRuntime {
     this.clock = clock;
     this.config = config;
     this.ownsClient = client === undefined;
-    this.redis = client ?? new Redis(config.REDIS_URL, redisOptions(role, 'baton'));
+    this.redis = client ?? createRedisClient(config, { role, connectionName: 'baton' });
     coalesceWrites(this.redis);
     const redis = this.redis;
     this.outage = new RedisOutageLog({
@@ -97,20 +100,13 @@ export class BatonRuntime {
       if (!outage.connectionError(err, 'main')) logger.error({ err }, 'redis error');
     });
     this.redis.on('ready', () => outage.connected());
-    // BullMQ's own connections get the same reconnect policy (its default backs off to 20 s).
-    const bull = redisOptions(role, 'baton-bull');
+    // BullMQ's connection has the role's reconnect policy (BullMQ's own backs off to 20 s).
     this.connection = client
       ? duplicateClient(client, { connectionName: 'baton-bull', maxRetriesPerRequest: null })
-      : {
-          url: config.REDIS_URL,
-          connectionName: 'baton-bull',
-          retryStrategy: reconnectDelay,
-          maxRetriesPerRequest: bull.maxRetriesPerRequest ?? null,
-          // No enableOfflineQueue: false here: BullMQ closes its connections with QUIT, which must
-          // not throw while Redis is away. A bounded retry count and the command timeout still make
-          // an API request fail within seconds.
-          ...(bull.commandTimeout === undefined ? {} : { commandTimeout: bull.commandTimeout }),
-        };
+      : createRedisClient(config, { role, connectionName: 'baton-bull', bullmq: true });
+    this.connection.on('error', (err) => {
+      if (!outage.connectionError(err, 'bull')) logger.error({ err }, 'redis error (queues)');
+    });
     this.durability = new Durability(this.redis, config.BATON_DURABILITY);
     this.keys = new BatonKeys(config.BATON_PREFIX);
     const now = (): number => clock.now();
@@ -207,8 +203,7 @@ export class BatonRuntime {
   async close(): Promise<void> {
     this.outage.close();
     await this.queues.close();
-    if (this.connection instanceof Redis || this.connection instanceof Cluster)
-      await this.connection.quit().catch(() => undefined);
+    await this.connection.quit().catch(() => undefined);
     if (this.ownsClient) await this.redis.quit().catch(() => undefined);
   }
 }
