@@ -273,7 +273,7 @@ export function benchClient(url: string, name = 'bench'): Redis {
 }
 
 /** Like benchClient, and an ioredis Cluster for a `redis+cluster://` URL. */
-export function benchAnyClient(url: string, name = 'bench'): AnyRedis {
+function benchAnyClient(url: string, name = 'bench'): AnyRedis {
   const client = testRedis(url, { maxRetriesPerRequest: null, connectionName: name });
   client.on('error', (err: Error) => progress(`bench redis client error: ${err.message}`));
   return client;

@@ -50,7 +50,7 @@ function turn(request: InferenceRequest): ScriptedTurn {
   };
 }
 
-export function failoverAgents(): AgentDefinition[] {
+function failoverAgents(): AgentDefinition[] {
   return [
     {
       name: 'failover',
