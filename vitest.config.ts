@@ -40,7 +40,36 @@ const FAULT_TESTS = [
  * back to 127.0.0.1:6379, the machine's shared Redis.
  */
 const NEEDS_REDIS_OR_PROCESSES =
-  /\binject\(|['"]node:child_process['"]|@baton\/testing\/(redis|process-stack|worker-process|api-process|api-harness|worker-harness|child-stack)/;
+  /\binject\(|['"]node:child_process['"]|@baton\/testing\/(redis|process-stack|worker-process|api-process|api-harness|worker-harness|child-stack)|\.\/redis-(cluster|process)(\.ts)?['"]/;
+
+/**
+ * The cluster project: the end-to-end suites again, on one real Redis Cluster (3 masters + 3
+ * replicas, packages/testing/src/global-setup-cluster.ts) instead of one Redis, plus the tests
+ * that start clusters of their own (the fixture's, the failover). `npm run test:cluster`; CI runs
+ * it after the faults. The suites run unchanged: their helpers build a cluster client from the
+ * `redis+cluster://` URL, and the few that read the whole keyspace do it on every master.
+ */
+const CLUSTER_SUITES = [
+  'test/integration/api-e2e.test.ts', // runs through the API
+  'test/integration/worker-basic.test.ts', // runs on in-process workers
+  'test/integration/tree-stream-reconnect.test.ts', // SSE reconnect over a run tree
+  'test/integration/run-service-decisions.test.ts', // decisions
+  'test/integration/worker-cancel.test.ts', // cancel
+  'test/integration/api-cancel-races.test.ts', // cancel racing the run's own end
+  'test/integration/worker-threads.test.ts', // threads
+  'test/integration/child-runs.test.ts', // child runs
+  'test/integration/schedules.test.ts', // schedules
+  'test/integration/webhooks.test.ts', // webhooks
+  'test/integration/protocol-ai-sdk.test.ts', // AI SDK route
+  'test/integration/protocol-ag-ui.test.ts', // AG-UI route
+];
+/** Tests that start their own Redis Cluster: too heavy for integration, run by the cluster project. */
+const OWN_CLUSTER_TESTS = [
+  'packages/testing/src/redis-cluster.test.ts',
+  'test/cluster/cluster-failover.test.ts',
+  'test/cluster/bench-cluster.test.ts', // npm run bench -- --scenario=cluster, tiny knobs
+  'test/cluster/cluster-durability.test.ts', // strict durability: every master, a replica each
+];
 
 const ROOT = fileURLToPath(new URL('.', import.meta.url));
 const srcTestsWithRedis = globSync(SRC_TESTS, {
@@ -87,7 +116,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.test.ts', ...srcTestsWithRedis],
-          exclude: [...EXCLUDE, ...FAULT_TESTS],
+          exclude: [...EXCLUDE, ...FAULT_TESTS, ...OWN_CLUSTER_TESTS],
           // One private Redis per project run; tests read it with inject('redisUrl').
           globalSetup: ['packages/testing/src/global-setup.ts'],
         },
@@ -99,6 +128,18 @@ export default defineConfig({
           include: FAULT_TESTS,
           exclude: EXCLUDE,
           globalSetup: ['packages/testing/src/global-setup.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'cluster',
+          include: [...CLUSTER_SUITES, ...OWN_CLUSTER_TESTS],
+          exclude: EXCLUDE,
+          // One Redis Cluster per project run; tests read its URL with inject('redisUrl').
+          globalSetup: ['packages/testing/src/global-setup-cluster.ts'],
+          // A cluster client needs longer to settle (slot map, redirections) than one Redis.
+          hookTimeout: 60_000,
         },
       },
     ],

@@ -5,7 +5,8 @@
  * Results go to stdout as one JSON document (bench/run.ts); everything else goes to stderr.
  */
 import { cpus, loadavg } from 'node:os';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { isClusterUrl, mastersOf, testRedis, type AnyRedis } from '@baton/testing/redis-client';
 
 /** What every scenario gets from bench/run.ts. */
 export interface BenchContext {
@@ -150,7 +151,27 @@ export interface RedisSnapshot {
   readonly netOutBytes: number;
 }
 
-export async function redisSnapshot(redis: Redis): Promise<RedisSnapshot> {
+/** On a cluster, the sum over its masters (what the system under test made them do). */
+export async function redisSnapshot(redis: AnyRedis): Promise<RedisSnapshot> {
+  const parts = await Promise.all(mastersOf(redis).map(nodeSnapshot));
+  const calls: Record<string, number> = {};
+  const usec: Record<string, number> = {};
+  for (const p of parts) {
+    for (const [cmd, n] of Object.entries(p.calls)) calls[cmd] = (calls[cmd] ?? 0) + n;
+    for (const [cmd, n] of Object.entries(p.usec)) usec[cmd] = (usec[cmd] ?? 0) + n;
+  }
+  const sum = (f: (p: RedisSnapshot) => number): number => parts.reduce((a, p) => a + f(p), 0);
+  return {
+    calls,
+    usec,
+    totalCommands: sum((p) => p.totalCommands),
+    cpuSeconds: sum((p) => p.cpuSeconds),
+    netInBytes: sum((p) => p.netInBytes),
+    netOutBytes: sum((p) => p.netOutBytes),
+  };
+}
+
+async function nodeSnapshot(redis: Redis): Promise<RedisSnapshot> {
   const [commandstats, stats, cpu] = await Promise.all([
     redis.info('commandstats'),
     redis.info('stats'),
@@ -239,10 +260,22 @@ function sumValues(record: Record<string, number>): number {
   return Object.values(record).reduce((a, b) => a + b, 0);
 }
 
-/** A plain client for the bench's own bookkeeping (never used by the system under test). */
+/**
+ * A plain client for the bench's own bookkeeping (never used by the system under test). One
+ * node: the scenarios that read a node's keyspace or memory (SCAN, MEMORY) take one Redis.
+ */
 export function benchClient(url: string, name = 'bench'): Redis {
-  const client = new Redis(url, { maxRetriesPerRequest: null, connectionName: name });
-  client.on('error', (err) => progress(`bench redis client error: ${err.message}`));
+  if (isClusterUrl(url))
+    throw new BenchError(
+      `${name}: this scenario reads one Redis node and does not run on a cluster (${url.split(',')[0]}…); the "cluster" scenario measures clusters`,
+    );
+  return benchAnyClient(url, name) as Redis;
+}
+
+/** Like benchClient, and an ioredis Cluster for a `redis+cluster://` URL. */
+function benchAnyClient(url: string, name = 'bench'): AnyRedis {
+  const client = testRedis(url, { maxRetriesPerRequest: null, connectionName: name });
+  client.on('error', (err: Error) => progress(`bench redis client error: ${err.message}`));
   return client;
 }
 

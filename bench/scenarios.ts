@@ -14,6 +14,7 @@ import { threadGrowth } from './thread-growth.ts';
 import { streaming } from './streaming.ts';
 import { sseFanout } from './sse-fanout.ts';
 import { budgets } from './budgets.ts';
+import { cluster } from './cluster.ts';
 
 export const scenarios: readonly Scenario[] = [
   throughput,
@@ -25,5 +26,6 @@ export const scenarios: readonly Scenario[] = [
   threadGrowth,
   streaming,
   sseFanout,
+  cluster,
   budgets,
 ];

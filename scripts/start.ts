@@ -9,6 +9,10 @@
  *   3. 127.0.0.1:6379, if a Redis answers there: it may be someone else's, so it says so and
  *      uses a prefix of its own (`BATON_PREFIX` if set, else `baton-start-<random>`);
  *   4. otherwise exit, naming the three ways to get Redis.
+ * With BATON_LOCAL_REDIS=cluster (and no REDIS_URL), case 2 is a local Redis Cluster instead: 3
+ * masters without replicas (BATON_LOCAL_REDIS_REPLICAS=1 adds one each), from the cluster
+ * fixture of packages/testing/src/redis-cluster.ts, and API and worker get its
+ * `redis+cluster://` URL, as they would for a real cluster.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -20,6 +24,7 @@ import { delimiter, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { startRedisCluster } from '@baton/testing/redis-cluster';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const color = process.stdout.isTTY
@@ -91,6 +96,24 @@ async function resolveRedis(): Promise<RedisChoice> {
     return { url: env, stop: async () => {} };
   }
   const bin = await findOnPath('redis-server');
+  const local = process.env['BATON_LOCAL_REDIS'];
+  if (local !== undefined && local !== '' && local !== 'cluster')
+    throw new Error(`BATON_LOCAL_REDIS must be "cluster" or unset (got "${local}")`);
+  if (local === 'cluster') {
+    if (!bin) {
+      process.stderr.write(
+        'BATON_LOCAL_REDIS=cluster starts a local Redis Cluster from `redis-server` and `redis-cli`, and neither is on PATH (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis)\n',
+      );
+      process.exit(1);
+    }
+    const replicas = Number(process.env['BATON_LOCAL_REDIS_REPLICAS'] ?? '0');
+    say(`Redis: starting a local Redis Cluster (3 masters, ${replicas} replica(s) each)…`);
+    const cluster = await startRedisCluster({ masters: 3, replicasPerMaster: replicas });
+    say(
+      `Redis: a local Redis Cluster on ports ${cluster.ports.join(', ')} (removed on exit); REDIS_URL=${cluster.url}`,
+    );
+    return { url: cluster.url, stop: () => cluster.stop() };
+  }
   if (!bin) {
     if (await answersPing('redis://127.0.0.1:6379')) {
       // Someone else's Redis, perhaps: never mix keys with another Baton or app silently.

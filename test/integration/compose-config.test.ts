@@ -1,6 +1,7 @@
 /**
- * docker-compose.yml cannot be started here (no Docker engine), so what it promises is checked as
- * text: Redis persists every write before answering, and both services insist on it.
+ * docker-compose.yml and docker-compose.cluster.yml cannot be started here (no Docker engine), so
+ * what they promise is checked as text: Redis persists every write before answering, and both
+ * services insist on it; the cluster variant forms a 3 + 3 cluster and names it in REDIS_URL.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -25,5 +26,37 @@ describe('docker-compose.yml', () => {
 
   it('starts the API and the workers in strict durability mode', () => {
     for (const name of ['api', 'worker']) expect(service(name)).toMatch(/BATON_DURABILITY: strict/);
+  });
+});
+
+describe('docker-compose.cluster.yml', () => {
+  const cluster = readFileSync(
+    new URL('../../docker-compose.cluster.yml', import.meta.url),
+    'utf8',
+  );
+
+  it('runs six cluster-enabled Redis nodes, each announcing its own host name, with noeviction', () => {
+    for (let i = 1; i <= 6; i += 1)
+      expect(cluster).toMatch(
+        new RegExp(`\\n  redis-${i}:\\n    <<: \\*redis-node\\n    hostname: redis-${i}\\n`),
+      );
+    expect(cluster).toMatch(/--cluster-enabled yes/);
+    expect(cluster).toMatch(/--cluster-announce-hostname "\$\$\(hostname\)"/);
+    expect(cluster).toMatch(/--maxmemory-policy noeviction/);
+  });
+
+  it('forms the cluster once, 3 masters + 3 replicas, before API and worker start', () => {
+    expect(cluster).toMatch(
+      /redis-cli --cluster create redis-1:6379 redis-2:6379 redis-3:6379 \\\s+redis-4:6379 redis-5:6379 redis-6:6379 --cluster-replicas 1 --cluster-yes/,
+    );
+    const waits = cluster.match(
+      /redis-cluster-init:\n\s+condition: service_completed_successfully/g,
+    );
+    expect(waits).toHaveLength(2);
+  });
+
+  it('tells API and worker the cluster through REDIS_URL alone', () => {
+    expect(cluster).toMatch(/REDIS_URL: redis\+cluster:\/\/redis-1:6379,redis-2:6379,redis-3:6379/);
+    expect(cluster.match(/<<: \*baton-env/g)).toHaveLength(2);
   });
 });

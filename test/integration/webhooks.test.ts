@@ -22,8 +22,8 @@ import {
   type WebhookMessage,
 } from '@baton/protocol';
 import { BatonKeys, webhookIdFor } from '@baton/runtime/internal';
-import { Redis } from 'ioredis';
 import { ApiClient } from '@baton/testing/api-harness';
+import { testRedis } from '@baton/testing/redis-client';
 import { silentLogger, testPrefix } from '@baton/testing/worker-harness';
 import {
   spawnWorker,
@@ -369,7 +369,7 @@ describe('webhooks against a real receiver', () => {
     expect(rx.on('/never')).toEqual([]);
 
     // The webhook keys live as long as the finished run, and go with it when it is deleted.
-    const redis = new Redis(s.redisUrl);
+    const redis = testRedis(s.redisUrl);
     try {
       const keys = new BatonKeys(s.prefix);
       const hook = keys.webhook(runId);

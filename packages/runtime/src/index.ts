@@ -16,6 +16,18 @@ export type { Loaded } from './run-committer.ts';
 export { systemClock } from './system-clock.ts';
 export { bullPrefix } from './redis/keys.ts';
 export type { RedisClient } from './redis/scripts.ts';
+/**
+ * @public The client Baton's own processes build from REDIS_URL (one node, a Cluster, Sentinel)
+ * for a role ('api' fails fast, 'worker' waits out a failover): for an embedder who wants the
+ * same behaviour on a client of its own to pass to createWorker({ redis }) or startApi({ redis }).
+ */
+export {
+  createRedisClient,
+  type RedisClientOptions,
+  type RedisSettings,
+} from './redis/redis-client.ts';
+/** @public The roles createRedisClient builds a client for. */
+export type { RedisRole } from './redis/connection.ts';
 export { createLogger, type BatonLogger } from './logger.ts';
 export {
   startTracing,

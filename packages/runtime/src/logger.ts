@@ -1,5 +1,6 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
 import { traceLogOptions } from './telemetry/trace-log.ts';
+import { redactRedisUrl } from './redis/redis-url.ts';
 
 /** One log method: a message, or fields and then a message (pino's argument order). */
 export interface BatonLogFn {
@@ -107,6 +108,9 @@ export function safeUrl(url: string): string {
     if (u.password) u.password = '***';
     return u.toString();
   } catch {
-    return '(unparseable url)';
+    // A cluster's or Sentinel's list of hosts is no WHATWG URL.
+    return /^rediss?\+(cluster|sentinel):\/\//i.test(url)
+      ? redactRedisUrl(url)
+      : '(unparseable url)';
   }
 }

@@ -1,5 +1,21 @@
 import { z } from 'zod';
+import { parseNatMap } from './redis/redis-client.ts';
+import { parseRedisUrl } from './redis/redis-url.ts';
 import { webhookConfigShape } from './webhooks/webhook-config.ts';
+
+/** A check that throws with a message becomes a zod issue with that message. */
+function valid(check: (value: string) => unknown) {
+  return (value: string, ctx: z.RefinementCtx): void => {
+    try {
+      check(value);
+    } catch (error) {
+      ctx.addIssue({
+        code: 'custom',
+        message: (error as Error).message.replace(/^REDIS_URL /, ''),
+      });
+    }
+  };
+}
 
 /** Per-tenant limits the API and the workers both enforce. */
 export const tenantLimitsShape = {
@@ -24,7 +40,17 @@ export const TENANT_LIMIT_DEFAULTS: TenantLimits = z.object(tenantLimitsShape).p
  * agree (see README, "Retention and durability").
  */
 export const runtimeConfigShape = {
-  REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
+  /**
+   * Which Redis, and what kind: redis:// or rediss:// (one node), redis+cluster:// (a Redis
+   * Cluster's seed nodes), redis+sentinel://…/<masterName> (see redis/redis-url.ts).
+   */
+  REDIS_URL: z.string().default('redis://127.0.0.1:6379').superRefine(valid(parseRedisUrl)),
+  /** Cluster/Sentinel: JSON {"announced-host:port": {"host", "port"}} when nodes sit behind NAT. */
+  REDIS_NAT_MAP: z.string().superRefine(valid(parseNatMap)).optional(),
+  /** Cluster: 'passthrough' connects by the announced name (managed TLS clusters). */
+  REDIS_CLUSTER_DNS_LOOKUP: z.enum(['passthrough']).optional(),
+  /** rediss://: a PEM file of the CA that signed the server's certificate. */
+  REDIS_TLS_CA_FILE: z.string().min(1).optional(),
   BATON_PREFIX: z
     .string()
     .regex(/^[a-z0-9-]+$/i)

@@ -1,11 +1,12 @@
-import type { ConnectionOptions } from 'bullmq';
-import { Cluster, Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
 import type { Clock } from '@baton/core';
 import type { Logger } from 'pino';
-import { duplicateClient, reconnectDelay, redisOptions } from './redis/connection.ts';
+import { duplicateClient } from './redis/connection.ts';
+import { createRedisClient } from './redis/redis-client.ts';
 import { RedisOutageLog } from './redis/outage-log.ts';
 import { coalesceWrites } from './redis/write-coalescing.ts';
 import { Durability } from './redis/durability.ts';
+import { checkTopology } from './redis/topology.ts';
 import { BatonKeys } from './redis/keys.ts';
 import { RedisRunStore } from './redis/redis-run-store.ts';
 import { RedisThreadStore } from './redis/thread-store.ts';
@@ -59,7 +60,11 @@ export class BatonRuntime {
   readonly children: ChildRuns;
   /** Webhooks: registration, the outbox pumped after commits, the sweeper, the delivery log. */
   readonly webhooks: WebhookOutbox;
-  readonly connection: ConnectionOptions;
+  /**
+   * The one connection every BullMQ Queue and the FlowProducer share (a BullMQ Worker duplicates
+   * it for its own connections); it used to be options, which opened a connection per queue.
+   */
+  readonly connection: RedisClient;
   readonly clock: Clock;
   /**
    * Where every Redis connection of the process reports its errors: an outage is one line, a
@@ -81,7 +86,7 @@ export class BatonRuntime {
     this.clock = clock;
     this.config = config;
     this.ownsClient = client === undefined;
-    this.redis = client ?? new Redis(config.REDIS_URL, redisOptions(role, 'baton'));
+    this.redis = client ?? createRedisClient(config, { role, connectionName: 'baton' });
     coalesceWrites(this.redis);
     const redis = this.redis;
     this.outage = new RedisOutageLog({
@@ -97,20 +102,13 @@ export class BatonRuntime {
       if (!outage.connectionError(err, 'main')) logger.error({ err }, 'redis error');
     });
     this.redis.on('ready', () => outage.connected());
-    // BullMQ's own connections get the same reconnect policy (its default backs off to 20 s).
-    const bull = redisOptions(role, 'baton-bull');
+    // BullMQ's connection has the role's reconnect policy (BullMQ's own backs off to 20 s).
     this.connection = client
       ? duplicateClient(client, { connectionName: 'baton-bull', maxRetriesPerRequest: null })
-      : {
-          url: config.REDIS_URL,
-          connectionName: 'baton-bull',
-          retryStrategy: reconnectDelay,
-          maxRetriesPerRequest: bull.maxRetriesPerRequest ?? null,
-          // No enableOfflineQueue: false here: BullMQ closes its connections with QUIT, which must
-          // not throw while Redis is away. A bounded retry count and the command timeout still make
-          // an API request fail within seconds.
-          ...(bull.commandTimeout === undefined ? {} : { commandTimeout: bull.commandTimeout }),
-        };
+      : createRedisClient(config, { role, connectionName: 'baton-bull', bullmq: true });
+    this.connection.on('error', (err) => {
+      if (!outage.connectionError(err, 'bull')) logger.error({ err }, 'redis error (queues)');
+    });
     this.durability = new Durability(this.redis, config.BATON_DURABILITY);
     this.keys = new BatonKeys(config.BATON_PREFIX);
     const now = (): number => clock.now();
@@ -189,8 +187,27 @@ export class BatonRuntime {
     });
   }
 
+  /**
+   * The start-up checks of the Redis this process uses: the kind REDIS_URL says is the kind it
+   * is, and strict durability can be kept. Throws a one-line reason for the operator.
+   */
+  async checkRedis(): Promise<void> {
+    await checkTopology(this.redis);
+    await this.durability.check();
+  }
+
   /** Resolves true once the main connection is ready, false after `timeoutMs` without it. */
   async waitUntilReady(timeoutMs: number): Promise<boolean> {
+    const ready = await this.untilReady(timeoutMs);
+    // A Cluster connects to each node at its first command, and a fail-fast client (no offline
+    // queue) refuses commands to a node still connecting: connect every master now, not under
+    // the first burst of requests.
+    if (ready && this.redis instanceof Cluster)
+      await Promise.allSettled(this.redis.nodes('master').map((node) => node.ping()));
+    return ready;
+  }
+
+  private async untilReady(timeoutMs: number): Promise<boolean> {
     if (this.redis.status === 'ready') return true;
     return new Promise<boolean>((resolve) => {
       const done = (ok: boolean): void => {
@@ -207,8 +224,7 @@ export class BatonRuntime {
   async close(): Promise<void> {
     this.outage.close();
     await this.queues.close();
-    if (this.connection instanceof Redis || this.connection instanceof Cluster)
-      await this.connection.quit().catch(() => undefined);
+    await this.connection.quit().catch(() => undefined);
     if (this.ownsClient) await this.redis.quit().catch(() => undefined);
   }
 }

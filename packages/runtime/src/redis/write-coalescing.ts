@@ -2,6 +2,8 @@ import type { Socket } from 'node:net';
 import { Redis } from 'ioredis';
 
 const COALESCING = Symbol('baton.writeCoalescing');
+/** Clients already set up: BullMQ Workers share one connection, and each hands it here. */
+const installed = new WeakSet<object>();
 
 /**
  * Writes every command a connection sends within one turn of the event loop with one system call
@@ -15,7 +17,8 @@ const COALESCING = Symbol('baton.writeCoalescing');
  */
 export function coalesceWrites(client: unknown): void {
   // BullMQ hands out its ioredis clients behind a proxy, which is still an instance of Redis.
-  if (!(client instanceof Redis)) return;
+  if (!(client instanceof Redis) || installed.has(client)) return;
+  installed.add(client);
   const install = (): void => {
     const stream = (client as unknown as { stream?: Socket & { [COALESCING]?: true } }).stream;
     if (!stream || stream[COALESCING]) return;

@@ -1,0 +1,19 @@
+/**
+ * Vitest globalSetup of the cluster project: starts ONE Redis Cluster (3 masters + 3 replicas)
+ * for the whole run and provides its `redis+cluster://` URL under the key the integration suites
+ * already read (`inject('redisUrl')`), so they run unchanged against it.
+ */
+import type { TestProject } from 'vitest/node';
+import { startRedisCluster } from './redis-cluster.ts';
+import './global-setup.ts'; // the ProvidedContext declaration
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  console.info(`[baton tests] node ${process.version} (${process.execPath})`);
+  const cluster = await startRedisCluster({ masters: 3, replicasPerMaster: 1 });
+  console.info(`[baton tests] Redis Cluster ${cluster.url}`);
+  project.provide('redisUrl', cluster.url);
+  project.provide('redisSource', 'redis-server');
+  return async () => {
+    await cluster.stop();
+  };
+}
