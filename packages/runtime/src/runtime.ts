@@ -205,6 +205,7 @@ export class BatonRuntime {
   }
 
   async close(): Promise<void> {
+    await this.store.metrics.close();
     this.outage.close();
     await this.queues.close();
     if (this.connection instanceof Redis || this.connection instanceof Cluster)

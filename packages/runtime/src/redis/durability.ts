@@ -1,5 +1,6 @@
 import type { RedisClient } from './scripts.ts';
 import { DurabilityError } from '../errors/durability-error.ts';
+import { RedisVersionError } from '../errors/redis-version-error.ts';
 
 export type DurabilityMode = 'relaxed' | 'strict';
 
@@ -42,9 +43,18 @@ export class Durability {
     return this.strategyValue;
   }
 
+  /**
+   * Also refuses a Redis older than 7 (whatever the mode): the commit scripts SPUBLISH every event
+   * (sharded pub/sub, Redis 7), and on an older server every commit would fail.
+   */
   async check(): Promise<DurabilityStrategy> {
-    if (this.mode === 'relaxed') return (this.strategyValue = 'none');
     const server = await this.redis.info('server');
+    const version = field(server, 'redis_version') ?? '0';
+    if (!atLeast(version, 7, 0))
+      throw new RedisVersionError(
+        `Baton needs Redis 7 or later (sharded pub/sub: SPUBLISH/SSUBSCRIBE); this server is Redis ${version}`,
+      );
+    if (this.mode === 'relaxed') return (this.strategyValue = 'none');
     const persistence = await this.redis.info('persistence');
     const aof = field(persistence, 'aof_enabled') === '1';
     let fsync: string | undefined;
@@ -55,8 +65,7 @@ export class Durability {
       fsync = undefined; // CONFIG is often disabled on managed Redis
     }
     if (aof && fsync === 'always') return (this.strategyValue = 'fsync-always');
-    if (aof && atLeast(field(server, 'redis_version') ?? '0', 7, 2))
-      return (this.strategyValue = 'waitaof');
+    if (aof && atLeast(version, 7, 2)) return (this.strategyValue = 'waitaof');
     throw new DurabilityError(
       `BATON_DURABILITY=strict needs Redis to persist every write before it answers: run it with ` +
         `"appendonly yes" and "appendfsync always" (found appendonly ${aof ? 'yes' : 'no'}, ` +
