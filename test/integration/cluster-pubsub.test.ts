@@ -232,7 +232,7 @@ describe('sharded pub/sub on a Redis Cluster (3 masters + 3 replicas)', () => {
     const first = await store.create(created.checkpoint, created.events);
     let cp = created.checkpoint;
     let version = first.version;
-    const commit = async (): Promise<RunEvent[]> => {
+    const commit = async (): Promise<readonly RunEvent[]> => {
       cp = nextCheckpoint(cp, { status: 'running' });
       const r = await store.commit(runId, version, cp, trickyBodies(cp.step).slice(0, 1), null);
       version = r.version;
