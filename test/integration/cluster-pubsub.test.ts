@@ -131,7 +131,9 @@ async function role(port: number): Promise<string[]> {
  */
 async function untilClusterOk(nodes: readonly Node[]): Promise<void> {
   for (let tries = 0; ; tries += 1) {
-    const infos = await Promise.all(nodes.map((n) => clusterInfo(n.port).catch(() => ({}))));
+    const infos = await Promise.all(
+      nodes.map((n) => clusterInfo(n.port).catch((): Record<string, string> => ({}))),
+    );
     const roles = await Promise.all(nodes.map((n) => role(n.port)));
     const replicas = roles.filter((r) => r[0] === 'slave');
     if (
