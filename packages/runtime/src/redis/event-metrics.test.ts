@@ -40,9 +40,15 @@ describe('event metrics counted where events are committed', () => {
     ]);
     // A stale version: refused, so nothing of it is counted.
     await expect(
-      store.commit(runId, 1, nextCheckpoint(cp), [
-        { type: 'run.finished', status: 'done', termination: { kind: 'cancelled' } },
-      ] as unknown as EventBody[]),
+      store.commit(
+        runId,
+        1,
+        nextCheckpoint(cp),
+        [
+          { type: 'run.finished', status: 'done', termination: { kind: 'cancelled' } },
+        ] as unknown as EventBody[],
+        null,
+      ),
     ).rejects.toMatchObject({ name: 'VersionConflictError' });
     await commit([{ type: 'run.finished', status: 'done', termination: { kind: 'completed' } }]);
     await store.metrics.flush();
