@@ -48,7 +48,15 @@ export class Durability {
    * (sharded pub/sub, Redis 7), and on an older server every commit would fail.
    */
   async check(): Promise<DurabilityStrategy> {
-    const server = await this.redis.info('server');
+    let server: string;
+    try {
+      server = await this.redis.info('server');
+    } catch (err) {
+      // A managed Redis may refuse INFO: relaxed mode has nothing else to check.
+      if (this.mode === 'relaxed' && err instanceof Error && err.name === 'ReplyError')
+        return (this.strategyValue = 'none');
+      throw err;
+    }
     const version = field(server, 'redis_version') ?? '0';
     if (!atLeast(version, 7, 0))
       throw new RedisVersionError(
