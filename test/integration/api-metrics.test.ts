@@ -50,5 +50,9 @@ describe('/metrics', () => {
     expect(body).toMatch(/baton_runs\{activity="active"\} \d+/);
     expect(body).toMatch(/baton_runs\{activity="waiting"\} 5/);
     expect(body).not.toMatch(/tenant-a/);
+    // Tool durations of every run, counted by the workers that committed the results (they
+    // flushed their counts as they stopped), not heard over pub/sub.
+    const tools = /^baton_tool_duration_seconds_count\{tool="get_weather"\} (\d+)/m.exec(body);
+    expect(Number(tools?.[1])).toBeGreaterThanOrEqual(runs.length);
   });
 });

@@ -111,25 +111,21 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   } else logger.warn('redis is not reachable yet; requests get 503 until it is');
   // Webhooks: every run of these tenants also reports to the tenant's endpoint.
   runtime.webhooks.tenantWebhooks = tenantWebhooks;
-  const metrics = new ApiMetrics(runtime);
-  // With EVENT_METRICS the metrics watch every run's channel: the streams' subscriber then takes
-  // its messages from that one pattern subscription (no SUBSCRIBE per stream, one decode each).
+  const metrics = new ApiMetrics(runtime, { eventMetrics: config.EVENT_METRICS });
+  // Step/tool/finished-run metrics come from the counts every committing process adds to Redis
+  // (no subscription to every run); the subscriber only hears the runs this instance streams, and
+  // their live messages give the pub/sub lag.
   const subscriber = new RunEventSubscriber({
     redis: runtime.redis,
     source: runtime.store,
     onError: (err, runId) => logger.warn({ err, runId }, 'event subscriber error'),
     ...(config.EVENT_METRICS
       ? {
-          pattern: runtime.keys.runChannelPattern,
           onMessage: (message: string, decode: () => RunEvent[]) =>
             observeMessage(metrics, message, Date.now(), decode),
         }
       : {}),
   });
-  // Without Redis the pattern subscription waits for it: listen meanwhile (requests get 503),
-  // and every stream waits for that subscription before it reads (subscribe() awaits start()).
-  if (redisReady) await subscriber.start();
-  else void subscriber.start().catch(() => undefined);
 
   const context: ApiContext = {
     config,

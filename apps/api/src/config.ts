@@ -60,7 +60,10 @@ export const ApiConfigSchema = z.object({
   /** How long an idle keep-alive connection stays open; above typical proxy idle timeouts. */
   KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).default(65_000),
   IDEMPOTENCY_TTL_SECONDS: z.coerce.number().int().min(1).default(86_400),
-  /** Observe every run's events (pub/sub pattern) for step/tool duration and lag metrics. */
+  /**
+   * Report step/tool durations and finished runs of every run (read from the counts committing
+   * processes add to Redis) and the pub/sub lag of the streamed runs.
+   */
   EVENT_METRICS: bool.default(true),
   /**
    * Agent a front-end protocol request runs when it names none (AI SDK body `agent`, AG-UI

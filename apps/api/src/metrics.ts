@@ -1,6 +1,13 @@
 import type { RunEvent } from '@baton/protocol';
 import { type BatonRuntime } from '@baton/runtime';
-import { decodeEventPayload } from '@baton/runtime/internal';
+import {
+  STEP_BUCKETS,
+  TOOL_BUCKETS,
+  decodeEventMetrics,
+  decodeEventPayload,
+  type EventMetricsSnapshot,
+  type StoredHistogram,
+} from '@baton/runtime/internal';
 import type { RequestHandler } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
@@ -13,19 +20,107 @@ const QUEUE_STATES = [
   'failed',
 ] as const;
 
+/** What the stored event metrics' collectors need from the hash (one read per scrape). */
+type EventMetricsSource = () => Promise<EventMetricsSnapshot>;
+
+interface StoredMetricValue {
+  readonly value: number;
+  readonly labels: Record<string, string | number>;
+  readonly metricName?: string;
+}
+
+/**
+ * A metric whose values live in Redis (the counts every committing process adds, see
+ * @baton/runtime's event-metrics.ts), not in this process: prom-client's own classes only count
+ * what they observe, so this is a collector in the shape its registry reads (name, help, type,
+ * get()).
+ */
+class StoredMetric {
+  readonly name: string;
+  readonly help: string;
+  readonly type: 'histogram' | 'counter';
+  readonly aggregator = 'omit';
+  private readonly read: () => Promise<StoredMetricValue[]>;
+
+  constructor(
+    opts: { name: string; help: string; type: 'histogram' | 'counter'; registers: Registry[] },
+    read: () => Promise<StoredMetricValue[]>,
+  ) {
+    this.name = opts.name;
+    this.help = opts.help;
+    this.type = opts.type;
+    this.read = read;
+    for (const registry of opts.registers)
+      registry.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0]);
+  }
+
+  async get(): Promise<{
+    name: string;
+    help: string;
+    type: string;
+    aggregator: string;
+    values: StoredMetricValue[];
+  }> {
+    const values = await this.read();
+    return {
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      aggregator: this.aggregator,
+      values,
+    };
+  }
+
+  reset(): void {
+    // the values are the deployment's, kept in Redis: nothing of this process to reset
+  }
+}
+
+/** Prometheus histogram samples (cumulative buckets, +Inf, sum, count) of a stored histogram. */
+function histogramValues(
+  name: string,
+  bounds: readonly number[],
+  stored: StoredHistogram,
+  labels: Record<string, string> = {},
+): StoredMetricValue[] {
+  const values: StoredMetricValue[] = [];
+  let cumulative = 0;
+  bounds.forEach((bound, i) => {
+    cumulative += stored.buckets[i] ?? 0;
+    values.push({
+      metricName: `${name}_bucket`,
+      labels: { ...labels, le: bound },
+      value: cumulative,
+    });
+  });
+  values.push(
+    { metricName: `${name}_bucket`, labels: { ...labels, le: '+Inf' }, value: stored.count },
+    { metricName: `${name}_sum`, labels, value: stored.sum },
+    { metricName: `${name}_count`, labels, value: stored.count },
+  );
+  return values;
+}
+
+export interface ApiMetricsOptions {
+  /**
+   * The deployment's step/tool/finished-run metrics: true (the default) reads them from Redis
+   * (one HGETALL per scrape), false reports none, a function supplies them.
+   */
+  readonly eventMetrics?: boolean | EventMetricsSource;
+}
+
 /** Prometheus metrics of one API instance (its own registry: several instances may share a process). */
 export class ApiMetrics {
   readonly registry = new Registry();
   readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
   readonly sseConnections: Gauge;
   readonly eventLag: Histogram<'path'>;
-  readonly stepDuration: Histogram;
-  readonly toolDuration: Histogram<'tool'>;
+  readonly stepDuration: StoredMetric;
+  readonly toolDuration: StoredMetric;
+  readonly runsFinished: StoredMetric;
   readonly runsCreated: Counter<'agent'>;
-  readonly runsFinished: Counter<'termination'>;
-  private readonly stepStarts = new Map<string, number>();
 
-  constructor(runtime: BatonRuntime) {
+  constructor(runtime: BatonRuntime, opts: ApiMetricsOptions = {}) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'baton_api_' });
     this.httpDuration = new Histogram({
@@ -42,36 +137,53 @@ export class ApiMetrics {
     });
     this.eventLag = new Histogram({
       name: 'baton_event_lag_seconds',
-      help: 'Time from an event being stored to it reaching this instance (pubsub) or an SSE client socket (sse)',
+      help: 'Time from an event being stored to it reaching this instance (pubsub; the runs it streams) or an SSE client socket (sse)',
       labelNames: ['path'],
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
       registers,
     });
-    this.stepDuration = new Histogram({
-      name: 'baton_step_duration_seconds',
-      help: 'Run step duration (step.started to step.finished), observed from the event log',
-      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-      registers,
-    });
-    this.toolDuration = new Histogram({
-      name: 'baton_tool_duration_seconds',
-      help: 'Tool execution duration (tool_call.result durationMs), observed from the event log',
-      labelNames: ['tool'],
-      buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers,
-    });
+    const source = eventMetricsSource(runtime, opts.eventMetrics ?? true);
+    this.stepDuration = new StoredMetric(
+      {
+        name: 'baton_step_duration_seconds',
+        help: 'Run step duration (step.started to step.finished), counted where the events are committed (all runs)',
+        type: 'histogram',
+        registers,
+      },
+      async () =>
+        histogramValues('baton_step_duration_seconds', STEP_BUCKETS, (await source()).step),
+    );
+    this.toolDuration = new StoredMetric(
+      {
+        name: 'baton_tool_duration_seconds',
+        help: 'Tool execution duration (tool_call.result durationMs), counted where the events are committed (all runs)',
+        type: 'histogram',
+        registers,
+      },
+      async () =>
+        [...(await source()).tools].flatMap(([tool, stored]) =>
+          histogramValues('baton_tool_duration_seconds', TOOL_BUCKETS, stored, { tool }),
+        ),
+    );
     this.runsCreated = new Counter({
       name: 'baton_runs_created_total',
       help: 'Runs created through this instance',
       labelNames: ['agent'],
       registers,
     });
-    this.runsFinished = new Counter({
-      name: 'baton_runs_finished_total',
-      help: 'Runs that finished, by termination kind (observed events)',
-      labelNames: ['termination'],
-      registers,
-    });
+    this.runsFinished = new StoredMetric(
+      {
+        name: 'baton_runs_finished_total',
+        help: 'Runs that finished, by termination kind (counted where run.finished is committed)',
+        type: 'counter',
+        registers,
+      },
+      async () =>
+        [...(await source()).finished].map(([termination, value]) => ({
+          labels: { termination },
+          value,
+        })),
+    );
 
     const redis = runtime.redis;
     const { keys } = runtime;
@@ -119,34 +231,31 @@ export class ApiMetrics {
     };
   }
 
-  /** Folds one observed event into the step/tool/run metrics. */
+  /** The pub/sub lag of one observed event this instance heard live. */
   observe(event: RunEvent, now: number): void {
     this.eventLag.observe({ path: 'pubsub' }, Math.max(0, now - event.at) / 1000);
-    switch (event.type) {
-      case 'step.started':
-        if (this.stepStarts.size > 50_000) this.stepStarts.clear();
-        this.stepStarts.set(`${event.runId}/${event.step}`, event.at);
-        break;
-      case 'step.finished': {
-        const key = `${event.runId}/${event.step}`;
-        const started = this.stepStarts.get(key);
-        if (started !== undefined) {
-          this.stepDuration.observe(Math.max(0, event.at - started) / 1000);
-          this.stepStarts.delete(key);
-        }
-        break;
-      }
-      case 'tool_call.result':
-        if (event.durationMs !== undefined)
-          this.toolDuration.observe({ tool: event.toolName }, event.durationMs / 1000);
-        break;
-      case 'run.finished':
-        if (event.status === 'done') this.runsFinished.inc({ termination: event.termination.kind });
-        break;
-      default:
-        break;
-    }
   }
+}
+
+/**
+ * Reads the stored event metrics at most once per scrape: the three collectors that share them
+ * ask within the same tick, so they share one HGETALL.
+ */
+function eventMetricsSource(
+  runtime: BatonRuntime,
+  setting: boolean | EventMetricsSource,
+): EventMetricsSource {
+  if (typeof setting === 'function') return setting;
+  if (!setting) return () => Promise.resolve(decodeEventMetrics({}));
+  let pending: Promise<EventMetricsSnapshot> | undefined;
+  return () => {
+    pending ??= runtime.redis.hgetall(runtime.keys.eventMetrics).then(decodeEventMetrics);
+    const read = pending;
+    setImmediate(() => {
+      if (pending === read) pending = undefined;
+    });
+    return read;
+  };
 }
 
 /** Event types the observer needs; a message with none of them (deltas above all) is skipped unparsed. */
@@ -159,12 +268,12 @@ const OBSERVED_TYPES: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Folds one pub/sub message of a run's channel into the metrics. A message holds the events of
- * one commit (a JSON array) or one event; only the observed types are folded in. The API's
- * RunEventSubscriber watches every run's channel (PSUBSCRIBE) when EVENT_METRICS is on and hands
- * each message here (`decode` shares the decoding with the streams), so step and tool durations
- * are measured for all runs, not only streamed ones. Each API instance sees the whole cluster:
- * do not sum across instances.
+ * Folds one pub/sub message of a run this instance streams into the pub/sub lag. A message holds
+ * the events of one commit (a JSON array) or one event; only the observed types are timed (deltas
+ * are skipped unparsed). The API's RunEventSubscriber hands each live message here when
+ * EVENT_METRICS is on (`decode` shares the decoding with the streams). Step and tool durations
+ * and finished runs are not taken from here: they are counted where events are committed, for
+ * every run, and each API instance reports the whole deployment's: do not sum across instances.
  */
 export function observeMessage(
   metrics: ApiMetrics,

@@ -24,6 +24,14 @@ export {
 export { SUBSCRIBER_OPTIONS, duplicateClient, isRedisUnavailable } from './redis/connection.ts';
 export { Durability } from './redis/durability.ts';
 export { decodeEventPayload } from './redis/event-payload.ts';
+export {
+  CommittedEventCounts,
+  STEP_BUCKETS,
+  TOOL_BUCKETS,
+  decodeEventMetrics,
+  type EventMetricsSnapshot,
+  type StoredHistogram,
+} from './redis/event-metrics.ts';
 export { RunEventSubscriber } from './redis/event-subscriber.ts';
 export { BatonKeys, keyPart, mailboxField } from './redis/keys.ts';
 export { RedisRunStore } from './redis/redis-run-store.ts';

@@ -222,6 +222,7 @@ export class BatonRuntime {
   }
 
   async close(): Promise<void> {
+    await this.store.metrics.close();
     this.outage.close();
     await this.queues.close();
     await this.connection.quit().catch(() => undefined);

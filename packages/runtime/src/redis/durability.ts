@@ -1,6 +1,7 @@
 import { Cluster, type Redis } from 'ioredis';
 import type { RedisClient } from './scripts.ts';
 import { DurabilityError } from '../errors/durability-error.ts';
+import { RedisVersionError } from '../errors/redis-version-error.ts';
 
 export type DurabilityMode = 'relaxed' | 'strict';
 
@@ -90,7 +91,13 @@ export class Durability {
     return this.replicasValue;
   }
 
+  /**
+   * Also refuses a Redis older than 7 (whatever the mode): the commit scripts SPUBLISH every event
+   * (sharded pub/sub, Redis 7), and on an older server every commit would fail.
+   */
   async check(): Promise<DurabilityStrategy> {
+    const all = this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
+    for (const node of all) await this.checkVersion(node);
     if (this.mode === 'relaxed') return (this.strategyValue = 'none');
     if (!(this.redis instanceof Cluster)) {
       const node = await inspect(this.redis);
@@ -124,6 +131,22 @@ export class Durability {
     if (this.strategyValue === 'none') return;
     const nodes = this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
     await Promise.all(nodes.map((node) => this.waitOn(node)));
+  }
+
+  private async checkVersion(node: Redis | Cluster): Promise<void> {
+    let server: string;
+    try {
+      server = await node.info('server');
+    } catch (err) {
+      // A managed Redis may refuse INFO: relaxed mode has nothing else to check.
+      if (this.mode === 'relaxed' && err instanceof Error && err.name === 'ReplyError') return;
+      throw err;
+    }
+    const version = field(server, 'redis_version') ?? '0';
+    if (!atLeast(version, 7, 0))
+      throw new RedisVersionError(
+        `Baton needs Redis 7 or later (sharded pub/sub: SPUBLISH/SSUBSCRIBE); this server is Redis ${version}`,
+      );
   }
 
   private async waitOn(node: Redis | Cluster): Promise<void> {

@@ -11,7 +11,6 @@ import {
 } from '@baton/testing/redis-runs';
 import { RedisRunStore } from './redis-run-store.ts';
 import { RunEventSubscriber } from './event-subscriber.ts';
-import { BatonKeys } from './keys.ts';
 
 const url = inject('redisUrl');
 const redis = new Redis(url, { maxRetriesPerRequest: 1 });
@@ -32,17 +31,11 @@ beforeEach(() => {
   store = new RedisRunStore({ redis, prefix, now: () => clock++ });
 });
 
-/** Every run's channel of this test's store (the pattern mode's subscription). */
-function runChannelPattern(): string {
-  return new BatonKeys(prefix).runChannelPattern;
-}
-
-function newSubscriber(errors: unknown[] = [], pattern = false): RunEventSubscriber {
+function newSubscriber(errors: unknown[] = []): RunEventSubscriber {
   const s = new RunEventSubscriber({
     redis,
     source: store,
     onError: (err) => errors.push(err),
-    ...(pattern ? { pattern: runChannelPattern() } : {}),
   });
   subscribers.push(s);
   return s;
@@ -88,14 +81,9 @@ function collector(): { events: RunEvent[]; onEvent: (e: RunEvent) => void } {
   return { events, onEvent: (e) => void events.push(e) };
 }
 
-const MODES = [
-  { mode: 'one SUBSCRIBE per run', pattern: false },
-  { mode: "one PSUBSCRIBE of every run's channel", pattern: true },
-];
-
-describe.each(MODES)('RunEventSubscriber, $mode', ({ pattern }) => {
+describe('RunEventSubscriber', () => {
   it('delivers every event exactly once, in order, while commits run concurrently (subscribed mid-way)', async () => {
-    const sub = newSubscriber([], pattern);
+    const sub = newSubscriber();
     const { runId, write } = await startRun();
     const writing = write(200);
     // wait until the writer is well under way, then subscribe from an earlier point
@@ -121,7 +109,7 @@ describe.each(MODES)('RunEventSubscriber, $mode', ({ pattern }) => {
   });
 
   it('many subscribers joining at random points all see a gapless sequence', async () => {
-    const sub = newSubscriber([], pattern);
+    const sub = newSubscriber();
     const { runId, write } = await startRun();
     const writing = write(200);
     const joined: {
@@ -147,7 +135,7 @@ describe.each(MODES)('RunEventSubscriber, $mode', ({ pattern }) => {
   });
 
   it('fills a gap from the stream and drops duplicates of live messages', async () => {
-    const sub = newSubscriber([], pattern);
+    const sub = newSubscriber();
     const { runId, write } = await startRun();
     const log = await write(5);
     const c = collector();
@@ -166,8 +154,8 @@ describe.each(MODES)('RunEventSubscriber, $mode', ({ pattern }) => {
     }));
     for (const e of extra) await redis.xadd(k.events, `0-${e.seq}`, 'e', JSON.stringify(e));
     await redis.hset(k.cp, 'seq', 8);
-    await redis.publish(k.channel, JSON.stringify(log[2]));
-    await redis.publish(k.channel, JSON.stringify(extra[2]));
+    await redis.spublish(k.channel, JSON.stringify(log[2]));
+    await redis.spublish(k.channel, JSON.stringify(extra[2]));
     await expect.poll(() => c.events.length).toBe(8);
     expect(c.events).toEqual([...log, ...extra]);
 
@@ -180,7 +168,7 @@ describe.each(MODES)('RunEventSubscriber, $mode', ({ pattern }) => {
   });
 
   it('two subscribers on one run share one channel; unsubscribe cleans up', async () => {
-    const sub = newSubscriber([], pattern);
+    const sub = newSubscriber();
     const { runId, write } = await startRun();
     await write(3);
     const a = collector();
@@ -190,9 +178,8 @@ describe.each(MODES)('RunEventSubscriber, $mode', ({ pattern }) => {
     expect(sub.activeChannels).toBe(1);
     const channel = store.channelOf(runId);
     const numsub = async (): Promise<number> =>
-      Number(((await redis.pubsub('NUMSUB', channel)) as [string, number])[1]);
-    // With the pattern no run has a subscription of its own.
-    const subscribed = pattern ? 0 : 1;
+      Number(((await redis.pubsub('SHARDNUMSUB', channel)) as [string, number])[1]);
+    const subscribed = 1;
     expect(await numsub()).toBe(subscribed);
 
     const log = await write(6);
@@ -224,7 +211,7 @@ describe.each(MODES)('RunEventSubscriber, $mode', ({ pattern }) => {
 
   it('isolates listener errors and keeps delivering', async () => {
     const errors: unknown[] = [];
-    const sub = newSubscriber(errors, pattern);
+    const sub = newSubscriber(errors);
     const { runId, write } = await startRun();
     const seen: number[] = [];
     const unsub = await sub.subscribe(runId, 0, (e) => {
@@ -244,7 +231,6 @@ describe.each(MODES)('RunEventSubscriber, $mode', ({ pattern }) => {
     const sub = new RunEventSubscriber({
       subscriber: conn,
       source: store,
-      ...(pattern ? { pattern: runChannelPattern() } : {}),
     });
     subscribers.push(sub);
     await new Promise<void>((resolve) =>
@@ -285,7 +271,7 @@ async function rewindLog(runId: string, keep: number, regrow: boolean): Promise<
   await redis.hset(k.cp, 'seq', lost.at(-1)?.seq ?? keep);
 }
 
-describe.each(MODES)('RunEventSubscriber after Redis lost events, $mode', ({ pattern }) => {
+describe('RunEventSubscriber after Redis lost events', () => {
   async function reconnectingSubscriber(errors: unknown[] = []) {
     const conn = new Redis(url, { maxRetriesPerRequest: 1 });
     connections.push(conn);
@@ -293,7 +279,6 @@ describe.each(MODES)('RunEventSubscriber after Redis lost events, $mode', ({ pat
       subscriber: conn,
       source: store,
       onError: (err) => errors.push(err),
-      ...(pattern ? { pattern: runChannelPattern() } : {}),
     });
     subscribers.push(sub);
     await new Promise<void>((resolve) =>
@@ -361,30 +346,29 @@ describe.each(MODES)('RunEventSubscriber after Redis lost events, $mode', ({ pat
   });
 });
 
-describe('RunEventSubscriber with a pattern', () => {
-  it("hands every run's messages to onMessage, decoded once for it and the listeners", async () => {
+describe('RunEventSubscriber onMessage', () => {
+  it('hands the live messages of the runs it follows to onMessage, decoded once for it and the listeners', async () => {
     const seen: { message: string; events: RunEvent[] }[] = [];
     const sub = new RunEventSubscriber({
       redis,
       source: store,
-      pattern: runChannelPattern(),
       onMessage: (message, decode) => seen.push({ message, events: decode() }),
     });
     subscribers.push(sub);
-    await sub.start();
     const streamed = await startRun();
     const unstreamed = await startRun();
     const c = collector();
     const unsub = await sub.subscribe(streamed.runId, 0, c.onEvent);
-    const [log, other] = [await streamed.write(12), await unstreamed.write(7)];
+    const before = c.events.length;
+    const [log] = [await streamed.write(12), await unstreamed.write(7)];
     await expect.poll(() => c.events.length).toBe(12);
     expect(c.events).toEqual(log);
     const tapped = (runId: string): RunEvent[] =>
       seen.flatMap((m) => m.events).filter((e) => e.runId === runId);
-    // Both runs were created after start(): the tap saw every event of each.
-    await expect.poll(() => tapped(unstreamed.runId).length).toBe(other.length);
-    expect(tapped(unstreamed.runId)).toEqual(other);
-    expect(tapped(streamed.runId)).toEqual(log);
+    // Every event written after the subscription was heard live; nothing of a run not followed.
+    await expect.poll(() => tapped(streamed.runId).length).toBe(12 - before);
+    expect(tapped(streamed.runId)).toEqual(log.slice(before));
+    expect(tapped(unstreamed.runId)).toEqual([]);
     // A live event is one object: decoded once for the tap and the listener.
     expect(c.events.at(-1)).toBe(tapped(streamed.runId).at(-1));
     await unsub();

@@ -1,3 +1,4 @@
+import { Cluster } from 'ioredis';
 import { SUBSCRIBER_OPTIONS, duplicateClient } from './connection.ts';
 import type { RunEvent } from '@baton/protocol';
 import type { RedisClient } from './scripts.ts';
@@ -31,19 +32,17 @@ export interface RunEventSubscriberOptions {
    * quits the duplicate), or pass `subscriber` to provide that connection yourself.
    */
   readonly redis?: RedisClient;
-  /** Dedicated connection used only for SUBSCRIBE; not quit by close() when passed in. */
+  /**
+   * Dedicated connection used only for SSUBSCRIBE; not quit by close() when passed in. A Cluster
+   * must have been created with `shardedSubscribers: true` (each SSUBSCRIBE then goes to the node
+   * that owns the channel's slot).
+   */
   readonly subscriber?: RedisClient;
   readonly source: RunEventSource;
   /** Listener errors, Redis errors during catch-up, and unrecoverable gaps (stream expired). */
   readonly onError?: (err: unknown, runId: string) => void;
   /**
-   * PSUBSCRIBE this pattern of every run's channel (BatonKeys.runChannelPattern) once, instead of
-   * one SUBSCRIBE per run: for a process that receives every run's messages anyway (the API's
-   * event metrics, through onMessage), so each message arrives, and is decoded, once.
-   */
-  readonly pattern?: string;
-  /**
-   * With `pattern`: every message of every run, before it is delivered to the run's listeners.
+   * Every live message of a subscribed run, before it is delivered to the run's listeners.
    * `decode()` is the payload's events, decoded at most once for this callback and the listeners
    * (it throws on a payload that is not events).
    */
@@ -53,6 +52,25 @@ export interface RunEventSubscriberOptions {
 /** How long a verification after a reconnect tries to read the log: 100 × 100 ms. */
 const VERIFY_ATTEMPTS = 100;
 const VERIFY_RETRY_MS = 100;
+/** How long to wait before sending a refused re-subscription again (a node still failing over). */
+const RESUBSCRIBE_RETRY_MS = 250;
+
+/**
+ * The dedicated subscriber connection. A Cluster's duplicate gets ioredis' sharded subscribers:
+ * one connection per master, each SSUBSCRIBE sent to the owner of the channel's slot and sent
+ * again to the new owner after a failover or a slot migration. The cluster-level offline queue
+ * lets a subscription made before the cluster is ready wait for it instead of failing.
+ */
+function subscriberConnection(redis: RedisClient): RedisClient {
+  if (redis instanceof Cluster)
+    return redis.duplicate(undefined, {
+      ...redis.options,
+      shardedSubscribers: true,
+      enableOfflineQueue: true,
+      redisOptions: { ...redis.options.redisOptions, ...SUBSCRIBER_OPTIONS },
+    });
+  return duplicateClient(redis, SUBSCRIBER_OPTIONS);
+}
 
 /** One consumer of one run: delivers a gapless, ordered, duplicate-free sequence. */
 class Listener {
@@ -192,51 +210,60 @@ class Listener {
 interface Channel {
   readonly runId: string;
   readonly listeners: Set<Listener>;
-  /** Resolves once the server confirmed SUBSCRIBE. */
+  /** Resolves once the server confirmed SSUBSCRIBE. */
   readonly ready: Promise<void>;
 }
 
 /**
  * Fan-in of run events for SSE/websocket/terminal consumers.
  *
- * One dedicated connection, one SUBSCRIBE per run with listeners (reference-counted: the channel
- * is unsubscribed when its last listener leaves). subscribe(runId, afterSeq) is gap-free: the
- * listener is registered and the channel subscribed FIRST, then the backlog is read from the
- * stream; live messages queue behind the backlog and are delivered only when seq > last delivered.
- * A live message that skips ahead triggers a read of the missing range from the stream first. The
- * run store XADDs and PUBLISHes each event in one script, so every event is either in the backlog
- * or arrives live. After a reconnect every listener catches up from the stream again.
+ * One dedicated subscriber, one SSUBSCRIBE per run with listeners (reference-counted: the channel
+ * is unsubscribed when its last listener leaves). A run's channel is sharded pub/sub: the commit
+ * scripts SPUBLISH to it, so on a Redis Cluster a message only travels from the run's master to
+ * the subscribers connected to that master (ioredis' sharded subscribers: one connection per
+ * master), and on a standalone Redis one connection carries every channel.
+ * subscribe(runId, afterSeq) is gap-free: the listener is registered and the channel subscribed
+ * FIRST, then the backlog is read from the stream; live messages queue behind the backlog and
+ * are delivered only when seq > last delivered. A live message that skips ahead triggers a read
+ * of the missing range from the stream first. The run store XADDs and SPUBLISHes each event in
+ * one script, so every event is either in the backlog or arrives live. After a reconnect (and on
+ * a Cluster after the subscriptions moved to another node: a failover, a slot migration) every
+ * listener catches up from the stream again once its channel is subscribed anew.
  */
 export class RunEventSubscriber {
   readonly source: RunEventSource;
   private readonly sub: RedisClient;
+  private readonly cluster: boolean;
   private readonly ownsConnection: boolean;
   private readonly onError: ((err: unknown, runId: string) => void) | undefined;
-  private readonly pattern: string | undefined;
   private readonly tap: ((message: string, decode: () => RunEvent[]) => void) | undefined;
-  /** With a pattern: resolves once the server confirmed PSUBSCRIBE (start()). */
-  private patternReady: Promise<void> | undefined;
   private readonly channels = new Map<string, Channel>();
   private closed = false;
   private connectedOnce = false;
+  /** Bumped by every re-subscription pass: an older pass that is still retrying gives up. */
+  private resubscription = 0;
 
   constructor(opts: RunEventSubscriberOptions) {
     this.source = opts.source;
     this.onError = opts.onError;
-    this.pattern = opts.pattern;
     this.tap = opts.onMessage;
     if (opts.subscriber) {
       this.sub = opts.subscriber;
       this.ownsConnection = false;
     } else if (opts.redis) {
-      this.sub = duplicateClient(opts.redis, SUBSCRIBER_OPTIONS);
+      this.sub = subscriberConnection(opts.redis);
       this.ownsConnection = true;
     } else {
       throw new Error('RunEventSubscriber: pass redis (to duplicate) or subscriber');
     }
-    this.sub.on('message', this.onMessage);
-    this.sub.on('pmessage', this.onPatternMessage);
-    this.sub.on('ready', this.onReady);
+    this.cluster = this.sub instanceof Cluster;
+    if (this.sub instanceof Cluster && this.sub.options.shardedSubscribers !== true)
+      throw new Error('RunEventSubscriber: a Cluster subscriber needs shardedSubscribers: true');
+    this.sub.on('smessage', this.onMessage);
+    // A Cluster tells when its sharded subscribers were (re)created and re-subscribed; a single
+    // connection, when it reconnected (ioredis re-sent its SSUBSCRIBEs).
+    if (this.cluster) this.sub.on('subscribersReady', this.onResubscribed);
+    else this.sub.on('ready', this.onReady);
     // Connection errors are retried by ioredis (and reported by the main client); an unhandled
     // 'error' event would only spam stderr during an outage.
     if (this.ownsConnection) this.sub.on('error', () => undefined);
@@ -246,22 +273,6 @@ export class RunEventSubscriber {
   /** Number of runs currently subscribed (observability/tests). */
   get activeChannels(): number {
     return this.channels.size;
-  }
-
-  /**
-   * With a pattern: subscribes to it (once; subscribe() waits for it too). Resolves when the
-   * server confirmed, from then on every run's messages arrive. Without: nothing to do.
-   */
-  start(): Promise<void> {
-    if (this.pattern === undefined) return Promise.resolve();
-    if (this.closed) return Promise.reject(new Error('RunEventSubscriber is closed'));
-    return (this.patternReady ??= this.sub.psubscribe(this.pattern).then(
-      () => undefined,
-      (err: unknown) => {
-        this.patternReady = undefined; // the next start() or subscribe() tries again
-        throw err;
-      },
-    ));
   }
 
   /**
@@ -279,9 +290,7 @@ export class RunEventSubscriber {
     const name = this.source.channelOf(runId);
     let channel = this.channels.get(name);
     if (!channel) {
-      // With a pattern, messages published once it was confirmed arrive; the backlog is read after.
-      const ready =
-        this.pattern === undefined ? this.sub.subscribe(name).then(() => undefined) : this.start();
+      const ready = this.sub.ssubscribe(name).then(() => undefined);
       channel = { runId, listeners: new Set(), ready };
       this.channels.set(name, channel);
     }
@@ -308,17 +317,16 @@ export class RunEventSubscriber {
     for (const channel of this.channels.values()) for (const l of channel.listeners) l.close();
     const names = [...this.channels.keys()];
     this.channels.clear();
-    this.sub.off('message', this.onMessage);
-    this.sub.off('pmessage', this.onPatternMessage);
+    this.sub.off('smessage', this.onMessage);
+    this.sub.off('subscribersReady', this.onResubscribed);
     this.sub.off('ready', this.onReady);
     if (this.ownsConnection) {
       // QUIT waits in the offline queue for a Redis that may never come back: hang up instead.
       if (this.sub.status === 'ready') await this.sub.quit();
       else this.sub.disconnect();
-    } else if (this.patternReady !== undefined && this.pattern !== undefined) {
-      await this.sub.punsubscribe(this.pattern);
-    } else if (names.length > 0) {
-      await this.sub.unsubscribe(...names);
+    } else {
+      // On a Cluster the channels of one SUNSUBSCRIBE must share a slot: one per channel.
+      await Promise.all(names.map((name) => this.sub.sunsubscribe(name)));
     }
   }
 
@@ -332,26 +340,15 @@ export class RunEventSubscriber {
     if (!channel || !channel.listeners.delete(listener)) return;
     if (channel.listeners.size > 0) return;
     this.channels.delete(name);
-    if (this.closed || this.pattern !== undefined) return;
+    if (this.closed) return;
     // Issued synchronously after the map entry is gone: a later subscribe() for the same run sends
-    // its SUBSCRIBE after this UNSUBSCRIBE on the same connection, so it ends up subscribed.
-    await this.sub.unsubscribe(name);
+    // its SSUBSCRIBE after this SUNSUBSCRIBE on the same connection, so it ends up subscribed.
+    await this.sub.sunsubscribe(name);
   }
 
   private readonly onMessage = (name: string, message: string): void => {
     const channel = this.channels.get(name);
     if (!channel || channel.listeners.size === 0) return;
-    let events: RunEvent[];
-    try {
-      events = decodeEventPayload(message);
-    } catch (err) {
-      this.reportError(err, channel.runId);
-      return;
-    }
-    this.dispatch(channel, events);
-  };
-
-  private readonly onPatternMessage = (_pattern: string, name: string, message: string): void => {
     let decoded: RunEvent[] | undefined;
     const decode = (): RunEvent[] => (decoded ??= decodeEventPayload(message));
     if (this.tap) {
@@ -361,8 +358,6 @@ export class RunEventSubscriber {
         // the tap's own failure is not the listeners' concern
       }
     }
-    const channel = this.channels.get(name);
-    if (!channel || channel.listeners.size === 0) return;
     let events: RunEvent[];
     try {
       events = decode();
@@ -370,12 +365,8 @@ export class RunEventSubscriber {
       this.reportError(err, channel.runId);
       return;
     }
-    this.dispatch(channel, events);
-  };
-
-  private dispatch(channel: Channel, events: readonly RunEvent[]): void {
     for (const event of events) for (const listener of channel.listeners) listener.live(event);
-  }
+  };
 
   /** ioredis re-subscribes on reconnect; whatever was published meanwhile is read from the stream. */
   private readonly onReady = (): void => {
@@ -383,26 +374,53 @@ export class RunEventSubscriber {
       this.connectedOnce = true;
       return;
     }
+    this.resubscribe();
+  };
+
+  /**
+   * A Cluster's sharded subscribers changed (first connection, failover, slot migration, a node's
+   * subscriber connection lost): ioredis sent SSUBSCRIBE to the new owners, but without waiting for
+   * them, and messages published between the old subscription's end and the new one's are lost.
+   */
+  private readonly onResubscribed = (): void => {
+    this.resubscribe();
+  };
+
+  /**
+   * Every listener checks the log still holds what it delivered, then, once its channel is
+   * confirmed subscribed by a SSUBSCRIBE of our own (answered after any that ioredis re-sent on
+   * the same connection), catches up from the stream: no live message can fall between the two.
+   * A refused SSUBSCRIBE (the slot's new owner not reachable yet) is sent again until it is
+   * answered or a newer pass replaces this one.
+   */
+  private resubscribe(): void {
     const names = [...this.channels.keys()];
     if (names.length === 0) return;
+    const pass = (this.resubscription += 1);
     // Queued now, ahead of any message of the new connection: Redis may have restarted.
     for (const channel of this.channels.values())
       for (const l of channel.listeners) void l.verify();
-    // ioredis re-sent SUBSCRIBE for these channels (PSUBSCRIBE for the pattern); one of our own on
-    // the same connection is answered after those, so once it resolves no live message can be
-    // missed by the catch-up.
-    const resubscribed =
-      this.pattern === undefined ? this.sub.subscribe(...names) : this.sub.psubscribe(this.pattern);
-    resubscribed.then(
-      () => {
-        for (const name of names) {
-          const channel = this.channels.get(name);
-          if (channel) for (const l of channel.listeners) void l.catchUp();
-        }
-      },
-      (err: unknown) => {
-        for (const name of names) this.reportError(err, this.channels.get(name)?.runId ?? '');
-      },
-    );
-  };
+    const resubscribed = (name: string): void => {
+      const channel = this.channels.get(name);
+      if (channel) for (const l of channel.listeners) void l.catchUp();
+    };
+    if (!this.cluster) {
+      this.sub.ssubscribe(...names).then(
+        () => names.forEach(resubscribed),
+        (err: unknown) => {
+          for (const name of names) this.reportError(err, this.channels.get(name)?.runId ?? '');
+        },
+      );
+      return;
+    }
+    // On a Cluster the channels of one SSUBSCRIBE must share a slot: one per channel.
+    const attempt = (name: string): void => {
+      if (this.closed || pass !== this.resubscription || !this.channels.has(name)) return;
+      this.sub.ssubscribe(name).then(
+        () => resubscribed(name),
+        () => setTimeout(() => attempt(name), RESUBSCRIBE_RETRY_MS).unref(),
+      );
+    };
+    names.forEach(attempt);
+  }
 }

@@ -23,7 +23,13 @@
  *   Tenant index (slot of `{tenant:<tenant>}`)
  *     p:{tenant:<t>}:runs           ZSET   run ids of the tenant, score = createdAt (ms)
  *   Run indexes (see run-record/README.md): p:runs:active, p:runs:waiting, p:runs:gc
- *   Control: p:control                PUB/SUB cancel broadcasts to every worker
+ *   Control: p:control                PUB/SUB cancel broadcasts to every worker: plain PUBLISH /
+ *                                      SUBSCRIBE on purpose (on a Redis Cluster a broadcast crosses
+ *                                      the cluster bus to every node; cancels are rare and must reach
+ *                                      every worker wherever it is connected)
+ *   A run's channel p:{run:<id>}:ch is sharded pub/sub (SPUBLISH by the commit scripts, SSUBSCRIBE
+ *   by RunEventSubscriber): it stays on the node that owns the run's slot. Nothing subscribes to
+ *   every run's channel; event metrics are counted where events are committed (p:metrics:events).
  *
  *   Agents
  *     p:agents                      HASH   agent name -> advert JSON (what workers can run; data only)
@@ -54,7 +60,9 @@
  *     p:{idem:<t>}:<scope>:<key>    STRING Idempotency-Key record (first response or pending)
  *     p:{sse:<t>}:leases            ZSET   open SSE streams of a tenant, score = lease expiry
  *     p:rl:tenant:<t>, p:rl:authfail:<ip>   rate-limiter-flexible counters (it appends the id)
- *     p:{run:*}:ch                  PSUBSCRIBE pattern of every run channel (event metrics)
+ *     p:metrics:events              HASH   event metrics of every process (counts, histogram buckets;
+ *                                          HINCRBYFLOAT by each process's periodic flush, see
+ *                                          event-metrics.ts; read by /metrics)
  *
  * Run, thread and tenant keys live in different slots, so the indexes (tenant and thread :runs,
  * runs:*) are written in separate commands around the run's scripts (run-record/run-index.ts).
@@ -230,9 +238,9 @@ export class BatonKeys {
     return `${this.prefix}:reconciler:failed-cursor`;
   }
 
-  /** Pattern matching every run's channel (PSUBSCRIBE). */
-  get runChannelPattern(): string {
-    return `${this.prefix}:{run:*}:ch`;
+  /** Event metrics (step/tool durations, finished runs) summed over every process. */
+  get eventMetrics(): string {
+    return `${this.prefix}:metrics:events`;
   }
 
   /** Key prefix of the per-tenant request limiter (rate-limiter-flexible appends the tenant). */

@@ -287,8 +287,8 @@ describe('RedisRunStore', () => {
     const onMessage = (ch: string, msg: string): void => {
       if (ch === channel) received.push(msg);
     };
-    sub.on('message', onMessage);
-    await sub.subscribe(channel);
+    sub.on('smessage', onMessage);
+    await sub.ssubscribe(channel);
     try {
       const returned: RunEvent[] = [...(await store.create(run.checkpoint, run.events)).events];
       const committed = await store.commit(
@@ -329,8 +329,8 @@ describe('RedisRunStore', () => {
         expect(await store.readEvents(runId, after, 1)).toEqual(returned.slice(after, after + 1));
       }
     } finally {
-      sub.off('message', onMessage);
-      await sub.unsubscribe(channel);
+      sub.off('smessage', onMessage);
+      await sub.sunsubscribe(channel);
     }
   });
 

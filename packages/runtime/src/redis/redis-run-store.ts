@@ -37,6 +37,7 @@ import type { RunMeta, RunProgress, StoredHead } from '../run-record/checkpoint-
 
 export type { RunMeta };
 import { decodeEventPayload } from './event-payload.ts';
+import { EventMetricsRecorder } from './event-metrics.ts';
 import { randomToken } from '../random-token.ts';
 import { CorruptCheckpointError } from '../errors/corrupt-checkpoint-error.ts';
 import { InvalidCursorError } from '../errors/invalid-cursor-error.ts';
@@ -121,6 +122,8 @@ export class RedisRunStore implements RunStore {
   readonly keys: BatonKeys;
   /** Every write to the indexes that list runs (run-record/run-index.ts). */
   readonly index: RunIndex;
+  /** Event metrics of the events this store commits (flushed to Redis; close() it on shutdown). */
+  readonly metrics: EventMetricsRecorder;
   private readonly redis: RedisClient;
   private readonly now: () => number;
   private readonly retentionSeconds: number;
@@ -137,6 +140,7 @@ export class RedisRunStore implements RunStore {
     this.validateOnLoad = opts.validateOnLoad ?? false;
     this.scripts = new RunRecordScripts(this.redis);
     this.index = new RunIndex(this.redis, this.keys);
+    this.metrics = new EventMetricsRecorder(this.redis, this.keys.eventMetrics);
   }
 
   /** Pub/sub channel of a run (RunEventSource, used by RunEventSubscriber). */
@@ -155,6 +159,7 @@ export class RedisRunStore implements RunStore {
   ): Promise<CommitResult> {
     const id = checkpoint.identity;
     const k = this.keys.run(id.runId);
+    const at = this.atMs();
     const reply = await this.scripts.create(k, {
       data: checkpointData(checkpoint),
       status: checkpoint.status,
@@ -164,7 +169,7 @@ export class RedisRunStore implements RunStore {
       createdAt: checkpoint.createdAt,
       updatedAt: checkpoint.updatedAt,
       env: envelopeIds(checkpoint),
-      at: this.atArg(),
+      at: JSON.stringify(at),
       retention: this.retentionSeconds,
       activity: activityOf(checkpoint),
       messagesToken: randomToken(),
@@ -173,6 +178,7 @@ export class RedisRunStore implements RunStore {
     });
     if (reply[0] !== WRITTEN && reply[0] !== CREATE_RESENT)
       throw new VersionConflictError(id.runId, 0, reply[1]);
+    if (reply[0] === WRITTEN) this.metrics.record(id.runId, at, events);
     // Indexes live in other slots (tenant, thread), so they are written after the run exists.
     // ZADD is idempotent; a crash in between leaves an unlisted (but fully working) run.
     await this.index.listCreated(checkpoint, opts.threadIndexed === true);
@@ -314,12 +320,14 @@ export class RedisRunStore implements RunStore {
       });
     const data = checkpointData(checkpoint);
     const bodies = events.map(bodyTail);
-    const at = this.atArg();
+    const atMs = this.atMs();
+    const at = JSON.stringify(atMs);
     let reply = await call(mode, mode === 'append' ? from : 0);
     // The stored list was not what the base says (a run written before messages had their own
     // list): write the whole list instead.
     if (reply[0] === MESSAGES_OUT_OF_STEP) reply = await call('replace', 0);
     refused(runId, expectedVersion, reply);
+    this.metrics.record(runId, atMs, events);
     const released = reply[2];
     const lastSeq = Number(reply[3]);
     let appended: RunEvent[] | undefined;
@@ -517,9 +525,13 @@ export class RedisRunStore implements RunStore {
   }
 
   private atArg(): string {
+    return JSON.stringify(this.atMs());
+  }
+
+  private atMs(): number {
     const at = this.now();
     if (!Number.isFinite(at)) throw new Error('RedisRunStore: now() must return a finite number');
-    return JSON.stringify(at);
+    return at;
   }
 
   /**

@@ -60,8 +60,10 @@ end
  * Appends events. Each body arrives as its JSON without the leading '{' and is glued to the
  * envelope (`env`: the run's ids as JSON members, `at`: the time as JSON) by string
  * concatenation: decoding and re-encoding with cjson would turn empty arrays into objects.
- * The events of one write are one stream entry (id 0-<last seq>) and one PUBLISH: a single event
- * as its JSON object, several as a JSON array. So a write costs the same few commands whatever
+ * The events of one write are one stream entry (id 0-<last seq>) and one SPUBLISH: a single event
+ * as its JSON object, several as a JSON array. Sharded pub/sub (Redis 7): the channel carries the
+ * run's hash tag, so on a Redis Cluster the message stays on the node that owns the run instead
+ * of crossing the cluster bus to every node (standalone Redis treats it as PUBLISH). So a write costs the same few commands whatever
  * its number of events, subscribers see exactly the durable order and nothing that was not
  * stored, and a reader resuming after seq k reads from the entry whose last seq is > k.
  * With `echo`, each event's JSON is appended to the table `out` (the caller's reply).
@@ -81,7 +83,7 @@ local function append_events(cp, stream, channel, env, at, bodies, out, echo)
   local payload = parts[1]
   if n > 1 then payload = '[' .. table.concat(parts, ',') .. ']' end
   redis.call('XADD', stream, '0-' .. last, 'e', payload)
-  redis.call('PUBLISH', channel, payload)
+  redis.call('SPUBLISH', channel, payload)
   return last
 end
 `;
