@@ -58,7 +58,7 @@ describe('finished jobs after a burst', () => {
       ),
     );
     for (const { runId } of created) await waitForStatus(h, runId, ['done'], 60_000);
-    const queues = h.client.queues.queuesOf(['assistant', 'parallel-assistant']);
+    const queues = await h.client.queues.listQueues(['assistant', 'parallel-assistant']);
     const finished = async (): Promise<number> => {
       let n = 0;
       for (const q of queues) n += await q.getJobCountByTypes('completed', 'failed');

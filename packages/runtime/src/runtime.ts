@@ -21,9 +21,13 @@ import { withWebhookDefaults, type WebhookSettings } from './webhooks/webhook-co
 import { WebhookOutbox } from './webhooks/webhook-outbox.ts';
 
 /** A RuntimeConfig whose webhook settings may be left out (they have defaults). */
-export type RuntimeOptions = Omit<RuntimeConfig, keyof WebhookSettings | keyof TenantLimits> &
+export type RuntimeOptions = Omit<
+  RuntimeConfig,
+  keyof WebhookSettings | keyof TenantLimits | 'BATON_QUEUE_SHARDS'
+> &
   Partial<WebhookSettings> &
-  Partial<TenantLimits>;
+  Partial<TenantLimits> &
+  Partial<Pick<RuntimeConfig, 'BATON_QUEUE_SHARDS'>>;
 
 /** What a BatonRuntime is built from. */
 export interface BatonRuntimeOptions {
@@ -77,6 +81,7 @@ export class BatonRuntime {
         options.SCHEDULES_MAX_PER_TENANT ?? TENANT_LIMIT_DEFAULTS.SCHEDULES_MAX_PER_TENANT,
       RATE_LIMIT_PER_MINUTE:
         options.RATE_LIMIT_PER_MINUTE ?? TENANT_LIMIT_DEFAULTS.RATE_LIMIT_PER_MINUTE,
+      BATON_QUEUE_SHARDS: options.BATON_QUEUE_SHARDS ?? 1,
     };
     this.clock = clock;
     this.config = config;
@@ -101,8 +106,9 @@ export class BatonRuntime {
     const bull = redisOptions(role, 'baton-bull');
     this.connection = client
       ? duplicateClient(client, { connectionName: 'baton-bull', maxRetriesPerRequest: null })
-      : {
-          url: config.REDIS_URL,
+      : // One client shared by every Queue (and each Worker's non-blocking commands): options
+        // would give each Queue a connection of its own.
+        new Redis(config.REDIS_URL, {
           connectionName: 'baton-bull',
           retryStrategy: reconnectDelay,
           maxRetriesPerRequest: bull.maxRetriesPerRequest ?? null,
@@ -110,7 +116,7 @@ export class BatonRuntime {
           // not throw while Redis is away. A bounded retry count and the command timeout still make
           // an API request fail within seconds.
           ...(bull.commandTimeout === undefined ? {} : { commandTimeout: bull.commandTimeout }),
-        };
+        });
     this.durability = new Durability(this.redis, config.BATON_DURABILITY);
     this.keys = new BatonKeys(config.BATON_PREFIX);
     const now = (): number => clock.now();
@@ -129,6 +135,9 @@ export class BatonRuntime {
     this.queues = new BatonQueues({
       connection: this.connection,
       prefix: config.BATON_PREFIX,
+      redis: this.redis,
+      keys: this.keys,
+      shards: config.BATON_QUEUE_SHARDS,
       toolAttempts: config.TOOL_ATTEMPTS,
       jobRetentionSeconds: config.JOB_RETENTION_SECONDS,
       onError: (err, queue) => {

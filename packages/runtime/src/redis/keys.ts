@@ -76,6 +76,14 @@ export function bullPrefix(prefix: string): string {
   return `{${prefix}-bull}`;
 }
 
+/**
+ * BullMQ's key prefix of the queue shards (`p-bull:<task queue>.sNN-KK{tag}:…`): no hash tag of
+ * its own, so the tag in each shard queue's name decides its slot (queue-shards.ts).
+ */
+export function shardBullPrefix(prefix: string): string {
+  return `${prefix}-bull`;
+}
+
 /** Escape one id so it is safe inside a key and inside a hash tag. */
 export function keyPart(id: string): string {
   return id.replace(
@@ -213,6 +221,11 @@ export class BatonKeys {
   /** Agent adverts (see agent-registry): HASH agent name -> descriptor JSON (data, no code). */
   agentsKey(): string {
     return `${this.prefix}:agents`;
+  }
+
+  /** Every BullMQ queue a producer of this version used (workers drain the ones K left behind). */
+  get queueRegistry(): string {
+    return `${this.prefix}:queues`;
   }
 
   /** The reconciler's scan lock: one scanner at a time across workers. */
