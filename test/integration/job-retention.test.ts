@@ -36,7 +36,8 @@ async function jobKeys(): Promise<string[]> {
     const [next, keys] = await h.client.redis.scan(
       cursor,
       'MATCH',
-      `{${h.prefix}-bull}:*`,
+      // Shard queues (`p-bull:<queue>{tag}:…`) and the earlier layouts' (`{p-bull}:…`).
+      `*${h.prefix}-bull*`,
       'COUNT',
       1000,
     );

@@ -37,6 +37,11 @@ export interface ReconcilerDeps {
   readonly maxWaitMs?: number;
   /** How long one scan may keep the cluster-wide scan lock. */
   readonly lockMs?: number;
+  /**
+   * Finished jobs are cleaned from the queues at most this often (default: every scan): every
+   * shard's clean costs a few scripts even when there is nothing to remove.
+   */
+  readonly cleanEveryMs?: number;
 }
 
 export interface ScanReport {
@@ -80,6 +85,7 @@ export class Reconciler {
   /** Every index write of the scans below (run-index.ts states their ordering rule). */
   private readonly index: RunIndex;
   private readonly batch: number;
+  private lastClean = -Infinity;
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
@@ -109,7 +115,11 @@ export class Reconciler {
       const agents = await redis.hkeys(keys.agentsKey());
       const queues = await this.deps.queues.listQueues(agents);
       const collected = await this.collect();
-      const cleanedJobs = await this.cleanJobs(queues);
+      let cleanedJobs = 0;
+      if (this.deps.now() - this.lastClean >= (this.deps.cleanEveryMs ?? 0)) {
+        this.lastClean = this.deps.now();
+        cleanedJobs = await this.cleanJobs(queues);
+      }
       const failedRemoved = await this.sweepFailed(queues);
       const report = { ...active, ...waiting, collected, failedRemoved, cleanedJobs };
       if (report.rescheduled.length + report.revived + report.expired.length > 0)
@@ -281,8 +291,9 @@ export class Reconciler {
     const { redis, keys } = this.deps;
     const upTo = this.deps.now() - this.deps.staleAfterMs;
     let removed = 0;
+    const cursors = await redis.hgetall(keys.reconcilerFailedCursor);
     for (const queue of runQueues) {
-      const from = Number((await redis.hget(keys.reconcilerFailedCursor, queue.name)) ?? 0);
+      const from = Number(cursors[queue.name] ?? 0);
       const flat = await redis.zrangebyscore(
         queue.toKey('failed'),
         from,

@@ -47,11 +47,11 @@ export class RunJobs {
     this.toolGate = new ProcessGate(opts.toolConcurrency);
     const { stalls, steps, tools } = opts;
     this.step = tracedProcessor('step', async (job: Job, token?: string) => {
-      await stalls.admit(job, agentOfJob(job));
+      await stalls.admit(job);
       return steps.process(job, token);
     });
     this.tool = tracedProcessor('tool', async (job: Job) => {
-      await stalls.admit(job, agentOfJob(job));
+      await stalls.admit(job);
       return tools.process(job);
     });
   }
@@ -68,8 +68,6 @@ export class RunJobs {
     const agent = await this.agentOf(job);
     if (agent !== null && !this.opts.deps.registry.engine(agent))
       return this.notHere(job, token, agent, kind);
-    // The agent is known from here on: stall accounting asks its workers' liveness.
-    if (agent !== null) (job.data as { agent?: string }).agent = agent;
     return kind === 'tool'
       ? this.toolGate.run(() => this.tool(job, token))
       : this.stepGate.run(() => this.step(job, token));
@@ -119,9 +117,4 @@ export class RunJobs {
     await job.moveToDelayed(Date.now() + NOT_HERE_DELAY_MS, token);
     throw new DelayedError();
   }
-}
-
-function agentOfJob(job: Job): string {
-  const { agent } = job.data as { agent?: unknown };
-  return typeof agent === 'string' ? agent : '';
 }

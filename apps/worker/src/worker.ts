@@ -33,6 +33,19 @@ import { QueueDrain } from './queue-drain.ts';
 import { RunJobs } from './run-jobs.ts';
 import { startWebhookDelivery } from './webhooks/webhook-worker.ts';
 
+/** How often an idle Worker on a run queue polls (seconds); see runQueueWorker. */
+const IDLE_POLL_SECONDS = 30;
+
+/**
+ * The stall check of each run queue. Every queue's check is a script of half a dozen commands
+ * per interval even when idle, so above 8 shards the interval grows with K: the process's
+ * stall checks cost what 8 shards cost, and a job whose worker died is taken over within
+ * JOB_LOCK_MS + STALLED_INTERVAL_MS * K / 8 instead of JOB_LOCK_MS + STALLED_INTERVAL_MS.
+ */
+export function shardStalledInterval(stalledIntervalMs: number, shards: number): number {
+  return Math.round(stalledIntervalMs * Math.max(1, shards / 8));
+}
+
 export interface BatonWorkerOptions {
   readonly config: WorkerConfig;
   readonly agents: readonly AgentDefinition[];
@@ -174,6 +187,10 @@ export class BatonWorker {
         ...common,
         prefix: rt.queues.prefixOf(name),
         concurrency: jobs.perQueueConcurrency,
+        // BullMQ wakes a blocked Worker through the queue's marker as soon as a job is added or
+        // a delayed one is due, so this only sets how often an idle Worker asks again.
+        drainDelay: IDLE_POLL_SECONDS,
+        stalledInterval: shardStalledInterval(config.STALLED_INTERVAL_MS, rt.queues.shards),
       });
       this.watch(worker, deps);
       return worker;
@@ -258,6 +275,8 @@ export class BatonWorker {
         batch: config.RECONCILE_BATCH,
         maxWaitMs: config.RUN_MAX_WAIT_SECONDS * 1000,
         lockMs: Math.max(config.RECONCILE_INTERVAL_MS * 3, 5_000),
+        // A quarter of the retention late at most, and no more than every 5 minutes.
+        cleanEveryMs: Math.min(config.JOB_RETENTION_SECONDS * 250, 300_000),
       });
       this.timers.push(
         setInterval(() => {

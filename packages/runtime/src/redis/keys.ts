@@ -27,8 +27,12 @@
  *
  *   Agents
  *     p:agents                      HASH   agent name -> advert JSON (what workers can run; data only)
- *     p:agents:live:<agent>         ZSET   worker id -> heartbeat expiry (ms, Redis clock); PEXPIRE
- *                                          TTL + 60 s, so the set of an agent nobody runs goes too
+ *     p:workers:live                ZSET   worker id -> heartbeat expiry (ms, Redis clock): one
+ *                                          ZADD per heartbeat, however many agents a worker runs
+ *     p:agents:live:<agent>         ZSET   worker id -> membership expiry (ms), refreshed every few
+ *                                          heartbeats; PEXPIRE past it, so the set of an agent
+ *                                          nobody runs goes too
+ *     p:queues                      SET    every BullMQ queue producers used (queue-shards.ts)
  *
  *   Reconciler (workers)
  *     p:reconciler:lock             STRING one scanner at a time across workers (SET NX PX)
@@ -284,7 +288,12 @@ export class BatonKeys {
     return `${this.prefix}:webhooks:sweep-lock`;
   }
 
-  /** Live workers of one agent (see agent-liveness): ZSET worker id -> heartbeat expiry (ms). */
+  /** Live workers (see agent-liveness): ZSET worker id -> heartbeat expiry (ms). */
+  get liveWorkers(): string {
+    return `${this.prefix}:workers:live`;
+  }
+
+  /** Workers of one agent (see agent-liveness): ZSET worker id -> membership expiry (ms). */
   agentWorkers(agent: string): string {
     return `${this.prefix}:agents:live:${keyPart(agent)}`;
   }
