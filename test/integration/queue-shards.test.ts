@@ -106,11 +106,13 @@ describe('queue shards (K = 4)', () => {
 
     const perShard = await Promise.all(
       client.queues.shardQueues('default').map(async (q) => {
-        const jobs = await q.getJobs(['completed'], 0, -1);
+        const kinds = (await q.getJobs(['completed'], 0, -1)).map(
+          (j) => (j.data as { kind?: string }).kind,
+        );
         return {
           name: q.name,
-          steps: jobs.filter((j) => j.data.kind === 'step').length,
-          tools: jobs.filter((j) => j.data.kind === 'tool').length,
+          steps: kinds.filter((k) => k === 'step').length,
+          tools: kinds.filter((k) => k === 'tool').length,
         };
       }),
     );

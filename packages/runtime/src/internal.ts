@@ -17,8 +17,6 @@ export {
   STALLED_TOO_OFTEN,
   STEP_QUEUE,
   TOOL_QUEUE,
-  childQueueOf,
-  queueLayout,
   stepQueueName,
   toolJobId,
   toolQueueName,
@@ -28,7 +26,6 @@ export {
   TASK_QUEUE_NAME,
   hashTagOf,
   parseShardQueueName,
-  shardOf,
   shardQueueName,
   shardQueueNames,
 } from './queue-shards.ts';
