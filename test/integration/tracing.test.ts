@@ -237,7 +237,7 @@ describe('tracing (in-memory exporter, real Redis and HTTP)', () => {
     const ofRun = spans.filter((s) => s.attributes['baton.run.id'] === exploded);
     expect(new Set(ofRun.map((s) => s.spanContext().traceId)).size).toBe(1);
     // Sequential mode: the tool ran inline, inside the step job.
-    expect(parentOf(tool, byId(spans))?.name).toBe('process steps.tracing-explodes');
+    expect(parentOf(tool, byId(spans))?.name).toBe(`process ${Q}`);
 
     const chat = spans.find(
       (s) => s.name === 'chat broken-1' && s.attributes['baton.run.id'] === broken,
@@ -275,7 +275,7 @@ describe('tracing (in-memory exporter, real Redis and HTTP)', () => {
         .getFinishedSpans()
         .find(
           (s) =>
-            s.name === 'process steps.assistant' &&
+            s.name === `process ${Q}` &&
             s.attributes['baton.run.id'] === reply.body.runId,
         ),
     );
