@@ -4,9 +4,11 @@
  * spread over the shards. Changing K on a live system loses no run: runs waiting on approval
  * and jobs queued under K = 2 all finish, exactly once, after the API and the worker restart
  * with K = 4 (the old shards are drained while they hold jobs). A job in an agent's queue of the
- * per-agent layout is drained the same way.
+ * per-agent layout is drained the same way, and a job that reached a task queue whose workers do
+ * not run its agent moves to the agent's own.
  */
 import { afterAll, describe, expect, inject, it } from 'vitest';
+import { ScriptedModel } from '@baton/core';
 import { createDemoAgents } from '@baton/core/testing';
 import { BatonRuntime, systemClock } from '@baton/runtime';
 import { BatonWorker } from '@baton/worker';
@@ -212,5 +214,42 @@ describe('upgrading from per-agent queues', () => {
     );
     const next = await startStack(redisUrl, prefix, 1);
     await expectFinishedOnce(next.client, [created.runId]);
+  });
+});
+
+describe('a job in a task queue whose workers do not run its agent', () => {
+  it("moves to the agent's current task queue and its run finishes there", async () => {
+    const redisUrl = inject('redisUrl');
+    const prefix = testPrefix();
+    // A pool on `default` without the agent, and the agent's own pool on `answers`.
+    const bystander = await startStack(redisUrl, prefix, 2);
+    const client = bystander.client;
+    // The producer looked the agents up before the agent's pool advertised (a cached answer
+    // a few seconds old): the run goes to `default`.
+    expect(await client.queues.taskQueues.of('answerer')).toBe('default');
+    const answerer = new BatonWorker({
+      config: testConfig(redisUrl, prefix, {
+        BATON_QUEUE_SHARDS: '2',
+        BATON_TASK_QUEUE: 'answers',
+      }),
+      agents: [
+        { name: 'answerer', model: new ScriptedModel([{ text: 'moved and done' }]), tools: [] },
+      ],
+      logger: silentLogger,
+    });
+    await answerer.start();
+    try {
+      const created = await client.service.createRun(TENANT, { agent: 'answerer', input: weather });
+      const queue = await client.queues.runQueue({ runId: created.runId, agent: 'answerer' });
+      expect(queue.name).toMatch(/^default\./);
+      await expectFinishedOnce(client, [created.runId]);
+      const jobs = await queue.getJobs(['completed'], 0, -1);
+      const moved = jobs.filter(
+        (j) => (j.data as { runId?: string }).runId === created.runId && j.returnvalue === 'moved',
+      );
+      expect(moved.length).toBe(1);
+    } finally {
+      await answerer.stop(500);
+    }
   });
 });
