@@ -60,6 +60,14 @@
  *     p:rl:tenant:<t>, p:rl:authfail:<ip>   rate-limiter-flexible counters (it appends the id)
  *     p:{run:*}:ch                  PSUBSCRIBE pattern of every run channel (event metrics)
  *
+ *   BullMQ queues (BullMQ's own keys under each queue; see queue-shards.ts and queues.ts)
+ *     p-bull:<tq>.sNN-KK{<tag>}:…   run queues: shard NN of K of task queue <tq>, each its own
+ *                                   hash tag (a run's step jobs and their tool children share
+ *                                   it); the tags' slots spread evenly over the slot space
+ *     {p-bull}:schedules:…, {p-bull}:webhooks:…   schedule firings, webhook deliveries
+ *     {p-bull}:steps.<agent>:…, {p-bull}:tools.<agent>:…, {p-bull}:steps|tools:…   run queues
+ *                                   of earlier layouts, drained while they hold jobs
+ *
  * Run, thread and tenant keys live in different slots, so the indexes (tenant and thread :runs,
  * runs:*) are written in separate commands around the run's scripts (run-record/run-index.ts).
  *
@@ -73,8 +81,10 @@
 const DEFAULT_PREFIX = 'baton';
 
 /**
- * BullMQ's key prefix: BullMQ builds its own keys under it (`{p-bull}:<queue>:…`); one hash tag
- * for all of them so the queues work on Redis Cluster.
+ * BullMQ's key prefix of the `schedules` and `webhooks` queues and of the run queues of earlier
+ * layouts (`steps.<agent>`, the legacy `steps` / `tools`): BullMQ builds its keys under it
+ * (`{p-bull}:<queue>:…`), one hash tag for all of them. Run queues are sharded instead
+ * (shardBullPrefix).
  */
 export function bullPrefix(prefix: string): string {
   return `{${prefix}-bull}`;
