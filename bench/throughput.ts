@@ -25,6 +25,7 @@ import { Queue, Worker, type ConnectionOptions, type JobsOptions } from 'bullmq'
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { BatonRuntime, bullPrefix, systemClock, type RedisClient } from '@baton/runtime';
+import { DEFAULT_TASK_QUEUE } from '@baton/runtime/internal';
 import { BatonWorker, WorkerConfigSchema, type WorkerConfig } from '@baton/worker';
 import { BENCH_AGENTS_MODULE, benchAgents } from '@baton/testing/bench-agents';
 import {
@@ -427,9 +428,9 @@ async function drainQueues(client: BatonRuntime, timeoutMs: number): Promise<voi
   await pollUntil(
     async () => {
       const counts = await Promise.all(
-        [client.queues.stepsFor(AGENT), client.queues.toolsFor(AGENT)].map((q) =>
-          q.getJobCounts('wait', 'active', 'prioritized', 'waiting-children'),
-        ),
+        client.queues
+          .shardQueues(DEFAULT_TASK_QUEUE)
+          .map((q) => q.getJobCounts('wait', 'active', 'prioritized', 'waiting-children')),
       );
       left = counts.reduce((n, c) => n + Object.values(c).reduce((a, b) => a + b, 0), 0);
       return left === 0;
@@ -448,16 +449,17 @@ interface JobCounts {
 }
 
 async function jobCounts(client: BatonRuntime): Promise<JobCounts> {
-  const [s, t] = await Promise.all([
-    client.queues.stepsFor(AGENT).getJobCounts('completed', 'failed', 'delayed'),
-    client.queues.toolsFor(AGENT).getJobCounts('completed', 'failed'),
-  ]);
-  return {
-    steps: s['completed'] ?? 0,
-    tools: t['completed'] ?? 0,
-    failed: (s['failed'] ?? 0) + (t['failed'] ?? 0),
-    delayedSteps: s['delayed'] ?? 0,
-  };
+  // A shard queue holds a run's step jobs and their tool children: told apart by `kind`.
+  const counts: JobCounts = { steps: 0, tools: 0, failed: 0, delayedSteps: 0 };
+  for (const queue of client.queues.shardQueues(DEFAULT_TASK_QUEUE)) {
+    const c = await queue.getJobCounts('failed', 'delayed');
+    counts.failed += c['failed'] ?? 0;
+    counts.delayedSteps += c['delayed'] ?? 0;
+    for (const job of await queue.getJobs(['completed'], 0, -1))
+      if ((job.data as { kind?: string }).kind === 'tool') counts.tools += 1;
+      else counts.steps += 1;
+  }
+  return counts;
 }
 
 interface JobTally {
@@ -479,12 +481,10 @@ async function jobTally(client: BatonRuntime, runIds: readonly string[]): Promis
   const retries = { steps: 0, tools: 0 };
   const errors: Record<string, number> = {};
   const perRun = runIds.length;
-  for (const [queue, kind] of [
-    [client.queues.stepsFor(AGENT), 'steps'],
-    [client.queues.toolsFor(AGENT), 'tools'],
-  ] as const) {
+  for (const queue of client.queues.shardQueues(DEFAULT_TASK_QUEUE)) {
     const jobs = await queue.getJobs(['completed'], 0, -1);
     for (const job of jobs) {
+      const kind = (job.data as { kind?: string }).kind === 'tool' ? 'tools' : 'steps';
       const runId = (job.data as { runId?: string }).runId;
       if (runId === undefined || !wanted.has(runId)) continue;
       const failures = job.stacktrace?.length ?? 0;

@@ -53,7 +53,7 @@ async function keyBytes(
   const byShape = new Map<string, { keys: number; bytes: number }>();
   let keys = 0;
   let bytes = 0;
-  for (const match of [`${prefix}:*`, `{${prefix}-bull}*`]) {
+  for (const match of [`${prefix}:*`, `{${prefix}-bull}*`, `${prefix}-bull:*`]) {
     let cursor = '0';
     do {
       const [next, batch] = await redis.scan(cursor, 'MATCH', match, 'COUNT', 1000);

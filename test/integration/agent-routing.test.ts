@@ -1,6 +1,7 @@
 /**
- * Routing like task queues: two worker pools with disjoint agents share one Redis. A step or
- * tool job reaches only a worker that registered its run's agent; a run for an agent with no
+ * Routing like task queues: two worker pools with disjoint agents share one Redis, each on its
+ * own task queue (BATON_TASK_QUEUE = its agent's name). A step or tool job reaches only a worker
+ * that registered its run's agent; a run for an agent with no
  * live worker is accepted, says it waits for a worker, and starts when one arrives.
  *
  * Each pool records which runs its model calls and its tools saw, so a misrouted job is counted
@@ -12,6 +13,7 @@ import { ScriptedModel, defineTool, toolResult, type AgentDefinition } from '@ba
 import { loadApiConfig, startApi, type RunningApi } from '@baton/api';
 import { BatonRuntime } from '@baton/runtime';
 import { BatonWorker, type WorkerConfig } from '@baton/worker';
+import { shardQueueName } from '@baton/runtime/internal';
 import { ApiClient } from '@baton/testing/api-harness';
 import { silentLogger, testConfig, testPrefix, waitFor } from '@baton/testing/worker-harness';
 
@@ -57,7 +59,12 @@ async function startPool(
 ): Promise<Pool> {
   for (let i = 0; i < size; i += 1) {
     const worker = new BatonWorker({
-      config: { ...config, WORKER_ID: `${name}-${String(pool.workers.length)}` },
+      // Pools with different agents serve them on different task queues.
+      config: {
+        ...config,
+        WORKER_ID: `${name}-${String(pool.workers.length)}`,
+        BATON_TASK_QUEUE: agent,
+      },
       agents: [agentFor(agent, pool)],
       logger: silentLogger,
       probe: (point, info) => {
@@ -136,7 +143,7 @@ describe('routing: two worker pools with disjoint agents on one Redis', () => {
 
   const failedJobs = async (): Promise<number> => {
     let n = 0;
-    for (const q of client.queues.queuesOf(['alpha', 'beta']))
+    for (const q of await client.queues.listQueues(['alpha', 'beta']))
       n += (await q.getJobCounts('failed'))['failed'] ?? 0;
     return n;
   };
@@ -187,19 +194,14 @@ describe('routing: two worker pools with disjoint agents on one Redis', () => {
       expect(new Set(beta.tools.map((t) => t.runId)).size).toBe(PER_AGENT);
       expect(await failedJobs()).toBe(0);
 
-      // Bull Board shows each advertised agent's queues next to the legacy pair.
+      // Bull Board shows the queue of each advertised agent's task queue next to the legacy pair.
       const board = await http
         .withKey(ADMIN_KEY)
         .get<{ queues: { name: string }[] }>('/admin/queues/api/queues');
       expect(board.status).toBe(200);
-      expect(board.body.queues.map((q) => q.name).sort()).toEqual([
-        'steps',
-        'steps.alpha',
-        'steps.beta',
-        'tools',
-        'tools.alpha',
-        'tools.beta',
-      ]);
+      expect(board.body.queues.map((q) => q.name).sort()).toEqual(
+        [shardQueueName('alpha', 0, 1), shardQueueName('beta', 0, 1), 'steps', 'tools'].sort(),
+      );
     },
   );
 

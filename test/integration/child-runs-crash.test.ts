@@ -125,7 +125,7 @@ describe('SIGKILL around child runs', () => {
     const cancelled = await s.client.post(`/v1/runs/${runId}/cancel`, {});
     expect(cancelled.status).toBe(202);
     // The cancel's step job is lost (as if its worker gave it up): only the reconciler is left.
-    const queue = s.rt.queues.stepsFor('tree-sequential');
+    const queue = await s.rt.queues.runQueue({ runId, agent: 'tree-sequential' });
     const queued = await queue.getJobs(['waiting', 'prioritized', 'delayed']);
     const ours = queued.filter((j) => (j.data as { runId?: string }).runId === runId);
     expect(ours.length).toBeGreaterThan(0);

@@ -4,10 +4,9 @@
  * dies between failing a job and recording that failure with the run.
  */
 import { Redis } from 'ioredis';
-import { Worker, type Job } from 'bullmq';
+import { Worker, type Job, type Queue } from 'bullmq';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
-import { BatonRuntime, bullPrefix } from '@baton/runtime';
-import { stepQueueName } from '@baton/runtime/internal';
+import { BatonRuntime } from '@baton/runtime';
 import { silentLogger, testConfig, testPrefix, waitFor } from '@baton/testing/worker-harness';
 import { spawnWorker, stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
@@ -49,18 +48,18 @@ async function finishedRun(c: ReturnType<typeof cluster>, agent: string): Promis
  * Takes the next job of `queue` as a worker that then dies: it stops renewing the job's lock,
  * so the job is redelivered by the stall check of the next worker, as after a SIGKILL.
  */
-async function takeAndDie(redisUrl: string, prefix: string, queue: string): Promise<Job> {
+async function takeAndDie(redisUrl: string, queue: Queue): Promise<Job> {
   const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
   connections.push(connection);
   let taken: (job: Job) => void = () => undefined;
   const got = new Promise<Job>((resolve) => (taken = resolve));
   const dying = new Worker(
-    queue,
+    queue.name,
     (job) => {
       taken(job);
       return new Promise<never>(() => undefined);
     },
-    { connection, prefix: bullPrefix(prefix), lockDuration: 1_000, stalledInterval: 60_000 },
+    { connection, prefix: queue.opts.prefix ?? '', lockDuration: 1_000, stalledInterval: 60_000 },
   );
   const job = await got;
   await dying.close(true);
@@ -84,10 +83,10 @@ describe('a finished run', () => {
       meta.version,
       true,
     );
-    const taken = await takeAndDie(c.redisUrl, c.prefix, stepQueueName('assistant'));
+    const queue = await c.client.queues.runQueue({ runId, agent: 'assistant' });
+    const taken = await takeAndDie(c.redisUrl, queue);
     expect(taken.id).toBe(jobId);
     await spawnWorker({ redisUrl: c.redisUrl, prefix: c.prefix, probes: false });
-    const queue = c.client.queues.stepsFor('assistant');
     // Redelivered (a retried job), it meets the lease: it must end, not wait for the lease again
     // and again.
     const state = await waitFor(
@@ -124,7 +123,7 @@ describe('a finished run', () => {
       // ...by a worker that dies before its `failed` handler keeps the job with the run.
       victim = await spawn({ 'before-failed-job-record': 60_000 });
       const given = await victim.onProbe('before-failed-job-record', (p) => p['runId'] === runId);
-      const steps = c.client.queues.stepsFor('assistant');
+      const steps = await c.client.queues.runQueue({ runId, agent: 'assistant' });
       const jobId = given['jobId'] as string;
       expect(await (await steps.getJob(jobId))?.getState()).toBe('failed');
       victim.kill('SIGKILL');

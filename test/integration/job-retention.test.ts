@@ -36,7 +36,8 @@ async function jobKeys(): Promise<string[]> {
     const [next, keys] = await h.client.redis.scan(
       cursor,
       'MATCH',
-      `{${h.prefix}-bull}:*`,
+      // Shard queues (`p-bull:<queue>{tag}:…`) and the earlier layouts' (`{p-bull}:…`).
+      `*${h.prefix}-bull*`,
       'COUNT',
       1000,
     );
@@ -58,7 +59,7 @@ describe('finished jobs after a burst', () => {
       ),
     );
     for (const { runId } of created) await waitForStatus(h, runId, ['done'], 60_000);
-    const queues = h.client.queues.queuesOf(['assistant', 'parallel-assistant']);
+    const queues = await h.client.queues.listQueues(['assistant', 'parallel-assistant']);
     const finished = async (): Promise<number> => {
       let n = 0;
       for (const q of queues) n += await q.getJobCountByTypes('completed', 'failed');

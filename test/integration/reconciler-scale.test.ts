@@ -66,7 +66,7 @@ describe('the reconciler with thousands of waiting runs', () => {
     // active when the indexes are already right.
     const jobCounts = () =>
       h.client.queues
-        .stepsFor('assistant')
+        .shardQueues('default')[0]!
         .getJobCounts('waiting', 'active', 'delayed', 'prioritized');
     await waitFor(
       async () => Object.values(await jobCounts()).every((n) => n === 0),
@@ -88,7 +88,7 @@ describe('the reconciler with thousands of waiting runs', () => {
       ]);
     }
     const fresh = await createMany(LOST);
-    await h.client.queues.stepsFor('assistant').obliterate({ force: true });
+    await h.client.queues.shardQueues('default')[0]!.obliterate({ force: true });
 
     const started = Date.now();
     await h.addWorker();
@@ -111,7 +111,9 @@ describe('the reconciler with thousands of waiting runs', () => {
     for (const runId of decided) expect((await auditRun(h.client, runId)).problems).toEqual([]);
     // The other waiting runs were left alone: still waiting, still holding no job.
     expect(await waitingCount()).toBe(WAITING - decided.length + fresh.length);
-    expect(await h.client.queues.stepsFor('assistant').getJobCounts('waiting', 'delayed')).toEqual({
+    expect(
+      await h.client.queues.shardQueues('default')[0]!.getJobCounts('waiting', 'delayed'),
+    ).toEqual({
       waiting: 0,
       delayed: 0,
     });

@@ -34,7 +34,7 @@ const user = (content: string) => ({ messages: [{ role: 'user' as const, content
 /** Every key of this test's prefix (Baton's and BullMQ's) with its memory usage. */
 async function keyspace(): Promise<Map<string, number>> {
   const out = new Map<string, number>();
-  for (const pattern of [`${h.prefix}:*`, `{${h.prefix}-bull}*`]) {
+  for (const pattern of [`${h.prefix}:*`, `{${h.prefix}-bull}*`, `${h.prefix}-bull:*`]) {
     let cursor = '0';
     do {
       const [next, keys] = await h.client.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);

@@ -1,7 +1,7 @@
 /**
  * A rolling deploy: producers of the version before per-agent routing put every job in the shared
- * `steps` / `tools` queues. New workers drain those and forward each job to its run's agent
- * queue, so such a run finishes, even when the worker that drains it does not run its agent.
+ * `steps` / `tools` queues. New workers drain those and forward each job to its run's queue
+ * (a shard of its agent's task queue), so such a run finishes, even when the worker that drains it does not run its agent.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { JOB_PAYLOAD_VERSION, type StepJob } from '@baton/protocol';
@@ -38,7 +38,20 @@ describe('rolling deploy: jobs in the legacy shared queues', () => {
       agent,
       input: { messages: [{ role: 'user', content: 'hello' }] },
     });
-    await h.client.queues.stepsFor(agent).obliterate({ force: true });
+    // The new layout's start job goes: only the legacy one is left to start the run. A worker
+    // of another agent may hold it for a moment (it puts it back delayed).
+    const queue = await h.client.queues.runQueue({ runId: created.runId, agent });
+    await waitFor(
+      async () => {
+        const jobs = (
+          await queue.getJobs(['active', 'waiting', 'delayed', 'prioritized'], 0, -1)
+        ).filter((j) => (j.data as { runId?: string }).runId === created.runId);
+        for (const job of jobs) await job.remove().catch(() => undefined);
+        return jobs.length === 0 ? true : null;
+      },
+      10_000,
+      'the start job to be removed',
+    );
     const meta = (await h.client.store.meta(created.runId))!;
     const data: StepJob = {
       v: JOB_PAYLOAD_VERSION,
@@ -65,11 +78,14 @@ describe('rolling deploy: jobs in the legacy shared queues', () => {
     // Only a worker of another agent drains the legacy queue at first.
     const bystander = h.workers[0]!;
     expect(bystander.registry.engine('other')).toBeUndefined();
+    const queue = await h.client.queues.runQueue({ runId, agent: 'other' });
     await waitFor(
-      async () =>
-        ((await h.client.queues.stepsFor('other').getJobCounts('waiting'))['waiting'] ?? 0) > 0,
+      async () => {
+        const jobs = await queue.getJobs(['active', 'waiting', 'delayed', 'prioritized'], 0, -1);
+        return jobs.some((j) => (j.data as { runId?: string }).runId === runId) ? true : null;
+      },
       10_000,
-      "the legacy job to be forwarded to the agent's queue",
+      "the legacy job to be forwarded to the run's queue",
     );
     expect((await h.client.store.load(runId))!.checkpoint.status).toBe('created');
 
@@ -78,7 +94,7 @@ describe('rolling deploy: jobs in the legacy shared queues', () => {
     expect(cp.termination).toEqual({ kind: 'natural_end' });
   });
 
-  it("a legacy tool job moves to its agent's tool queue under the same id", async () => {
+  it("a legacy tool job moves to its run's queue under the same id", async () => {
     const { runId } = await h.client.service.createRun(TENANT, {
       agent: 'other',
       input: { messages: [{ role: 'user', content: 'hi' }] },
@@ -98,10 +114,11 @@ describe('rolling deploy: jobs in the legacy shared queues', () => {
       },
       { jobId },
     );
+    const queue = await h.client.queues.runQueue({ runId, agent: 'other' });
     const moved = await waitFor(
-      () => h.client.queues.toolsFor('other').getJob(jobId),
+      () => queue.getJob(jobId),
       10_000,
-      "the legacy tool job to move to the agent's tool queue",
+      "the legacy tool job to move to the run's queue",
     );
     expect(moved.data).toMatchObject({ runId, toolCallId: 'call-1', attempt: 0 });
   });

@@ -57,7 +57,8 @@ async function runOf(name: string) {
   const audit = await auditRun(h.client, created.runId);
   expect(audit.problems).toEqual([]);
   const result = audit.events.find((e) => e.type === 'tool_call.result');
-  const jobs = await h.client.queues.toolsFor(name).getJobCounts('failed', 'completed');
+  const queue = await h.client.queues.runQueue({ runId: created.runId, agent: name });
+  const jobs = await queue.getJobCounts('failed', 'completed');
   return { cp, outcome: result?.['outcome'] as { status: string; error: string }, jobs };
 }
 

@@ -13,11 +13,15 @@ import { ApiClient } from '@baton/testing/api-harness';
 import { spawnApi, stopAllApiProcesses, type ApiProcess } from '@baton/testing/api-process';
 import { startOtlpReceiver, type OtlpReceiver } from '@baton/testing/otlp-receiver';
 import { testPrefix, waitFor } from '@baton/testing/worker-harness';
+import { shardQueueName } from '@baton/runtime/internal';
 import {
   spawnWorker,
   stopAllWorkerProcesses,
   type WorkerProcess,
 } from '@baton/testing/worker-process';
+
+/** The run's queue: the one shard of the default task queue (K = 1). */
+const Q = shardQueueName('default', 0, 1);
 
 const HOOK = resolve(
   dirname(fileURLToPath(import.meta.url)),
@@ -140,11 +144,11 @@ describe('tracing across real processes', () => {
         const trace = all.filter((s) => s.traceId === http.traceId);
         const names = new Set(trace.map((s) => `${s.service} ${s.name}`));
         const complete = [
-          'baton-api add steps.parallel-assistant.start',
-          'baton-worker process steps.parallel-assistant',
+          `baton-api add ${Q}.start`,
+          `baton-worker process ${Q}`,
           'baton-worker chat scripted',
-          'baton-worker add tools.parallel-assistant.tool:call_1_1',
-          'baton-worker process tools.parallel-assistant',
+          `baton-worker add ${Q}.tool:call_1_1`,
+          `baton-worker process ${Q}`,
           'baton-worker execute_tool get_weather',
         ].every((n) => names.has(n));
         return complete && trace.filter((s) => s.name === 'chat scripted').length === 2
@@ -166,7 +170,7 @@ describe('tracing across real processes', () => {
     const step = trace.find((s) => s.kind === CONSUMER && s.parentSpanId === enqueue.spanId)!;
     expect(step).toMatchObject({
       service: 'baton-worker',
-      name: 'process steps.parallel-assistant',
+      name: `process ${Q}`,
     });
     expect(step.attributes['baton.run.id']).toBe(runId);
     const chat = trace.find((s) => s.name === 'chat scripted' && s.parentSpanId === step.spanId)!;

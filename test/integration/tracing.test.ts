@@ -12,9 +12,12 @@ import { ScriptedModel, defineTool, type AgentDefinition } from '@baton/core';
 import { createDemoAgents } from '@baton/core/testing';
 import { z } from 'zod';
 import { createLogger, startTracing, systemClock, type TracingHandle } from '@baton/runtime';
-import { tracingActive } from '@baton/runtime/internal';
+import { shardQueueName, tracingActive } from '@baton/runtime/internal';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
 import { waitFor } from '@baton/testing/worker-harness';
+
+/** The run's queue: the one shard of the default task queue (K = 1). */
+const Q = shardQueueName('default', 0, 1);
 
 const exploding: AgentDefinition = {
   name: 'tracing-explodes',
@@ -125,11 +128,11 @@ describe('tracing (in-memory exporter, real Redis and HTTP)', () => {
 
     const inTrace = spans.filter((s) => s.spanContext().traceId === traceId);
     const enqueue = inTrace.find((s) => s.kind === SpanKind.PRODUCER && parentOf(s, all) === http);
-    expect(enqueue?.name).toBe('add steps.parallel-assistant.start');
+    expect(enqueue?.name).toBe(`add ${Q}.start`);
     const firstStep = inTrace.find(
       (s) => s.kind === SpanKind.CONSUMER && parentOf(s, all) === enqueue,
     );
-    expect(firstStep?.name).toBe('process steps.parallel-assistant');
+    expect(firstStep?.name).toBe(`process ${Q}`);
     expect(firstStep!.attributes).toMatchObject({
       'baton.run.id': runId,
       'baton.tenant.id': 'tenant-a',
@@ -171,10 +174,10 @@ describe('tracing (in-memory exporter, real Redis and HTTP)', () => {
     });
     expect(chain(tool!, all)).toEqual([
       'execute_tool get_weather',
-      'process tools.parallel-assistant',
-      'add tools.parallel-assistant.tool:call_1_1',
-      'process steps.parallel-assistant',
-      'add steps.parallel-assistant.start',
+      `process ${Q}`,
+      `add ${Q}.tool:call_1_1`,
+      `process ${Q}`,
+      `add ${Q}.start`,
       'POST /v1/runs',
     ]);
     const toolJob = parentOf(tool!, all)!;
@@ -186,7 +189,7 @@ describe('tracing (in-memory exporter, real Redis and HTTP)', () => {
     // The next round (carried by the re-entered step job, or enqueued as a new one) is still in
     // the request's trace, as is every span that names the run.
     expect(chain(second!, all).at(-1)).toBe('POST /v1/runs');
-    expect(parentOf(second!, all)?.name).toBe('process steps.parallel-assistant');
+    expect(parentOf(second!, all)?.name).toBe(`process ${Q}`);
     const ofRun = spans.filter((s) => s.attributes['baton.run.id'] === runId);
     expect(ofRun.length).toBeGreaterThan(5);
     expect(new Set(ofRun.map((s) => s.spanContext().traceId))).toEqual(new Set([traceId]));
@@ -234,7 +237,7 @@ describe('tracing (in-memory exporter, real Redis and HTTP)', () => {
     const ofRun = spans.filter((s) => s.attributes['baton.run.id'] === exploded);
     expect(new Set(ofRun.map((s) => s.spanContext().traceId)).size).toBe(1);
     // Sequential mode: the tool ran inline, inside the step job.
-    expect(parentOf(tool, byId(spans))?.name).toBe('process steps.tracing-explodes');
+    expect(parentOf(tool, byId(spans))?.name).toBe(`process ${Q}`);
 
     const chat = spans.find(
       (s) => s.name === 'chat broken-1' && s.attributes['baton.run.id'] === broken,
@@ -272,7 +275,7 @@ describe('tracing (in-memory exporter, real Redis and HTTP)', () => {
         .getFinishedSpans()
         .find(
           (s) =>
-            s.name === 'process steps.assistant' &&
+            s.name === `process ${Q}` &&
             s.attributes['baton.run.id'] === reply.body.runId,
         ),
     );

@@ -81,7 +81,7 @@ describe('cancellation over real queues', () => {
     // worker. (The job that committed Waiting may still be finishing when the status shows.)
     const liveJobs = async (): Promise<number> => {
       let n = 0;
-      for (const queue of h.client.queues.queuesOf(['assistant'])) {
+      for (const queue of await h.client.queues.listQueues(['assistant'])) {
         const live = await queue.getJobs([
           'waiting',
           'active',

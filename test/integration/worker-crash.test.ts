@@ -317,7 +317,11 @@ describe('SIGKILL of a worker process', () => {
         (p) => p['toolCallId'] === callId,
         async () => {
           // Failed for good; or already failed, applied and removed with the finished run.
-          const job = await c.client.queues.toolsFor('parallel-assistant').getJob(jobId);
+          const queue = await c.client.queues.runQueue({
+            runId: created.runId,
+            agent: 'parallel-assistant',
+          });
+          const job = await queue.getJob(jobId);
           return job === undefined || (await job.getState()) === 'failed';
         },
       );
@@ -347,7 +351,11 @@ describe('SIGKILL of a worker process', () => {
       // The finished run left no failed job behind.
       await waitFor(
         async () =>
-          (await c.client.queues.toolsFor('parallel-assistant').getJob(jobId)) ? null : true,
+          (await (
+            await c.client.queues.runQueue({ runId: created.runId, agent: 'parallel-assistant' })
+          ).getJob(jobId))
+            ? null
+            : true,
         10_000,
         'the failed tool job to be removed',
       );

@@ -339,10 +339,10 @@ describe('runs left without a job, and shutdown', () => {
       input: user('weather in Lisbon?'),
     });
     // Lose every queued step job (e.g. a Redis failover dropped them).
-    await h.client.queues.stepsFor('assistant').obliterate({ force: true });
+    await h.client.queues.shardQueues('default')[0]!.obliterate({ force: true });
     expect(
       await h.client.queues
-        .stepsFor('assistant')
+        .shardQueues('default')[0]!
         .getJobCounts('waiting', 'active', 'delayed', 'prioritized'),
     ).toEqual({ waiting: 0, active: 0, delayed: 0, prioritized: 0 });
 

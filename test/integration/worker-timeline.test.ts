@@ -82,14 +82,9 @@ describe('seed t0–t7 in ParallelStreaming over real queues', () => {
     expect(cp.calls['B']?.status).toBe('suspended');
     expect(cp.status).toBe('running');
     // The replay joined the round's waiting step job as a new child.
-    const replayJob = await Job.fromId(
-      h.client.queues.toolsFor('timeline'),
-      toolJobId(runId, 'A', 1),
-    );
-    const firstChild = await Job.fromId(
-      h.client.queues.toolsFor('timeline'),
-      toolJobId(runId, 'C', 0),
-    );
+    const queue = await h.client.queues.runQueue({ runId, agent: 'timeline' });
+    const replayJob = await Job.fromId(queue, toolJobId(runId, 'A', 1));
+    const firstChild = await Job.fromId(queue, toolJobId(runId, 'C', 0));
     expect(replayJob?.parentKey).toBeDefined();
     expect(replayJob?.parentKey).toBe(firstChild?.parentKey);
 

@@ -9,7 +9,8 @@ import { badRequest } from './errors.ts';
 export const BULL_BOARD_PATH = '/admin/queues';
 
 /**
- * The queues Bull Board shows: each known agent's pair and the legacy pair. Agents appear as
+ * The queues Bull Board shows: every shard of every known task queue, the queues producers used
+ * (earlier K, per-agent layout) and the legacy pair. Agents and their task queues appear as
  * workers advertise them, so the list is looked up again (at most once a second) on use.
  */
 export class BoardQueues {
@@ -23,7 +24,7 @@ export class BoardQueues {
   constructor(queues: BatonQueues, agents: () => Promise<string[]>) {
     this.queues = queues;
     this.agents = agents;
-    this.current = queues.queuesOf([]);
+    this.current = [queues.legacySteps, queues.legacyTools];
   }
 
   /** Called with the new list whenever it changes. */
@@ -35,8 +36,8 @@ export class BoardQueues {
   async list(): Promise<Queue[]> {
     if (Date.now() - this.fetchedAt < 1000) return this.current;
     this.pending ??= this.agents()
-      .then((names) => {
-        const next = this.queues.queuesOf(names);
+      .then((names) => this.queues.listQueues(names))
+      .then((next) => {
         this.fetchedAt = Date.now();
         const changed =
           next.length !== this.current.length || next.some((q, i) => q !== this.current[i]);

@@ -219,8 +219,9 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
 }
 
 /**
- * Opens the step queues of the agents known now, so the first run or decision after a (re)start
- * does not pay for a new BullMQ connection inside its request (where the API's 2 s command
+ * Opens the queues of the agents known now (every shard of their task queues), and reads their
+ * task queues, so the first run or decision after a (re)start does not pay for a new BullMQ
+ * connection inside its request (where the API's 2 s command
  * timeout could turn a slow connect into a 503). Bounded: an agent advertised later, or a slow
  * Redis, only means its queue connects on first use, as before.
  */
@@ -231,9 +232,10 @@ async function warmStepQueues(runtime: BatonRuntime, timeoutMs: number): Promise
     timer = setTimeout(resolve, timeoutMs);
   });
   await Promise.race([
-    Promise.all(names.map((n) => runtime.queues.stepsFor(n).waitUntilReady())).catch(
-      () => undefined,
-    ),
+    runtime.queues
+      .listQueues(names)
+      .then((queues) => Promise.all(queues.map((q) => q.waitUntilReady())))
+      .catch(() => undefined),
     deadline,
   ]);
   clearTimeout(timer);

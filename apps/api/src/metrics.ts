@@ -209,7 +209,7 @@ export class ApiMetrics {
       registers,
       async collect() {
         const agents = await runtime.service.catalog.names();
-        for (const queue of runtime.queues.queuesOf(agents)) {
+        for (const queue of await runtime.queues.listQueues(agents)) {
           const counts = await queue.getJobCounts(...QUEUE_STATES);
           for (const state of QUEUE_STATES)
             this.set({ queue: queue.name, state }, counts[state] ?? 0);

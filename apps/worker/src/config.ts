@@ -1,11 +1,20 @@
 import { z } from 'zod';
-import { runtimeConfigShape } from '@baton/runtime/internal';
+import { DEFAULT_TASK_QUEUE, TASK_QUEUE_NAME, runtimeConfigShape } from '@baton/runtime/internal';
 
 const bool = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true');
 
 /** Worker configuration from the environment; invalid values fail at startup with the variable named. */
 export const WorkerConfigSchema = z.object({
   ...runtimeConfigShape,
+  /**
+   * The task queue (a pool of workers, in Temporal's sense) this worker serves its agents on:
+   * its adverts tell producers to put those agents' runs there. Pools with different agents
+   * should have different task queues.
+   */
+  BATON_TASK_QUEUE: z
+    .string()
+    .regex(TASK_QUEUE_NAME, 'BATON_TASK_QUEUE: letters, digits, _ and -, at most 64')
+    .default(DEFAULT_TASK_QUEUE),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
   TOOL_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
   /** How long a crashed holder keeps a run (and BullMQ keeps a job) before another worker takes over. */

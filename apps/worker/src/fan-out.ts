@@ -79,7 +79,7 @@ export async function fanOutToolCalls(
   // A fresh round has no jobs yet; only a re-entry after a crash or a replay must look at each.
   let fresh = startedHere;
   if (!fresh) {
-    const jobKeys = deps.queues.toolJobKeys(identity.agent, identity.runId, invocations);
+    const jobKeys = deps.queues.toolJobKeys(job.queueName, identity.runId, invocations);
     fresh = jobKeys.length > 0 && (await deps.redis.exists(...jobKeys)) === 0;
   }
   let parent = self;
@@ -99,7 +99,7 @@ export async function fanOutToolCalls(
   for (const inv of invocations) {
     const existing = fresh
       ? undefined
-      : await deps.queues.toolJob(identity.agent, identity.runId, inv.toolCallId, inv.attempt);
+      : await deps.queues.toolJob(job.queueName, identity.runId, inv.toolCallId, inv.attempt);
     if (existing) {
       if ((await existing.getState()) === 'failed') {
         await deps.mailbox.record(

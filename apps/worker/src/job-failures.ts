@@ -1,6 +1,6 @@
 import { runCommands } from '@baton/core';
 import type { Job } from 'bullmq';
-import { STALLED_TOO_OFTEN, queueKind } from '@baton/runtime/internal';
+import { STALLED_TOO_OFTEN } from '@baton/runtime/internal';
 import { deathsOf } from './stall-accounting.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 
@@ -31,7 +31,8 @@ export async function onJobFailed(
   await deps.probe?.('before-failed-job-record', { runId, queue, jobId: job.id });
   if (!(await keepFailedJob(deps, queue, job.id, runId))) return;
   const keys = deps.keys.run(runId);
-  if (queueKind(queue) !== 'step' || job.failedReason !== STALLED_TOO_OFTEN) return;
+  const kind = (job.data as { kind?: unknown }).kind;
+  if (kind !== 'step' || job.failedReason !== STALLED_TOO_OFTEN) return;
   const step = (await deps.store.load(runId))?.checkpoint.step ?? 0;
   const died = await deathsOf(deps.redis, job);
   // Counted on the run's own hash, so the counts expire with the run.

@@ -7,7 +7,7 @@ export type ForwardOutcome = 'forwarded' | 'missing';
 /**
  * Drains the shared `steps` / `tools` queues that Baton versions before per-agent routing
  * produce into, so that during a rolling deploy no run is stranded there: every job is moved to
- * its run's agent queue, where only workers that registered the agent take it. Forwarding writes
+ * its run's queue (a shard of its agent's task queue), where workers that run the agent take it. Forwarding writes
  * nothing to the run (its checkpoint decides what happens), so a forwarded job that an old worker
  * also handled costs one no-op pass.
  */
@@ -18,7 +18,7 @@ export class LegacyQueueForwarder {
     this.deps = deps;
   }
 
-  /** A step job becomes a fresh pass over the run in its agent's step queue. */
+  /** A step job becomes a fresh pass over the run in its run's queue. */
   async step(job: Job): Promise<ForwardOutcome> {
     const data = StepJobSchema.parse(job.data);
     const meta = await this.deps.store.meta(data.runId);
@@ -34,8 +34,8 @@ export class LegacyQueueForwarder {
   }
 
   /**
-   * A tool job moves to its agent's tool queue under the same job id, so the round's fan-out
-   * finds it there (and adds no second job for the call). Its legacy parent goes on once this
+   * A tool job moves to its run's queue under the same job id, so the round's fan-out finds it
+   * there (and adds no second job for the call). Its legacy parent goes on once this
    * child completes; the tool job applies its own result, as every tool job does.
    */
   async tool(job: Job): Promise<ForwardOutcome> {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { RunDoneError, activityOf, runCommands } from '@baton/core';
-import { Job } from 'bullmq';
+import { Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import { type RedisClient } from '@baton/runtime';
 import {
@@ -37,6 +37,11 @@ export interface ReconcilerDeps {
   readonly maxWaitMs?: number;
   /** How long one scan may keep the cluster-wide scan lock. */
   readonly lockMs?: number;
+  /**
+   * Finished jobs are cleaned from the queues at most this often (default: every scan): every
+   * shard's clean costs a few scripts even when there is nothing to remove.
+   */
+  readonly cleanEveryMs?: number;
 }
 
 export interface ScanReport {
@@ -80,6 +85,7 @@ export class Reconciler {
   /** Every index write of the scans below (run-index.ts states their ordering rule). */
   private readonly index: RunIndex;
   private readonly batch: number;
+  private lastClean = -Infinity;
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
@@ -107,9 +113,14 @@ export class Reconciler {
       const active = await this.scanActive();
       const waiting = await this.sweepWaiting();
       const agents = await redis.hkeys(keys.agentsKey());
+      const queues = await this.deps.queues.listQueues(agents);
       const collected = await this.collect();
-      const cleanedJobs = await this.cleanJobs(agents);
-      const failedRemoved = await this.sweepFailed(agents);
+      let cleanedJobs = 0;
+      if (this.deps.now() - this.lastClean >= (this.deps.cleanEveryMs ?? 0)) {
+        this.lastClean = this.deps.now();
+        cleanedJobs = await this.cleanJobs(queues);
+      }
+      const failedRemoved = await this.sweepFailed(queues);
       const report = { ...active, ...waiting, collected, failedRemoved, cleanedJobs };
       if (report.rescheduled.length + report.revived + report.expired.length > 0)
         this.deps.logger.info(
@@ -259,25 +270,30 @@ export class Reconciler {
    * Every finished job past its retention, not a batch: a burst leaves tens of thousands, and
    * nothing else removes them once no job finishes (see BatonQueues.cleanFinished).
    */
-  private async cleanJobs(agents: readonly string[]): Promise<number> {
-    return this.deps.queues.cleanFinished(agents, {
-      others: [SCHEDULE_QUEUE, WEBHOOK_QUEUE],
-    });
+  private async cleanJobs(runQueues: readonly Queue[]): Promise<number> {
+    const { queues } = this.deps;
+    return queues.cleanFinished([
+      ...runQueues,
+      queues.queue(SCHEDULE_QUEUE),
+      queues.queue(WEBHOOK_QUEUE),
+    ]);
   }
 
   /**
    * Every failed job is kept with its run or, the run being finished, removed (keepFailedJob):
    * its worker's `failed` handler does it, unless that worker died first. So each failed job is
-   * looked at once more here, in the order they failed, a batch per queue per scan, once it is
+   * looked at once more here (every shard of every task queue, and the queues of earlier
+   * layouts), in the order they failed, a batch per queue per scan, once it is
    * older than staleAfterMs (a clock skew between workers below that cannot hide one behind the
    * cursor). Looking twice is harmless.
    */
-  private async sweepFailed(agents: readonly string[]): Promise<number> {
-    const { redis, keys, queues } = this.deps;
+  private async sweepFailed(runQueues: readonly Queue[]): Promise<number> {
+    const { redis, keys } = this.deps;
     const upTo = this.deps.now() - this.deps.staleAfterMs;
     let removed = 0;
-    for (const queue of queues.queuesOf(agents)) {
-      const from = Number((await redis.hget(keys.reconcilerFailedCursor, queue.name)) ?? 0);
+    const cursors = await redis.hgetall(keys.reconcilerFailedCursor);
+    for (const queue of runQueues) {
+      const from = Number(cursors[queue.name] ?? 0);
       const flat = await redis.zrangebyscore(
         queue.toKey('failed'),
         from,

@@ -54,6 +54,8 @@ export class ScheduleWorker {
         connection: this.rt.connection,
         prefix: bullPrefix(config.BATON_PREFIX),
         concurrency: config.SCHEDULE_CONCURRENCY,
+        // Woken by the queue's marker when a firing is due: this only sets idle polling.
+        drainDelay: 30,
         lockDuration: config.JOB_LOCK_MS,
         stalledInterval: config.STALLED_INTERVAL_MS,
         maxStalledCount: config.MAX_STALLS,

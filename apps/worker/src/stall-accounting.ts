@@ -80,7 +80,7 @@ export class StallAccounting {
    * with STALLED_TOO_OFTEN when the workers running it died more than MAX_STALLS times: the job is
    * given up as BullMQ would have, with the same reason (see job-failures.ts, fan-out.ts).
    */
-  async admit(job: Job, agent: string): Promise<void> {
+  async admit(job: Job): Promise<void> {
     const key = jobKey(job);
     const stalls = job.stalledCounter;
     const recorded = this.record([key], [this.holder, stalls]);
@@ -97,18 +97,18 @@ export class StallAccounting {
     // The previous attempt lost its lock. More losses than one mean attempts that never got to
     // note their holder: their workers died at once.
     let died = stalls - seen - 1;
-    if (previous === '' || !(await this.alive(previous, agent))) died += 1;
+    if (previous === '' || !(await this.alive(previous))) died += 1;
     let deaths = Number(deathsText);
     if (died > 0) deaths = await this.redis.hincrby(key, 'batonDeaths', died);
     else this.logger.info({ jobId: job.id, holder: previous }, 'lock lost by a live worker');
     if (deaths > this.maxStalls) throw new UnrecoverableError(STALLED_TOO_OFTEN);
   }
 
-  private async alive(workerId: string, agent: string): Promise<boolean> {
+  private async alive(workerId: string): Promise<boolean> {
     try {
       const [[seconds, micros], score, clients] = await Promise.all([
         this.redis.time(),
-        this.redis.zscore(this.keys.agentWorkers(agent), workerId),
+        this.redis.zscore(this.keys.liveWorkers, workerId),
         pubsubClients(this.redis),
       ]);
       const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);

@@ -1,9 +1,9 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { Worker, type Job } from 'bullmq';
+import { Worker } from 'bullmq';
 import type { AgentDefinition, Clock } from '@baton/core';
 import type { Logger } from 'pino';
-import { BatonRuntime, type RedisClient, bullPrefix } from '@baton/runtime';
+import { BatonRuntime, type RedisClient } from '@baton/runtime';
 import {
   AbortRegistry,
   AgentLiveness,
@@ -16,8 +16,6 @@ import {
   bullTelemetryOption,
   duplicateClient,
   listenForControl,
-  stepQueueName,
-  toolQueueName,
 } from '@baton/runtime/internal';
 import type { WorkerConfig } from './config.ts';
 import { onJobFailed } from './job-failures.ts';
@@ -30,8 +28,23 @@ import { StallAccounting, controlConnectionName } from './stall-accounting.ts';
 import { ToolResultMailbox } from './tool-results.ts';
 import { MessageCache } from './message-cache.ts';
 import type { WorkerDeps } from './worker-deps.ts';
-import { traceAgents, tracedProcessor } from './tracing.ts';
+import { traceAgents } from './tracing.ts';
+import { QueueDrain } from './queue-drain.ts';
+import { RunJobs } from './run-jobs.ts';
 import { startWebhookDelivery } from './webhooks/webhook-worker.ts';
+
+/** How often an idle Worker on a run queue polls (seconds); see runQueueWorker. */
+const IDLE_POLL_SECONDS = 30;
+
+/**
+ * The stall check of each run queue. Every queue's check is a script of half a dozen commands
+ * per interval even when idle, so above 8 shards the interval grows with K: the process's
+ * stall checks cost what 8 shards cost, and a job whose worker died is taken over within
+ * JOB_LOCK_MS + STALLED_INTERVAL_MS * K / 8 instead of JOB_LOCK_MS + STALLED_INTERVAL_MS.
+ */
+export function shardStalledInterval(stalledIntervalMs: number, shards: number): number {
+  return Math.round(stalledIntervalMs * Math.max(1, shards / 8));
+}
 
 export interface BatonWorkerOptions {
   readonly config: WorkerConfig;
@@ -54,8 +67,12 @@ export class BatonWorker {
   readonly aborts = new AbortRegistry();
   private readonly opts: BatonWorkerOptions;
   private readonly logger: Logger;
-  /** BullMQ workers: a step and a tool queue per registered agent, and the legacy pair. */
+  /**
+   * BullMQ workers: one per shard of this worker's task queue, the schedule and webhook queues,
+   * and those draining queues of earlier layouts while they hold jobs.
+   */
   private bullWorkers: Worker[] = [];
+  private drain?: QueueDrain;
   private liveness?: AgentLiveness;
   private controlSubscriber?: RedisClient;
   private timers: NodeJS.Timeout[] = [];
@@ -110,7 +127,13 @@ export class BatonWorker {
     this.liveness = liveness;
     const ttl = config.AGENT_HEARTBEAT_TTL_MS;
     const advertise = async (): Promise<void> => {
-      await this.registry.advertise(rt.redis, rt.keys, this.id, rt.clock.now());
+      await this.registry.advertise(
+        rt.redis,
+        rt.keys,
+        this.id,
+        rt.clock.now(),
+        config.BATON_TASK_QUEUE,
+      );
       await liveness.heartbeat(this.id, agentNames, ttl);
     };
     await advertise();
@@ -141,60 +164,77 @@ export class BatonWorker {
     });
     const common = {
       connection: rt.connection,
-      prefix: bullPrefix(config.BATON_PREFIX),
       lockDuration: config.JOB_LOCK_MS,
       stalledInterval: config.STALLED_INTERVAL_MS,
       maxStalledCount: StallAccounting.bullBackstop(config.MAX_STALLS),
       ...bullTelemetryOption(),
     };
-    const stepOpts = { ...common, concurrency: config.WORKER_CONCURRENCY };
-    const toolOpts = { ...common, concurrency: config.TOOL_CONCURRENCY };
-    // Routing: this worker listens only to the queues of the agents it registered, so a job
-    // never reaches a worker that cannot run its agent.
-    for (const name of agentNames) {
-      const stepJob = tracedProcessor('step', async (job: Job, token?: string) => {
-        await stalls.admit(job, name);
-        return steps.process(job, token);
+    const taskQueue = config.BATON_TASK_QUEUE;
+    // This worker's agents' runs go to its own task queue, with no lookup (its advert says so
+    // to every other producer).
+    rt.queues.taskQueues.serve(agentNames, taskQueue);
+    const jobs = new RunJobs({
+      deps,
+      taskQueue,
+      steps,
+      tools,
+      stalls,
+      stepConcurrency: config.WORKER_CONCURRENCY,
+      toolConcurrency: config.TOOL_CONCURRENCY,
+    });
+    const runQueueWorker = (name: string): Worker => {
+      const worker = new Worker(name, jobs.process, {
+        ...common,
+        prefix: rt.queues.prefixOf(name),
+        concurrency: jobs.perQueueConcurrency,
+        // BullMQ wakes a blocked Worker through the queue's marker as soon as a job is added or
+        // a delayed one is due, so this only sets how often an idle Worker asks again.
+        drainDelay: IDLE_POLL_SECONDS,
+        stalledInterval: shardStalledInterval(config.STALLED_INTERVAL_MS, rt.queues.shards),
       });
-      const toolJob = tracedProcessor('tool', async (job: Job) => {
-        await stalls.admit(job, name);
-        return tools.process(job);
-      });
-      this.bullWorkers.push(
-        new Worker(stepQueueName(name), stepJob, stepOpts),
-        new Worker(toolQueueName(name), toolJob, toolOpts),
-      );
-    }
-    if (config.LEGACY_QUEUES) {
-      // Forwarding only (no agent to ask about): BullMQ counts their lost locks itself.
-      const legacy = new LegacyQueueForwarder(deps);
-      const legacyStep = { ...stepOpts, maxStalledCount: config.MAX_STALLS };
-      const legacyTool = { ...toolOpts, maxStalledCount: config.MAX_STALLS };
-      this.bullWorkers.push(
-        new Worker(STEP_QUEUE, (job) => legacy.step(job), legacyStep),
-        new Worker(TOOL_QUEUE, (job) => legacy.tool(job), legacyTool),
-      );
-    }
+      this.watch(worker, deps);
+      return worker;
+    };
+    // Routing: this worker takes the K shard queues of its task queue, whatever its agents
+    // (a BullMQ Worker per shard, not two per agent: connections and idle polling stay bounded).
+    const serving = rt.queues.shardQueues(taskQueue).map((q) => q.name);
+    for (const name of serving) this.bullWorkers.push(runQueueWorker(name));
+    // Forwarding only (no agent to ask about): BullMQ counts their lost locks itself.
+    const legacy = new LegacyQueueForwarder(deps);
+    this.drain = new QueueDrain({
+      redis: rt.redis,
+      queues: rt.queues,
+      taskQueue,
+      agents: agentNames,
+      legacy: config.LEGACY_QUEUES,
+      serving: new Set(serving),
+      logger: this.logger,
+      start: (name) => {
+        const worker =
+          name === STEP_QUEUE || name === TOOL_QUEUE
+            ? new Worker(
+                name,
+                (job) => (name === STEP_QUEUE ? legacy.step(job) : legacy.tool(job)),
+                {
+                  ...common,
+                  prefix: rt.queues.prefixOf(name),
+                  concurrency: jobs.perQueueConcurrency,
+                  maxStalledCount: config.MAX_STALLS,
+                },
+              )
+            : runQueueWorker(name);
+        if (name === STEP_QUEUE || name === TOOL_QUEUE) this.watch(worker, deps);
+        this.bullWorkers.push(worker);
+        return worker;
+      },
+    });
+    await this.drain.check();
     // Scheduled runs: its own queue and handlers (see schedule-worker.ts).
     if (config.SCHEDULES) {
       this.schedules = new ScheduleWorker(rt, config, this.logger);
-      this.bullWorkers.push(this.schedules.start());
-    }
-    for (const w of this.bullWorkers) {
-      // A job's completion and the next fetch, and what several jobs send in one turn, go out
-      // in one write (see coalesceWrites).
-      w.backend.client.then(coalesceWrites, () => undefined);
-      if (w === this.schedules?.worker) continue;
-      w.on('error', (err) => {
-        if (!rt.outage.connectionError(err, w.name))
-          this.logger.error({ err, queue: w.name }, 'worker error');
-      });
-      w.on('failed', (job, err) => {
-        if (!job) return;
-        onJobFailed(deps, w.name, job, err).catch((e: unknown) =>
-          this.logger.warn({ err: e, jobId: job.id }, 'could not handle a failed job'),
-        );
-      });
+      const worker = this.schedules.start();
+      worker.backend.client.then(coalesceWrites, () => undefined);
+      this.bullWorkers.push(worker);
     }
     // Webhooks (webhooks/): their own queue, backoff and sweeper; added after the handlers
     // above, which are for run jobs.
@@ -212,6 +252,15 @@ export class BatonWorker {
         Math.max(Math.floor(ttl / 3), 50),
       ),
     );
+    // Queues of an earlier layout or K are looked at again every reconcile interval (whether
+    // or not this worker reconciles): cheap, one EXISTS per hash tag.
+    this.timers.push(
+      setInterval(() => {
+        this.drain
+          ?.check()
+          .catch((err: unknown) => this.logger.warn({ err }, 'queue drain check failed'));
+      }, config.RECONCILE_INTERVAL_MS),
+    );
     if (config.RECONCILER) {
       this.reconciler = new Reconciler({
         redis: rt.redis,
@@ -226,6 +275,8 @@ export class BatonWorker {
         batch: config.RECONCILE_BATCH,
         maxWaitMs: config.RUN_MAX_WAIT_SECONDS * 1000,
         lockMs: Math.max(config.RECONCILE_INTERVAL_MS * 3, 5_000),
+        // A quarter of the retention late at most, and no more than every 5 minutes.
+        cleanEveryMs: Math.min(config.JOB_RETENTION_SECONDS * 250, 300_000),
       });
       this.timers.push(
         setInterval(() => {
@@ -238,9 +289,32 @@ export class BatonWorker {
     for (const t of this.timers) t.unref();
     await Promise.all(this.bullWorkers.map((w) => w.waitUntilReady()));
     this.logger.info(
-      { agents: this.registry.list().map((a) => a.name), concurrency: config.WORKER_CONCURRENCY },
+      {
+        agents: this.registry.list().map((a) => a.name),
+        concurrency: config.WORKER_CONCURRENCY,
+        taskQueue: config.BATON_TASK_QUEUE,
+        shards: rt.queues.shards,
+      },
       'worker started',
     );
+  }
+
+  /** Error and failure handling of a Worker on a run queue. */
+  private watch(w: Worker, deps: WorkerDeps): void {
+    const rt = this.runtime;
+    // A job's completion and the next fetch, and what several jobs send in one turn, go out
+    // in one write (see coalesceWrites).
+    w.backend.client.then(coalesceWrites, () => undefined);
+    w.on('error', (err) => {
+      if (!rt.outage.connectionError(err, w.name))
+        this.logger.error({ err, queue: w.name }, 'worker error');
+    });
+    w.on('failed', (job, err) => {
+      if (!job) return;
+      onJobFailed(deps, w.name, job, err).catch((e: unknown) =>
+        this.logger.warn({ err: e, jobId: job.id }, 'could not handle a failed job'),
+      );
+    });
   }
 
   /** Runs one reconciler scan now (tests, admin); null when this worker runs no reconciler. */

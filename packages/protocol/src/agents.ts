@@ -28,6 +28,11 @@ export const AgentAdvertSchema = z.object({
   /** Workers that advertised it recently (as the last advertising worker saw it). */
   workers: z.array(z.string()),
   updatedAt: z.number(),
+  /**
+   * The task queue (BATON_TASK_QUEUE) the advertising worker serves the agent on: where
+   * producers put the agent's runs. Absent from adverts of older workers ('default').
+   */
+  taskQueue: z.string().optional(),
 });
 export type AgentAdvert = z.infer<typeof AgentAdvertSchema>;
 

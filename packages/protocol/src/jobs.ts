@@ -8,6 +8,8 @@ export const StepJobSchema = z.object({
   kind: z.literal('step'),
   runId: z.string(),
   tenantId: z.string(),
+  /** The run's agent (absent from jobs of older producers): lets a worker route without a read. */
+  agent: z.string().optional(),
   /** Why the round was scheduled; informs logs and dedup ids. */
   reason: z.enum(['start', 'continue', 'decision', 'reconcile', 'cancel']),
   /** Checkpoint version the round expects to start from (stale jobs are no-ops). */
@@ -21,6 +23,7 @@ export const ToolJobSchema = z.object({
   kind: z.literal('tool'),
   runId: z.string(),
   tenantId: z.string(),
+  agent: z.string().optional(),
   step: z.number().int(),
   toolCallId: z.string(),
   attempt: z.number().int().nonnegative(),

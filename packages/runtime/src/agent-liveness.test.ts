@@ -30,8 +30,9 @@ describe('AgentLiveness', () => {
     // A TTL of 0 expires at the heartbeat's own instant: the worker that stopped heartbeating.
     await liveness.heartbeat('dead', ['alpha'], 0);
     expect((await liveness.workers(['alpha'])).get('alpha')).toEqual(['alive']);
-    // The next heartbeat trims the expired member, so the set does not grow with dead workers.
-    await liveness.heartbeat('alive', ['alpha'], 60_000);
+    // The next membership refresh (a worker's first heartbeat is one) trims the expired member,
+    // so the set does not grow with dead workers.
+    await new AgentLiveness(redis, keys).heartbeat('alive', ['alpha'], 60_000);
     expect(await redis.zrange(keys.agentWorkers('alpha'), '0', '-1')).toEqual(['alive']);
     // And the set itself expires once nobody heartbeats it any more.
     expect(await redis.pttl(keys.agentWorkers('alpha'))).toBeGreaterThan(60_000);

@@ -9,41 +9,59 @@ async function redisNow(redis: RedisClient): Promise<number> {
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
+/** Heartbeats between two refreshes of a worker's membership in its agents' sets. */
+const MEMBERSHIP_BEATS = 12;
+
 /**
- * Which workers can run an agent right now. Each worker heartbeats one ZSET member per agent it
- * registered, scored with the time its advert expires; a worker that dies simply stops
- * heartbeating and drops out once its score passes, with nothing to clean up first. Expired
- * members are trimmed by the heartbeats themselves, so a ZSET holds at most the workers of the
- * last TTL.
+ * Which workers can run an agent right now. A worker heartbeats one member of `workers:live`,
+ * scored with the time its advert expires: one command per heartbeat whatever the number of its
+ * agents (a worker with 31 agents used to send 93 per heartbeat). Its membership in each of its
+ * agents' sets lasts MEMBERSHIP_BEATS heartbeats and is refreshed before it runs out. A worker
+ * that dies simply stops heartbeating and drops out once its score passes, with nothing to clean
+ * up first; expired members are trimmed by the refreshes, so a set holds at most the workers of
+ * the last membership period.
  */
 export class AgentLiveness {
   private readonly redis: RedisClient;
   private readonly keys: BatonKeys;
+  private readonly beats = new Map<string, number>();
 
   constructor(redis: RedisClient, keys: BatonKeys) {
     this.redis = redis;
     this.keys = keys;
   }
 
-  /** This worker runs these agents for at least `ttlMs` more. */
+  /** This worker runs these agents for at least `ttlMs` more (heartbeat about every ttlMs / 3). */
   async heartbeat(workerId: string, agents: readonly string[], ttlMs: number): Promise<void> {
     const now = await redisNow(this.redis);
+    await this.redis.zadd(this.keys.liveWorkers, now + ttlMs, workerId);
+    const beat = this.beats.get(workerId) ?? 0;
+    this.beats.set(workerId, beat + 1);
+    if (beat % MEMBERSHIP_BEATS !== 0) return;
+    // Beats come every ttlMs / 3: a membership of ttlMs * MEMBERSHIP_BEATS / 2 outlasts the
+    // refresh period twice over.
+    const until = now + (ttlMs * MEMBERSHIP_BEATS) / 2;
+    await this.redis.zremrangebyscore(this.keys.liveWorkers, '-inf', now - KEY_MARGIN_MS);
     // One command per key, not a pipeline: each agent's key lives in its own Cluster slot.
     await Promise.all(
       agents.map(async (agent) => {
         const key = this.keys.agentWorkers(agent);
-        await this.redis.zadd(key, now + ttlMs, workerId);
+        await this.redis.zadd(key, until, workerId);
         await this.redis.zremrangebyscore(key, '-inf', now);
         // The set of an agent nobody runs any more goes too; the margin keeps it past the
         // members of workers configured with a longer TTL.
-        await this.redis.pexpire(key, ttlMs + KEY_MARGIN_MS);
+        await this.redis.pexpire(key, until - now + KEY_MARGIN_MS);
       }),
     );
   }
 
   /** A worker stopping on purpose leaves at once instead of waiting for its advert to expire. */
   async leave(workerId: string, agents: readonly string[]): Promise<void> {
-    await Promise.all(agents.map((a) => this.redis.zrem(this.keys.agentWorkers(a), workerId)));
+    this.beats.delete(workerId);
+    await Promise.all([
+      this.redis.zrem(this.keys.liveWorkers, workerId),
+      ...agents.map((a) => this.redis.zrem(this.keys.agentWorkers(a), workerId)),
+    ]);
   }
 
   /** The live workers of each agent (sorted ids; an agent nobody runs maps to []). */
@@ -56,7 +74,13 @@ export class AgentLiveness {
         this.redis.zrangebyscore(this.keys.agentWorkers(a), `(${String(now)}`, '+inf'),
       ),
     );
-    agents.forEach((agent, i) => result.set(agent, [...(lists[i] ?? [])].sort()));
+    const members = [...new Set(lists.flat())];
+    const scores =
+      members.length === 0 ? [] : await this.redis.zmscore(this.keys.liveWorkers, ...members);
+    const live = new Set(members.filter((_, i) => Number(scores[i] ?? 0) > now));
+    agents.forEach((agent, i) =>
+      result.set(agent, (lists[i] ?? []).filter((w) => live.has(w)).sort()),
+    );
     return result;
   }
 }

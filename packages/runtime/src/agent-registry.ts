@@ -1,6 +1,7 @@
 import { AgentAdvertSchema, type AgentAdvert, type AgentDescriptor } from '@baton/protocol';
 import { describeTool, Engine, type AgentDefinition, type AgentSpec } from '@baton/core';
 import { AgentLiveness } from './agent-liveness.ts';
+import { DEFAULT_TASK_QUEUE } from './queue-shards.ts';
 import type { BatonKeys } from './redis/keys.ts';
 import type { RedisClient } from './redis/scripts.ts';
 
@@ -8,7 +9,12 @@ export function agentsKey(keys: BatonKeys): string {
   return keys.agentsKey();
 }
 
-function describeAgent(agent: AgentDefinition, workers: string[], now: number): AgentAdvert {
+function describeAgent(
+  agent: AgentDefinition,
+  workers: string[],
+  now: number,
+  taskQueue: string,
+): AgentAdvert {
   return {
     name: agent.name,
     ...(agent.description === undefined ? {} : { description: agent.description }),
@@ -19,6 +25,7 @@ function describeAgent(agent: AgentDefinition, workers: string[], now: number): 
     tools: agent.tools.map(describeTool),
     workers,
     updatedAt: now,
+    taskQueue,
   };
 }
 
@@ -41,12 +48,16 @@ export class AgentRegistry {
     return [...this.engines.values()].map((e) => e.agent);
   }
 
-  /** Publishes what this worker can run so the API validates and lists agents without their code. */
+  /**
+   * Publishes what this worker can run so the API validates and lists agents without their code,
+   * and on which task queue: where producers put the agents' runs.
+   */
   async advertise(
     redis: RedisClient,
     keys: BatonKeys,
     workerId: string,
     now: number,
+    taskQueue = DEFAULT_TASK_QUEUE,
   ): Promise<void> {
     const key = agentsKey(keys);
     const existing = await redis.hgetall(key);
@@ -58,7 +69,7 @@ export class AgentRegistry {
         const parsed = AgentAdvertSchema.safeParse(JSON.parse(prior));
         if (parsed.success) workers = [...new Set([...parsed.data.workers.slice(-20), workerId])];
       }
-      fields.push(agent.name, JSON.stringify(describeAgent(agent, workers, now)));
+      fields.push(agent.name, JSON.stringify(describeAgent(agent, workers, now, taskQueue)));
     }
     if (fields.length > 0) await redis.hset(key, ...fields);
   }

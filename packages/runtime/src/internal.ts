@@ -13,14 +13,22 @@ export { LeaseLostError } from './errors/lease-lost-error.ts';
 export { REDACT_PATHS, safeUrl, toPino } from './logger.ts';
 export {
   BatonQueues,
+  PENDING_STATES,
   STALLED_TOO_OFTEN,
   STEP_QUEUE,
   TOOL_QUEUE,
-  queueKind,
   stepQueueName,
   toolJobId,
   toolQueueName,
 } from './queues.ts';
+export {
+  DEFAULT_TASK_QUEUE,
+  TASK_QUEUE_NAME,
+  hashTagOf,
+  parseShardQueueName,
+  shardQueueName,
+  shardQueueNames,
+} from './queue-shards.ts';
 export { SUBSCRIBER_OPTIONS, duplicateClient, isRedisUnavailable } from './redis/connection.ts';
 export { Durability } from './redis/durability.ts';
 export { decodeEventPayload } from './redis/event-payload.ts';

@@ -3,12 +3,14 @@ import {
   STEP_QUEUE,
   TOOL_QUEUE,
   agentQueuePart,
-  queueKind,
+  childQueueOf,
+  queueLayout,
   stepQueueName,
   toolQueueName,
 } from './queues.ts';
+import { shardQueueName } from './queue-shards.ts';
 
-describe('per-agent queue names', () => {
+describe('per-agent queue names (the layout before shards, still drained)', () => {
   it('keep plain agent names readable', () => {
     expect(stepQueueName('assistant')).toBe('steps.assistant');
     expect(toolQueueName('parallel-assistant')).toBe('tools.parallel-assistant');
@@ -24,13 +26,23 @@ describe('per-agent queue names', () => {
     expect(new Set(parts).size).toBe(names.length);
     expect(agentQueuePart('a b')).toMatch(/^a_b~[0-9a-f]{10}$/);
   });
+});
 
-  it('tell step queues from tool queues, legacy ones included', () => {
-    expect(queueKind(STEP_QUEUE)).toBe('step');
-    expect(queueKind(TOOL_QUEUE)).toBe('tool');
-    expect(queueKind(stepQueueName('a:b'))).toBe('step');
-    expect(queueKind(toolQueueName('assistant'))).toBe('tool');
-    expect(queueKind('stepsX')).toBeNull();
-    expect(queueKind('other')).toBeNull();
+describe('queue layouts', () => {
+  it('tell shard queues from the step and tool queues of earlier layouts', () => {
+    expect(queueLayout(shardQueueName('default', 2, 4))).toBe('shard');
+    expect(queueLayout(STEP_QUEUE)).toBe('step');
+    expect(queueLayout(TOOL_QUEUE)).toBe('tool');
+    expect(queueLayout(stepQueueName('a:b'))).toBe('step');
+    expect(queueLayout(toolQueueName('assistant'))).toBe('tool');
+    expect(queueLayout('stepsX')).toBeNull();
+    expect(queueLayout('other')).toBeNull();
+  });
+
+  it("put tool children in their parent's slot: the shard itself, or the paired tool queue", () => {
+    const shard = shardQueueName('default', 1, 16);
+    expect(childQueueOf(shard)).toBe(shard);
+    expect(childQueueOf(stepQueueName('assistant'))).toBe(toolQueueName('assistant'));
+    expect(childQueueOf(STEP_QUEUE)).toBe(TOOL_QUEUE);
   });
 });

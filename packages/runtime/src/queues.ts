@@ -1,25 +1,26 @@
 import { FlowProducer, Job, Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import { JOB_PAYLOAD_VERSION, type StepJob, type ToolJob } from '@baton/protocol';
-import { bullPrefix } from './redis/keys.ts';
+import { bullPrefix, shardBullPrefix, type BatonKeys } from './redis/keys.ts';
 import { createHash, randomUUID } from 'node:crypto';
 import { bullTelemetryOption } from './telemetry/tracing-state.ts';
 import { coalesceWrites } from './redis/write-coalescing.ts';
+import type { RedisClient } from './redis/scripts.ts';
+import { parseShardQueueName, shardOf, shardQueueName, shardQueueNames } from './queue-shards.ts';
+import { TaskQueueDirectory } from './task-queues.ts';
 
 /**
  * The shared queues of Baton versions before per-agent routing. New workers still drain them
- * (forwarding what they cannot run to the agent's own queue), so a rolling deploy strands no job.
+ * (forwarding what they cannot run to the run's queue), so a rolling deploy strands no job.
  */
 export const STEP_QUEUE = 'steps';
 export const TOOL_QUEUE = 'tools';
 
-export type QueueKind = 'step' | 'tool';
-
 const PLAIN_AGENT = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**
- * The agent's part of its queue names. BullMQ forbids ':' in queue names and Bull Board shows
- * them, so plain names stay readable; any other name is sanitized and suffixed with a hash of
- * the original, so two agents never share a queue ('a b' and 'a_b' differ).
+ * The agent's part of the per-agent queue names of the previous layout. Any name other than a
+ * plain one is sanitized and suffixed with a hash of the original, so two agents never share a
+ * queue ('a b' and 'a_b' differ).
  */
 export function agentQueuePart(agent: string): string {
   if (PLAIN_AGENT.test(agent)) return agent;
@@ -27,24 +28,50 @@ export function agentQueuePart(agent: string): string {
   return `${readable}~${createHash('sha256').update(agent).digest('hex').slice(0, 10)}`;
 }
 
-/** The step queue of one agent: only workers that registered the agent take its jobs. */
+/** The step queue one agent had before queue shards (drained while it holds jobs). */
 export function stepQueueName(agent: string): string {
   return `${STEP_QUEUE}.${agentQueuePart(agent)}`;
 }
 
+/** The tool queue one agent had before queue shards (drained while it holds jobs). */
 export function toolQueueName(agent: string): string {
   return `${TOOL_QUEUE}.${agentQueuePart(agent)}`;
 }
 
-/** Which kind of job a Baton queue holds (the legacy shared queues included); null if not ours. */
-export function queueKind(name: string): QueueKind | null {
+/**
+ * Which layout a Baton queue belongs to: a shard queue (steps and tools of a task queue's runs),
+ * or a step or tool queue of the earlier layouts (per agent, or the legacy shared pair); null if
+ * the name is not one of ours.
+ */
+export function queueLayout(name: string): 'shard' | 'step' | 'tool' | null {
+  if (parseShardQueueName(name)) return 'shard';
   if (name === STEP_QUEUE || name.startsWith(`${STEP_QUEUE}.`)) return 'step';
   if (name === TOOL_QUEUE || name.startsWith(`${TOOL_QUEUE}.`)) return 'tool';
   return null;
 }
 
+/**
+ * The queue a step job's tool children go to: BullMQ flows need a parent and its children in
+ * one slot, so it is derived from the parent's queue, never from the run. A shard queue holds
+ * both; the earlier layouts paired `steps…` with `tools…` under one hash tag.
+ */
+export function childQueueOf(stepQueue: string): string {
+  if (queueLayout(stepQueue) !== 'step') return stepQueue;
+  return `${TOOL_QUEUE}${stepQueue.slice(STEP_QUEUE.length)}`;
+}
+
 /** BullMQ's failedReason for a job whose worker died (or hung) more often than maxStalledCount. */
 export const STALLED_TOO_OFTEN = 'job stalled more than allowable limit';
+
+/** The lists and sets of a BullMQ queue that hold jobs still to be done. */
+export const PENDING_STATES = [
+  'wait',
+  'paused',
+  'active',
+  'delayed',
+  'prioritized',
+  'waiting-children',
+] as const;
 
 /** BullMQ job ids may not contain ':'; ids from models are sanitized. */
 function idPart(value: string): string {
@@ -63,56 +90,83 @@ function stepDedupId(runId: string, version: number): string {
 export interface BatonQueuesOptions {
   readonly connection: ConnectionOptions;
   readonly prefix: string;
+  /** The main client: the task-queue lookup (agent adverts) and the registry of queue names. */
+  readonly redis: RedisClient;
+  readonly keys: BatonKeys;
+  /** BATON_QUEUE_SHARDS: the queues per task queue (default 1). */
+  readonly shards?: number;
   readonly toolAttempts?: number;
   /** How long finished jobs stay visible (Bull Board) before they are removed (default 1 h). */
   readonly jobRetentionSeconds?: number;
-  /** Told about errors of queues opened later (one per agent, on first use). */
+  /** Told about errors of queues opened later (one per shard, on first use). */
   readonly onError?: (error: Error, queue: string) => void;
 }
 
 export interface StepTarget {
   readonly runId: string;
   readonly tenantId: string;
-  /** The run's agent: its step goes to that agent's queue. */
+  /** The run's agent: its task queue (where its workers are) picks the queue. */
   readonly agent: string;
 }
 
 /**
- * The Baton queues, with the job options every producer must use. Each agent has a queue pair
- * (`steps.<agent>`, `tools.<agent>`), opened on first use; the legacy shared pair is kept for
- * jobs that workers of an older version produced.
+ * The Baton queues, with the job options every producer must use. A run's jobs (its steps and
+ * their tool children) go to one shard queue of its agent's task queue: `shardOf(runId, K)`.
+ * The queues of earlier layouts (per agent, the legacy shared pair, shards of another K) are
+ * only drained by workers while they hold jobs (see apps/worker/src/queue-drain.ts).
  */
 export class BatonQueues {
-  /** The legacy shared step queue (drained, never produced into). */
-  readonly legacySteps: Queue;
-  /** The legacy shared tool queue (drained, never produced into). */
-  readonly legacyTools: Queue;
   readonly flows: FlowProducer;
   readonly toolAttempts: number;
   readonly jobRetentionSeconds: number;
-  /** BullMQ's key prefix (what a job's queueQualifiedName starts with). */
+  /** BATON_QUEUE_SHARDS. */
+  readonly shards: number;
+  /** Which task queue serves an agent (workers' adverts, cached). */
+  readonly taskQueues: TaskQueueDirectory;
+  /** BullMQ's key prefix of the earlier layouts, schedules and webhooks (one hash tag). */
   readonly bullPrefix: string;
+  /** BullMQ's key prefix of shard queues: no hash tag of its own, the queue name carries it. */
+  readonly shardPrefix: string;
   private readonly opts: BatonQueuesOptions;
   private readonly open = new Map<string, Queue>();
+  /** Queue names this process has written to the registry (once per process and queue). */
+  private readonly noted = new Set<string>();
 
   constructor(opts: BatonQueuesOptions) {
     this.opts = opts;
     this.bullPrefix = bullPrefix(opts.prefix);
-    this.legacySteps = this.queue(STEP_QUEUE);
-    this.legacyTools = this.queue(TOOL_QUEUE);
-    this.flows = new FlowProducer({ connection: opts.connection, prefix: this.bullPrefix });
+    this.shardPrefix = shardBullPrefix(opts.prefix);
+    this.shards = opts.shards ?? 1;
+    this.taskQueues = new TaskQueueDirectory(opts.redis, opts.keys);
+    // One FlowProducer for every shard: it takes the queue (and prefix) per call.
+    this.flows = new FlowProducer({ connection: opts.connection, prefix: this.shardPrefix });
     this.toolAttempts = opts.toolAttempts ?? 3;
     this.jobRetentionSeconds = opts.jobRetentionSeconds ?? 3600;
   }
 
-  /** The queue with this name (opened once per process). */
+  /** The legacy shared step queue (drained, never produced into). */
+  get legacySteps(): Queue {
+    return this.queue(STEP_QUEUE);
+  }
+
+  /** The legacy shared tool queue (drained, never produced into). */
+  get legacyTools(): Queue {
+    return this.queue(TOOL_QUEUE);
+  }
+
+  /** The BullMQ prefix a queue of this name lives under. */
+  prefixOf(name: string): string {
+    return queueLayout(name) === 'shard' ? this.shardPrefix : this.bullPrefix;
+  }
+
+  /** The queue with this name (opened once per process; all share the one BullMQ connection). */
   queue(name: string): Queue {
     let queue = this.open.get(name);
     if (!queue) {
       // Nobody reads BullMQ's own event stream (Baton's events are its own log): keep it short.
       queue = new Queue(name, {
         connection: this.opts.connection,
-        prefix: this.bullPrefix,
+        prefix: this.prefixOf(name),
         streams: { events: { maxLen: 100 } },
         // Tracing: a producer span per add, its context carried in the job's opts.
         ...bullTelemetryOption(),
@@ -126,29 +180,57 @@ export class BatonQueues {
     return queue;
   }
 
-  stepsFor(agent: string): Queue {
-    return this.queue(stepQueueName(agent));
+  /** The K shard queues of a task queue (K = BATON_QUEUE_SHARDS unless given). */
+  shardQueues(taskQueue: string, shards = this.shards): Queue[] {
+    return shardQueueNames(taskQueue, shards).map((n) => this.queue(n));
   }
 
-  toolsFor(agent: string): Queue {
-    return this.queue(toolQueueName(agent));
+  /** The queue of a run's step jobs (and their tool children): its agent's pool, its shard. */
+  async runQueue(run: Pick<StepTarget, 'runId' | 'agent'>): Promise<Queue> {
+    const taskQueue = await this.taskQueues.of(run.agent);
+    const name = shardQueueName(taskQueue, shardOf(run.runId, this.shards), this.shards);
+    await this.note(name);
+    return this.queue(name);
   }
 
-  /** The step and tool queues of these agents and the legacy pair: what Bull Board and metrics show. */
-  queuesOf(agents: readonly string[]): Queue[] {
-    return [
-      ...agents.flatMap((a) => [this.stepsFor(a), this.toolsFor(a)]),
-      this.legacySteps,
-      this.legacyTools,
-    ];
+  /**
+   * Writes the queue's name to the registry, once per process: workers drain a queue of
+   * another K (or a pool that went away) only while it holds jobs, and find it here.
+   */
+  async note(name: string): Promise<void> {
+    if (this.noted.has(name)) return;
+    await this.opts.redis.sadd(this.opts.keys.queueRegistry, name);
+    this.noted.add(name);
+  }
+
+  /** Every queue name producers of this version used (the registry). */
+  async registered(): Promise<string[]> {
+    return this.opts.redis.smembers(this.opts.keys.queueRegistry);
+  }
+
+  /**
+   * Every queue there is to look at (Bull Board, metrics, the reconciler's sweeps): the
+   * registered ones, the current shards of the agents' task queues, the legacy pair.
+   */
+  async listQueues(agents: readonly string[]): Promise<Queue[]> {
+    const names = new Set(await this.registered());
+    for (const agent of agents)
+      for (const n of shardQueueNames(await this.taskQueues.of(agent), this.shards)) names.add(n);
+    if (agents.length === 0) for (const n of shardQueueNames('default', this.shards)) names.add(n);
+    names.add(STEP_QUEUE);
+    names.add(TOOL_QUEUE);
+    return [...names].sort().map((n) => this.queue(n));
   }
 
   /** The queue behind a job's queueQualifiedName ('<bull prefix>:<name>'); null if not ours. */
   fromQualifiedName(qualified: string): Queue | null {
-    const head = `${this.bullPrefix}:`;
-    if (!qualified.startsWith(head)) return null;
-    const name = qualified.slice(head.length);
-    return queueKind(name) === null ? null : this.queue(name);
+    for (const head of [`${this.shardPrefix}:`, `${this.bullPrefix}:`]) {
+      if (!qualified.startsWith(head)) continue;
+      const name = qualified.slice(head.length);
+      if (queueLayout(name) === null || this.prefixOf(name) !== head.slice(0, -1)) return null;
+      return this.queue(name);
+    }
+    return null;
   }
 
   private retention(): Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'> {
@@ -157,17 +239,19 @@ export class BatonQueues {
   }
 
   /**
-   * Schedules a pass over the run, in its agent's queue. Producers reacting to the same commit
-   * (same version) share one job while it is waiting or running: BullMQ deduplication, not a
-   * fixed job id, so a job that already finished is never taken to mean that someone is still
-   * handling the run. `unique` skips deduplication (wake-ups, and a job scheduling its own
-   * successor at the version it was created for).
+   * Schedules a pass over the run, in its queue. Producers reacting to the same commit (same
+   * version) share one job while it is waiting or running: BullMQ deduplication, not a fixed job
+   * id, so a job that already finished is never taken to mean that someone is still handling the
+   * run. `unique` skips deduplication (wake-ups, and a job scheduling its own successor at the
+   * version it was created for). `into` puts it in that queue instead (moving a job to the
+   * agent's current task queue).
    */
   async enqueueStep(
     run: StepTarget,
     reason: StepJob['reason'],
     version: number,
     unique = false,
+    into?: Queue,
   ): Promise<string> {
     const dedupId = stepDedupId(run.runId, version);
     const jobId = `${unique ? 'wake' : dedupId}.${randomUUID().slice(0, 8)}`;
@@ -176,10 +260,12 @@ export class BatonQueues {
       kind: 'step',
       runId: run.runId,
       tenantId: run.tenantId,
+      agent: run.agent,
       reason,
       expectedVersion: version,
     };
-    await this.stepsFor(run.agent).add(reason, data, {
+    const queue = into ?? (await this.runQueue(run));
+    await queue.add(reason, data, {
       jobId,
       attempts: 8,
       backoff: { type: 'exponential', delay: 100 },
@@ -191,11 +277,12 @@ export class BatonQueues {
 
   /**
    * The live (not finished) step job for the run's `version`, if any: what the reconciler asks
-   * before it schedules a pass of its own. The legacy queue counts while old producers may
+   * before it schedules a pass of its own. The earlier layouts count while old producers may
    * still put the run's jobs there.
    */
   async liveStepJob(runId: string, agent: string, version: number): Promise<string | null> {
-    for (const queue of [this.stepsFor(agent), this.legacySteps]) {
+    const queues = [await this.runQueue({ runId, agent }), this.queue(stepQueueName(agent))];
+    for (const queue of [...queues, this.legacySteps]) {
       const jobId = await queue.getDeduplicationJobId(stepDedupId(runId, version));
       if (!jobId) continue;
       const job = await Job.fromId(queue, jobId);
@@ -206,10 +293,11 @@ export class BatonQueues {
 
   /** The queue named by a '<queue>:<jobId>' entry (lease drivers, failed-job lists). */
   private entry(entry: string): { queue: Queue; jobId: string } | null {
+    // Shard queue names hold no ':' either; the job id may.
     const at = entry.indexOf(':');
     if (at < 0) return null;
     const name = entry.slice(0, at);
-    if (queueKind(name) === null) return null;
+    if (queueLayout(name) === null) return null;
     return { queue: this.queue(name), jobId: entry.slice(at + 1) };
   }
 
@@ -222,50 +310,59 @@ export class BatonQueues {
   }
 
   /**
-   * The job of this tool-call attempt: in the agent's queue, else one an older version put in
-   * the legacy queue (a job forwarded from there always has a twin in the agent's queue, which
-   * is found first).
+   * The job of this tool-call attempt made by a step job of `stepQueue`: in that queue's child
+   * queue, else one an older version put in the legacy queue (a job forwarded from there always
+   * has a twin in the run's queue, which is found first).
    */
   async toolJob(
-    agent: string,
+    stepQueue: string,
     runId: string,
     toolCallId: string,
     attempt: number,
   ): Promise<Job | undefined> {
     const jobId = toolJobId(runId, toolCallId, attempt);
     return (
-      (await Job.fromId(this.toolsFor(agent), jobId)) ?? (await Job.fromId(this.legacyTools, jobId))
+      (await Job.fromId(this.queue(childQueueOf(stepQueue)), jobId)) ??
+      (await Job.fromId(this.legacyTools, jobId))
     );
   }
 
   /**
-   * The BullMQ keys the jobs of these tool-call attempts would have, in the agent's queue and
-   * the legacy one. They share BullMQ's prefix hash tag, so one multi-key EXISTS over them tells
+   * The BullMQ keys the jobs of these tool-call attempts would have, children of a step job of
+   * `stepQueue`. They share that queue's hash tag, so one multi-key EXISTS over them tells
    * whether a fresh round has any job yet, on a cluster too.
    */
   toolJobKeys(
-    agent: string,
+    stepQueue: string,
     runId: string,
     calls: readonly { readonly toolCallId: string; readonly attempt: number }[],
   ): string[] {
-    const ids = calls.map((c) => toolJobId(runId, c.toolCallId, c.attempt));
-    return [this.toolsFor(agent), this.legacyTools].flatMap((q) => ids.map((id) => q.toKey(id)));
+    const queue = this.queue(childQueueOf(stepQueue));
+    return calls.map((c) => queue.toKey(toolJobId(runId, c.toolCallId, c.attempt)));
   }
 
-  /** Whether the tool job of this call attempt exists and has not finished. */
+  /**
+   * Whether the tool job of this call attempt exists and has not finished, in the run's queue
+   * or the agent's queue of the previous layout (the reconciler's question).
+   */
   async liveToolJob(
     agent: string,
     runId: string,
     toolCallId: string,
     attempt: number,
   ): Promise<boolean> {
-    const job = await this.toolJob(agent, runId, toolCallId, attempt);
-    return job !== undefined && isLive(await job.getState());
+    const current = (await this.runQueue({ runId, agent })).name;
+    for (const stepQueue of [current, stepQueueName(agent)]) {
+      const job = await this.toolJob(stepQueue, runId, toolCallId, attempt);
+      if (job && isLive(await job.getState())) return true;
+    }
+    return false;
   }
 
   /**
-   * Adds one tool call to its agent's tool queue, as a child of a step job when `parent` is
-   * given (so the step waits for it: a BullMQ flow, which may span queues).
+   * Adds one tool call, as a child of a step job when `parent` is given (so the step waits for
+   * it: a BullMQ flow), in the parent's queue's child queue: never recomputed from the run, since
+   * the parent may sit in a queue of an earlier layout or K. Without a parent: the run's queue.
    */
   async addToolChild(
     job: ToolJob,
@@ -273,16 +370,24 @@ export class BatonQueues {
     parent?: { id: string; queue: string },
   ): Promise<string> {
     const jobId = toolJobId(job.runId, job.toolCallId, job.attempt);
-    await this.toolsFor(agent).add(`tool:${job.toolCallId}`, job, {
-      jobId,
-      ...(parent ? { parent } : {}),
-      attempts: this.toolAttempts,
-      backoff: { type: 'exponential', delay: 200 },
-      // A tool that keeps crashing must not leave its step in waiting-children forever: the
-      // parent goes on and records the failure as the call's result.
-      ignoreDependencyOnFailure: true,
-      ...this.retention(),
-    });
+    const parentQueue = parent ? this.fromQualifiedName(parent.queue) : null;
+    const queue = parentQueue
+      ? this.queue(childQueueOf(parentQueue.name))
+      : await this.runQueue({ runId: job.runId, agent });
+    await queue.add(
+      `tool:${job.toolCallId}`,
+      { ...job, agent },
+      {
+        jobId,
+        ...(parent ? { parent } : {}),
+        attempts: this.toolAttempts,
+        backoff: { type: 'exponential', delay: 200 },
+        // A tool that keeps crashing must not leave its step in waiting-children forever: the
+        // parent goes on and records the failure as the call's result.
+        ignoreDependencyOnFailure: true,
+        ...this.retention(),
+      },
+    );
     return jobId;
   }
 
@@ -298,24 +403,19 @@ export class BatonQueues {
 
   /**
    * Drops finished jobs past their retention even when no new job finishes to trigger it, in
-   * the queues of these agents, the legacy pair and `others` (schedules, webhooks). BullMQ's own
-   * removeOnComplete/removeOnFail age runs only when a job of the queue finishes, and then drops
-   * a bounded number, so after a burst nothing else brings Redis back to its base: each queue
-   * and state is cleaned `perCall` jobs per Lua call (short, so Redis keeps serving between
-   * calls) until a call finds fewer, up to `maxPerQueue` per queue and state.
+   * these queues. BullMQ's own removeOnComplete/removeOnFail age runs only when a job of the
+   * queue finishes, and then drops a bounded number, so after a burst nothing else brings Redis
+   * back to its base: each queue and state is cleaned `perCall` jobs per Lua call (short, so
+   * Redis keeps serving between calls) until a call finds fewer, up to `maxPerQueue` per queue
+   * and state.
    */
   async cleanFinished(
-    agents: readonly string[],
-    opts: {
-      readonly others?: readonly string[];
-      readonly perCall?: number;
-      readonly maxPerQueue?: number;
-    } = {},
+    queues: readonly Queue[],
+    opts: { readonly perCall?: number; readonly maxPerQueue?: number } = {},
   ): Promise<number> {
     const grace = this.jobRetentionSeconds * 1000;
     const perCall = opts.perCall ?? 1000;
     const maxPerQueue = opts.maxPerQueue ?? 200_000;
-    const queues = [...this.queuesOf(agents), ...(opts.others ?? []).map((n) => this.queue(n))];
     let removed = 0;
     for (const queue of queues)
       for (const state of ['completed', 'failed'] as const)

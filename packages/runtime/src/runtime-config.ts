@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { parseNatMap } from './redis/redis-client.ts';
 import { parseRedisUrl } from './redis/redis-url.ts';
 import { webhookConfigShape } from './webhooks/webhook-config.ts';
+import { MAX_QUEUE_SHARDS } from './queue-shards.ts';
 
 /** A check that throws with a message becomes a zod issue with that message. */
 function valid(check: (value: string) => unknown) {
@@ -66,6 +67,17 @@ export const runtimeConfigShape = {
   /** How long finished BullMQ jobs stay visible (Bull Board) before they are removed. */
   JOB_RETENTION_SECONDS: z.coerce.number().int().min(1).default(3_600),
   TOOL_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
+  /**
+   * Queue shards per task queue (K): a run's jobs go to shard hash(runId) mod K, each shard its
+   * own BullMQ queue and hash tag, so on a Redis Cluster queue traffic spreads over the masters.
+   * 1 (the default) suits one Redis. Changing it loses no run: the old shards drain.
+   */
+  BATON_QUEUE_SHARDS: z.coerce
+    .number({ message: 'BATON_QUEUE_SHARDS must be a whole number from 1 to 256' })
+    .int('BATON_QUEUE_SHARDS must be a whole number from 1 to 256')
+    .min(1, 'BATON_QUEUE_SHARDS must be a whole number from 1 to 256')
+    .max(MAX_QUEUE_SHARDS, 'BATON_QUEUE_SHARDS must be a whole number from 1 to 256')
+    .default(1),
   /**
    * 'strict': a 2xx means the write is on disk (Redis must run with appendonly yes and
    * appendfsync always, or support WAITAOF); 'relaxed': whatever Redis is configured for.

@@ -22,9 +22,13 @@ import { withWebhookDefaults, type WebhookSettings } from './webhooks/webhook-co
 import { WebhookOutbox } from './webhooks/webhook-outbox.ts';
 
 /** A RuntimeConfig whose webhook settings may be left out (they have defaults). */
-export type RuntimeOptions = Omit<RuntimeConfig, keyof WebhookSettings | keyof TenantLimits> &
+export type RuntimeOptions = Omit<
+  RuntimeConfig,
+  keyof WebhookSettings | keyof TenantLimits | 'BATON_QUEUE_SHARDS'
+> &
   Partial<WebhookSettings> &
-  Partial<TenantLimits>;
+  Partial<TenantLimits> &
+  Partial<Pick<RuntimeConfig, 'BATON_QUEUE_SHARDS'>>;
 
 /** What a BatonRuntime is built from. */
 export interface BatonRuntimeOptions {
@@ -82,6 +86,7 @@ export class BatonRuntime {
         options.SCHEDULES_MAX_PER_TENANT ?? TENANT_LIMIT_DEFAULTS.SCHEDULES_MAX_PER_TENANT,
       RATE_LIMIT_PER_MINUTE:
         options.RATE_LIMIT_PER_MINUTE ?? TENANT_LIMIT_DEFAULTS.RATE_LIMIT_PER_MINUTE,
+      BATON_QUEUE_SHARDS: options.BATON_QUEUE_SHARDS ?? 1,
     };
     this.clock = clock;
     this.config = config;
@@ -127,6 +132,9 @@ export class BatonRuntime {
     this.queues = new BatonQueues({
       connection: this.connection,
       prefix: config.BATON_PREFIX,
+      redis: this.redis,
+      keys: this.keys,
+      shards: config.BATON_QUEUE_SHARDS,
       toolAttempts: config.TOOL_ATTEMPTS,
       jobRetentionSeconds: config.JOB_RETENTION_SECONDS,
       onError: (err, queue) => {

@@ -33,6 +33,8 @@ export function startWebhookDelivery(
     connection: rt.connection,
     prefix: bullPrefix(config.BATON_PREFIX),
     concurrency: config.WEBHOOK_CONCURRENCY,
+    // Woken by the queue's marker when a delivery is added or due: this only sets idle polling.
+    drainDelay: 30,
     // An attempt may take WEBHOOK_TIMEOUT_MS; the lock must not lapse meanwhile.
     lockDuration: Math.max(config.JOB_LOCK_MS, config.WEBHOOK_TIMEOUT_MS * 2),
     stalledInterval: config.STALLED_INTERVAL_MS,

@@ -33,8 +33,12 @@
  *
  *   Agents
  *     p:agents                      HASH   agent name -> advert JSON (what workers can run; data only)
- *     p:agents:live:<agent>         ZSET   worker id -> heartbeat expiry (ms, Redis clock); PEXPIRE
- *                                          TTL + 60 s, so the set of an agent nobody runs goes too
+ *     p:workers:live                ZSET   worker id -> heartbeat expiry (ms, Redis clock): one
+ *                                          ZADD per heartbeat, however many agents a worker runs
+ *     p:agents:live:<agent>         ZSET   worker id -> membership expiry (ms), refreshed every few
+ *                                          heartbeats; PEXPIRE past it, so the set of an agent
+ *                                          nobody runs goes too
+ *     p:queues                      SET    every BullMQ queue producers used (queue-shards.ts)
  *
  *   Reconciler (workers)
  *     p:reconciler:lock             STRING one scanner at a time across workers (SET NX PX)
@@ -64,6 +68,14 @@
  *                                          HINCRBYFLOAT by each process's periodic flush, see
  *                                          event-metrics.ts; read by /metrics)
  *
+ *   BullMQ queues (BullMQ's own keys under each queue; see queue-shards.ts and queues.ts)
+ *     p-bull:<tq>.sNN-KK{<tag>}:…   run queues: shard NN of K of task queue <tq>, each its own
+ *                                   hash tag (a run's step jobs and their tool children share
+ *                                   it); the tags' slots spread evenly over the slot space
+ *     {p-bull}:schedules:…, {p-bull}:webhooks:…   schedule firings, webhook deliveries
+ *     {p-bull}:steps.<agent>:…, {p-bull}:tools.<agent>:…, {p-bull}:steps|tools:…   run queues
+ *                                   of earlier layouts, drained while they hold jobs
+ *
  * Run, thread and tenant keys live in different slots, so the indexes (tenant and thread :runs,
  * runs:*) are written in separate commands around the run's scripts (run-record/run-index.ts).
  *
@@ -77,11 +89,21 @@
 const DEFAULT_PREFIX = 'baton';
 
 /**
- * BullMQ's key prefix: BullMQ builds its own keys under it (`{p-bull}:<queue>:…`); one hash tag
- * for all of them so the queues work on Redis Cluster.
+ * BullMQ's key prefix of the `schedules` and `webhooks` queues and of the run queues of earlier
+ * layouts (`steps.<agent>`, the legacy `steps` / `tools`): BullMQ builds its keys under it
+ * (`{p-bull}:<queue>:…`), one hash tag for all of them. Run queues are sharded instead
+ * (shardBullPrefix).
  */
 export function bullPrefix(prefix: string): string {
   return `{${prefix}-bull}`;
+}
+
+/**
+ * BullMQ's key prefix of the queue shards (`p-bull:<task queue>.sNN-KK{tag}:…`): no hash tag of
+ * its own, so the tag in each shard queue's name decides its slot (queue-shards.ts).
+ */
+export function shardBullPrefix(prefix: string): string {
+  return `${prefix}-bull`;
 }
 
 /** Escape one id so it is safe inside a key and inside a hash tag. */
@@ -223,6 +245,11 @@ export class BatonKeys {
     return `${this.prefix}:agents`;
   }
 
+  /** Every BullMQ queue a producer of this version used (workers drain the ones K left behind). */
+  get queueRegistry(): string {
+    return `${this.prefix}:queues`;
+  }
+
   /** The reconciler's scan lock: one scanner at a time across workers. */
   get reconcilerLock(): string {
     return `${this.prefix}:reconciler:lock`;
@@ -279,7 +306,12 @@ export class BatonKeys {
     return `${this.prefix}:webhooks:sweep-lock`;
   }
 
-  /** Live workers of one agent (see agent-liveness): ZSET worker id -> heartbeat expiry (ms). */
+  /** Live workers (see agent-liveness): ZSET worker id -> heartbeat expiry (ms). */
+  get liveWorkers(): string {
+    return `${this.prefix}:workers:live`;
+  }
+
+  /** Workers of one agent (see agent-liveness): ZSET worker id -> membership expiry (ms). */
   agentWorkers(agent: string): string {
     return `${this.prefix}:agents:live:${keyPart(agent)}`;
   }

@@ -1,0 +1,120 @@
+import { DelayedError, type Job, type Processor } from 'bullmq';
+import type { StepJob } from '@baton/protocol';
+import { ProcessGate } from './process-gate.ts';
+import type { StallAccounting } from './stall-accounting.ts';
+import type { StepProcessor } from './step-processor.ts';
+import type { ToolProcessor } from './tool-processor.ts';
+import { tracedProcessor } from './tracing.ts';
+import type { WorkerDeps } from './worker-deps.ts';
+
+/** How long a job of an agent this worker does not run waits before it is offered again. */
+const NOT_HERE_DELAY_MS = 2_000;
+
+export interface RunJobsOptions {
+  readonly deps: WorkerDeps;
+  /** BATON_TASK_QUEUE: the pool this worker serves its agents on. */
+  readonly taskQueue: string;
+  readonly steps: StepProcessor;
+  readonly tools: ToolProcessor;
+  readonly stalls: StallAccounting;
+  readonly stepConcurrency: number;
+  readonly toolConcurrency: number;
+}
+
+/**
+ * Runs the jobs of a run queue: a shard queue holds both a run's step jobs and their tool
+ * children (the job's `kind` tells them apart), and the queues of earlier layouts are drained
+ * through the same processor.
+ *
+ * Concurrency: one BullMQ Worker per shard, each allowed WORKER_CONCURRENCY + TOOL_CONCURRENCY
+ * jobs (so any one shard can fill the process as one queue did before), and two process-wide
+ * gates that bound the steps and the tools actually running across all shards to
+ * WORKER_CONCURRENCY and TOOL_CONCURRENCY. With K = 1 that is today's bound exactly. The price:
+ * with K > 1 a busy process may hold more jobs than it runs (they wait on the gate, locked and
+ * renewed, while another process could have taken them); per-shard concurrency of (W + T) / K
+ * would avoid that but cap a run's parallel tool calls at (W + T) / K per process.
+ */
+export class RunJobs {
+  private readonly opts: RunJobsOptions;
+  private readonly stepGate: ProcessGate;
+  private readonly toolGate: ProcessGate;
+  private readonly step: Processor;
+  private readonly tool: Processor;
+
+  constructor(opts: RunJobsOptions) {
+    this.opts = opts;
+    this.stepGate = new ProcessGate(opts.stepConcurrency);
+    this.toolGate = new ProcessGate(opts.toolConcurrency);
+    const { stalls, steps, tools } = opts;
+    this.step = tracedProcessor('step', async (job: Job, token?: string) => {
+      await stalls.admit(job);
+      return steps.process(job, token);
+    });
+    this.tool = tracedProcessor('tool', async (job: Job) => {
+      await stalls.admit(job);
+      return tools.process(job);
+    });
+  }
+
+  /** BullMQ concurrency of each Worker on a run queue (see the class comment). */
+  get perQueueConcurrency(): number {
+    return this.opts.stepConcurrency + this.opts.toolConcurrency;
+  }
+
+  /** The processor of a run queue's Worker. */
+  readonly process = async (job: Job, token?: string): Promise<unknown> => {
+    const data = job.data as { kind?: unknown; runId?: unknown; agent?: unknown };
+    const kind = data.kind === 'tool' ? 'tool' : 'step';
+    const agent = await this.agentOf(job);
+    if (agent !== null && !this.opts.deps.registry.engine(agent))
+      return this.notHere(job, token, agent, kind);
+    return kind === 'tool'
+      ? this.toolGate.run(() => this.tool(job, token))
+      : this.stepGate.run(() => this.step(job, token));
+  };
+
+  /** The run's agent: in the job (this version's producers), else read from the run. */
+  private async agentOf(job: Job): Promise<string | null> {
+    const data = job.data as { runId?: unknown; agent?: unknown };
+    if (typeof data.agent === 'string') return data.agent;
+    if (typeof data.runId !== 'string') return null;
+    return (await this.opts.deps.store.meta(data.runId))?.agent ?? null;
+  }
+
+  /**
+   * A job of an agent this worker does not run (two pools share a task queue with different
+   * agents, or the agent moved): never the run's failure. A step job goes to the agent's current
+   * task queue when that is another one; otherwise (or a tool job, which must stay beside its
+   * parent) it waits and is offered again, with a warning that says what to fix.
+   */
+  private async notHere(
+    job: Job,
+    token: string | undefined,
+    agent: string,
+    kind: 'step' | 'tool',
+  ): Promise<string> {
+    const { deps, taskQueue } = this.opts;
+    const current = await deps.queues.taskQueues.advertised(agent);
+    if (kind === 'step' && current !== taskQueue) {
+      const data = job.data as StepJob;
+      await deps.queues.enqueueStep(
+        { runId: data.runId, tenantId: data.tenantId, agent },
+        data.reason,
+        data.expectedVersion,
+        true,
+      );
+      deps.logger.info(
+        { runId: data.runId, jobId: job.id, agent, taskQueue: current },
+        "job moved to its agent's task queue",
+      );
+      return 'moved';
+    }
+    deps.logger.warn(
+      { jobId: job.id, agent, taskQueue },
+      `a job of agent ${agent} reached a worker that does not run it on task queue ${taskQueue}: ` +
+        'workers with different agents should have different BATON_TASK_QUEUE values; it waits for a worker that runs it',
+    );
+    await job.moveToDelayed(Date.now() + NOT_HERE_DELAY_MS, token);
+    throw new DelayedError();
+  }
+}
