@@ -274,9 +274,7 @@ describe('tracing (in-memory exporter, real Redis and HTTP)', () => {
       exporter
         .getFinishedSpans()
         .find(
-          (s) =>
-            s.name === `process ${Q}` &&
-            s.attributes['baton.run.id'] === reply.body.runId,
+          (s) => s.name === `process ${Q}` && s.attributes['baton.run.id'] === reply.body.runId,
         ),
     );
     expect(step.spanContext().traceId).toBe(traceId);
