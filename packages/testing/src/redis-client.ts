@@ -23,7 +23,7 @@ export function testRedis(url: string, options: RedisOptions = {}): AnyRedis {
   return createRedisClient(
     { REDIS_URL: url },
     { role: 'worker', connectionName: options.connectionName ?? 'baton-test' },
-  ) as AnyRedis;
+  );
 }
 
 /** Every master of a cluster client (each a plain Redis), or the client itself. */
