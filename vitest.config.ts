@@ -68,6 +68,7 @@ const OWN_CLUSTER_TESTS = [
   'packages/testing/src/redis-cluster.test.ts',
   'test/cluster/cluster-failover.test.ts',
   'test/cluster/bench-cluster.test.ts', // npm run bench -- --scenario=cluster, tiny knobs
+  'test/cluster/cluster-durability.test.ts', // strict durability: every master, a replica each
 ];
 
 const ROOT = fileURLToPath(new URL('.', import.meta.url));

@@ -1,4 +1,4 @@
-import { BatonRuntime, type BatonLogger } from '@baton/runtime';
+import { BatonRuntime, type BatonLogger, type RedisClient } from '@baton/runtime';
 import { RunEventSubscriber, ScheduleService, toPino } from '@baton/runtime/internal';
 import type { Clock } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
@@ -34,6 +34,14 @@ export interface CreateAppOptions {
   readonly config: ApiConfig;
   /** Shared stores and queues; created (and closed by close()) when absent. */
   readonly runtime?: BatonRuntime;
+  /**
+   * Your own ioredis `Redis` or `Cluster` instance, as createWorker({ redis }) takes it
+   * (config.REDIS_URL is then ignored): the API uses it, duplicates it for BullMQ and its
+   * subscriptions, and never closes it. Give it fail-fast options (createRedisClient with the
+   * 'api' role builds one): requests during an outage should get 503 at once, not wait.
+   * Ignored when `runtime` is given.
+   */
+  readonly redis?: RedisClient;
   /**
    * Where the API logs: pino, or any logger with `debug`/`info`/`warn`/`error`/`child` (secrets
    * are redacted before a line reaches it).
@@ -81,7 +89,8 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   const tenantWebhooks = parseTenantWebhooks(config);
   const ownsRuntime = opts.runtime === undefined;
   const runtime =
-    opts.runtime ?? new BatonRuntime({ config, logger, clock: opts.clock, role: 'api' });
+    opts.runtime ??
+    new BatonRuntime({ config, logger, clock: opts.clock, role: 'api', redis: opts.redis });
   const tenantEntries = opts.keys === undefined ? tenantKeyEntries(config) : [];
   const keys = opts.keys ?? new KeyStore(tenantEntries, splitEntries(config.ADMIN_KEYS));
   if (keys.size === 0)
@@ -93,10 +102,11 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
       'no tenant API keys configured (API_KEYS / API_KEYS_FILE): only admin keys can call /v1',
     );
   // Requests fail fast while Redis is away (503); at start-up give it a moment to connect first,
-  // and refuse to start in strict durability mode against a Redis that cannot keep the promise.
+  // and refuse to start against a Redis of another kind than REDIS_URL says (a cluster node) or,
+  // in strict durability mode, one that cannot keep the promise.
   const redisReady = await runtime.waitUntilReady(5_000);
   if (redisReady) {
-    await runtime.durability.check();
+    await runtime.checkRedis();
     await warmStepQueues(runtime, 5_000);
   } else logger.warn('redis is not reachable yet; requests get 503 until it is');
   // Webhooks: every run of these tenants also reports to the tenant's endpoint.

@@ -7,6 +7,7 @@ import {
 } from '@baton/protocol';
 import { DurabilityError, InvalidCursorError, InvalidScheduleCursorError } from '@baton/runtime';
 import express from 'express';
+import { ReplyError } from 'ioredis';
 import { pino } from 'pino';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
@@ -179,6 +180,43 @@ describe('error mapping', () => {
             'the run was changed concurrently while this request was handled; retry it shortly',
         },
       });
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('a Redis Cluster between topologies', () => {
+  it('is 503 unavailable with Retry-After, never 500', async () => {
+    const reply = (message: string): Error =>
+      new (ReplyError as new (message: string) => Error)(message);
+    const thrown = [
+      reply('CLUSTERDOWN The cluster is down'),
+      reply('TRYAGAIN Multiple keys request during rehashing of slot'),
+      reply('MOVED 8105 127.0.0.1:7102'),
+      new Error(
+        'Too many Cluster redirections. Last error: ReplyError: CLUSTERDOWN The cluster is down',
+      ),
+      new Error('None of startup nodes is available'),
+    ];
+    for (const err of thrown) expect(toBatonError(err).code).toBe('unavailable');
+    const app = express();
+    thrown.forEach((err, i) =>
+      app.get(`/${i}`, () => {
+        throw err;
+      }),
+    );
+    app.use(errorMiddleware(pino({ level: 'silent' })));
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    try {
+      for (let i = 0; i < thrown.length; i += 1) {
+        const res = await fetch(`${base}/${i}`);
+        expect(res.status).toBe(503);
+        expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+        expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unavailable');
+      }
     } finally {
       server.close();
     }

@@ -1,5 +1,8 @@
-/** Type test: startApi's logger option is the structural BatonLogger, which pino satisfies. */
-import type { BatonLogger } from '@baton/runtime';
+/**
+ * Type test: startApi's logger option is the structural BatonLogger, which pino satisfies; its
+ * redis option takes the caller's ioredis Redis or Cluster, as createWorker's does.
+ */
+import type { BatonLogger, RedisClient } from '@baton/runtime';
 import type { Logger } from 'pino';
 import { describe, expectTypeOf, it } from 'vitest';
 import type { StartApiOptions } from './server.ts';
@@ -8,5 +11,12 @@ describe('StartApiOptions.logger', () => {
   it('takes a pino logger or any BatonLogger', () => {
     expectTypeOf<StartApiOptions['logger']>().toEqualTypeOf<BatonLogger | undefined>();
     expectTypeOf<Logger>().toExtend<NonNullable<StartApiOptions['logger']>>();
+  });
+});
+
+describe('StartApiOptions.redis', () => {
+  it('takes an ioredis Redis or Cluster, as createWorker does', () => {
+    // RedisClient = ioredis Redis | Cluster: what createWorker({ redis }) takes besides a URL.
+    expectTypeOf<StartApiOptions['redis']>().toEqualTypeOf<RedisClient | undefined>();
   });
 });

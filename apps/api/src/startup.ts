@@ -1,4 +1,4 @@
-import { ConfigError } from './config.ts';
+import { isBatonError } from '@baton/protocol';
 
 /**
  * The one line an operator sees when the API cannot start for a reason they can fix (bad
@@ -8,7 +8,8 @@ export function operatorMessage(
   err: unknown,
   listen: { host: string; port: number },
 ): string | null {
-  if (err instanceof ConfigError) return err.message;
+  // ConfigError, and a Redis of another kind than REDIS_URL says (RedisTopologyError).
+  if (isBatonError(err) && err.code === 'config') return err.message;
   const code = (err as NodeJS.ErrnoException | null)?.code;
   const where = `${listen.host}:${listen.port}`;
   if (code === 'EADDRINUSE')

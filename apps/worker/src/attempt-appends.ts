@@ -1,5 +1,16 @@
-import type { EventBody } from '@baton/protocol';
+import { isBatonError, type EventBody } from '@baton/protocol';
 import type { Lease, RedisRunStore } from '@baton/runtime/internal';
+
+/** Errors an append got from Redis (not a refusal of Baton's: a lost lease, a finished run). */
+const redisFailures = new WeakSet<Error>();
+
+/**
+ * Whether `error` is a Redis failure of an inference's appends (Redis down, a cluster failing
+ * over): the step is retried by the queue; it is never the model's failure.
+ */
+export function isAppendFailure(error: unknown): boolean {
+  return error instanceof Error && redisFailures.has(error);
+}
 
 /**
  * The appends of one inference attempt, numbered in the order they are sent: the number makes
@@ -35,11 +46,16 @@ export class AttemptAppends {
   async append(events: readonly EventBody[]): Promise<void> {
     const index = this.sent;
     this.sent += 1;
-    await this.store.appendDeltas(
-      this.runId,
-      this.lease.token,
-      { step: this.step, nonce: this.nonce, reset: this.reset, index },
-      events,
-    );
+    try {
+      await this.store.appendDeltas(
+        this.runId,
+        this.lease.token,
+        { step: this.step, nonce: this.nonce, reset: this.reset, index },
+        events,
+      );
+    } catch (error) {
+      if (error instanceof Error && !isBatonError(error)) redisFailures.add(error);
+      throw error;
+    }
   }
 }

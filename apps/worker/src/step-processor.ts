@@ -19,7 +19,7 @@ import { fanOutToolCalls, parentRecordOf } from './fan-out.ts';
 import { leaseAndLoad, releaseOrWake } from './lease-release.ts';
 import { StagedCommits } from './staged-commits.ts';
 import { DeltaCoalescer } from './delta-coalescer.ts';
-import { AttemptAppends } from './attempt-appends.ts';
+import { AttemptAppends, isAppendFailure } from './attempt-appends.ts';
 import {
   type AwaitedResults,
   type Lease,
@@ -470,7 +470,8 @@ export class StepProcessor {
 
   /**
    * What a failed call or wait means beyond the model: a lost lease (throws), a cancel or a
-   * finished run (replan), a shutdown (throws; the job is retried elsewhere). Null: the model's.
+   * finished run (replan), a shutdown or a Redis failure of the deltas' appends (throws; the job
+   * is retried). Null: the model's.
    */
   private async afterModelError(
     runId: string,
@@ -489,6 +490,9 @@ export class StepProcessor {
     // Aborted without a cancel: this process is shutting down; the job is retried elsewhere.
     if (shutdown.aborted)
       throw new Error('inference aborted: worker shutting down', { cause: error });
+    // Redis refused a streamed delta (down, failing over): not the model's failure. The job
+    // fails and the queue retries the step; the next attempt's inference.reset drops this one's.
+    if (isAppendFailure(error)) throw error;
     return undefined;
   }
 

@@ -104,7 +104,7 @@ export class BatonWorker {
       ...(this.opts.probe ? { probe: this.opts.probe } : {}),
     };
     if (this.opts.probe) rt.children.probe = this.opts.probe;
-    await rt.durability.check();
+    await rt.checkRedis();
     const agentNames = this.registry.list().map((a) => a.name);
     const liveness = new AgentLiveness(rt.redis, rt.keys);
     this.liveness = liveness;

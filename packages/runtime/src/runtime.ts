@@ -1,3 +1,4 @@
+import { Cluster } from 'ioredis';
 import type { Clock } from '@baton/core';
 import type { Logger } from 'pino';
 import { duplicateClient } from './redis/connection.ts';
@@ -5,6 +6,7 @@ import { createRedisClient } from './redis/redis-client.ts';
 import { RedisOutageLog } from './redis/outage-log.ts';
 import { coalesceWrites } from './redis/write-coalescing.ts';
 import { Durability } from './redis/durability.ts';
+import { checkTopology } from './redis/topology.ts';
 import { BatonKeys } from './redis/keys.ts';
 import { RedisRunStore } from './redis/redis-run-store.ts';
 import { RedisThreadStore } from './redis/thread-store.ts';
@@ -185,8 +187,27 @@ export class BatonRuntime {
     });
   }
 
+  /**
+   * The start-up checks of the Redis this process uses: the kind REDIS_URL says is the kind it
+   * is, and strict durability can be kept. Throws a one-line reason for the operator.
+   */
+  async checkRedis(): Promise<void> {
+    await checkTopology(this.redis);
+    await this.durability.check();
+  }
+
   /** Resolves true once the main connection is ready, false after `timeoutMs` without it. */
   async waitUntilReady(timeoutMs: number): Promise<boolean> {
+    const ready = await this.untilReady(timeoutMs);
+    // A Cluster connects to each node at its first command, and a fail-fast client (no offline
+    // queue) refuses commands to a node still connecting: connect every master now, not under
+    // the first burst of requests.
+    if (ready && this.redis instanceof Cluster)
+      await Promise.allSettled(this.redis.nodes('master').map((node) => node.ping()));
+    return ready;
+  }
+
+  private async untilReady(timeoutMs: number): Promise<boolean> {
     if (this.redis.status === 'ready') return true;
     return new Promise<boolean>((resolve) => {
       const done = (ok: boolean): void => {

@@ -26,6 +26,8 @@ export interface RedisProcessOptions {
   readonly aof: 'always' | 'everysec' | 'off';
   /** The port to listen on (default: a free one). */
   readonly port?: number;
+  /** More redis-server arguments (e.g. `--cluster-enabled yes`). */
+  readonly args?: readonly string[];
 }
 
 export async function startRedisProcess(opts: RedisProcessOptions): Promise<RedisProcess> {
@@ -47,7 +49,11 @@ export async function startRedisProcess(opts: RedisProcessOptions): Promise<Redi
   const start = async (): Promise<void> => {
     const proc = spawn(
       bin,
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir, ...persistence],
+      [
+        ...['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir],
+        ...persistence,
+        ...(opts.args ?? []),
+      ],
       { stdio: 'ignore' },
     );
     child = proc;

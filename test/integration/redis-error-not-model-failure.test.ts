@@ -1,0 +1,101 @@
+/**
+ * Issue 22 item 5: a Redis error is never the model's failure. The model's streamed output is
+ * written to Redis while the model call runs; when a write fails (here the delta append answers
+ * `CLUSTERDOWN The cluster is down` once, as during a failover) the run used to end `error` with
+ * `model failed: … CLUSTERDOWN …`. Now the step job fails, the queue retries it, and the run ends
+ * `done` with the model's answer.
+ */
+import { Redis, ReplyError } from 'ioredis';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { ScriptedModel, type AgentDefinition } from '@baton/core';
+import { BatonRuntime } from '@baton/runtime';
+import { BatonWorker } from '@baton/worker';
+import { silentLogger, testConfig, testPrefix, waitFor } from '@baton/testing/worker-harness';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+/**
+ * A real client whose run-append script fails once with a cluster's CLUSTERDOWN reply, on the
+ * first delta append after `arm()`.
+ */
+function clientFailingOneAppend(url: string): {
+  client: Redis;
+  arm: () => void;
+  failed: () => number;
+} {
+  const client = new Redis(url, { maxRetriesPerRequest: null });
+  let armed = false;
+  let failures = 0;
+  const define = client.defineCommand.bind(client);
+  client.defineCommand = (name, definition) => {
+    define(name, definition);
+    if (!name.startsWith('batonRunAppend')) return;
+    const commands = client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const real = commands[name]!;
+    commands[name] = async (...args: unknown[]) => {
+      if (armed) {
+        armed = false;
+        failures += 1;
+        throw new (ReplyError as new (message: string) => Error)('CLUSTERDOWN The cluster is down');
+      }
+      return real.apply(client, args);
+    };
+  };
+  return { client, arm: () => void (armed = true), failed: () => failures };
+}
+
+describe('a Redis error during inference', () => {
+  it('is retried as a step, never recorded as the model failing', async () => {
+    const url = inject('redisUrl');
+    const prefix = testPrefix();
+    const config = testConfig(url, prefix);
+    const faulty = clientFailingOneAppend(url);
+    cleanups.push(() => faulty.client.quit());
+    let calls = 0;
+    const answer = 'the answer, streamed in several words';
+    const agent: AgentDefinition = {
+      name: 'flaky-store',
+      model: new ScriptedModel(() => {
+        calls += 1;
+        // The first call's first delta append meets the failing cluster.
+        if (calls === 1) faulty.arm();
+        return { text: answer };
+      }),
+      tools: [],
+    };
+    const worker = new BatonWorker({
+      config,
+      agents: [agent],
+      logger: silentLogger,
+      redis: faulty.client,
+    });
+    await worker.start();
+    cleanups.push(() => worker.stop(500));
+    const client = new BatonRuntime({ config, logger: silentLogger });
+    cleanups.push(() => client.close());
+
+    const created = await client.service.createRun('t1', {
+      agent: 'flaky-store',
+      input: { messages: [{ role: 'user', content: 'hello' }] },
+    });
+    const cp = await waitFor(
+      async () => {
+        const stored = await client.store.load(created.runId);
+        return stored?.checkpoint.status === 'done' ? stored.checkpoint : null;
+      },
+      20_000,
+      'the run to finish',
+    );
+    expect(faulty.failed()).toBe(1);
+    expect(calls).toBe(2); // the step ran again: the model was asked once more
+    expect(cp.termination).toEqual({ kind: 'natural_end' });
+    const last = cp.messages.at(-1);
+    expect(JSON.stringify(last)).toContain(answer);
+    const events = await client.store.readEvents(created.runId);
+    expect(events.map((e) => e.type)).not.toContain('model.retry');
+    expect(JSON.stringify(events)).not.toMatch(/model failed|CLUSTERDOWN/);
+  });
+});
