@@ -62,10 +62,9 @@ describe('strict durability on a Redis Cluster', () => {
     expect(replica).toBeDefined();
     await cluster.kill(replica!.port);
     await client.set(key, 'w');
-    await expect(durability.acknowledge()).rejects.toMatchObject({
-      code: 'unavailable',
-      message: expect.stringMatching(/no replica confirmed the write/),
-    });
+    const refused = await durability.acknowledge().catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: 'unavailable' });
+    expect(String(refused)).toMatch(/no replica confirmed the write/);
     await cluster.restart(replica!.port);
   }, 90_000);
 

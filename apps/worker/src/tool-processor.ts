@@ -1,12 +1,15 @@
 import { ToolJobSchema, type Checkpoint, type ToolExecutionResult } from '@baton/protocol';
 import { executeTool, invocationFor, type Engine } from '@baton/core';
-import type { Job } from 'bullmq';
+import { DelayedError, type Job } from 'bullmq';
 import { failedToolJobResult } from './fan-out.ts';
 import { leaseAndLoad, releaseOrWake } from './lease-release.ts';
-import { LeaseLostError } from '@baton/runtime/internal';
+import { LeaseLostError, isRedisUnavailable } from '@baton/runtime/internal';
 import type { WorkerDeps } from './worker-deps.ts';
 
 type ToolOutcome = 'stale' | 'recorded' | 'aborted';
+
+/** How long a tool job whose Redis writes failed waits before it is tried again. */
+const REDIS_RETRY_MS = 1_000;
 
 /**
  * One tool call of a parallel round. The result is recorded durably first (first writer wins,
@@ -21,7 +24,30 @@ export class ToolProcessor {
     this.deps = deps;
   }
 
+  /**
+   * A Redis failure (down, a cluster failing over) is not the tool's: the job is tried again a
+   * second later without using up one of the call's TOOL_ATTEMPTS, whose last would record the
+   * failure as the call's result. A result already recorded is found, not run again (lookup).
+   */
   async process(job: Job): Promise<ToolOutcome> {
+    try {
+      return await this.processOnce(job);
+    } catch (error) {
+      if (!isRedisUnavailable(error) || job.token === undefined) throw error;
+      try {
+        await job.moveToDelayed(Date.now() + REDIS_RETRY_MS, job.token);
+      } catch {
+        throw error; // Redis still refuses: an ordinary retry (BullMQ's backoff) then
+      }
+      this.deps.logger.warn(
+        { err: error, jobId: job.id, queue: job.queueName },
+        'tool job postponed: Redis unavailable',
+      );
+      throw new DelayedError();
+    }
+  }
+
+  private async processOnce(job: Job): Promise<ToolOutcome> {
     const data = ToolJobSchema.parse(job.data);
     const { deps } = this;
     const log = deps.logger.child({

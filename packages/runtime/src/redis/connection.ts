@@ -63,7 +63,9 @@ export function roleOptions(
     ...common,
     maxRetriesPerRequest: 1,
     ...(opts.bullmq ? {} : { enableOfflineQueue: false }),
-    commandTimeout: opts.cluster ? API_CLUSTER_COMMAND_TIMEOUT_MS : 2_000,
+    // BullMQ's one shared connection carries Bull Board's bulk reads of every queue at once: a
+    // failover still fails fast there through the redirection limits below.
+    commandTimeout: opts.cluster && !opts.bullmq ? API_CLUSTER_COMMAND_TIMEOUT_MS : 2_000,
   };
 }
 

@@ -1,13 +1,16 @@
 /**
- * Issue 22 item 5: a Redis error is never the model's failure. The model's streamed output is
+ * Issue 22 item 5: a Redis error is never the model's or a tool's failure. The model's streamed output is
  * written to Redis while the model call runs; when a write fails (here the delta append answers
  * `CLUSTERDOWN The cluster is down` once, as during a failover) the run used to end `error` with
  * `model failed: … CLUSTERDOWN …`. Now the step job fails, the queue retries it, and the run ends
- * `done` with the model's answer.
+ * `done` with the model's answer. Likewise a tool job whose result could not be recorded is tried
+ * again later without using up the call's attempts (TOOL_ATTEMPTS=1 here: it used to become the
+ * call's `tool_job_failed` result).
  */
 import { Redis, ReplyError } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { ScriptedModel, type AgentDefinition } from '@baton/core';
+import { ScriptedModel, defineTool, toolResult, type AgentDefinition } from '@baton/core';
+import { z } from 'zod';
 import { BatonRuntime } from '@baton/runtime';
 import { BatonWorker } from '@baton/worker';
 import { silentLogger, testConfig, testPrefix, waitFor } from '@baton/testing/worker-harness';
@@ -18,10 +21,13 @@ afterAll(async () => {
 });
 
 /**
- * A real client whose run-append script fails once with a cluster's CLUSTERDOWN reply, on the
- * first delta append after `arm()`.
+ * A real client whose script `script` (a run append, the lease acquire that records a tool's result) fails once with a
+ * cluster's CLUSTERDOWN reply, on its first call after `arm()`.
  */
-function clientFailingOneAppend(url: string): {
+function clientFailingOnce(
+  url: string,
+  script: string,
+): {
   client: Redis;
   arm: () => void;
   failed: () => number;
@@ -32,7 +38,7 @@ function clientFailingOneAppend(url: string): {
   const define = client.defineCommand.bind(client);
   client.defineCommand = (name, definition) => {
     define(name, definition);
-    if (!name.startsWith('batonRunAppend')) return;
+    if (!name.startsWith(script)) return;
     const commands = client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
     const real = commands[name]!;
     commands[name] = async (...args: unknown[]) => {
@@ -52,7 +58,7 @@ describe('a Redis error during inference', () => {
     const url = inject('redisUrl');
     const prefix = testPrefix();
     const config = testConfig(url, prefix);
-    const faulty = clientFailingOneAppend(url);
+    const faulty = clientFailingOnce(url, 'batonRunAppend');
     cleanups.push(() => faulty.client.quit());
     let calls = 0;
     const answer = 'the answer, streamed in several words';
@@ -97,5 +103,65 @@ describe('a Redis error during inference', () => {
     const events = await client.store.readEvents(created.runId);
     expect(events.map((e) => e.type)).not.toContain('model.retry');
     expect(JSON.stringify(events)).not.toMatch(/model failed|CLUSTERDOWN/);
+  });
+
+  it('a tool job whose result Redis refused is tried again, not failed', async () => {
+    const url = inject('redisUrl');
+    const config = testConfig(url, testPrefix(), { TOOL_ATTEMPTS: '1' });
+    // The script that records a tool job's result as it tries the run's lease (leaseAndLoad).
+    const faulty = clientFailingOnce(url, 'batonLeaseAcquireLoad');
+    cleanups.push(() => faulty.client.quit());
+    let executed = 0;
+    const lookup = defineTool({
+      name: 'lookup',
+      description: 'looks something up',
+      inputSchema: z.object({}),
+      execute: async () => {
+        executed += 1;
+        // Recording the first execution's result meets the failing cluster.
+        if (executed === 1) faulty.arm();
+        return toolResult.success({ found: 'it' });
+      },
+    });
+    const agent: AgentDefinition = {
+      name: 'flaky-tool-store',
+      executionMode: 'parallel_streaming',
+      model: new ScriptedModel([{ toolCalls: [{ name: 'lookup' }] }, { text: 'found it' }]),
+      tools: [lookup],
+    };
+    const worker = new BatonWorker({
+      config,
+      agents: [agent],
+      logger: silentLogger,
+      redis: faulty.client,
+    });
+    await worker.start();
+    cleanups.push(() => worker.stop(500));
+    const client = new BatonRuntime({ config, logger: silentLogger });
+    cleanups.push(() => client.close());
+
+    const created = await client.service.createRun('t1', {
+      agent: 'flaky-tool-store',
+      input: { messages: [{ role: 'user', content: 'look it up' }] },
+    });
+    const cp = await waitFor(
+      async () => {
+        const stored = await client.store.load(created.runId);
+        return stored?.checkpoint.status === 'done' ? stored.checkpoint : null;
+      },
+      20_000,
+      'the run to finish',
+    );
+    expect(faulty.failed()).toBe(1);
+    expect(cp.termination).toEqual({ kind: 'natural_end' });
+    // The model got the tool's own output, not a failure.
+    const messages = JSON.stringify(cp.messages);
+    expect(messages).toContain('"found":"it"');
+    expect(messages).not.toMatch(/tool_job_failed|could not be run/);
+    // Its result was never recorded the first time, so the retry ran it again (at least once).
+    expect(executed).toBe(2);
+    expect(JSON.stringify(await client.store.readEvents(created.runId))).not.toMatch(
+      /tool_job_failed|CLUSTERDOWN/,
+    );
   });
 });
