@@ -142,7 +142,9 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
         '--logfile',
         '',
       ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
+      // Its own process group: a Ctrl-C meant for `npm start` must not kill the nodes before the
+      // API and worker have stopped (stop() and the exit hook end them).
+      { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
     );
     p.child = child;
     p.output = '';
