@@ -8,7 +8,8 @@ export interface CreateWorkerOptions {
   /** The agents this worker runs; it takes only the jobs of these agents (one queue each). */
   readonly agents: readonly AgentDefinition[];
   /**
-   * A Redis URL (`redis://…`, `rediss://…`), or your own ioredis `Redis` or `Cluster` instance.
+   * A Redis URL (`redis://…`, `rediss://…`, `redis+cluster://h1:p1,h2:p2`,
+   * `redis+sentinel://s1:p1/<master>`; as REDIS_URL), or your own ioredis `Redis` or `Cluster`.
    * An instance stays yours: the worker uses it, duplicates it for BullMQ and its subscriptions,
    * and never closes it.
    */
