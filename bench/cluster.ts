@@ -7,8 +7,8 @@
  *   the bench run;
  * - on the cluster, per master: commands (INFO commandstats deltas) and their share
  *   (`maxMasterCommandShare`), Redis CPU (INFO cpu deltas);
- * - `busMessagesPerPublish`: cluster-bus messages (CLUSTER INFO cluster_stats_messages_sent +
- *   received, every node) during the batch, minus the gossip of a quiet window of the same
+ * - `busMessagesPerPublish`: cluster-bus messages (CLUSTER INFO cluster_stats_messages_sent,
+ *   every node: each message once) during the batch, minus the gossip of a quiet window of the same
  *   length, per event published (PUBLISH + SPUBLISH calls on the masters, Lua's included);
  * - a worker process serving 31 agents (demo, matrix, children and the bench agents) with
  *   BATON_QUEUE_SHARDS=K (default 16): its Redis connections (CLIENT LIST on every node) and its
@@ -98,7 +98,7 @@ function deltaPerMaster<T extends { port: number; role: string }>(
   return out;
 }
 
-/** The worker's client connections on every node: not replication links, not our own. */
+/** Client connections on every node (by port): not replication links, not our own. */
 async function clientConnections(cluster: RedisCluster): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (const port of cluster.ports) {
@@ -147,14 +147,16 @@ async function idleWorker(
     const seconds = (performance.now() - t0) / 1000;
     const perMaster = deltaPerMaster(before, after, systemCommands);
     const total = Object.values(perMaster).reduce((a, b) => a + b, 0);
-    const connections = Object.entries(conns).reduce(
-      (sum, [port, n]) => sum + n - (base[port] ?? 0),
-      0,
-    );
+    const roles = new Map((await cluster.nodes()).map((n) => [String(n.port), n.role]));
+    const byRole = { master: 0, replica: 0 };
+    for (const [port, n] of Object.entries(conns))
+      byRole[roles.get(port) ?? 'master'] += n - (base[port] ?? 0);
+    const connections = byRole.master + byRole.replica;
     return {
       agents: 31,
       queueShards: k.shards,
       redisConnections: connections,
+      redisConnectionsByRole: byRole,
       idleCommandsPerSec: round(total / seconds, 1),
       idleCommandsPerSecPerMaster: Object.fromEntries(
         Object.entries(perMaster).map(([p, n]) => [p, round(n / seconds, 1)]),
@@ -202,29 +204,30 @@ export const cluster: Scenario = {
       let cmd0: NodeCommandStats[], cmd1: NodeCommandStats[];
       let cpu0: NodeCpu[], cpu1: NodeCpu[];
       let bus0: number, bus1: number;
+      const busSent = async (): Promise<number> => (await rc.busMessages()).sent;
       try {
         // The warm-up is outside the deltas: snapshot after it.
         await batch(ctx, stack, { ...k, runs: 1 }, 'cluster warm-up');
         [cmd0, cpu0, bus0] = await Promise.all([
           rc.perNodeCommandStats(),
           rc.perNodeCpu(),
-          rc.busMessages(),
+          busSent(),
         ]);
         measured = await batch(ctx, stack, { ...k, warmupRuns: 0 }, 'cluster');
         [cmd1, cpu1, bus1] = await Promise.all([
           rc.perNodeCommandStats(),
           rc.perNodeCpu(),
-          rc.busMessages(),
+          busSent(),
         ]);
       } finally {
         await stack.stop();
       }
       // The cluster's own gossip over a quiet window as long as the batch.
       ctx.log(`quiet window of ${round(measured.elapsedMs / 1000, 1)} s for the idle gossip`);
-      const quiet0 = await rc.busMessages();
+      const quiet0 = await busSent();
       const q0 = performance.now();
       await sleep(measured.elapsedMs);
-      const quiet1 = await rc.busMessages();
+      const quiet1 = await busSent();
       const idleBusPerMs = (quiet1 - quiet0) / (performance.now() - q0);
 
       const commandsPerMaster = deltaPerMaster(cmd0, cmd1, systemCommands);
@@ -234,6 +237,7 @@ export const cluster: Scenario = {
         0,
       );
       const busDuringBatch = bus1 - bus0;
+      // Each bus message counts once (as sent by its node); gossip goes on without Baton.
       const busAboveIdle = busDuringBatch - idleBusPerMs * measured.elapsedMs;
       const cpuPerMaster = deltaPerMaster(cpu0, cpu1, (c) => c.seconds);
       const idle = await idleWorker(ctx, rc, k);

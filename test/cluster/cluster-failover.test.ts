@@ -94,6 +94,8 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
   let api: ApiProcess;
   let rt: BatonRuntime;
   let prefix: string;
+  /** The worker's log lines (not its probes), for a failure's message. */
+  const workerLog: string[] = [];
 
   beforeAll(async () => {
     cluster = await startRedisCluster({ masters: 3, replicasPerMaster: 1, nodeTimeoutMs: 3000 });
@@ -114,6 +116,11 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
         TOOL_CONCURRENCY: String(2 * RUNS),
       },
     });
+    worker.child.stdout?.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString('utf8').split('\n'))
+        if (line !== '' && !line.startsWith('PROBE ')) workerLog.push(line.slice(0, 600));
+    });
+    worker.child.stderr?.on('data', (chunk: Buffer) => workerLog.push(chunk.toString('utf8')));
     api = await spawnApi({
       redisUrl: cluster.url,
       prefix,
@@ -129,6 +136,53 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
     await rt?.close();
     await cluster?.stop();
   });
+
+  /** Where stuck runs stand: status, step and their last events. */
+  async function describeStuck(ids: readonly string[]): Promise<string> {
+    const lines: string[] = [];
+    for (const id of ids) {
+      const stored = await rt.store.load(id).catch(() => null);
+      const events = await rt.store.readEvents(id).catch(() => []);
+      lines.push(
+        `${id}: ${stored?.checkpoint.status ?? 'missing'} step ${stored?.checkpoint.step ?? '?'}, last events ${events
+          .slice(-4)
+          .map((e) => e.type)
+          .join(' ')}`,
+      );
+    }
+    return lines.join('\n');
+  }
+
+  /** Lengths of every BullMQ list and sorted set of this prefix, on every live master. */
+  async function queueLengths(): Promise<Record<string, number>> {
+    const out: Record<string, number> = {};
+    for (const node of await cluster.nodes()) {
+      if (node.role !== 'master' || !node.alive) continue;
+      let cursor = '0';
+      do {
+        const [next, keys] = (await cluster.nodeCommand(
+          node.port,
+          'SCAN',
+          cursor,
+          'MATCH',
+          `*${prefix}*bull*`,
+          'COUNT',
+          1000,
+        )) as [string, string[]];
+        cursor = next;
+        for (const key of keys) {
+          const state = /:(wait|active|delayed|prioritized|waiting-children|paused)$/.exec(key);
+          if (!state) continue;
+          const type = String(await cluster.nodeCommand(node.port, 'TYPE', key));
+          const n = Number(
+            await cluster.nodeCommand(node.port, type === 'list' ? 'LLEN' : 'ZCARD', key),
+          );
+          if (n > 0) out[`${node.port} ${key.replace(/^.*\}:/, '')}`] = n;
+        }
+      } while (cursor !== '0');
+    }
+    return out;
+  }
 
   /** The live master holding the most BullMQ keys of this prefix (its queue shard(s)). */
   async function busiestQueueMaster(): Promise<{ port: number; share: number }> {
@@ -177,7 +231,12 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
                 .length >= 20,
             60_000,
             'the runs to reach their tools',
-          );
+          ).catch(async (err: unknown) => {
+            throw new Error(
+              `repeat ${repeat}: the runs did not reach their tools:\n${await describeStuck(runIds.slice(0, 3))}\nqueues: ${JSON.stringify(await queueLengths())}\nworker log:\n${workerLog.slice(-30).join('\n')}`,
+              { cause: err },
+            );
+          });
           const target = await busiestQueueMaster();
           const killedAt = Date.now();
           await cluster.kill(target.port);
@@ -201,7 +260,7 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
           } catch (err) {
             const stuck = runIds.filter((id) => !finished.has(id));
             throw new Error(
-              `${stuck.length} of ${RUNS} runs never finished after the failover: ${stuck.slice(0, 5).join(', ')}\nworker output:\n${worker.output().slice(-3000)}`,
+              `${stuck.length} of ${RUNS} runs never finished after the failover (repeat ${repeat}, master ${target.port} killed):\n${await describeStuck(stuck.slice(0, 3))}\nqueues: ${JSON.stringify(await queueLengths())}\nworker log:\n${workerLog.slice(-30).join('\n')}`,
               { cause: err },
             );
           }

@@ -72,8 +72,11 @@ export interface RedisCluster {
   /** Sends one command to one node (not through the cluster client: no redirections). */
   nodeCommand(port: number, ...args: (string | number)[]): Promise<unknown>;
   perNodeCommandStats(): Promise<NodeCommandStats[]>;
-  /** cluster_stats_messages_sent + cluster_stats_messages_received, summed over live nodes. */
-  busMessages(): Promise<number>;
+  /**
+   * Cluster-bus messages so far (CLUSTER INFO cluster_stats_messages_sent / _received), summed
+   * over live nodes. Every message is counted once in each: `sent` counts each message once.
+   */
+  busMessages(): Promise<{ sent: number; received: number }>;
   perNodeCpu(): Promise<NodeCpu[]>;
   /** Kills every node and removes the temp dir; idempotent. */
   stop(): Promise<void>;
@@ -139,7 +142,9 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
         '--logfile',
         '',
       ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
+      // Its own process group: a Ctrl-C meant for `npm start` must not kill the nodes before the
+      // API and worker have stopped (stop() and the exit hook end them).
+      { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
     );
     p.child = child;
     p.output = '';
@@ -415,14 +420,14 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
       return out;
     },
     busMessages: async () => {
-      let sum = 0;
+      let sent = 0;
+      let received = 0;
       for (const p of live()) {
         const info = parseInfo(String(await nodeCommand(p.port, 'CLUSTER', 'INFO')));
-        sum +=
-          Number(info['cluster_stats_messages_sent'] ?? 0) +
-          Number(info['cluster_stats_messages_received'] ?? 0);
+        sent += Number(info['cluster_stats_messages_sent'] ?? 0);
+        received += Number(info['cluster_stats_messages_received'] ?? 0);
       }
-      return sum;
+      return { sent, received };
     },
     perNodeCpu: async () => {
       const roles = await roleOf();
