@@ -96,6 +96,9 @@ export class Durability {
    * (sharded pub/sub, Redis 7), and on an older server every commit would fail.
    */
   async check(): Promise<DurabilityStrategy> {
+    // A Cluster's node list is its startup nodes until it has read the slot map, and those
+    // connections are closed when it has: ask the masters it knows once it is ready.
+    if (this.redis instanceof Cluster) await clusterReady(this.redis);
     const all = this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
     for (const node of all) await this.checkVersion(node);
     if (this.mode === 'relaxed') return (this.strategyValue = 'none');
@@ -167,6 +170,25 @@ export class Durability {
     const acked = (await node.call('WAIT', String(replicas), timeout)) as number;
     if (acked < replicas)
       throw new DurabilityError('no replica confirmed the write in time (cluster failover?)');
+  }
+}
+
+/** Resolves once the Cluster has its slot map (the API's client queues no command before). */
+async function clusterReady(cluster: Cluster, timeoutMs = 15_000): Promise<void> {
+  if (cluster.status === 'ready') return;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await Promise.race([
+      new Promise<void>((resolve) => cluster.once('ready', () => resolve())),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`the Redis Cluster was not ready within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -23,6 +23,9 @@
  *   Tenant index (slot of `{tenant:<tenant>}`)
  *     p:{tenant:<t>}:runs           ZSET   run ids of the tenant, score = createdAt (ms)
  *   Run indexes (see run-record/README.md): p:runs:active, p:runs:waiting, p:runs:gc
+ *   These, p:agents and the reconciler's keys are single keys (one master on a cluster): each is
+ *   under 0.4 % of all commands at the bench's rate (bench/README.md, "Keys a cluster cannot
+ *   spread"), so they are not sharded.
  *   Control: p:control                PUB/SUB cancel broadcasts to every worker: plain PUBLISH /
  *                                      SUBSCRIBE on purpose (on a Redis Cluster a broadcast crosses
  *                                      the cluster bus to every node; cancels are rare and must reach
