@@ -94,6 +94,20 @@ describe('createRedisClient', () => {
     expect(w.clusterRetryStrategy?.(50)).toBeLessThanOrEqual(1_000);
   });
 
+  it("a worker's BullMQ connection gives up on a redirected command as ioredis does (BullMQ restarts its loop)", () => {
+    const bull = build(
+      { REDIS_URL: `redis+cluster://${NOWHERE}` },
+      { role: 'worker', connectionName: 'b', bullmq: true },
+    ) as Cluster;
+    // A blocking command redirected for a minute through a failover left BullMQ's Worker taking
+    // no job, silently (cluster-failover test); an error within ~2 s makes it reconnect.
+    expect(bull.options.maxRedirections).toBe(16);
+    expect(bull.options.maxRedirections! * bull.options.retryDelayOnClusterDown!).toBeLessThan(
+      5_000,
+    );
+    expect(bull.options.redisOptions).toMatchObject({ maxRetriesPerRequest: null });
+  });
+
   it('a duplicate of an API cluster for a subscriber is patient at the cluster level too', () => {
     const api = build(
       { REDIS_URL: `redis+cluster://${NOWHERE}` },
