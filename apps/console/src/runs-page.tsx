@@ -2,10 +2,10 @@ import type { BatonClient, ListRunsQuery } from '@baton/client';
 import type { AgentDescriptor, RunStatus, RunSummary } from '@baton/protocol';
 import { useEffect, useState } from 'preact/hooks';
 import { describeError, handleAuth } from './errors.ts';
+import { usePolling } from './use-polling.ts';
 import { href, navigate, type RunFilters } from './route.ts';
 
 const STATUSES: readonly RunStatus[] = ['created', 'running', 'waiting', 'done'];
-const POLL_MS = 2_000;
 
 /**
  * The tenant's runs with filters (status, agent, thread: GET /v1/runs's own query parameters,
@@ -52,33 +52,25 @@ export function RunsPage({
     client.agents.list().then(setAgents, (e: unknown) => handleAuth(e, onUnauthorized));
   }, [client]);
 
-  useEffect(() => {
-    const controller = new AbortController();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const query: ListRunsQuery = {
-      limit: 50,
-      ...(status ? { status } : {}),
-      ...(agent ? { agent } : {}),
-      ...(thread ? { thread } : {}),
-    };
-    const load = async (): Promise<void> => {
-      try {
-        const page = await client.runs.list(query, { signal: controller.signal });
-        setRuns(page.runs);
-        setError(null);
-        setUpdated(new Date());
-      } catch (e) {
-        if (controller.signal.aborted || handleAuth(e, onUnauthorized)) return;
-        setError(describeError(e));
-      }
-      timer = setTimeout(() => void load(), POLL_MS);
-    };
-    void load();
-    return () => {
-      controller.abort();
-      clearTimeout(timer);
-    };
-  }, [client, status, agent, thread]);
+  usePolling(
+    async (signal) => {
+      const query: ListRunsQuery = {
+        limit: 50,
+        ...(status ? { status } : {}),
+        ...(agent ? { agent } : {}),
+        ...(thread ? { thread } : {}),
+      };
+      const page = await client.runs.list(query, { signal });
+      setRuns(page.runs);
+      setError(null);
+      setUpdated(new Date());
+    },
+    (e) => {
+      if (handleAuth(e, onUnauthorized)) return true;
+      setError(describeError(e));
+    },
+    [client, status, agent, thread],
+  );
 
   return (
     <section>

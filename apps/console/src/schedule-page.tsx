@@ -1,12 +1,11 @@
 import type { BatonClient } from '@baton/client';
 import type { RunSummary, Schedule, ScheduleDetail } from '@baton/protocol';
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { describeError, handleAuth } from './errors.ts';
+import { usePolling } from './use-polling.ts';
 import { href, navigate } from './route.ts';
 import { cadenceText, scheduleLabel } from './schedule-text.ts';
 import { PauseResume } from './schedules-page.tsx';
-
-const POLL_MS = 2_000;
 
 function time(ms: number | null | undefined): string {
   return ms === null || ms === undefined ? '-' : new Date(ms).toLocaleString();
@@ -30,30 +29,19 @@ export function SchedulePage({
     if (!handleAuth(e, onUnauthorized)) setError(describeError(e));
   };
 
-  useEffect(() => {
-    const controller = new AbortController();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const load = async (): Promise<void> => {
-      try {
-        const [detail, page] = await Promise.all([
-          client.schedules.get(scheduleId, { signal: controller.signal }),
-          client.schedules.runs(scheduleId, { limit: 50 }, { signal: controller.signal }),
-        ]);
-        setSchedule(detail);
-        setRuns(page.runs);
-        setError(null);
-      } catch (e) {
-        if (controller.signal.aborted) return;
-        fail(e);
-      }
-      timer = setTimeout(() => void load(), POLL_MS);
-    };
-    void load();
-    return () => {
-      controller.abort();
-      clearTimeout(timer);
-    };
-  }, [client, scheduleId]);
+  usePolling(
+    async (signal) => {
+      const [detail, page] = await Promise.all([
+        client.schedules.get(scheduleId, { signal }),
+        client.schedules.runs(scheduleId, { limit: 50 }, { signal }),
+      ]);
+      setSchedule(detail);
+      setRuns(page.runs);
+      setError(null);
+    },
+    fail,
+    [client, scheduleId],
+  );
 
   const changed = (next: Schedule): void =>
     setSchedule((old) => (old ? { ...old, ...next } : null));

@@ -1,11 +1,10 @@
 import type { BatonClient } from '@baton/client';
 import type { Schedule } from '@baton/protocol';
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { describeError, handleAuth } from './errors.ts';
+import { usePolling } from './use-polling.ts';
 import { href } from './route.ts';
 import { cadenceText, scheduleLabel } from './schedule-text.ts';
-
-const POLL_MS = 2_000;
 
 /** Pause or resume, whichever the schedule's state allows; a completed one has neither. */
 export function PauseResume({
@@ -66,30 +65,19 @@ export function SchedulesPage({
     if (!handleAuth(e, onUnauthorized)) setError(describeError(e));
   };
 
-  useEffect(() => {
-    const controller = new AbortController();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const load = async (): Promise<void> => {
-      try {
-        const page = await client.schedules.list(
-          { limit: 50, ...(cursor ? { cursor } : {}) },
-          { signal: controller.signal },
-        );
-        setSchedules(page.schedules);
-        setMore(page.nextCursor);
-        setError(null);
-      } catch (e) {
-        if (controller.signal.aborted) return;
-        fail(e);
-      }
-      timer = setTimeout(() => void load(), POLL_MS);
-    };
-    void load();
-    return () => {
-      controller.abort();
-      clearTimeout(timer);
-    };
-  }, [client, cursor]);
+  usePolling(
+    async (signal) => {
+      const page = await client.schedules.list(
+        { limit: 50, ...(cursor ? { cursor } : {}) },
+        { signal },
+      );
+      setSchedules(page.schedules);
+      setMore(page.nextCursor);
+      setError(null);
+    },
+    fail,
+    [client, cursor],
+  );
 
   const replace = (next: Schedule): void =>
     setSchedules((list) => list?.map((s) => (s.scheduleId === next.scheduleId ? next : s)) ?? null);

@@ -1,9 +1,8 @@
 import type { BatonClient } from '@baton/client';
 import type { RunWebhooksResponse, WebhookAttempt } from '@baton/protocol';
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { describeError, handleAuth } from './errors.ts';
-
-const POLL_MS = 2_000;
+import { usePolling } from './use-polling.ts';
 
 function attemptText(a: WebhookAttempt): string {
   const answer = a.statusCode !== undefined ? `HTTP ${a.statusCode}` : (a.error ?? 'no answer');
@@ -28,25 +27,17 @@ export function WebhookLog({
   const [log, setLog] = useState<RunWebhooksResponse | null>(null);
   const [error, setError] = useState<string | null>(null);
 
-  useEffect(() => {
-    const controller = new AbortController();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const load = async (): Promise<void> => {
-      try {
-        setLog(await client.runs.webhooks(runId, { signal: controller.signal }));
-        setError(null);
-      } catch (e) {
-        if (controller.signal.aborted || handleAuth(e, onUnauthorized)) return;
-        setError(describeError(e));
-      }
-      timer = setTimeout(() => void load(), POLL_MS);
-    };
-    void load();
-    return () => {
-      controller.abort();
-      clearTimeout(timer);
-    };
-  }, [client, runId]);
+  usePolling(
+    async (signal) => {
+      setLog(await client.runs.webhooks(runId, { signal }));
+      setError(null);
+    },
+    (e) => {
+      if (handleAuth(e, onUnauthorized)) return true;
+      setError(describeError(e));
+    },
+    [client, runId],
+  );
 
   return (
     <section aria-labelledby="webhooks-title">
