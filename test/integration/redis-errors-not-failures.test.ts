@@ -53,6 +53,33 @@ function clientFailingOnce(
   return { client, arm: () => void (armed = true), failed: () => failures };
 }
 
+/** A worker on `redis` runs one run of `agent` from another client: its final checkpoint and events. */
+async function runToTheEnd(
+  config: ReturnType<typeof testConfig>,
+  agent: AgentDefinition,
+  redis: Redis,
+  content: string,
+) {
+  const worker = new BatonWorker({ config, agents: [agent], logger: silentLogger, redis });
+  await worker.start();
+  cleanups.push(() => worker.stop(500));
+  const client = new BatonRuntime({ config, logger: silentLogger });
+  cleanups.push(() => client.close());
+  const created = await client.service.createRun('t1', {
+    agent: agent.name,
+    input: { messages: [{ role: 'user', content }] },
+  });
+  const checkpoint = await waitFor(
+    async () => {
+      const stored = await client.store.load(created.runId);
+      return stored?.checkpoint.status === 'done' ? stored.checkpoint : null;
+    },
+    20_000,
+    'the run to finish',
+  );
+  return { cp: checkpoint, events: await client.store.readEvents(created.runId) };
+}
+
 describe('a Redis error during inference', () => {
   it('is retried as a step, never recorded as the model failing', async () => {
     const url = inject('redisUrl');
@@ -72,35 +99,12 @@ describe('a Redis error during inference', () => {
       }),
       tools: [],
     };
-    const worker = new BatonWorker({
-      config,
-      agents: [agent],
-      logger: silentLogger,
-      redis: faulty.client,
-    });
-    await worker.start();
-    cleanups.push(() => worker.stop(500));
-    const client = new BatonRuntime({ config, logger: silentLogger });
-    cleanups.push(() => client.close());
-
-    const created = await client.service.createRun('t1', {
-      agent: 'flaky-store',
-      input: { messages: [{ role: 'user', content: 'hello' }] },
-    });
-    const cp = await waitFor(
-      async () => {
-        const stored = await client.store.load(created.runId);
-        return stored?.checkpoint.status === 'done' ? stored.checkpoint : null;
-      },
-      20_000,
-      'the run to finish',
-    );
+    const { cp, events } = await runToTheEnd(config, agent, faulty.client, 'hello');
     expect(faulty.failed()).toBe(1);
     expect(calls).toBe(2); // the step ran again: the model was asked once more
     expect(cp.termination).toEqual({ kind: 'natural_end' });
     const last = cp.messages.at(-1);
     expect(JSON.stringify(last)).toContain(answer);
-    const events = await client.store.readEvents(created.runId);
     expect(events.map((e) => e.type)).not.toContain('model.retry');
     expect(JSON.stringify(events)).not.toMatch(/model failed|CLUSTERDOWN/);
   });
@@ -129,29 +133,7 @@ describe('a Redis error during inference', () => {
       model: new ScriptedModel([{ toolCalls: [{ name: 'lookup' }] }, { text: 'found it' }]),
       tools: [lookup],
     };
-    const worker = new BatonWorker({
-      config,
-      agents: [agent],
-      logger: silentLogger,
-      redis: faulty.client,
-    });
-    await worker.start();
-    cleanups.push(() => worker.stop(500));
-    const client = new BatonRuntime({ config, logger: silentLogger });
-    cleanups.push(() => client.close());
-
-    const created = await client.service.createRun('t1', {
-      agent: 'flaky-tool-store',
-      input: { messages: [{ role: 'user', content: 'look it up' }] },
-    });
-    const cp = await waitFor(
-      async () => {
-        const stored = await client.store.load(created.runId);
-        return stored?.checkpoint.status === 'done' ? stored.checkpoint : null;
-      },
-      20_000,
-      'the run to finish',
-    );
+    const { cp, events } = await runToTheEnd(config, agent, faulty.client, 'look it up');
     expect(faulty.failed()).toBe(1);
     expect(cp.termination).toEqual({ kind: 'natural_end' });
     // The model got the tool's own output, not a failure.
@@ -160,8 +142,6 @@ describe('a Redis error during inference', () => {
     expect(messages).not.toMatch(/tool_job_failed|could not be run/);
     // Its result was never recorded the first time, so the retry ran it again (at least once).
     expect(executed).toBe(2);
-    expect(JSON.stringify(await client.store.readEvents(created.runId))).not.toMatch(
-      /tool_job_failed|CLUSTERDOWN/,
-    );
+    expect(JSON.stringify(events)).not.toMatch(/tool_job_failed|CLUSTERDOWN/);
   });
 });
