@@ -1,7 +1,7 @@
 import { useEffect } from 'preact/hooks';
 
 /** How often a page re-reads what it shows: runs, schedules and deliveries go on while it is open. */
-export const POLL_MS = 2_000;
+const POLL_MS = 2_000;
 
 /**
  * Calls `load` now, and again POLL_MS after each call ends (calls never overlap), until `deps`
