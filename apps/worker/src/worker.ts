@@ -193,6 +193,16 @@ export class BatonWorker {
         stalledInterval: shardStalledInterval(config.STALLED_INTERVAL_MS, rt.queues.shards),
       });
       this.watch(worker, deps);
+      // A stalled job put back in wait does not wake the Workers blocked on the queue's marker
+      // (every process's, this one's included): they would take it only at their next idle poll,
+      // up to IDLE_POLL_SECONDS later (worker-fencing: a frozen worker's run stood 30 s). The
+      // Worker that moved it sets the marker, as adding a job does.
+      const queue = rt.queues.queue(name);
+      worker.on('stalled', () => {
+        rt.redis.zadd(queue.toKey('marker'), 0, '0').catch((err: unknown) => {
+          this.logger.warn({ err, queue: name }, 'could not wake the workers of a queue');
+        });
+      });
       return worker;
     };
     // Routing: this worker takes the K shard queues of its task queue, whatever its agents
