@@ -1,6 +1,11 @@
 /**
  * In-process demo: one run of the demo assistant, whose deploy tool needs a human approval.
  * It prints every event of the run as it happens, then approves (asks you when run in a terminal).
+ *
+ *   npm run example:demo
+ *
+ * (`npm run` runs it on the project's Node 24, which runs TypeScript as it is, whatever your Node
+ * is; `node examples/demo.ts` works as well with Node 24 on PATH.)
  */
 import { createInterface } from 'node:readline/promises';
 import { InProcessRunner } from '@baton/core';

@@ -1,8 +1,8 @@
 /**
  * A tiny MCP server (official SDK) whose tools a Baton agent can use: see baton.agents.yaml.
  *
- *   node examples/mcp-server.ts                # stdio: Baton starts it as a child process
- *   node examples/mcp-server.ts --http 3333    # Streamable HTTP at http://127.0.0.1:3333/mcp
+ *   npm run example:mcp-server                  # stdio (Baton's worker starts it: `node examples/mcp-server.ts`)
+ *   npm run example:mcp-server -- --http 3333   # Streamable HTTP at http://127.0.0.1:3333/mcp
  *
  * With --http it prints `MCP <url>` once it listens (port 0 picks a free one).
  */

@@ -1,11 +1,13 @@
 /**
  * Agents in your own module, run by the shipped worker without changing Baton:
  *
- *   BATON_AGENTS=./examples/my-agents.ts node apps/worker/src/main.ts           # every agent here
- *   BATON_AGENTS=./examples/my-agents.ts:haiku node apps/worker/src/main.ts     # one export
+ *   BATON_AGENTS=./examples/my-agents.ts npm start            # API + a worker with these agents
+ *   BATON_AGENTS=./examples/my-agents.ts npm run worker       # a worker alone, every agent here
+ *   BATON_AGENTS=./examples/my-agents.ts:haiku npm run worker # one export
  *
  * The path is relative to the working directory. A module exports an AgentDefinition, an array of
- * them, or a default export; `node` runs TypeScript directly (Node 24 strips the types).
+ * them, or a default export; the worker imports it with the project's Node 24, which runs
+ * TypeScript directly (it strips the types), whatever Node runs npm.
  *
  * `haiku` uses OpenAI through the AI SDK (set OPENAI_API_KEY; a run without it fails with the
  * provider's message). `echo` needs no key: its model is a few lines of code, which is also how
