@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 /**
- * Three projects (README, "The two commands"):
+ * Four projects (docs/development.md, "Tests and scripts"):
  * - unit: source tests that need no Redis and start no process. No global set-up, so
  *   `npm run test:unit` runs on a machine without redis-server, in seconds.
  * - integration: test/ and the source tests that use Redis or processes, sharing one private

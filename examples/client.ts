@@ -26,18 +26,20 @@ for await (const event of baton.runs.stream(runId, { until: 'suspended' })) {
   if (event.type === 'text.delta') process.stdout.write(event.delta);
   seen = event.seq;
 }
-const { await: waiting } = await baton.runs.get(runId);
-for (const call of waiting?.calls ?? []) {
-  console.log(`\napproving ${call.toolCallId}: ${call.message}`);
-  await baton.runs.approve(runId, call.toolCallId, { comment: 'ok' });
-}
 
-// Errors are typed: the API's code, its HTTP status and a message that says what to fix.
+// Errors are typed: the API's code, its HTTP status and a message that says what to fix (asked
+// while the run waits, so the unknown call is the only thing wrong).
 try {
   await baton.runs.approve(runId, 'no-such-call');
 } catch (error) {
   if (isApiError(error, 'call_unknown')) console.log(error.status, error.code, error.message);
   else throw error;
+}
+
+const { await: waiting } = await baton.runs.get(runId);
+for (const call of waiting?.calls ?? []) {
+  console.log(`\napproving ${call.toolCallId}: ${call.message}`);
+  await baton.runs.approve(runId, call.toolCallId, { comment: 'ok' });
 }
 
 let status = 'unknown';

@@ -22,7 +22,7 @@ if (version && major < 22) {
       `baton: npm ran on Node ${version[1]}. The "EBADENGINE Unsupported engine"`,
       'warnings above are dependencies that declare Node 22+. Nothing to do: `npm start`, `npm test`',
       "and the other npm scripts run on the project's own Node 24 (node_modules/.bin/node), and",
-      'the packages themselves run on Node 20.17+ (tested). See README.md, "Requirements".',
+      'the packages themselves run on Node 20.17+ (tested). See docs/development.md, "Node".',
       '',
     ].join('\n'),
   );

@@ -1,5 +1,5 @@
 /**
- * `npm run bench` is a README command: a tiny run of each throughput variant must finish and
+ * `npm run bench` is a documented command (docs/development.md): a tiny run of each throughput variant must finish and
  * print its JSON with every run completed (it once polled a key the store no longer writes and
  * "finished" before any run did). Counts only; no timing is asserted.
  */

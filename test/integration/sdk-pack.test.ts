@@ -2,7 +2,9 @@
  * The packages as another project gets them: built, packed, installed from the tarballs into a
  * scratch project outside the repo, which defines its own agent in plain JavaScript, runs it
  * with createWorker on its own ioredis client, and creates a run through @baton/runtime the way
- * the API does. Nothing in the scratch project can reach the repo's sources.
+ * the API does. Nothing in the scratch project can reach the repo's sources. The same project
+ * runs again on the system's Node when it is another one (20 on the CI machine): the packages'
+ * engines say 20.17+, though some of their dependencies declare 22+.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -12,6 +14,7 @@ import { promisify } from 'node:util';
 import { afterAll, expect, inject, it } from 'vitest';
 import { packPackages } from '../../scripts/pack-packages.ts';
 import { uniquePrefix } from '@baton/testing/redis';
+import { systemNode } from '@baton/testing/system-node';
 
 const run = promisify(execFile);
 let dir: string | undefined;
@@ -100,7 +103,21 @@ if (!finished) {
 }
 `;
 
-it('packed protocol, core, runtime and worker install and run an agent in a scratch project', async () => {
+// The typed client on its own: loads, and a failure is typed (no API needed to show both).
+const CLIENT = String.raw`
+import { BatonClient, BatonClientError } from '@baton/client';
+const client = new BatonClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'k' });
+try {
+  await client.health();
+  console.log('CLIENT answered');
+} catch (error) {
+  console.log('CLIENT ' + (error instanceof BatonClientError ? error.code : String(error)));
+}
+`;
+
+const NODE = systemNode();
+
+it('packed protocol, core, client, runtime and worker install and run an agent in a scratch project', async () => {
   dir = await mkdtemp(join(tmpdir(), 'baton-scratch-'));
   const tarballs = packPackages(join(dir, 'packs'));
   const project = join(dir, 'project');
@@ -116,17 +133,24 @@ it('packed protocol, core, runtime and worker install and run an agent in a scra
     { cwd: project },
   );
   await writeFile(join(project, 'agent.mjs'), AGENT);
-  const { stdout } = await run(process.execPath, ['agent.mjs'], {
-    cwd: project,
-    env: { ...process.env, REDIS_URL: inject('redisUrl'), BATON_PREFIX: uniquePrefix('scratch') },
-    timeout: 40_000,
-  });
-  const line = stdout.split('\n').find((l) => l.startsWith('RESULT '));
-  expect(line, stdout).toBeDefined();
-  expect(JSON.parse(line!.slice('RESULT '.length))).toEqual({
-    status: 'done',
-    text: 'said: {"loud":"HELLO BATON"}',
-  });
+  await writeFile(join(project, 'client.mjs'), CLIENT);
+  const nodes = [process.execPath];
+  if (NODE && NODE.major !== Number(process.versions.node.split('.')[0])) nodes.push(NODE.path);
+  for (const node of nodes) {
+    const { stdout } = await run(node, ['agent.mjs'], {
+      cwd: project,
+      env: { ...process.env, REDIS_URL: inject('redisUrl'), BATON_PREFIX: uniquePrefix('scratch') },
+      timeout: 40_000,
+    });
+    const line = stdout.split('\n').find((l) => l.startsWith('RESULT '));
+    expect(line, `${node}: ${stdout}`).toBeDefined();
+    expect(JSON.parse(line!.slice('RESULT '.length))).toEqual({
+      status: 'done',
+      text: 'said: {"loud":"HELLO BATON"}',
+    });
+    const client = await run(node, ['client.mjs'], { cwd: project, timeout: 20_000 });
+    expect(client.stdout.trim(), node).toBe('CLIENT network');
+  }
   // A guard, not a measure: five tsc builds, five npm packs and an npm install, about 40 s on a
   // quiet 2-core machine, took over 120 s with the machine loaded (CI, load 12).
 }, 600_000);

@@ -91,7 +91,7 @@ export function loadApiConfig(env: Record<string, string | undefined> = process.
       return `${variable}${shown}: ${i.message}`;
     });
     throw new ConfigError(
-      `invalid configuration: ${problems.join('; ')}; fix the variable or unset it to use its default (see the README's configuration table)`,
+      `invalid configuration: ${problems.join('; ')}; fix the variable or unset it to use its default (see docs/configuration.md)`,
     );
   }
   return parsed.data;

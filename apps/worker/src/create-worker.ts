@@ -22,8 +22,8 @@ export interface CreateWorkerOptions {
    */
   readonly prefix?: string;
   /**
-   * Any other worker setting, by the name of its environment variable (see README,
-   * "Configuration"); unset ones take their defaults. The environment is NOT read here: an
+   * Any other worker setting, by the name of its environment variable (see
+   * docs/configuration.md); unset ones take their defaults. The environment is NOT read here: an
    * embedding application decides where its settings come from.
    *
    * @default {} (every setting at its documented default)

@@ -2,7 +2,7 @@ import { BatonApiError, BatonClientError } from '@baton/client';
 import type { ErrorCode, RunEvent } from '@baton/protocol';
 
 /**
- * What `baton` exits with (documented in the README). Scripts branch on these, so a number,
+ * What `baton` exits with (documented in docs/client-and-cli.md). Scripts branch on these, so a number,
  * once published, keeps its meaning.
  */
 export const EXIT = {

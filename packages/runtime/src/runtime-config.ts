@@ -38,7 +38,7 @@ export const TENANT_LIMIT_DEFAULTS: TenantLimits = z.object(tenantLimitsShape).p
 
 /**
  * Settings the API and the workers share because both write the same keys and queues; they must
- * agree (see README, "Retention and durability").
+ * agree (see docs/durability.md and docs/configuration.md).
  */
 export const runtimeConfigShape = {
   /**

@@ -1,7 +1,8 @@
 /**
- * The docs' file map is a promise: every source or doc file that README.md, docs/ARCHITECTURE.md
- * and the run record's README name in backticks exists in the tree, so a move or a rename that
- * forgets the docs fails here instead of leaving readers a path to nowhere.
+ * The docs' file map is a promise: every source or doc file that README.md, the docs/ pages and
+ * the run record's README name in backticks exists in the tree, and every relative link between
+ * them points at a file, so a move or a rename that forgets the docs fails here instead of leaving
+ * readers a path to nowhere.
  */
 import { existsSync, globSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,7 +10,13 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
-const DOCS = ['README.md', 'docs/ARCHITECTURE.md', 'packages/runtime/src/run-record/README.md'];
+const DOCS = [
+  'README.md',
+  ...globSync('docs/*.md', { cwd: ROOT }).sort(),
+  'packages/runtime/src/run-record/README.md',
+];
+/** A relative Markdown link, `[text](path)` or `[text](path#anchor)`, not a URL. */
+const LINK = /\]\((?!https?:|#|mailto:)([^)#\s]+)(?:#[^)\s]*)?\)/g;
 const FILE = /`([A-Za-z0-9_.\-/]+\.(?:ts|tsx|md|json|jsonc|yml|yaml|sh))`/g;
 const IGNORED = /(^|\/)(node_modules|dist|coverage|\.git)(\/|$)/;
 
@@ -28,7 +35,16 @@ describe('the file paths the docs name', () => {
       // Extensions alone (".d.ts") and URL paths ("/openapi.json") are not files of the tree.
       (p) => !p.startsWith('.') && !p.startsWith('/'),
     );
-    expect(named.length).toBeGreaterThan(0);
+    // The file map itself: README and ARCHITECTURE name files (a regex that stopped matching
+    // would otherwise pass every page).
+    if (doc === 'README.md' || doc === 'docs/ARCHITECTURE.md')
+      expect(named.length).toBeGreaterThan(0);
     expect(named.filter((p) => !exists(p, doc))).toEqual([]);
+  });
+
+  it.each(DOCS)('and its links lead to files: %s', (doc) => {
+    const text = readFileSync(join(ROOT, doc), 'utf8');
+    const links = [...new Set([...text.matchAll(LINK)].map((m) => m[1] ?? ''))];
+    expect(links.filter((link) => !existsSync(join(ROOT, doc, '..', link)))).toEqual([]);
   });
 });

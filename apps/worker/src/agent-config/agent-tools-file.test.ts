@@ -70,12 +70,15 @@ describe('agentTools in an agents file', () => {
 });
 
 describe('the documentation', () => {
-  it("README's agentTools example is valid", async () => {
+  it("docs/agents-and-tools.md's agentTools example is valid", async () => {
     const { readFile } = await import('node:fs/promises');
-    const readme = await readFile(new URL('../../../../README.md', import.meta.url), 'utf8');
+    const readme = await readFile(
+      new URL('../../../../docs/agents-and-tools.md', import.meta.url),
+      'utf8',
+    );
     const block = /```yaml\n(agents:\n {2}- name: lead[\s\S]*?)```/.exec(readme)?.[1];
     expect(block).toBeDefined();
-    const file = parseAgentsFile(block ?? '', 'README.md');
+    const file = parseAgentsFile(block ?? '', 'docs/agents-and-tools.md');
     expect(file.agents[0]?.agentTools.map((t) => t.name ?? t.agent)).toEqual([
       'researcher',
       'draft',

@@ -114,12 +114,15 @@ describe('createProviderModel', () => {
 });
 
 describe('the documentation', () => {
-  it("README's agents file example is valid", async () => {
+  it("docs/agents-and-tools.md's agents file example is valid", async () => {
     const { readFile } = await import('node:fs/promises');
-    const readme = await readFile(new URL('../../../../README.md', import.meta.url), 'utf8');
+    const readme = await readFile(
+      new URL('../../../../docs/agents-and-tools.md', import.meta.url),
+      'utf8',
+    );
     const block = /```yaml\n(providers:[\s\S]*?)```/.exec(readme)?.[1];
     expect(block).toBeDefined();
-    const file = parseAgentsFile(block ?? '', 'README.md');
+    const file = parseAgentsFile(block ?? '', 'docs/agents-and-tools.md');
     expect(file.agents.map((a) => a.name)).toEqual(['calculator']);
   });
 });

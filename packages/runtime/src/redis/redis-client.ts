@@ -6,7 +6,7 @@ import { clusterRoleOptions, reconnectDelay, roleOptions, type RedisRole } from 
 import { parseRedisUrl, type RedisNode } from './redis-url.ts';
 import type { RedisClient } from './scripts.ts';
 
-/** The settings that say where Redis is and how to reach it (runtime-config.ts, README). */
+/** The settings that say where Redis is and how to reach it (runtime-config.ts, docs/configuration.md). */
 export interface RedisSettings {
   readonly REDIS_URL: string;
   readonly REDIS_NAT_MAP?: string | undefined;
