@@ -40,16 +40,19 @@ function inCi(): boolean {
   return ci !== '' && ci !== '0' && ci !== 'false';
 }
 
-/**
- * Whether the browser tests skip: only without Chromium and outside CI. Says so in one line, so
- * a skipped console suite is never silent.
- */
+/** Whether the browser tests skip: only without Chromium and outside CI. */
 export function skipWithoutChromium(): boolean {
-  if (findChromium() !== undefined || inCi()) return false;
-  console.warn(
-    `[baton tests] console tests skipped: ${NOT_FOUND} (under CI=true they fail instead).`,
-  );
-  return true;
+  return findChromium() === undefined && !inCi();
+}
+
+/**
+ * The one line that says the browser tests skip and how to get Chromium, or undefined when they
+ * run. The integration project's global set-up prints it once per run (each test file runs in a
+ * process of its own, so the files themselves would print it once each).
+ */
+export function chromiumSkipNotice(): string | undefined {
+  if (!skipWithoutChromium()) return undefined;
+  return `[baton tests] console tests skipped: ${NOT_FOUND} (under CI=true they fail instead).`;
 }
 
 /** Builds the console when no build exists (npm test builds it first; a direct vitest run may not). */

@@ -3,6 +3,7 @@
  * to tests as `inject('redisUrl')`. Tests isolate their keys with `uniquePrefix()`.
  */
 import type { TestProject } from 'vitest/node';
+import { chromiumSkipNotice } from './browser.ts';
 import { startRedis, type RedisSource } from './redis.ts';
 
 declare module 'vitest' {
@@ -17,6 +18,9 @@ declare module 'vitest' {
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   // The Node the tests run on (npm scripts use the project's own Node 24 whatever the system has).
   console.info(`[baton tests] node ${process.version} (${process.execPath})`);
+  // The console tests are integration tests: say once why they skip, if they do.
+  const notice = project.name === 'integration' ? chromiumSkipNotice() : undefined;
+  if (notice !== undefined) console.warn(notice);
   const redis = await startRedis();
   project.provide('redisUrl', redis.url);
   project.provide('redisSource', redis.source);
