@@ -41,9 +41,13 @@ function readerEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return { ...env, PATH: SYSTEM_PATH, NO_COLOR: '1', ...extra };
 }
 
+const started = new Set<ChildProcess>();
+
 /** Starts `cmd args` as its own process group, so the group (npm, sh, node) can be stopped. */
 function start(cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd = REPO) {
   const child = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  started.add(child);
+  child.on('close', () => started.delete(child));
   let out = '';
   let err = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -63,6 +67,9 @@ function stopGroup(child: ChildProcess): void {
   if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, 'SIGTERM');
 }
 
+/** npm and npx start a Node and load TypeScript sources: seconds when quiet, far more when loaded. */
+const SLOW = 180_000;
+
 describe.skipIf(!NODE || !HAS_NPM)(
   `README commands with the system Node (${NODE?.version})`,
   () => {
@@ -76,131 +83,159 @@ describe.skipIf(!NODE || !HAS_NPM)(
       await c.stop();
     });
 
-    it('npm and npx run the project Node 24, whatever the system Node is', async () => {
-      const r = await run('npx', ['node', '-v'], readerEnv());
-      expect(r.code, r.err).toBe(0);
-      expect(Number(/^v(\d+)/.exec(r.out.trim())?.[1])).toBeGreaterThanOrEqual(24);
-    });
+    it(
+      'npm and npx run the project Node 24, whatever the system Node is',
+      async () => {
+        const r = await run('npx', ['node', '-v'], readerEnv());
+        expect(r.code, r.err).toBe(0);
+        expect(Number(/^v(\d+)/.exec(r.out.trim())?.[1])).toBeGreaterThanOrEqual(24);
+      },
+      SLOW,
+    );
 
-    it('npm run example:demo: one run in-process, approved, done', async () => {
-      const r = await run('npm', ['run', '-s', 'example:demo'], readerEnv());
-      expect(r.code, r.err).toBe(0);
-      expect(r.out).toContain('approving');
-      expect(r.out).toMatch(/run\.finished\s+done \(natural_end\)/);
-    });
+    it(
+      'npm run example:demo: one run in-process, approved, done',
+      async () => {
+        const r = await run('npm', ['run', '-s', 'example:demo'], readerEnv());
+        expect(r.code, r.err).toBe(0);
+        expect(r.out).toContain('approving');
+        expect(r.out).toMatch(/run\.finished\s+done \(natural_end\)/);
+      },
+      SLOW,
+    );
 
-    it('npm run example:client against a live API: approved, finished done', async () => {
-      const r = await run(
-        'npm',
-        ['run', '-s', 'example:client'],
-        readerEnv({ BATON_URL: url, BATON_API_KEY: KEYS.a }),
-      );
-      expect(r.code, r.err).toBe(0);
-      expect(r.out).toMatch(/409 call_unknown/);
-      expect(r.out).toMatch(/finished: done/);
-    });
-
-    it('npx baton: the CLI the README shows', async () => {
-      const help = await run('npx', ['baton', '--help'], readerEnv());
-      expect(help.code, help.err).toBe(0);
-      const agents = await run(
-        'npx',
-        ['baton', 'agents', '--json'],
-        readerEnv({ BATON_URL: url, BATON_API_KEY: KEYS.a }),
-      );
-      expect(agents.code, agents.err).toBe(0);
-      expect(agents.out).toContain('"assistant"');
-    });
-
-    it('npm run example:own-worker, then npm run worker with BATON_AGENTS: each serves `echo`', async () => {
-      const client = new BatonClient({ baseUrl: url, apiKey: KEYS.a });
-      const env = readerEnv({ REDIS_URL: inject('redisUrl'), BATON_PREFIX: c.h.prefix });
-      const workerIds = async (): Promise<string[]> => {
-        const agent = await client.agents.get('echo').catch(() => undefined);
-        return agent?.workers ?? [];
-      };
-      for (const [script, extra] of [
-        ['example:own-worker', {}],
-        ['worker', { BATON_AGENTS: './examples/my-agents.ts:echo', LOG_LEVEL: 'warn' }],
-      ] as const) {
-        // The previous worker has left (awaited below) but its advert outlives it for a heartbeat
-        // TTL: wait for a worker that was not there before.
-        const before = new Set(await workerIds());
-        const worker = start('npm', ['run', '-s', script], { ...env, ...extra });
-        try {
-          await expect
-            .poll(async () => (await workerIds()).some((id) => !before.has(id)), {
-              timeout: 60_000,
-              interval: 200,
-            })
-            .toBe(true);
-          const { runId } = await client.runs.create({
-            agent: 'echo',
-            input: { messages: [{ role: 'user', content: 'three little words' }] },
-          });
-          let finished: string | undefined;
-          for await (const e of client.runs.stream(runId))
-            if (e.type === 'run.finished') finished = e.status;
-          expect(finished, worker.output()).toBe('done');
-        } finally {
-          stopGroup(worker.child);
-        }
-        const exit = await worker.done;
-        // SIGTERM is the rolling deploy's stop: in-flight jobs finish and the worker leaves cleanly.
-        expect(exit.code === 0 || exit.code === null, worker.output()).toBe(true);
-      }
-    });
-
-    it('npm run example:mcp-server -- --http 0: serves MCP over HTTP', async () => {
-      const server = start(
-        'npm',
-        ['run', '-s', 'example:mcp-server', '--', '--http', '0'],
-        readerEnv(),
-      );
-      try {
-        await expect.poll(() => server.output(), { timeout: 60_000 }).toMatch(/MCP http:\/\/\S+/);
-      } finally {
-        stopGroup(server.child);
-        await server.done;
-      }
-    });
-
-    it('the packed CLI runs on the system Node itself (its engines say 20.17+)', async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'baton-cli-node-'));
-      try {
-        const packed = await run(
+    it(
+      'npm run example:client against a live API: approved, finished done',
+      async () => {
+        const r = await run(
           'npm',
-          ['pack', '--pack-destination', dir, '--silent'],
-          process.env,
-          join(REPO, 'packages', 'cli'),
+          ['run', '-s', 'example:client'],
+          readerEnv({ BATON_URL: url, BATON_API_KEY: KEYS.a }),
         );
-        expect(packed.code, packed.err).toBe(0);
-        const tarball = packed.out.trim().split('\n').at(-1)!;
-        writeFileSync(join(dir, 'package.json'), '{"name":"node-versions","private":true}');
-        const installed = await run(
-          'npm',
-          ['install', '--offline', '--no-audit', '--no-fund', '--silent', join(dir, tarball)],
-          readerEnv(),
-          dir,
+        expect(r.code, r.err).toBe(0);
+        expect(r.out).toMatch(/409 call_unknown/);
+        expect(r.out).toMatch(/finished: done/);
+      },
+      SLOW,
+    );
+
+    it(
+      'npx baton: the CLI the README shows',
+      async () => {
+        const help = await run('npx', ['baton', '--help'], readerEnv());
+        expect(help.code, help.err).toBe(0);
+        const agents = await run(
+          'npx',
+          ['baton', 'agents', '--json'],
+          readerEnv({ BATON_URL: url, BATON_API_KEY: KEYS.a }),
         );
-        expect(installed.code, installed.err).toBe(0);
-        const bin = join(dir, 'node_modules', '@baton', 'cli', 'bin', 'baton.js');
-        const env = readerEnv({ BATON_URL: url, BATON_API_KEY: KEYS.a });
-        const agents = await run(NODE!.path, [bin, 'agents', '--json'], env, dir);
         expect(agents.code, agents.err).toBe(0);
         expect(agents.out).toContain('"assistant"');
-        // A whole run through the bundled client: create, watch to the end (the weather has no approval).
-        const created = await run(
-          NODE!.path,
-          [bin, 'runs', 'create', '--agent', 'assistant', '-m', 'weather', '--watch', '--json'],
-          env,
-          dir,
+      },
+      SLOW,
+    );
+
+    it(
+      'npm run example:own-worker, then npm run worker with BATON_AGENTS: each serves `echo`',
+      async () => {
+        const client = new BatonClient({ baseUrl: url, apiKey: KEYS.a });
+        const env = readerEnv({ REDIS_URL: inject('redisUrl'), BATON_PREFIX: c.h.prefix });
+        const workerIds = async (): Promise<string[]> => {
+          const agent = await client.agents.get('echo').catch(() => undefined);
+          return agent?.workers ?? [];
+        };
+        for (const [script, extra] of [
+          ['example:own-worker', {}],
+          ['worker', { BATON_AGENTS: './examples/my-agents.ts:echo', LOG_LEVEL: 'warn' }],
+        ] as const) {
+          // The previous worker has left (awaited below) but its advert outlives it for a heartbeat
+          // TTL: wait for a worker that was not there before.
+          const before = new Set(await workerIds());
+          const worker = start('npm', ['run', '-s', script], { ...env, ...extra });
+          try {
+            await expect
+              .poll(async () => (await workerIds()).some((id) => !before.has(id)), {
+                timeout: 60_000,
+                interval: 200,
+              })
+              .toBe(true);
+            const { runId } = await client.runs.create({
+              agent: 'echo',
+              input: { messages: [{ role: 'user', content: 'three little words' }] },
+            });
+            let finished: string | undefined;
+            for await (const e of client.runs.stream(runId))
+              if (e.type === 'run.finished') finished = e.status;
+            expect(finished, worker.output()).toBe('done');
+          } finally {
+            stopGroup(worker.child);
+          }
+          const exit = await worker.done;
+          // SIGTERM is the rolling deploy's stop: in-flight jobs finish and the worker leaves cleanly.
+          expect(exit.code === 0 || exit.code === null, worker.output()).toBe(true);
+        }
+      },
+      2 * SLOW,
+    );
+
+    it(
+      'npm run example:mcp-server -- --http 0: serves MCP over HTTP',
+      async () => {
+        const server = start(
+          'npm',
+          ['run', '-s', 'example:mcp-server', '--', '--http', '0'],
+          readerEnv(),
         );
-        expect(created.code, created.err).toBe(0);
-        expect(created.out).toMatch(/"type":"run\.finished".*"status":"done"/);
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    });
+        try {
+          await expect.poll(() => server.output(), { timeout: 60_000 }).toMatch(/MCP http:\/\/\S+/);
+        } finally {
+          stopGroup(server.child);
+          await server.done;
+        }
+      },
+      SLOW,
+    );
+
+    it(
+      'the packed CLI runs on the system Node itself (its engines say 20.17+)',
+      async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'baton-cli-node-'));
+        try {
+          const packed = await run(
+            'npm',
+            ['pack', '--pack-destination', dir, '--silent'],
+            process.env,
+            join(REPO, 'packages', 'cli'),
+          );
+          expect(packed.code, packed.err).toBe(0);
+          const tarball = packed.out.trim().split('\n').at(-1)!;
+          writeFileSync(join(dir, 'package.json'), '{"name":"node-versions","private":true}');
+          const installed = await run(
+            'npm',
+            ['install', '--offline', '--no-audit', '--no-fund', '--silent', join(dir, tarball)],
+            readerEnv(),
+            dir,
+          );
+          expect(installed.code, installed.err).toBe(0);
+          const bin = join(dir, 'node_modules', '@baton', 'cli', 'bin', 'baton.js');
+          const env = readerEnv({ BATON_URL: url, BATON_API_KEY: KEYS.a });
+          const agents = await run(NODE!.path, [bin, 'agents', '--json'], env, dir);
+          expect(agents.code, agents.err).toBe(0);
+          expect(agents.out).toContain('"assistant"');
+          // A whole run through the bundled client: create, watch to the end (the weather has no approval).
+          const created = await run(
+            NODE!.path,
+            [bin, 'runs', 'create', '--agent', 'assistant', '-m', 'weather', '--watch', '--json'],
+            env,
+            dir,
+          );
+          expect(created.code, created.err).toBe(0);
+          expect(created.out).toMatch(/"type":"run\.finished".*"status":"done"/);
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
+      },
+      SLOW,
+    );
   },
 );
