@@ -149,7 +149,9 @@ async function resolveRedis(): Promise<RedisChoice> {
       '--maxmemory-policy',
       'noeviction',
     ],
-    { stdio: 'ignore' },
+    // A process group of its own: Ctrl-C reaches the whole foreground group, and Redis must
+    // outlive the worker's graceful stop (it finishes its jobs there), so we stop it last.
+    { stdio: 'ignore', detached: true },
   );
   const url = `redis://127.0.0.1:${port}`;
   for (let i = 0; i < 100 && !(await answersPing(url)); i += 1)
@@ -297,16 +299,21 @@ const worker = new SupervisedChild(
   },
 );
 
-async function shutdown(code: number): Promise<never> {
-  if (!stopping) {
+let stopped: Promise<never> | undefined;
+/** Once: a second signal (Ctrl-C reaches every process of the group, wrappers pass SIGTERM on) waits for the first. */
+function shutdown(code: number): Promise<never> {
+  stopped ??= (async () => {
     stopping = true;
     say('stopping…');
     watcher?.close();
     await Promise.all([api.stop(), worker.stop()]);
     await redis.stop();
-  }
-  process.exit(code);
+    process.exit(code);
+  })();
+  return stopped;
 }
+// Whoever reads our output may be gone first (a closed terminal, a parent that exited).
+process.stdout.on('error', () => undefined);
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void shutdown(0));
 
 const watcher =

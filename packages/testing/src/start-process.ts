@@ -1,9 +1,12 @@
 /**
- * `npm start` (scripts/start.ts) or `baton dev` as a user runs them: a process whose output
- * lines a test waits on, whose API and worker children it can find and kill, stopped with
- * SIGTERM (as Ctrl-C would) at the end.
+ * `npm start` (scripts/start.ts) or `npm run dev` as a user runs them: a process whose output
+ * lines a test waits on, whose API and worker children it can find and kill. It runs in a
+ * process group of its own, stopped as a terminal's Ctrl-C would: a signal to every process of
+ * the group (npm's `sh` passes none on), then waiting until none is left, so no API, worker or
+ * Redis outlives the test.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 
 export interface StartProcess {
   readonly child: ChildProcess;
@@ -13,8 +16,8 @@ export interface StartProcess {
   waitForLine(re: RegExp, opts?: { from?: number; timeoutMs?: number }): Promise<RegExpExecArray>;
   /** Pids of the descendants whose command line contains `needle` (e.g. the worker's main.ts). */
   descendants(needle: string): number[];
-  /** SIGTERM, then SIGKILL after 20 s; resolves with the exit code. */
-  stop(): Promise<number | null>;
+  /** SIGTERM to the group, SIGKILL to what is left after 30 s; resolves when the group is empty. */
+  stop(): Promise<void>;
 }
 
 function childrenOf(pid: number): number[] {
@@ -45,6 +48,7 @@ export function startProcess(
     cwd: opts.cwd,
     env: opts.env,
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   });
   const lines: string[] = [];
   const waiters = new Set<() => void>();
@@ -59,9 +63,6 @@ export function startProcess(
   };
   child.stdout.on('data', (c: Buffer) => take('out', c));
   child.stderr.on('data', (c: Buffer) => take('err', c));
-  const exited = new Promise<number | null>((resolve) =>
-    child.once('exit', (code) => resolve(code)),
-  );
   child.once('exit', () => {
     for (const wake of waiters) wake();
   });
@@ -111,14 +112,38 @@ export function startProcess(
       return found;
     },
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-        const code = await exited;
-        clearTimeout(timer);
-        return code;
+      const group = child.pid;
+      if (group === undefined) return;
+      const signal = (sig: NodeJS.Signals): void => {
+        try {
+          process.kill(-group, sig);
+        } catch {
+          // the group is empty
+        }
+      };
+      signal('SIGTERM');
+      const deadline = Date.now() + 30_000;
+      while (groupAlive(group)) {
+        if (Date.now() > deadline) signal('SIGKILL');
+        await new Promise((r) => setTimeout(r, 100));
       }
-      return exited;
     },
   };
+}
+
+/** A live (not zombie) process is in the group: read from /proc, as orphans' zombies may stay. */
+function groupAlive(group: number): boolean {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    // pid (comm) state ppid pgrp …; comm may hold spaces and parentheses.
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(pgrp) === group && state !== 'Z') return true;
+  }
+  return false;
 }

@@ -49,13 +49,17 @@ export function devCommand(program: Command, ctx: CommandContext): void {
         env,
         stdio: 'inherit',
       });
-      // Ctrl-C reaches both processes (one process group); a SIGTERM to us alone is passed on.
+      // Ctrl-C reaches both processes (one process group); a SIGTERM sent to us alone is passed
+      // on. Either way we wait for Baton to stop: a second signal must not orphan it.
       const onAbort = (): void => {
         if ((ctx.io.signal.reason as Error | undefined)?.message !== 'interrupted')
           child.kill('SIGTERM');
       };
+      const stay = (): void => undefined;
       ctx.io.signal.addEventListener('abort', onAbort, { once: true });
+      process.on('SIGINT', stay).on('SIGTERM', stay);
       const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      process.off('SIGINT', stay).off('SIGTERM', stay);
       ctx.io.signal.removeEventListener('abort', onAbort);
       ctx.exitWith(code === 0 ? EXIT.ok : EXIT.internal);
     });
