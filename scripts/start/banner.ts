@@ -38,7 +38,7 @@ export async function fetchLoadedAgents(
 }
 
 /** The demo's assistant when loaded (its session approves a deploy), else the first agent. */
-export function exampleAgent(agents: readonly LoadedAgent[]): LoadedAgent | undefined {
+function exampleAgent(agents: readonly LoadedAgent[]): LoadedAgent | undefined {
   return agents.find((a) => a.name === 'assistant') ?? agents[0];
 }
 

@@ -10,7 +10,7 @@ export interface RestartPolicy {
   readonly maxDelayMs: number;
 }
 
-export const DEFAULT_RESTART_POLICY: RestartPolicy = {
+const DEFAULT_RESTART_POLICY: RestartPolicy = {
   maxRestarts: 5,
   windowMs: 60_000,
   baseDelayMs: 1_000,
