@@ -22,9 +22,6 @@ export function templateDir(): string {
   return join(cliPackageDir(), 'template');
 }
 
-const NEEDS_CHECKOUT =
-  'the @baton packages are not on npm yet, so it runs Baton from a clone of its repository';
-
 /**
  * The Baton checkout to run and link: `explicit` (--baton), else the one this CLI runs from
  * (`npx baton` in a clone, or a project made by `baton init`, whose @baton/cli links to it).
@@ -38,12 +35,10 @@ export function batonCheckout(command: string, explicit?: string): string {
   if (!looksRight)
     throw new UsageError(
       explicit === undefined
-        ? `baton ${command}: ${NEEDS_CHECKOUT}, and this baton is not in one (${root}); run the clone's (npx baton ${command} in it) or pass --baton <path of the clone>`
-        : `baton ${command}: ${root} is not a Baton clone (no scripts/start.ts, packages/core, apps/worker)`,
+        ? `${command} runs Baton from a clone of its repository (the @baton packages are not on npm yet), and this baton is not in one (${root}): run the clone's (npx baton ${command} in it)${command === 'init' ? ' or pass --baton <path of the clone>' : ''}`
+        : `${root} is not a Baton clone (no scripts/start.ts, packages/core, apps/worker)`,
     );
   if (!existsSync(join(root, 'node_modules')))
-    throw new UsageError(
-      `baton ${command}: run \`npm install\` in the Baton clone first (${root})`,
-    );
+    throw new UsageError(`run \`npm install\` in the Baton clone first (${root})`);
   return root;
 }

@@ -83,7 +83,7 @@ export async function scaffold(
     const present = (await readdir(dir)).filter((f) => f !== '.git');
     if (present.length > 0 && !opts.force)
       throw new UsageError(
-        `baton init: ${dir} is not empty (${present.slice(0, 5).join(', ')}${present.length > 5 ? ', …' : ''}); choose a new folder or pass --force`,
+        `${dir} is not empty (${present.slice(0, 5).join(', ')}${present.length > 5 ? ', …' : ''}); choose a new folder or pass --force`,
       );
   }
   await mkdir(dir, { recursive: true });

@@ -40,7 +40,7 @@ export function devCommand(program: Command, ctx: CommandContext): void {
             DEFAULT_SOURCES.filter((f) => existsSync(join(cwd, f))).join(','));
       if (!agents)
         throw new UsageError(
-          `baton dev: no agents: name them (baton dev agents.ts), set BATON_AGENTS, or add ${DEFAULT_SOURCES.join(' or ')} here (baton init <dir> makes a folder with both)`,
+          `no agents to run: name them (baton dev agents.ts), set BATON_AGENTS, or add ${DEFAULT_SOURCES.join(' or ')} here (baton init <dir> makes a folder with both)`,
         );
       env['BATON_AGENTS'] = agents;
       env['BATON_WATCH'] = opts.watch ? '1' : '0';
