@@ -44,7 +44,8 @@ let client: BatonClient;
 
 function userEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, PATH, NO_COLOR: '1', ...extra };
-  for (const k of ['BATON_AGENTS', 'BATON_AGENTS_FILE', 'BATON_WATCH', 'ADMIN_KEYS']) delete env[k];
+  for (const k of ['BATON_AGENTS', 'BATON_AGENTS_FILE', 'BATON_WATCH', 'ADMIN_KEYS', 'API_KEYS'])
+    delete env[k];
   return env;
 }
 
@@ -108,13 +109,14 @@ it('baton init makes a project of TypeScript and YAML agents linked to this clon
 it('npm run dev: a saved tool is used by the next run; a waiting run survives the reload', async () => {
   const key = `bk_${randomBytes(12).toString('hex')}`;
   const port = await freePort();
+  // The project's .env fills what the environment does not set: the key the client uses below.
+  await writeFile(join(project, '.env'), `API_KEYS=local:${key}\nPORT=1\n`);
   dev = startProcess('npm', ['run', 'dev'], {
     cwd: project,
     env: userEnv({
       REDIS_URL: inject('redisUrl'),
       BATON_PREFIX: uniquePrefix('dev'),
-      PORT: String(port),
-      API_KEYS: `local:${key}`,
+      PORT: String(port), // wins over the .env's
       LOG_LEVEL: 'warn',
     }),
   });
