@@ -1,4 +1,6 @@
-import { registerHooks } from 'node:module';
+// The namespace, not a named import: Node 20 (the published worker's floor) has no registerHooks,
+// and a named import of a missing export would fail the whole module there.
+import * as nodeModule from 'node:module';
 import { sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -18,6 +20,7 @@ const isBare = (specifier: string): boolean =>
  */
 export function resolveFromBatonToo(folder: string): void {
   agentFolders.add(pathToFileURL(folder.endsWith(sep) ? folder : folder + sep).href);
+  const registerHooks = (nodeModule as Partial<typeof nodeModule>).registerHooks;
   if (registered || typeof registerHooks !== 'function') return;
   registered = true;
   const batonParent = import.meta.url;
