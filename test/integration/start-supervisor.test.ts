@@ -1,8 +1,8 @@
 /**
  * `npm start` (scripts/start.ts) as a supervisor: its banner names an agent BATON_AGENTS loaded
  * (not the demo's assistant), an agent module outside the repository imports @baton/core and zod
- * with no node_modules of its own, and a worker killed under it is restarted alone while a run
- * waits for a decision, which then completes.
+ * with no node_modules of its own, a worker killed under it is restarted alone while a run
+ * waits for a decision, which then completes, and so is a killed API.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -135,6 +135,22 @@ it('a killed worker is restarted alone; a run waiting across the crash completes
   expect(done.termination?.kind).toBe('natural_end');
   expect(done.lastAssistantMessage).toContain('STAMPED the letter');
   expect(start.child.exitCode).toBeNull();
+}, 120_000);
+
+it('a killed API is restarted alone on the same address; the worker and Redis stay', async () => {
+  const [, url] = await start.waitForLine(/Baton is running at (\S+)/);
+  const [, key] = await start.waitForLine(/API key \(tenant "local"\):\s+(\S+)/);
+  const workers = start.descendants('apps/worker/src/main.ts');
+  const [api] = start.descendants('apps/api/src/main.ts');
+  const from = start.lines.length;
+  process.kill(api!, 'SIGKILL');
+  await start.waitForLine(/the API exited unexpectedly \(signal SIGKILL\); restarting it/, {
+    from,
+  });
+  await start.waitForLine(new RegExp(`the API is back at ${url}`), { from, timeoutMs: 60_000 });
+  expect(start.descendants('apps/worker/src/main.ts')).toEqual(workers);
+  const client = new BatonClient({ baseUrl: url!, apiKey: key! });
+  expect((await client.agents.list()).map((a) => a.name)).toContain('outside-stamper');
 }, 120_000);
 
 it('the restart budget backs off, doubling, then gives up past the cap in its window', () => {
