@@ -43,6 +43,19 @@ export function devCommand(program: Command, ctx: CommandContext): void {
           `no agents to run: name them (baton dev agents.ts), set BATON_AGENTS, or add ${DEFAULT_SOURCES.join(' or ')} here (baton init <dir> makes a folder with both)`,
         );
       env['BATON_AGENTS'] = agents;
+      if (!existsSync(join(root, 'apps', 'console', 'dist', 'index.html'))) {
+        // What `npm start` does first (prestart), once: the API serves the built run console.
+        ctx.io.stderr.write('baton dev: building the run console once (npm run build:console)…\n');
+        const built = await new Promise<number | null>((resolve) =>
+          spawn('npm', ['run', '-s', 'build:console'], { cwd: root, stdio: 'inherit' })
+            .on('error', () => resolve(null))
+            .on('exit', resolve),
+        );
+        if (built !== 0)
+          ctx.io.stderr.write(
+            'baton dev: the run console did not build; Baton runs without it (/console answers 503)\n',
+          );
+      }
       env['BATON_WATCH'] = opts.watch ? '1' : '0';
       const child = spawn(process.execPath, [join(root, 'scripts', 'start.ts')], {
         cwd,
