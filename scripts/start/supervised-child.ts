@@ -49,6 +49,7 @@ export class SupervisedChild {
   private readySinceRequest = false;
   private starts = 0;
   private stopped = false;
+  private reloads: Promise<void> = Promise.resolve();
 
   constructor(spec: ChildSpec, options: ChildOptions) {
     this.spec = spec;
@@ -66,13 +67,19 @@ export class SupervisedChild {
     this.spawnChild();
   }
 
-  /** Stop the child if it runs and start it again, with a fresh crash budget (a changed file). */
-  async reload(): Promise<void> {
-    if (this.stopped) return;
-    clearTimeout(this.retry);
-    this.budget.reset();
-    await this.terminate();
-    if (!this.stopped) this.start();
+  /**
+   * Stop the child if it runs and start it again, with a fresh crash budget (a changed file).
+   * Reloads run one after the other: two saves in a row must not leave two children.
+   */
+  reload(): Promise<void> {
+    this.reloads = this.reloads.then(async () => {
+      if (this.stopped) return;
+      clearTimeout(this.retry);
+      this.budget.reset();
+      await this.terminate();
+      if (!this.stopped) this.start();
+    });
+    return this.reloads;
   }
 
   async stop(): Promise<void> {
