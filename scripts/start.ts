@@ -1,7 +1,10 @@
 /**
- * `npm start`: the whole of Baton on one machine. Starts the HTTP API and one worker (demo
- * agents) as child processes with prefixed output, prints the URL, a local API key and a curl
- * session, and stops everything on Ctrl-C / SIGTERM.
+ * `npm start`: the whole of Baton on one machine. Starts the HTTP API and one worker (the agents
+ * of BATON_AGENTS, default demo) as child processes with prefixed output, prints the URL, a local
+ * API key and a CLI/curl session with an agent the worker loaded, and stops everything on
+ * Ctrl-C / SIGTERM. It supervises: a crashed API or worker is restarted alone, with back-off and
+ * a cap (start/supervised-child.ts), so Redis and the runs survive it. BATON_WATCH=1 (what
+ * `baton dev` sets) also restarts the worker, only it, when a file in its agents' folders changes.
  *
  * Redis, first that works:
  *   1. REDIS_URL from the environment (used as told, with BATON_PREFIX or `baton`);
@@ -14,17 +17,19 @@
  * fixture of packages/testing/src/redis-cluster.ts, and API and worker get its
  * `redis+cluster://` URL, as they would for a real cluster.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
 import { access, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
+import { delimiter, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { startRedisCluster } from '@baton/testing/redis-cluster';
+import { bannerLines, fetchLoadedAgents } from './start/banner.ts';
+import { SupervisedChild } from './start/supervised-child.ts';
+import { agentSourceDirs, watchAgentSources } from './start/watch-agents.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const color = process.stdout.isTTY
@@ -144,7 +149,9 @@ async function resolveRedis(): Promise<RedisChoice> {
       '--maxmemory-policy',
       'noeviction',
     ],
-    { stdio: 'ignore' },
+    // A process group of its own: Ctrl-C reaches the whole foreground group, and Redis must
+    // outlive the worker's graceful stop (it finishes its jobs there), so we stop it last.
+    { stdio: 'ignore', detached: true },
   );
   const url = `redis://127.0.0.1:${port}`;
   for (let i = 0; i < 100 && !(await answersPing(url)); i += 1)
@@ -168,28 +175,6 @@ async function resolveRedis(): Promise<RedisChoice> {
       await rm(dir, { recursive: true, force: true });
     },
   };
-}
-
-function startChild(
-  name: string,
-  script: string,
-  env: NodeJS.ProcessEnv,
-  tag: string,
-  onLine: (line: string) => void,
-): ChildProcess {
-  const child = spawn(process.execPath, [join(root, script)], {
-    cwd: root,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  for (const stream of [child.stdout, child.stderr]) {
-    createInterface({ input: stream }).on('line', (line) => {
-      onLine(line);
-      process.stdout.write(`${tag} ${line}\n`);
-    });
-  }
-  child.on('error', (err) => say(`${name} failed to start: ${err.message}`));
-  return child;
 }
 
 // Which Node runs Baton: npm scripts put the project's own Node 24 (the `node` dev dependency)
@@ -217,89 +202,127 @@ if (!env['ADMIN_KEYS']) {
   generated.push('admin key');
 }
 
-const children: ChildProcess[] = [];
+// The API and the worker run in the caller's folder: BATON_AGENTS paths, and the commands an
+// agents file starts (MCP servers), are relative to it (`baton dev` runs this from a project).
+const cwd = process.cwd();
+const watching = process.env['BATON_WATCH'] === '1' ? agentSourceDirs(env, cwd) : [];
+let apiUrl: string | undefined;
+let workerId: string | undefined;
 let stopping = false;
-async function shutdown(code: number): Promise<never> {
-  if (!stopping) {
+let announced = false;
+
+async function announce(): Promise<void> {
+  if (announced || !apiUrl || !workerId) return;
+  announced = true;
+  const url = apiUrl;
+  const key = apiKey ?? firstKey(env['API_KEYS']);
+  const agents = await fetchLoadedAgents(url, key, workerId);
+  const lines = bannerLines({
+    url,
+    key: key ?? '<one of your API_KEYS>',
+    keyGenerated: apiKey !== undefined,
+    adminKey,
+    agents,
+    agentSources: env['BATON_AGENTS'] ?? 'demo',
+    watching: watching.map((d) => relative(cwd, d) || '.'),
+    bold: (s) => color(1, s),
+  });
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** A plain key from API_KEYS (`name:key`), for the banner's own request; none if hashed. */
+function firstKey(keys: string | undefined): string | undefined {
+  const entry = (keys ?? '').split(/[\n,]/)[0]?.trim() ?? '';
+  const secret = entry.slice(entry.indexOf(':') + 1);
+  return secret && !secret.startsWith('sha256:') ? secret : undefined;
+}
+
+const onGiveUp = (name: string) => (reason: string) => {
+  if (stopping) return;
+  if (name === 'worker' && watching.length > 0) {
+    say(`${reason}. Fix your agents and save: the worker starts again (Ctrl-C stops everything)`);
+    return;
+  }
+  say(`${reason}; stopping the rest`);
+  void shutdown(1);
+};
+
+const api = new SupervisedChild(
+  {
+    name: 'API',
+    script: join(root, 'apps/api/src/main.ts'),
+    tag: color(35, '[api]   '),
+    readyLine: /^LISTENING (\S+)/,
+  },
+  {
+    env,
+    cwd,
+    hooks: {
+      say,
+      onReady: (url, restarts) => {
+        apiUrl = url;
+        if (restarts > 0) say(`the API is back at ${url}`);
+        void announce();
+      },
+      onGiveUp: onGiveUp('api'),
+    },
+  },
+);
+const worker = new SupervisedChild(
+  {
+    name: 'worker',
+    script: join(root, 'apps/worker/src/main.ts'),
+    tag: color(33, '[worker]'),
+    readyLine: /^READY (\S+)/,
+  },
+  {
+    env,
+    cwd,
+    hooks: {
+      say,
+      onReady: (id, restarts) => {
+        const first = workerId === undefined;
+        workerId = id;
+        if (first) return void announce();
+        void (async () => {
+          const key = apiKey ?? firstKey(env['API_KEYS']);
+          const agents = apiUrl ? await fetchLoadedAgents(apiUrl, key, id) : [];
+          const names = agents.map((a) => a.name).join(', ');
+          say(
+            `the worker is ${restarts > 0 ? 'back' : 'up'} (${id})${names ? `; agents: ${names}` : ''}`,
+          );
+          if (!announced) await announce();
+        })();
+      },
+      onGiveUp: onGiveUp('worker'),
+    },
+  },
+);
+
+let stopped: Promise<never> | undefined;
+/** Once: a second signal (Ctrl-C reaches every process of the group, wrappers pass SIGTERM on) waits for the first. */
+function shutdown(code: number): Promise<never> {
+  stopped ??= (async () => {
     stopping = true;
     say('stopping…');
-    await Promise.all(
-      children.map(async (child) => {
-        if (child.exitCode !== null || child.signalCode !== null) return;
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 12_000);
-        await exited;
-        clearTimeout(timer);
-      }),
-    );
+    watcher?.close();
+    await Promise.all([api.stop(), worker.stop()]);
     await redis.stop();
-  }
-  process.exit(code);
+    process.exit(code);
+  })();
+  return stopped;
 }
+// Whoever reads our output may be gone first (a closed terminal, a parent that exited).
+process.stdout.on('error', () => undefined);
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void shutdown(0));
 
-let apiUrl: string | undefined;
-let workerReady = false;
-const ready = new Promise<void>((resolve) => {
-  const check = (): void => {
-    if (apiUrl && workerReady) resolve();
-  };
-  children.push(
-    startChild('api', 'apps/api/src/main.ts', env, color(35, '[api]   '), (line) => {
-      const m = /^LISTENING (\S+)/.exec(line);
-      if (m) {
-        apiUrl = m[1];
-        check();
-      }
-    }),
-    startChild('worker', 'apps/worker/src/main.ts', env, color(33, '[worker]'), (line) => {
-      if (line.startsWith('READY ')) {
-        workerReady = true;
-        check();
-      }
-    }),
-  );
-});
-for (const child of children)
-  child.on('exit', (code, signal) => {
-    if (stopping) return;
-    say(
-      `a process exited unexpectedly (code ${code ?? 'none'}, signal ${signal ?? 'none'}); stopping the rest`,
-    );
-    void shutdown(1);
-  });
-
-await ready;
-const key = apiKey ?? '<one of your API_KEYS>';
-const url = apiUrl ?? 'http://localhost:3000';
-const lines = [
-  '',
-  color(1, `Baton is running at ${url}`),
-  `  API key (tenant "local"):  ${key}${apiKey ? '   (generated for this session; set API_KEYS to choose your own)' : ''}`,
-  ...(adminKey
-    ? [
-        `  Admin key (Bull Board):    ${adminKey}   -> ${url}/admin/queues (user: anything, password: the key)`,
-      ]
-    : []),
-  `  OpenAPI: ${url}/openapi.json   metrics: ${url}/metrics (admin key as bearer)   health: ${url}/readyz`,
-  `  Run console: ${url}/console/   (paste the API key once per tab)`,
-  '',
-  'From another terminal in this repository, the CLI (asks you to approve the deploy):',
-  `  export BATON_URL=${url} BATON_API_KEY=${key}`,
-  '  npx baton runs create --agent assistant --message "deploy please" --watch',
-  '',
-  'Or with curl (create -> watch events -> approve -> done):',
-  `  export BATON=${url} KEY=${key}`,
-  `  RUN=$(curl -s $BATON/v1/runs -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \\`,
-  `        -d '{"agent":"assistant","input":{"messages":[{"role":"user","content":"deploy please"}]}}' | sed -E 's/.*"runId":"([^"]+)".*/\\1/')`,
-  '  curl -N "$BATON/v1/runs/$RUN/events?until=suspended" -H "Authorization: Bearer $KEY"',
-  '  CALL=$(curl -s $BATON/v1/runs/$RUN -H "Authorization: Bearer $KEY" | sed -E \'s/.*"await":\\{"kind":"tool_calls","calls":\\[\\{"toolCallId":"([^"]+)".*/\\1/\')',
-  `  curl -s $BATON/v1/runs/$RUN/decisions -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \\`,
-  `       -d "{\\"decisions\\":[{\\"toolCallId\\":\\"$CALL\\",\\"action\\":\\"resume\\"}]}"`,
-  '  curl -N "$BATON/v1/runs/$RUN/events" -H "Authorization: Bearer $KEY" -H "Last-Event-ID: 0"',
-  '',
-  'Press Ctrl-C to stop.',
-  '',
-];
-process.stdout.write(`${lines.join('\n')}\n`);
+const watcher =
+  watching.length > 0
+    ? watchAgentSources(watching, cwd, (file) => {
+        if (stopping) return;
+        say(`${file} changed; restarting the worker (the API, Redis and the runs stay)`);
+        void worker.reload();
+      })
+    : undefined;
+api.start();
+worker.start();

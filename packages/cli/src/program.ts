@@ -2,6 +2,8 @@ import { BatonClientError, isApiError } from '@baton/client';
 import { Command, CommanderError } from 'commander';
 import { agentsCommand } from './commands/agents.ts';
 import { decideCommand } from './commands/decide.ts';
+import { devCommand } from './commands/dev.ts';
+import { initCommand } from './commands/init.ts';
 import { runsCommand } from './commands/runs.ts';
 import { schedulesCommand } from './commands/schedules.ts';
 import { webhooksCommand } from './commands/webhooks.ts';
@@ -18,7 +20,7 @@ export function createCli(io: CliIo): { run(argv: readonly string[]): Promise<Ex
   const program = new Command('baton');
   program
     .description(
-      'Baton from the command line: start runs, watch them live, approve tool calls, manage schedules.',
+      'Baton from the command line: start runs, watch them live, approve tool calls, manage schedules; make a folder for your own agents (init) and run it with a reload loop (dev).',
     )
     .exitOverride()
     .configureOutput({
@@ -46,6 +48,8 @@ Exit codes:
   agentsCommand(program, ctx);
   schedulesCommand(program, ctx);
   webhooksCommand(program, ctx);
+  initCommand(program, ctx);
+  devCommand(program, ctx);
 
   return {
     async run(argv) {

@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { AgentDefinition } from '@baton/core';
 import { AgentConfigError } from './agent-config-error.ts';
+import { resolveFromBatonToo } from './resolve-from-baton.ts';
 
 function isAgent(value: unknown): value is AgentDefinition {
   if (value === null || typeof value !== 'object') return false;
@@ -21,7 +22,8 @@ function agentsIn(value: unknown): AgentDefinition[] | null {
 /**
  * Agents exported by the user's module (`./agents.ts` or `./agents.ts:name`, relative to the
  * working directory): the named export, else the default export, else every export that is an
- * agent or an array of agents.
+ * agent or an array of agents. Its bare imports that its folder cannot resolve resolve from
+ * Baton's (resolve-from-baton.ts).
  */
 export async function loadModuleAgents(
   specifier: string,
@@ -34,6 +36,7 @@ export async function loadModuleAgents(
       'agents_module_invalid',
       `${path}: no such file (resolved to ${file}); BATON_AGENTS paths are relative to the working directory`,
     );
+  resolveFromBatonToo(dirname(file));
   let module: Record<string, unknown>;
   try {
     module = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
