@@ -28,6 +28,8 @@ export interface ConcurrentStreamingKnobs {
 }
 
 interface Sample {
+  /** Runs that finished (all of them: one that does not fails the bench). */
+  readonly runs: number;
   readonly runMsOverPacing: { p50: number; max: number };
   readonly idleRssBytes: number | undefined;
   readonly peakRssBytes: number | undefined;
@@ -88,6 +90,7 @@ async function sampleOnce(
     const runMs = stats(runs.map((r) => r.finishedAt - r.t0));
     const inFlight = Math.min(k.runs, concurrency ?? defaultWorkerConcurrency());
     return {
+      runs: runs.length,
       runMsOverPacing: {
         p50: pacingMs > 0 ? round(runMs.p50 / pacingMs, 2) : Number.NaN,
         max: pacingMs > 0 ? round(runMs.max / pacingMs, 2) : Number.NaN,
