@@ -110,6 +110,11 @@ export const apiThroughput: Scenario = {
           ratios: {
             runsPerSecOverInProcess: round(runsPerSec / inProcRunsPerSec, 3),
             runsPerSecOverRawBullmq: round(runsPerSec / raw.runsPerSec, 3),
+            // The API's CPU per run over all a raw chain costs its worker and client per run.
+            apiCpuPerRunOverRawChainCpu:
+              api0 === undefined || api1 === undefined || raw.cpuMsPerRun.workerAndClient <= 0
+                ? null
+                : round(((api1 - api0) * 1000) / k.runs / raw.cpuMsPerRun.workerAndClient, 2),
             latencyOverInProcess: statsRatio(latency, inProc),
             latencyOverRawBullmq: statsRatio(latency, raw.latencyMs),
           },

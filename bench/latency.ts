@@ -36,6 +36,7 @@ import {
   type Stack,
 } from './http-stack.ts';
 import { BenchError, envInt, round, withTimeout, type Scenario } from './lib.ts';
+import { rawChains, type RawChainsResult } from './raw-bullmq-chains.ts';
 import { lanes, mean, stats, statsRatio } from './stats.ts';
 
 const AGENTS = ['bench', 'bench-sequential'] as const;
@@ -231,6 +232,18 @@ export const latency: Scenario = {
     const k = knobs();
     let stack: Stack | undefined;
     const results: Record<string, unknown> = {};
+    // Baseline: raw BullMQ chains of 3 jobs (one per inference round), one at a time, the
+    // Worker in this process at the worker's concurrency: the job model alone, no Baton.
+    ctx.log(`raw BullMQ: ${k.runs} chains of 3 jobs, one at a time`);
+    const raw: RawChainsResult = await rawChains(url, {
+      total: k.runs,
+      warmup: k.warmupRuns,
+      inFlight: 1,
+      length: 3,
+      concurrency: 16,
+      timeoutMs: k.runTimeoutMs,
+    });
+    ctx.log(`raw BullMQ: p50 ${raw.latencyMs.p50} ms`);
     try {
       stack = await startStack(ctx, url, {
         label: 'latency',
@@ -278,6 +291,9 @@ export const latency: Scenario = {
             distributedMs: dist,
             inProcessMs: inProc,
             distributedOverInProcess: statsRatio(dist, inProc),
+            ...(v.width === 1
+              ? { distributedOverRawBullmqChain: statsRatio(dist, raw.latencyMs) }
+              : {}),
             runsPerSec: round((k.runs / elapsedMs) * 1000, 1),
             cpuMsPerRun: {
               api: perRunCpu(apiCpu0, apiCpu1),
@@ -293,6 +309,10 @@ export const latency: Scenario = {
       await stack?.stop();
     }
     return {
+      rawBullmqChain: {
+        what: 'chains of 3 BullMQ jobs (each processor adds the next), one chain at a time, Worker (concurrency 16) in the bench process: add of the first job -> completed event of the third',
+        latencyMs: raw.latencyMs,
+      },
       config: {
         runs: k.runs,
         warmupRuns: k.warmupRuns,

@@ -29,6 +29,7 @@ import {
   type Scenario,
 } from './lib.ts';
 import { stats } from './stats.ts';
+import { concurrentStreaming } from './streaming-concurrent.ts';
 
 function knobs() {
   return {
@@ -38,6 +39,10 @@ function knobs() {
     runs: envInt('BENCH_STREAM_RUNS', 5, 1),
     warmupRuns: envInt('BENCH_STREAM_WARMUP_RUNS', 1, 0),
     runTimeoutMs: envInt('BENCH_STREAM_RUN_TIMEOUT_MS', 120_000, 100),
+    concurrentRuns: envInt('BENCH_STREAM_CONCURRENT_RUNS', 200, 0),
+    concurrentDeltas: envInt('BENCH_STREAM_CONCURRENT_DELTAS', 200, 1),
+    concurrentDeltaMs: envInt('BENCH_STREAM_CONCURRENT_DELTA_MS', 10, 0),
+    concurrentSamples: envInt('BENCH_STREAM_CONCURRENT_SAMPLES', 3, 1),
     ...stackKnobs(),
   };
 }
@@ -118,7 +123,22 @@ export const streaming: Scenario = {
       ctx.log(
         `${round(deltaFrames / emitted, 3)} delta frames per delta, ${round(redisPerRound.commandsPerUnit / k.deltas, 2)} Redis commands per delta`,
       );
+      await stack.stop();
+      stack = undefined;
+      const concurrent =
+        k.concurrentRuns > 0
+          ? await concurrentStreaming(ctx, url, {
+              runs: k.concurrentRuns,
+              deltas: k.concurrentDeltas,
+              deltaMs: k.concurrentDeltaMs,
+              samples: k.concurrentSamples,
+              runTimeoutMs: k.runTimeoutMs,
+              logLevel: k.logLevel,
+              startTimeoutMs: k.startTimeoutMs,
+            })
+          : null;
       return {
+        concurrent,
         config: {
           runs: k.runs,
           roundsPerRun: k.steps,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { defaultWorkerConcurrency } from './worker-concurrency.ts';
 import { DEFAULT_TASK_QUEUE, TASK_QUEUE_NAME, runtimeConfigShape } from '@baton/runtime/internal';
 
 const bool = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true');
@@ -15,7 +16,12 @@ export const WorkerConfigSchema = z.object({
     .string()
     .regex(TASK_QUEUE_NAME, 'BATON_TASK_QUEUE: letters, digits, _ and -, at most 64')
     .default(DEFAULT_TASK_QUEUE),
-  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
+  /**
+   * Steps (phase rounds: mostly waiting on a model) one process runs at once; the default is
+   * derived from the measured memory per in-flight step and this process's heap limit
+   * (worker-concurrency.ts): 256 with Node's default heap on a 64-bit machine.
+   */
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(defaultWorkerConcurrency),
   TOOL_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
   /** How long a crashed holder keeps a run (and BullMQ keeps a job) before another worker takes over. */
   LEASE_TTL_MS: z.coerce.number().int().min(200).default(15_000),

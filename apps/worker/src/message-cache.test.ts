@@ -19,6 +19,18 @@ describe('MessageCache', () => {
     expect(more[0]).toBe(all[0]);
   });
 
+  it("puts a run's referenced thread history first, and counts only the run's own list", () => {
+    const cache = new MessageCache();
+    const history = [m('h1'), m('h2'), m('h3')];
+    const all = cache.resolve('r', undefined, 'n1', 0, json('a'), history);
+    expect(all.map((x) => x.id)).toEqual(['h1', 'h2', 'h3', 'a']);
+    const kept = cache.known('r');
+    expect(kept).toMatchObject({ name: 'n1', count: 1 });
+    const more = cache.resolve('r', kept, 'n1', 1, json('b'));
+    expect(more.map((x) => x.id)).toEqual(['h1', 'h2', 'h3', 'a', 'b']);
+    expect(cache.known('r')).toMatchObject({ count: 2 });
+  });
+
   it('a list read whole replaces what was kept; an unnamed list is not kept', () => {
     const cache = new MessageCache();
     cache.resolve('r', undefined, 'n1', 0, json('a'));

@@ -10,7 +10,10 @@ export interface Kept extends KnownMessages {
 
 interface Entry {
   readonly name: string;
+  /** The run's whole list: its referenced thread history, then its own list. */
   readonly messages: readonly Message[];
+  /** How many of `messages` are the referenced history (not in the run's own list). */
+  readonly history: number;
 }
 
 /**
@@ -42,7 +45,7 @@ export class MessageCache {
     return entry
       ? {
           name: entry.name,
-          count: entry.messages.length,
+          count: entry.messages.length - entry.history,
           messages: entry.messages,
           generation: this.generation,
         }
@@ -66,8 +69,9 @@ export class MessageCache {
 
   /**
    * The run's whole message list from what the acquire returned: `tail` (JSON) starting at index
-   * `from` (0: the whole list) of the list named `name` (null: not named, nothing is kept), on top
-   * of `kept` (what `known` gave before the acquire).
+   * `from` (0: the whole list, after `history`, the thread history the run references) of the
+   * run's own list named `name` (null: not named, nothing is kept), on top of `kept` (what
+   * `known` gave before the acquire, history included).
    */
   resolve(
     runId: string,
@@ -75,6 +79,7 @@ export class MessageCache {
     name: string | null,
     from: number,
     tail: readonly string[],
+    history: readonly Message[] = [],
   ): Message[] {
     // The acquire answers from > 0 only for the name and count it was given.
     if (
@@ -84,11 +89,12 @@ export class MessageCache {
       throw new Error(
         `message cache: run ${runId} list read from ${String(from)} without a prefix`,
       );
-    const prefix = from === 0 || !kept ? [] : kept.messages;
+    const prefix = from === 0 || !kept ? history : kept.messages;
+    const before = from === 0 || !kept ? history.length : kept.messages.length - kept.count;
     const messages = [...prefix, ...tail.map((m) => JSON.parse(m) as Message)];
     this.entries.delete(runId);
     if (name !== null) {
-      this.entries.set(runId, { name, messages });
+      this.entries.set(runId, { name, messages, history: before });
       if (this.entries.size > this.max) {
         const oldest = this.entries.keys().next();
         if (!oldest.done) this.entries.delete(oldest.value);

@@ -22,6 +22,18 @@ local prev = redis.call('HMGET', KEYS[1], 'batonStalls', 'batonHolder', 'batonDe
 redis.call('HSET', KEYS[1], 'batonStalls', ARGV[2], 'batonHolder', ARGV[1])
 return {prev[1] or '', prev[2] or '', prev[3] or '0'}`;
 
+/**
+ * HOLDER_LUA without the read: the note an attempt of a job that never lost a worker leaves (it
+ * has no previous attempt to ask about).
+ * KEYS: job hash   ARGV: holder, stalledCounter   Reply: 1 noted | 0 no such job
+ */
+const NOTE_LUA = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'batonStalls', ARGV[2], 'batonHolder', ARGV[1])
+return 1`;
+
+type NoteScript = LuaScript<[job: string], [holder: string, stalledCounter: number], number>;
+
 type HolderScript = LuaScript<
   [job: string],
   [holder: string, stalledCounter: number],
@@ -52,6 +64,7 @@ export class StallAccounting {
   private readonly maxStalls: number;
   private readonly logger: Logger;
   private readonly record: HolderScript;
+  private readonly note: NoteScript;
   private warned = false;
 
   constructor(opts: {
@@ -68,6 +81,7 @@ export class StallAccounting {
     this.maxStalls = opts.maxStalls;
     this.logger = opts.logger;
     this.record = defineScript(opts.redis, 'batonJobHolder', 1, HOLDER_LUA);
+    this.note = defineScript(opts.redis, 'batonJobHolderNote', 1, NOTE_LUA);
   }
 
   /** BullMQ's own stall limit: a backstop only (see the class comment). */
@@ -83,13 +97,14 @@ export class StallAccounting {
   async admit(job: Job): Promise<void> {
     const key = jobKey(job);
     const stalls = job.stalledCounter;
-    const recorded = this.record([key], [this.holder, stalls]);
     if (stalls === 0) {
       // Never lost a worker: only the note is needed (for the next attempt, should there be one).
-      recorded.catch((err: unknown) => this.logger.warn({ err }, 'could not note a job holder'));
+      this.note([key], [this.holder, stalls]).catch((err: unknown) =>
+        this.logger.warn({ err }, 'could not note a job holder'),
+      );
       return;
     }
-    const reply = await recorded;
+    const reply = await this.record([key], [this.holder, stalls]);
     if (!reply) return;
     const [seenText, previous, deathsText] = reply;
     const seen = seenText === '' ? 0 : Number(seenText);

@@ -56,8 +56,11 @@ export class ToolProcessor {
       toolCallId: data.toolCallId,
       attempt: data.attempt,
     });
-    // The result on record (a redelivered job) or the run, in one round trip.
-    const found = await deps.mailbox.lookup(data.runId, data.toolCallId, data.attempt);
+    // The result on record (a redelivered job) or the run, in one round trip. A job BullMQ
+    // starts for the first time, never stalled, has recorded nothing yet: only the run is read.
+    const firstStart =
+      job.attemptsStarted <= 1 && job.attemptsMade === 0 && job.stalledCounter === 0;
+    const found = await deps.mailbox.lookup(data.runId, data.toolCallId, data.attempt, firstStart);
     let result: ToolExecutionResult | null = found.kind === 'recorded' ? found.result : null;
     let ranHere = false;
     if (found.kind === 'run') {

@@ -44,16 +44,23 @@ export class ToolResultMailbox {
 
   /**
    * The attempt's result when one is on record, else the run's stored checkpoint fields (null
-   * when the run does not exist): one round trip.
+   * when the run does not exist): one round trip. `firstStart`: the job never ran before (BullMQ
+   * started it once and it never stalled), so no result of it can be on record: the checkpoint
+   * fields are read alone (a plain HMGET instead of the script's two reads).
    */
   async lookup(
     runId: string,
     toolCallId: string,
     attempt: number,
+    firstStart = false,
   ): Promise<
     | { kind: 'recorded'; result: ToolExecutionResult }
     | { kind: 'run'; data: string | null; version: string | null }
   > {
+    if (firstStart) {
+      const [data, version] = await this.redis.hmget(this.keys.run(runId).cp, 'data', 'version');
+      return { kind: 'run', data: data ?? null, version: version ?? null };
+    }
     const reply = await this.scripts.lookupResult(
       this.keys.run(runId),
       this.field(toolCallId, attempt),

@@ -120,7 +120,7 @@ export class ChildRuns {
     }
     // Inherit: the child reads the session's history but never holds the thread (its parent
     // does), so it neither queues behind its parent nor writes the thread when it ends.
-    const thread = await deps.threads.load(tenantId, ref.threadId);
+    const thread = await deps.threads.loadForRun(tenantId, ref.threadId);
     const t = runCommands.create(
       specOf(descriptor),
       {
@@ -142,7 +142,8 @@ export class ChildRuns {
     await new RunIndex(deps.redis, deps.keys).add('active', ref.runId, now);
     let version: number;
     try {
-      version = (await deps.store.create(t.checkpoint, t.events)).version;
+      version = (await deps.store.create(t.checkpoint, t.events, { history: thread.reference }))
+        .version;
     } catch (error) {
       // Another process created it first (a redelivered job racing the original).
       if (error instanceof VersionConflictError) return { kind: 'exists' };

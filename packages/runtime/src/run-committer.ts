@@ -193,7 +193,9 @@ export class RunCommitter {
     if (is === 'active' || is === 'waiting') {
       await this.index.move(is, runId, this.deps.now());
     } else {
-      await this.finished(after, registry, failedJobs);
+      // A run that finishes from active is in the waiting index only if a crash left it there
+      // (a move adds before it removes), and the reconciler's waiting sweep finishes that entry.
+      await this.finished(after, registry, failedJobs, was === 'waiting' ? 'both' : 'active');
     }
   }
 
@@ -207,6 +209,8 @@ export class RunCommitter {
     registry?: KeyRegistry,
     /** The run's failed jobs, when the final commit read them already. */
     failedJobs?: readonly string[],
+    /** Which live indexes may list it: both unless the caller knows it was active. */
+    live: 'both' | 'active' = 'both',
   ): Promise<void> {
     const { redis, keys } = this.deps;
     const runId = cp.identity.runId;
@@ -219,7 +223,8 @@ export class RunCommitter {
     await this.deps.queues.removeFailedJobs(
       failedJobs ?? (await redis.smembers(keys.run(runId).failed)),
     );
-    await this.index.leaveLive(runId);
+    if (live === 'both') await this.index.leaveLive(runId);
+    else await this.index.remove('active', runId);
   }
 
   /** Idempotent: a second release of the same run appends nothing and promotes nobody. */

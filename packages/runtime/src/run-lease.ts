@@ -8,6 +8,7 @@ import { RunRecordScripts } from './run-record/run-record-scripts.ts';
 import {
   decodeAwaited,
   type AwaitedResults,
+  type HistoryFields,
   type StoredFields,
 } from './run-record/checkpoint-codec.ts';
 
@@ -76,7 +77,10 @@ export interface RecordFirst {
   readonly deferIfComplete?: boolean;
 }
 
-/** Messages a reader kept of a run's list: its name ('mepoch') and how many. */
+/**
+ * Messages a reader kept of a run's own list (after its referenced thread history: see
+ * history-reference.ts): the list's name ('mepoch') and how many.
+ */
 export interface KnownMessages {
   readonly name: string;
   readonly count: number;
@@ -91,6 +95,8 @@ export interface AcquiredAndLoaded {
   readonly messagesFrom: number;
   /** The list's name ('mepoch'); null for a run written before lists were named. */
   readonly messagesName: string | null;
+  /** Where the run's referenced thread history is (its list holds what follows it). */
+  readonly history: HistoryFields;
   /** null: the run was written before `awaiting` existed (read the mailbox instead). */
   readonly awaited: AwaitedResults | null;
 }
@@ -103,18 +109,29 @@ export interface AcquiredAndLoaded {
 export interface MessageKeeper<K extends KnownMessages = KnownMessages> {
   known(runId: string): K | undefined;
   outdated(kept: K): boolean;
+  /**
+   * The run's whole message list: `history` (its referenced thread history, read only when
+   * `from` is 0), then its own list, read from index `from` on (`tail`, JSON).
+   */
   resolve(
     runId: string,
     kept: K | undefined,
     name: string | null,
     from: number,
     tail: readonly string[],
+    history: readonly Message[],
   ): Message[];
   forget(runId: string): void;
 }
 
-/** How the leases decode what their scripts read (the run store: its validateOnLoad setting). */
-export type CheckpointReader = Pick<RedisRunStore, 'decodeStored' | 'readStored'>;
+/**
+ * How the leases decode what their scripts read (the run store: its validateOnLoad setting, and
+ * the thread history a run references).
+ */
+export type CheckpointReader = Pick<
+  RedisRunStore,
+  'decodeStored' | 'readStored' | 'referencedHistory' | 'withHistory'
+>;
 
 /**
  * A lease taken with the run's checkpoint decoded (`state` null: no such run), or, when reading
@@ -177,6 +194,7 @@ export class RunLeases {
         kept && messages?.outdated(kept) && acquired.messagesFrom > 0
           ? { ...(await reader.readStored(runId)), messagesFrom: 0 }
           : acquired;
+      // The referenced history is read once per run and worker: a kept prefix includes it.
       const state = reader.decodeStored(
         runId,
         read.data,
@@ -189,9 +207,10 @@ export class RunLeases {
                 read.messagesName,
                 read.messagesFrom,
                 read.messages,
+                read.messagesFrom === 0 ? await reader.referencedHistory(read.history) : [],
               ),
             }
-          : read.messages,
+          : await reader.withHistory(read.history, read.messages),
       );
       return { acquired: { lease, state, awaited }, onRecord, deferred };
     } catch (error) {
@@ -207,11 +226,12 @@ export class RunLeases {
   async releaseDecoded(lease: Lease): Promise<StoredCheckpoint | null> {
     const asked = await lease.releaseAndRead();
     if (!asked) return null;
-    return this.checkpointReader().decodeStored(
+    const reader = this.checkpointReader();
+    return reader.decodeStored(
       lease.runId,
       asked.data,
       asked.version,
-      asked.messages,
+      await reader.withHistory(asked.history, asked.messages),
     );
   }
 
@@ -265,7 +285,8 @@ export class RunLeases {
     });
     if (reply[0] !== 1)
       return { acquired: null, onRecord: reply[1] ?? null, deferred: reply[0] === 2 };
-    const [, data, version, list, onRecord, awaiting, recorded, name, from] = reply;
+    const [, data, version, list, onRecord, awaiting, recorded, name, from, hist, tenant, thread] =
+      reply;
     return {
       acquired: {
         lease: this.held(runId, token),
@@ -274,6 +295,7 @@ export class RunLeases {
         messages: list,
         messagesFrom: Number(from),
         messagesName: name ?? null,
+        history: { hist: hist ?? null, tenantId: tenant ?? null, threadId: thread ?? null },
         awaited: decodeAwaited(awaiting, recorded),
       },
       onRecord: onRecord ?? null,
@@ -344,7 +366,16 @@ export class RunLeases {
         stop();
         const reply = await this.scripts.leaseReleaseRead(k, token);
         if (reply[0] !== 1) return null;
-        return { data: reply[1] ?? null, version: reply[2] ?? null, messages: reply[3] };
+        return {
+          data: reply[1] ?? null,
+          version: reply[2] ?? null,
+          messages: reply[3],
+          history: {
+            hist: reply[4] ?? null,
+            tenantId: reply[5] ?? null,
+            threadId: reply[6] ?? null,
+          },
+        };
       },
       releaseIfIdle: async () => {
         if (released) return true;

@@ -66,7 +66,9 @@ export type RunFollowState =
   { readonly status: RunStatus; readonly lastSeq: number } | 'absent' | 'hidden';
 
 /** What a thread that nobody has written yet loads as. */
-const EMPTY_THREAD = { messages: [], state: {}, runIds: [] } as const;
+const EMPTY_THREAD: Pick<ThreadSnapshot, 'messages' | 'state' | 'runIds'> & {
+  readonly reference?: undefined;
+} = { messages: [], state: {}, runIds: [] };
 
 /**
  * The control plane shared by the HTTP API and tests: create runs, accept decisions, cancel.
@@ -124,7 +126,9 @@ export class RunService {
     try {
       // A thread this request names may hold a conversation; one made up here is empty.
       const thread =
-        request.threadId === undefined ? EMPTY_THREAD : await deps.threads.load(tenantId, threadId);
+        request.threadId === undefined
+          ? EMPTY_THREAD
+          : await deps.threads.loadForRun(tenantId, threadId);
       const turnId = `turn-${thread.runIds.length}`;
       const t = runCommands.create(
         specOf(descriptor),
@@ -150,8 +154,12 @@ export class RunService {
         hooks.endpoints,
         request.options?.metadata ?? {},
       );
-      // The thread acquire above listed the run in the thread's index already.
-      const created = await deps.store.create(t.checkpoint, t.events, { threadIndexed: true });
+      // The thread acquire above listed the run in the thread's index already. The run
+      // references the thread's history rather than copying it (history-reference.ts).
+      const created = await deps.store.create(t.checkpoint, t.events, {
+        threadIndexed: true,
+        history: acquired.kind === 'acquired' ? thread.reference : undefined,
+      });
       if (acquired.kind === 'acquired') {
         await deps.queues.enqueueStep(
           { runId, tenantId, agent: request.agent },

@@ -33,7 +33,18 @@ import {
   rebuiltEvents,
   sharedPrefix,
 } from '../run-record/checkpoint-codec.ts';
-import type { RunMeta, RunProgress, StoredHead } from '../run-record/checkpoint-codec.ts';
+import type {
+  HistoryFields,
+  RunMeta,
+  RunProgress,
+  StoredHead,
+} from '../run-record/checkpoint-codec.ts';
+import {
+  decodeReference,
+  encodeReference,
+  readReferencedHistory,
+  type HistoryReference,
+} from '../run-record/history-reference.ts';
 
 export type { RunMeta };
 import { decodeEventPayload } from './event-payload.ts';
@@ -155,9 +166,22 @@ export class RedisRunStore implements RunStore {
   async create(
     checkpoint: Checkpoint,
     events: readonly EventBody[],
-    opts: { readonly threadIndexed?: boolean } = {},
+    opts: {
+      readonly threadIndexed?: boolean;
+      /**
+       * Where the checkpoint's history (its first historyLength messages) stands in the thread's
+       * list (ThreadSnapshot.reference): the run references it instead of copying it.
+       */
+      readonly history?: HistoryReference | undefined;
+    } = {},
   ): Promise<CommitResult> {
     const id = checkpoint.identity;
+    const ref =
+      opts.history !== undefined &&
+      opts.history.count > 0 &&
+      opts.history.count === checkpoint.historyLength
+        ? opts.history
+        : null;
     const k = this.keys.run(id.runId);
     const at = this.atMs();
     const reply = await this.scripts.create(k, {
@@ -173,7 +197,10 @@ export class RedisRunStore implements RunStore {
       retention: this.retentionSeconds,
       activity: activityOf(checkpoint),
       messagesToken: randomToken(),
-      messages: checkpoint.messages.map((m) => JSON.stringify(m)),
+      hist: ref === null ? '' : encodeReference(ref),
+      messages: checkpoint.messages
+        .slice(ref === null ? 0 : ref.count)
+        .map((m) => JSON.stringify(m)),
       bodies: events.map(bodyTail),
     });
     if (reply[0] !== WRITTEN && reply[0] !== CREATE_RESENT)
@@ -195,41 +222,66 @@ export class RedisRunStore implements RunStore {
   }
 
   async load(runId: string): Promise<StoredCheckpoint | null> {
-    const { data, version, messages } = await this.readStored(runId);
-    return this.decodeStored(runId, data, version, messages);
+    const { data, version, messages, history } = await this.readStored(runId);
+    return this.decodeStored(runId, data, version, await this.withHistory(history, messages));
   }
 
   /** load() with a full CheckpointSchema parse (debug / admin paths). */
   async loadValidated(runId: string): Promise<StoredCheckpoint | null> {
-    const { data, version, messages } = await this.readStored(runId);
-    return this.decodeStored(runId, data, version, messages, true);
+    const { data, version, messages, history } = await this.readStored(runId);
+    return this.decodeStored(runId, data, version, await this.withHistory(history, messages), true);
   }
 
   /**
-   * The checkpoint's fields, its whole messages list and the list's name ('mepoch'), in one
-   * round trip (one hash slot): decode with decodeStored.
+   * The checkpoint's fields, its own messages list, the list's name ('mepoch') and where its
+   * referenced thread history is, in one round trip (one hash slot): decode with decodeStored,
+   * after withHistory.
    */
   async readStored(runId: string): Promise<{
     data: string | null;
     version: string | null;
     messages: string[];
     messagesName: string | null;
+    history: HistoryFields;
   }> {
     const k = this.keys.run(runId);
     const replies = await this.redis
       .pipeline()
-      .hmget(k.cp, 'data', 'version', 'mepoch')
+      .hmget(k.cp, 'data', 'version', 'mepoch', 'hist', 'tenant', 'threadId')
       .lrange(k.messages, 0, -1)
       .exec();
     if (!replies) throw new Error(`run ${runId}: load was not executed`);
     for (const [error] of replies) if (error) throw error;
-    const [data, version, name] = (replies[0]?.[1] ?? []) as (string | null)[];
+    const [data, version, name, hist, tenantId, threadId] = (replies[0]?.[1] ?? []) as (
+      string | null
+    )[];
     return {
       data: data ?? null,
       version: version ?? null,
       messages: (replies[1]?.[1] ?? []) as string[],
       messagesName: name ?? null,
+      history: { hist: hist ?? null, tenantId: tenantId ?? null, threadId: threadId ?? null },
     };
+  }
+
+  /**
+   * The thread history a run references (history-reference.ts; [] = none): one read of the
+   * thread's list.
+   */
+  async referencedHistory(history: HistoryFields): Promise<Message[]> {
+    const ref = decodeReference(history.hist);
+    if (ref === null || history.tenantId === null || history.threadId === null) return [];
+    return readReferencedHistory(this.redis, this.keys, history.tenantId, history.threadId, ref);
+  }
+
+  /** The run's whole message list: its referenced history, then its own list (`own`, JSON). */
+  async withHistory(
+    history: HistoryFields,
+    own: readonly string[],
+  ): Promise<readonly string[] | { readonly parsed: readonly Message[] }> {
+    if (history.hist === null) return own;
+    const before = await this.referencedHistory(history);
+    return { parsed: [...before, ...own.map((m) => JSON.parse(m) as Message)] };
   }
 
   /** load(), but null when the run belongs to another tenant (no existence leak). */

@@ -2,6 +2,7 @@ import type { JsonValue, Message, MultitaskStrategy } from '@baton/protocol';
 import { BatonKeys, type ThreadDataKeys } from './keys.ts';
 import { defineScript, type LuaScript, type RedisClient } from './scripts.ts';
 import { RunAlreadyReleasedError } from '../errors/run-already-released-error.ts';
+import type { HistoryReference } from '../run-record/history-reference.ts';
 
 export { RunAlreadyReleasedError };
 
@@ -19,6 +20,12 @@ export interface ThreadSnapshot {
   readonly queued: string[];
   /** Every run of the thread, oldest first. */
   readonly runIds: string[];
+}
+
+/** A thread snapshot and where its messages stand in the thread's list (loadForRun). */
+export interface ThreadSnapshotForRun extends ThreadSnapshot {
+  /** For a run created from `messages` to reference instead of copy (history-reference.ts). */
+  readonly reference: HistoryReference;
 }
 
 /**
@@ -127,9 +134,13 @@ return out
 
 /**
  * A deleted run leaves its thread: its messages leave the history (the block its release
- * appended, found by message ids from the end: caller-chosen ids may repeat elsewhere, a whole
- * block in that order does not), and it leaves the run index. A thread left with no run, active
- * or queued, is deleted whole (history, state): nothing of it comes back on a later run.
+ * appended, found by message ids from the end among the messages not removed before:
+ * caller-chosen ids may repeat elsewhere, a whole block in that order does not), and it leaves
+ * the run index. A thread left with no run, active or queued, is deleted whole (history, state):
+ * nothing of it comes back on a later run.
+ * A removed message stays in the list as a tombstone, `~<generation>~<its JSON>` (generation: the
+ * thread's `fgen`, counted per removal): runs created before reference the list by position
+ * (THREAD_REFERENCE in history-reference.ts) and still read it; the thread's readers skip it.
  * KEYS: meta, queue, runs, released, messages, state
  * ARGV: runId, ttl, messageId… (the run's own messages, in order)
  * Reply: {'active'} (release it first) | {'kept', removedMessages} | {'deleted', removedMessages}
@@ -142,6 +153,11 @@ local n = #ARGV - 2
 local removed = 0
 if n > 0 then
   local list = redis.call('LRANGE', messages, 0, -1)
+  -- positions (1-based) of the messages still in the history
+  local live = {}
+  for i = 1, #list do
+    if string.sub(list[i], 1, 1) ~= '~' then live[#live + 1] = i end
+  end
   local ids = {}
   local function idAt(i)
     if ids[i] == nil then
@@ -150,20 +166,16 @@ if n > 0 then
     end
     return ids[i]
   end
-  for start = #list - n + 1, 1, -1 do
+  for start = #live - n + 1, 1, -1 do
     local match = true
     for j = 1, n do
-      if idAt(start + j - 1) ~= ARGV[2 + j] then match = false break end
+      if idAt(live[start + j - 1]) ~= ARGV[2 + j] then match = false break end
     end
     if match then
-      redis.call('DEL', messages)
-      local kept = {}
-      for i = 1, #list do
-        if i < start or i >= start + n then kept[#kept + 1] = list[i] end
-        if #kept == 1000 or (i == #list and #kept > 0) then
-          redis.call('RPUSH', messages, unpack(kept))
-          kept = {}
-        end
+      local gen = redis.call('HINCRBY', meta, 'fgen', 1)
+      for j = 1, n do
+        local at = live[start + j - 1]
+        redis.call('LSET', messages, at - 1, '~' .. gen .. '~' .. list[at])
       end
       removed = n
       break
@@ -212,22 +224,23 @@ type ThreadForgetRun = LuaScript<
   [string, number?]
 >;
 
-/** KEYS: messages, state   Reply: {{messageJson…}, stateJson|false} */
 /**
  * The thread's messages and state. A reader that holds the first `expected` messages already
- * (a run created from the thread) gets only the last one when the list still has that length:
- * lists only grow, so the same length and the same last message mean the same history.
- * KEYS: messages, state   ARGV: expected (-1 = read everything)
+ * (a run created from the thread) gets only the last one when the list still has that length
+ * and nothing was ever removed from it (a removal leaves a tombstone in place: see
+ * FORGET_RUN_LUA): lists only grow, so the same length and the same last message mean the same
+ * history.
+ * KEYS: messages, state, meta   ARGV: expected (-1 = read everything)
  * Reply: {'same', lastJson, stateJson|false} | {'all', {messageJson…}, stateJson|false}
  */
 const HISTORY_LUA = `
 local expected = tonumber(ARGV[1])
-if expected > 0 and redis.call('LLEN', KEYS[1]) == expected then
+if expected > 0 and redis.call('LLEN', KEYS[1]) == expected and redis.call('HEXISTS', KEYS[3], 'fgen') == 0 then
   return {'same', redis.call('LINDEX', KEYS[1], -1), redis.call('GET', KEYS[2])}
 end
 return {'all', redis.call('LRANGE', KEYS[1], 0, -1), redis.call('GET', KEYS[2])}`;
 type ThreadHistory = LuaScript<
-  [messages: string, state: string],
+  [messages: string, state: string, meta: string],
   [expected: number],
   ['same', string, string | null] | ['all', string[], string | null]
 >;
@@ -251,8 +264,8 @@ export class RedisThreadStore {
     this.acquireScript = defineScript(this.redis, 'batonThreadAcquire2', 6, ACQUIRE_LUA);
     this.releaseScript = defineScript(this.redis, 'batonThreadRelease2', 6, RELEASE_LUA);
     this.deleteScript = defineScript(this.redis, 'batonThreadDelete', 6, DELETE_LUA);
-    this.historyScript = defineScript(this.redis, 'batonThreadHistory2', 2, HISTORY_LUA);
-    this.forgetRunScript = defineScript(this.redis, 'batonThreadForgetRun', 6, FORGET_RUN_LUA);
+    this.historyScript = defineScript(this.redis, 'batonThreadHistory3', 3, HISTORY_LUA);
+    this.forgetRunScript = defineScript(this.redis, 'batonThreadForgetRun2', 6, FORGET_RUN_LUA);
   }
 
   /**
@@ -368,23 +381,32 @@ export class RedisThreadStore {
     known: readonly Message[] = [],
   ): Promise<Pick<ThreadSnapshot, 'messages' | 'state'>> {
     const k = this.keys.thread(tenantId, threadId);
-    let reply = await this.historyScript([k.messages, k.state], [known.length]);
+    let reply = await this.historyScript([k.messages, k.state, k.meta], [known.length]);
     if (reply[0] === 'same') {
       const last = JSON.parse(reply[1]) as Message;
       if (last.id === known.at(-1)?.id)
         return { messages: [...known], state: parseState(reply[2]) };
-      reply = await this.historyScript([k.messages, k.state], [-1]);
+      reply = await this.historyScript([k.messages, k.state, k.meta], [-1]);
     }
     const list = reply[0] === 'all' ? reply[1] : [];
-    return { messages: list.map((m) => JSON.parse(m) as Message), state: parseState(reply[2]) };
+    return { messages: liveMessages(list), state: parseState(reply[2]) };
   }
 
   /** A consistent snapshot of the thread (one MULTI on one slot). */
   async load(tenantId: string, threadId: string): Promise<ThreadSnapshot> {
+    const { reference: _reference, ...snapshot } = await this.loadForRun(tenantId, threadId);
+    return snapshot;
+  }
+
+  /**
+   * load(), and where the history stands in the thread's list: what a run created from it
+   * references instead of copying its messages (history-reference.ts).
+   */
+  async loadForRun(tenantId: string, threadId: string): Promise<ThreadSnapshotForRun> {
     const k = this.keys.thread(tenantId, threadId);
     const results = await this.redis
       .multi()
-      .hget(k.meta, 'activeRunId')
+      .hmget(k.meta, 'activeRunId', 'fgen')
       .lrange(k.messages, 0, -1)
       .get(k.state)
       .lrange(k.queue, 0, -1)
@@ -392,21 +414,30 @@ export class RedisThreadStore {
       .exec();
     if (!results) throw new Error('thread load: transaction aborted');
     for (const [err] of results) if (err) throw err;
-    const [active, messages, state, queued, runIds] = results.map(([, v]) => v) as [
-      string | null,
+    const [[active, fgen], messages, state, queued, runIds] = results.map(([, v]) => v) as [
+      [string | null, string | null],
       string[],
       string | null,
       string[],
       string[],
     ];
+    const live = liveMessages(messages);
     return {
-      messages: messages.map((m) => JSON.parse(m) as Message),
+      messages: live,
       state: parseState(state),
       activeRunId: active === null || active === '' ? null : active,
       queued,
       runIds,
+      reference: { listLength: messages.length, generation: Number(fgen ?? 0), count: live.length },
     };
   }
+}
+
+/** The thread's history from its list: every message but the removed ones (tombstones). */
+function liveMessages(list: readonly string[]): Message[] {
+  const out: Message[] = [];
+  for (const m of list) if (!m.startsWith('~')) out.push(JSON.parse(m) as Message);
+  return out;
 }
 
 function parseState(raw: string | null): Record<string, JsonValue> {

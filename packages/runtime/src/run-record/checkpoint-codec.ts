@@ -41,7 +41,19 @@ export interface RunProgress {
 export interface StoredFields {
   readonly data: string | null;
   readonly version: string | null;
+  /** The run's own list: after the referenced history when `history` has a reference. */
   readonly messages: string[];
+  readonly history: HistoryFields;
+}
+
+/**
+ * The `cp` fields that locate a run's referenced thread history (history-reference.ts): `hist`
+ * null = none, the list holds every message.
+ */
+export interface HistoryFields {
+  readonly hist: string | null;
+  readonly tenantId: string | null;
+  readonly threadId: string | null;
 }
 
 /** The results on record for a run's running calls, read with its checkpoint. */

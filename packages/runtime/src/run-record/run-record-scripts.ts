@@ -45,6 +45,8 @@ export interface CreateArgs {
   readonly retention: number;
   readonly activity: string;
   readonly messagesToken: string;
+  /** The thread-history reference (history-reference.ts); '' = the list holds every message. */
+  readonly hist: string;
   readonly messages: readonly string[];
   readonly bodies: readonly string[];
 }
@@ -106,8 +108,17 @@ export type AcquireLoadReply =
       (string | null)[] | null,
       string | null,
       number,
+      string | null,
+      string | null,
+      string | null,
     ]
   | [0 | 2, string | null];
+
+/** LRANGE of the run's list and the fields that locate its referenced history. */
+export type ReleaseReadReply =
+  | [-1]
+  | [0]
+  | [1, string | null, string | null, string[], string | null, string | null, string | null];
 
 type Argv = (string | number)[];
 
@@ -128,7 +139,7 @@ export class RunRecordScripts {
   private readonly releaseReadScript: LuaScript<
     readonly string[],
     [token: string],
-    [-1] | [0] | [1, string | null, string | null, string[]]
+    ReleaseReadReply
   >;
   private readonly releaseIfIdleScript: LuaScript<readonly string[], Argv, -1 | 0 | 1>;
   private readonly renewScript: LuaScript<readonly string[], Argv, 0 | 1>;
@@ -179,6 +190,7 @@ export class RunRecordScripts {
       a.retention,
       a.activity,
       a.messagesToken,
+      a.hist,
       a.messages.length,
       ...a.messages,
       ...a.bodies,
@@ -258,10 +270,7 @@ export class RunRecordScripts {
     return this.releaseScript([k.lease, k.pending], [token]);
   }
 
-  leaseReleaseRead(
-    k: RunKeys,
-    token: string,
-  ): Promise<[-1] | [0] | [1, string | null, string | null, string[]]> {
+  leaseReleaseRead(k: RunKeys, token: string): Promise<ReleaseReadReply> {
     return this.releaseReadScript([k.lease, k.pending, k.cp, k.messages], [token]);
   }
 

@@ -12,17 +12,18 @@
  * writer's lease is not the current one (-2: fencing; fence '' = an unfenced control-plane write
  * such as a decision).
  * Returns: refusal reply ({code, actualVersion}) | nil, current version, env (the run's envelope
- * ids, written once at create). The caller returns the refusal as its own reply.
+ * ids, written once at create), hist (the run's thread-history reference, history-reference.ts;
+ * false = none). The caller returns the refusal as its own reply.
  */
 export const GUARD_WRITE = `
 local function guard_write(cp, lease, fence)
-  local guarded = redis.call('HMGET', cp, 'version', 'status', 'env')
+  local guarded = redis.call('HMGET', cp, 'version', 'status', 'env', 'hist')
   local current = guarded[1]
   if not current then return {-1, -1} end
   current = tonumber(current)
   if guarded[2] == 'done' then return {-3, current} end
   if fence ~= '' and redis.call('GET', lease) ~= fence then return {-2, current} end
-  return nil, current, guarded[3]
+  return nil, current, guarded[3], guarded[4]
 end
 `;
 

@@ -32,7 +32,8 @@ return 0`;
  * ARGV: token, ttlMs, pendingTtlMs, driver, recordField, recordJson, recordTtlSeconds,
  *       deferIfComplete, knownName ('' = none), knownCount
  * Reply: {1, data|false, version|false, {messageJson…}, onRecord|false, awaiting|false,
- *         {resultJson|false…}|false, name|false, from} acquired
+ *         {resultJson|false…}|false, name|false, from, hist|false, tenant|false,
+ *         threadId|false} acquired (hist: the thread-history reference, history-reference.ts)
  *       | {0, onRecord|false} busy (mark left)
  *       | {2, onRecord|false} deferred (round complete, nothing taken)
  * `onRecord`: the result that was already on record when one was to be recorded.
@@ -56,7 +57,8 @@ if ARGV[8] == '1' then
   end
 end
 if take_lease(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]) then
-  local state = redis.call('HMGET', KEYS[3], 'data', 'version', 'awaiting', 'mepoch')
+  local state = redis.call('HMGET', KEYS[3], 'data', 'version', 'awaiting', 'mepoch', 'hist',
+    'tenant', 'threadId')
   if ARGV[4] ~= '' and state[2] then
     redis.call('HSET', KEYS[3], 'driver', ARGV[4])
   end
@@ -72,7 +74,8 @@ if take_lease(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]) then
     if redis.call('LLEN', KEYS[4]) < from then from = 0 end
   end
   local list = redis.call('LRANGE', KEYS[4], from, -1)
-  return {1, state[1], state[2], list, onRecord, state[3], recorded, state[4], from}
+  return {1, state[1], state[2], list, onRecord, state[3], recorded, state[4], from, state[5],
+    state[6], state[7]}
 end
 return {0, onRecord}`;
 
@@ -87,13 +90,15 @@ return release_lease(KEYS[1], KEYS[2], ARGV[1])`;
  * RELEASE_LUA, and when someone asked for the run meanwhile, its stored checkpoint in the same
  * round trip: the caller must look at it to decide who carries the run on.
  * KEYS: lease, pending, cp, messages   ARGV: token
- * Reply: {-1} not ours | {0} released | {1, data|false, version|false, {messageJson…}} released, asked
+ * Reply: {-1} not ours | {0} released
+ *      | {1, data|false, version|false, {messageJson…}, hist|false, tenant|false, threadId|false}
+ *        released, asked
  */
 export const RELEASE_READ_LUA = `${RELEASE_LEASE}
 local released = release_lease(KEYS[1], KEYS[2], ARGV[1])
 if released ~= 1 then return {released} end
-local state = redis.call('HMGET', KEYS[3], 'data', 'version')
-return {1, state[1], state[2], redis.call('LRANGE', KEYS[4], 0, -1)}`;
+local state = redis.call('HMGET', KEYS[3], 'data', 'version', 'hist', 'tenant', 'threadId')
+return {1, state[1], state[2], redis.call('LRANGE', KEYS[4], 0, -1), state[3], state[4], state[5]}`;
 
 /**
  * Releases only when nobody asked for the run meanwhile; otherwise clears the mark and keeps the

@@ -4,8 +4,9 @@ import { APPEND_EVENTS, ARGS_FROM, EXPIRE_RUN, GUARD_WRITE, WRITE_MESSAGES } fro
  * Creates a run.
  * KEYS: cp, events, lease, pending, results, parent, failed, messages (RunDataKeys)
  * ARGV: channel, data (without messages), status, tenant, agent, threadId, createdAt, updatedAt,
- *       env, at, retention, activity, messages token (names this list: see 'mepoch'), nmsg,
- *       messageJson × nmsg, bodies…
+ *       env, at, retention, activity, messages token (names this list: see 'mepoch'), hist (the
+ *       thread-history reference, history-reference.ts; '' = none: the list holds every message),
+ *       nmsg, messageJson × nmsg (from historyLength on when referenced), bodies…
  * Reply: {1, 1, eventJson…} | {0, actualVersion}
  *      | {2, 1, payload|nil} this very create, sent again (see below): payload is its stream entry
  * A run whose list still has this create's name (the token is drawn per call) was made by this
@@ -27,11 +28,12 @@ end
 -- a stream without a checkpoint is a leftover (cannot happen unless keys were deleted by hand)
 redis.call('DEL', stream)
 local channel, env, at, retention = ARGV[1], ARGV[9], ARGV[10], ARGV[11]
-local first = write_messages(msgs, 'replace', 0, ARGV, 15, tonumber(ARGV[14]))
+local first = write_messages(msgs, 'replace', 0, ARGV, 16, tonumber(ARGV[15]))
 local status = ARGV[3]
 redis.call('HSET', cp, 'version', 1, 'seq', 0, 'data', ARGV[2], 'status', ARGV[3], 'tenant', ARGV[4],
   'agent', ARGV[5], 'threadId', ARGV[6], 'createdAt', ARGV[7], 'updatedAt', ARGV[8], 'env', env,
   'lastTrigger', '', 'activity', ARGV[12], 'awaiting', '[]', 'mepoch', ARGV[13])
+if ARGV[14] ~= '' then redis.call('HSET', cp, 'hist', ARGV[14]) end
 local out = {1, 1}
 append_events(cp, stream, channel, env, at, args_from(ARGV, first), out, true)
 if status == 'done' then expire_run(KEYS, {}, retention) end
@@ -51,7 +53,8 @@ return out
  *       meanwhile, in which case the mark is cleared and the lease renewed; a commit that
  *       finishes the run deletes the lease and the mark whoever holds them), messages token
  *       (the list's new name when it is replaced), messages mode ('append' the new ones after
- *       `base` stored | 'replace' all), base, parent record ('' = none: the step job about to
+ *       the first `base` messages of the checkpoint | 'replace' all: a run that referenced its
+ *       thread's history then holds all of it, the reference is dropped), base, parent record ('' = none: the step job about to
  *       wait for this round's tool jobs, written with the calls that make them), nmsg,
  *       messageJson × nmsg, bodies…
  * 'mepoch' names a run's message list: set at create and whenever the list is written anew, never
@@ -65,7 +68,7 @@ return out
  */
 export const COMMIT_LUA = `${GUARD_WRITE}${WRITE_MESSAGES}${ARGS_FROM}${APPEND_EVENTS}${EXPIRE_RUN}
 local cp, stream, lease, fence, msgs = KEYS[1], KEYS[2], KEYS[3], ARGV[2], KEYS[5]
-local refusal, current, env = guard_write(cp, lease, fence)
+local refusal, current, env, hist = guard_write(cp, lease, fence)
 if refusal then return refusal end
 if current ~= tonumber(ARGV[1]) then return {0, current} end
 local status = ARGV[4]
@@ -79,10 +82,16 @@ local version = current + 1
 local channel = string.sub(cp, 1, -4) .. ':ch'
 local at, retention = ARGV[9], ARGV[10]
 local mode = ARGV[13]
-local first = write_messages(msgs, mode, tonumber(ARGV[14]), ARGV, 17, tonumber(ARGV[16]))
+-- The list holds the checkpoint's messages after the referenced history (history-reference.ts).
+local base = tonumber(ARGV[14])
+if hist and mode == 'append' then base = base - tonumber(string.match(hist, '^%d+')) end
+local first = write_messages(msgs, mode, base, ARGV, 17, tonumber(ARGV[16]))
 if not first then return {-4, current} end
 -- A list written anew gets a new name: what a reader kept of the old one is not a prefix of it.
-if mode == 'replace' then redis.call('HSET', cp, 'mepoch', ARGV[12]) end
+if mode == 'replace' then
+  redis.call('HSET', cp, 'mepoch', ARGV[12])
+  if hist then redis.call('HDEL', cp, 'hist') end
+end
 redis.call('HSET', cp, 'version', version, 'data', ARGV[3], 'status', status, 'activity', ARGV[5],
   'updatedAt', ARGV[6], 'lastTrigger', ARGV[7], 'awaiting', ARGV[8])
 local released, gone = -1, {}
@@ -138,7 +147,7 @@ return out
 export const APPEND_LUA = `${GUARD_WRITE}${APPEND_EVENTS}
 local cp, stream, lease, fence = KEYS[1], KEYS[2], KEYS[3], ARGV[2]
 if fence == '' then return redis.error_reply('append needs a fencing token') end
-local refusal, current, env = guard_write(cp, lease, fence)
+local refusal, current, env, hist = guard_write(cp, lease, fence)
 if refusal then return refusal end
 local channel, at, marker, stepPrefix, resetBody = ARGV[1], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local index = tonumber(ARGV[7])

@@ -1,0 +1,72 @@
+import type { Message } from '@baton/protocol';
+import type { BatonKeys } from '../redis/keys.ts';
+import type { RedisClient } from '../redis/scripts.ts';
+
+/**
+ * A run started on a thread references the thread's history instead of copying it into its own
+ * `:messages` list: that list holds only what the run added (messages[historyLength …]), and the
+ * `cp` field `hist` says where its first `count` messages are: the first `listLength` entries of
+ * the thread's `:messages` list, less the ones removed (tombstones, see the thread store's
+ * FORGET_RUN_LUA) in a generation ≤ `generation`. The thread's list only ever grows (a release
+ * appends; a removal turns an entry into a tombstone in place, its JSON kept), so those entries
+ * stay what the run was created from for as long as the thread lives: while the run is not
+ * finished it holds the thread (its keys do not expire), and a thread is deleted only with its
+ * runs. So a run's bytes on Redis, and the bytes a step writes, no longer grow with its thread.
+ */
+export interface HistoryReference {
+  /** Entries of the thread's list the history is read from (tombstones included). */
+  readonly listLength: number;
+  /** The thread's removal generation when the run was created (`fgen`, 0 = none yet). */
+  readonly generation: number;
+  /** Messages of the history: the run's historyLength. */
+  readonly count: number;
+}
+
+/** The `hist` field: `<count>:<listLength>:<generation>` (the scripts read the count only). */
+export function encodeReference(ref: HistoryReference): string {
+  return `${String(ref.count)}:${String(ref.listLength)}:${String(ref.generation)}`;
+}
+
+export function decodeReference(field: string | null | undefined): HistoryReference | null {
+  if (field === null || field === undefined || field === '') return null;
+  const [count, listLength, generation] = field.split(':').map(Number);
+  if (count === undefined || listLength === undefined || generation === undefined) return null;
+  if (![count, listLength, generation].every(Number.isInteger)) return null;
+  return { count, listLength, generation };
+}
+
+/** The history a reference stands for, from the thread list's first entries (JSON each). */
+function referencedMessages(entries: readonly string[], ref: HistoryReference): Message[] {
+  const out: Message[] = [];
+  for (const entry of entries) {
+    if (!entry.startsWith('~')) {
+      out.push(JSON.parse(entry) as Message);
+      continue;
+    }
+    // `~<generation>~<json>`: removed after the run was created: still part of its history.
+    const end = entry.indexOf('~', 1);
+    if (Number(entry.slice(1, end)) > ref.generation)
+      out.push(JSON.parse(entry.slice(end + 1)) as Message);
+  }
+  return out;
+}
+
+/**
+ * Reads the history a run references (one round trip to the thread's slot). A thread that is
+ * gone (THREAD_TTL_SECONDS shorter than the finished run's retention) yields what is left.
+ */
+export async function readReferencedHistory(
+  redis: RedisClient,
+  keys: BatonKeys,
+  tenantId: string,
+  threadId: string,
+  ref: HistoryReference,
+): Promise<Message[]> {
+  if (ref.listLength === 0) return [];
+  const entries = await redis.lrange(
+    keys.thread(tenantId, threadId).messages,
+    0,
+    ref.listLength - 1,
+  );
+  return referencedMessages(entries, ref);
+}
