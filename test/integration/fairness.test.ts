@@ -1,0 +1,165 @@
+/**
+ * Priorities, fairness keys and their weights, over real queues (docs/fairness.md): a flooding
+ * tenant no longer delays another's run by its backlog's length, weighted keys share the workers
+ * by their weights, a priority-1 run overtakes a priority-3 backlog.
+ */
+import {
+  ScriptedModel,
+  defineTool,
+  toolResult,
+  type AgentDefinition,
+  type ScriptedTurn,
+} from '@baton/core';
+import { createDemoAgents } from '@baton/core/testing';
+import type { CreateRunRequest } from '@baton/protocol';
+import { systemClock } from '@baton/runtime';
+import { Job } from 'bullmq';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { z } from 'zod';
+import { startHarness, waitFor, waitForStatus, type Harness } from '@baton/testing/worker-harness';
+
+const [assistant] = createDemoAgents(systemClock);
+
+/** One round calling a tool that sleeps `NAP_MS`, then an answer: every run takes as long. */
+const NAP_MS = 120;
+const napper: AgentDefinition = {
+  name: 'napper',
+  model: new ScriptedModel((request): ScriptedTurn =>
+    request.messages.some((m) => m.role === 'tool')
+      ? { text: 'rested' }
+      : { toolCalls: [{ name: 'nap', arguments: {} }] },
+  ),
+  tools: [
+    defineTool({
+      name: 'nap',
+      description: 'sleeps a little',
+      inputSchema: z.object({}),
+      execute: async () => {
+        await systemClock.sleep(NAP_MS);
+        return toolResult.success({ ok: true });
+      },
+    }),
+  ],
+  executionMode: 'sequential',
+};
+
+function ask(agent: string, text: string, options: CreateRunRequest['options'] = {}) {
+  return { agent, input: { messages: [{ role: 'user' as const, content: text }] }, options };
+}
+
+/** Creates `n` runs, `parallel` requests at a time (as many clients would). */
+async function flood(
+  h: Harness,
+  tenant: string,
+  n: number,
+  request: CreateRunRequest,
+  parallel = 25,
+): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i += parallel) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(parallel, n - i) }, () =>
+        h.client.service.createRun(tenant, request),
+      ),
+    );
+    ids.push(...batch.map((c) => c.runId));
+  }
+  return ids;
+}
+
+async function startedAt(h: Harness, runId: string): Promise<number> {
+  const events = await h.client.store.readEvents(runId);
+  const started = events.find((e) => e.type === 'run.started');
+  if (!started) throw new Error(`run ${runId} has not started`);
+  return started.at;
+}
+
+describe('fairness', () => {
+  let h: Harness | undefined;
+  afterEach(async () => {
+    await h?.stop();
+    h = undefined;
+  });
+
+  it("a flooding tenant's 400 slow runs do not hold back another tenant's run", async () => {
+    h = await startHarness(inject('redisUrl'), [assistant!]);
+    const harness = h;
+    const flooded = await flood(harness, 'tenant-a', 400, ask('assistant', 'report on uptime'));
+    const t0 = Date.now();
+    const { runId } = await harness.client.service.createRun(
+      'tenant-b',
+      ask('assistant', 'what is the weather in Oslo'),
+    );
+    const done = await waitForStatus(harness, runId, ['done'], 20_000);
+    const latency = Date.now() - t0;
+    expect(done.termination).toEqual({ kind: 'natural_end' });
+    expect(latency).toBeLessThanOrEqual(3_000);
+    // A's runs were still queued meanwhile: most of them have not even started.
+    let finished = 0;
+    for (const id of flooded)
+      if ((await harness.client.store.meta(id))?.status === 'done') finished += 1;
+    expect(finished).toBeLessThan(200);
+    // The waiting ones hold no job: A's jobs in the queue are at most its window (16).
+    const [queue] = harness.client.queues.shardQueues('default');
+    const counts = await queue!.getJobCounts('wait', 'prioritized', 'active', 'delayed');
+    expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(16);
+    // And their snapshot says why they wait and where they stand.
+    const last = await harness.client.service.load('tenant-a', flooded.at(-1)!);
+    const queued = await harness.client.service.queuedInfo(last.checkpoint.identity);
+    expect(queued).toMatchObject({ reason: 'fairness_key_limit', limit: 16, inProgress: 16 });
+    expect(queued!.position).toBeGreaterThan(100);
+    expect(queued!.backlog).toBeGreaterThanOrEqual(queued!.position);
+  }, 60_000);
+
+  it('two flooding keys with weights 2:1 get dispatch shares of 2:1 (±10 %)', async () => {
+    const fairness = { window: 3, tenants: { '*': { weights: { heavy: 2, light: 1 } } } };
+    h = await startHarness(inject('redisUrl'), [napper], {
+      overrides: { BATON_FAIRNESS: JSON.stringify(fairness) },
+    });
+    const harness = h;
+    const heavy = flood(harness, 'tenant-w', 150, ask('napper', 'x', { fairnessKey: 'heavy' }));
+    const light = flood(harness, 'tenant-w', 150, ask('napper', 'x', { fairnessKey: 'light' }));
+    const [heavyIds, lightIds] = await Promise.all([heavy, light]);
+    // While both keys have a backlog: until one third of the heavy key's runs are done.
+    const doneOf = async (ids: string[]): Promise<number> => {
+      let n = 0;
+      for (const id of ids) if ((await harness.client.store.meta(id))?.status === 'done') n += 1;
+      return n;
+    };
+    await waitFor(async () => (await doneOf(heavyIds)) >= 100, 60_000, '100 heavy runs done');
+    const stats = await harness.client.admission.stats();
+    const of = (key: string) => stats.find((s) => s.key === key)!;
+    expect(of('heavy').limit).toBe(6);
+    expect(of('light').limit).toBe(3);
+    const ratio = of('heavy').dispatched / of('light').dispatched;
+    expect(ratio).toBeGreaterThanOrEqual(1.8);
+    expect(ratio).toBeLessThanOrEqual(2.2);
+    expect(of('light').backlog).toBeGreaterThan(0);
+    expect(await doneOf(lightIds)).toBeLessThan(100);
+  }, 90_000);
+
+  it('a priority-1 run overtakes a priority-3 backlog', async () => {
+    // Window large: the backlog sits in BullMQ's queue (4 jobs run at a time, 40 wait).
+    h = await startHarness(inject('redisUrl'), [assistant!], {
+      overrides: { WORKER_CONCURRENCY: '4', BATON_FAIRNESS: '{"window":1000}' },
+    });
+    const harness = h;
+    await flood(harness, 'tenant-p', 44, ask('assistant', 'report on uptime', { priority: 3 }));
+    const [queue] = harness.client.queues.shardQueues('default');
+    await waitFor(async () => (await queue!.getActiveCount()) >= 4, 10_000, '4 active jobs');
+    const { runId } = await harness.client.service.createRun(
+      'tenant-p',
+      ask('assistant', 'what is the weather in Oslo', { priority: 1 }),
+    );
+    const first = (await harness.client.store.readEvents(runId))[0]!;
+    await waitForStatus(harness, runId, ['done'], 20_000);
+    const waited = (await startedAt(harness, runId)) - first.at;
+    // One step of the backlog takes 1.5 s (the slow tool): it waited for one slot, not for
+    // 40 jobs / 4 workers × 1.5 s = 15 s.
+    expect(waited).toBeLessThan(2_500);
+    const job = (await queue!.getJobs(['completed'])).find(
+      (j: Job) => (j.data as { runId?: string }).runId === runId,
+    );
+    expect(job?.opts.priority).toBe(1);
+  }, 60_000);
+});
