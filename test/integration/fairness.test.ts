@@ -19,6 +19,8 @@ import { z } from 'zod';
 import { startHarness, waitFor, waitForStatus, type Harness } from '@baton/testing/worker-harness';
 
 const [assistant] = createDemoAgents(systemClock);
+/** Admission on, one window per key of the one worker's step concurrency (16). */
+const FAIRNESS = { BATON_FAIRNESS: JSON.stringify({ window: 16 }) };
 
 /** One round calling a tool that sleeps `NAP_MS`, then an answer: every run takes as long. */
 const NAP_MS = 120;
@@ -82,7 +84,7 @@ describe('fairness', () => {
   });
 
   it("a flooding tenant's 400 slow runs do not hold back another tenant's run", async () => {
-    h = await startHarness(inject('redisUrl'), [assistant!]);
+    h = await startHarness(inject('redisUrl'), [assistant!], { overrides: FAIRNESS });
     const harness = h;
     const flooded = await flood(harness, 'tenant-a', 400, ask('assistant', 'report on uptime'));
     const t0 = Date.now();
@@ -139,9 +141,9 @@ describe('fairness', () => {
   }, 90_000);
 
   it('a priority-1 run overtakes a priority-3 backlog', async () => {
-    // Window large: the backlog sits in BullMQ's queue (4 jobs run at a time, 40 wait).
+    // No admission: the backlog sits in BullMQ's queue (4 jobs run at a time, 40 wait).
     h = await startHarness(inject('redisUrl'), [assistant!], {
-      overrides: { WORKER_CONCURRENCY: '4', BATON_FAIRNESS: '{"window":1000}' },
+      overrides: { WORKER_CONCURRENCY: '4' },
     });
     const harness = h;
     await flood(harness, 'tenant-p', 44, ask('assistant', 'report on uptime', { priority: 3 }));
@@ -161,5 +163,37 @@ describe('fairness', () => {
       (j: Job) => (j.data as { runId?: string }).runId === runId,
     );
     expect(job?.opts.priority).toBe(1);
+  }, 60_000);
+
+  it("a tenant's run limit: runs over it wait queued and say why; a run waiting for a human does not count", async () => {
+    const fairness = { tenants: { 'tenant-l': { maxRuns: 2 } } };
+    h = await startHarness(inject('redisUrl'), [assistant!], {
+      overrides: { BATON_FAIRNESS: JSON.stringify(fairness) },
+    });
+    const harness = h;
+    const deploys = await flood(harness, 'tenant-l', 2, ask('assistant', 'deploy checkout'));
+    for (const id of deploys) await waitForStatus(harness, id, ['waiting']);
+    const reports = await flood(harness, 'tenant-l', 3, ask('assistant', 'report on uptime'), 1);
+    const third = await harness.client.service.load('tenant-l', reports[2]!);
+    expect(await harness.client.service.queuedInfo(third.checkpoint.identity)).toEqual({
+      reason: 'tenant_limit',
+      position: 1,
+      backlog: 1,
+      inProgress: 2,
+    });
+    expect(await harness.client.queues.liveStepJob(reports[2]!, 'assistant', 1)).toBeNull();
+    // Approved, a deploy run asks for a slot again and gets one once a report finished.
+    const cp = (await harness.client.store.load(deploys[0]!))!.checkpoint;
+    const toolCallId = Object.values(cp.calls).find((c) => c.status === 'suspended')!.id;
+    await harness.client.service.submitDecisions('tenant-l', deploys[0]!, [
+      { toolCallId, action: 'resume' },
+    ]);
+    for (const id of [...reports, deploys[0]!]) await waitForStatus(harness, id, ['done'], 20_000);
+    const stats = await harness.client.admission.stats();
+    expect(stats.find((s) => s.key === 'tenant-l')).toMatchObject({
+      inProgress: 0,
+      backlog: 0,
+      dispatched: 2 + 3 + 1,
+    });
   }, 60_000);
 });

@@ -42,8 +42,8 @@ export const QueuedInfoSchema = z.object({
   position: z.number().int().min(1),
   /** Runs of its fairness key waiting, itself included. */
   backlog: z.number().int().min(1),
-  /** Runs of its fairness key in progress now, and how many it may have. */
+  /** Runs of its fairness key in progress now, and how many it may have (absent: no window). */
   inProgress: z.number().int().nonnegative(),
-  limit: z.number().int().min(1),
+  limit: z.number().int().min(1).optional(),
 });
 export type QueuedInfo = z.infer<typeof QueuedInfoSchema>;

@@ -17,7 +17,7 @@ import { defineScript, type LuaScript, type RedisClient } from '../redis/scripts
  * Admits a run if nothing of its key is ahead of it and both limits allow, else parks it (once;
  * a parked run asking again keeps its place).
  * KEYS: where, busy, queue, keys, dispatched
- * ARGV: runId, key, score, keyLimit, tenantLimit (-1: none)
+ * ARGV: runId, key, score, keyLimit (-1: none), tenantLimit (-1: none)
  * Reply: {1} admitted (now or before) | {0, reason, position, backlog, inProgress}
  *   reason: 1 key limit, 2 tenant limit, 3 behind the key's backlog
  */
@@ -32,7 +32,7 @@ local total = tonumber(redis.call('HGET', busy, '*') or '0')
 local ahead
 if st then ahead = redis.call('ZRANK', queue, runId) or 0
 else ahead = redis.call('ZCOUNT', queue, '-inf', '(' .. score) end
-local keyFull = inKey >= keyLimit
+local keyFull = keyLimit >= 0 and inKey >= keyLimit
 local tenantFull = tenantLimit >= 0 and total >= tenantLimit
 if ahead == 0 and not keyFull and not tenantFull then
   redis.call('HSET', where, runId, 'a\t' .. key)
@@ -82,7 +82,7 @@ return 2
 /**
  * Admits the head runs of a key's backlog while its window and the tenant's limit allow.
  * KEYS: where, busy, queue, keys, dispatched
- * ARGV: key, keyLimit, tenantLimit (-1: none), max
+ * ARGV: key, keyLimit (-1: none), tenantLimit (-1: none), max
  * Reply: the admitted run ids, in order
  */
 const FILL_LUA = `
@@ -92,7 +92,9 @@ local out = {}
 while #out < max do
   local inKey = tonumber(redis.call('HGET', busy, key) or '0')
   local total = tonumber(redis.call('HGET', busy, '*') or '0')
-  if inKey >= keyLimit or (tenantLimit >= 0 and total >= tenantLimit) then break end
+  if (keyLimit >= 0 and inKey >= keyLimit) or (tenantLimit >= 0 and total >= tenantLimit) then
+    break
+  end
   local head = redis.call('ZRANGE', queue, 0, 0)[1]
   if not head then break end
   redis.call('ZREM', queue, head)

@@ -2,23 +2,22 @@ import { z } from 'zod';
 
 /**
  * BATON_FAIRNESS (docs/fairness.md): the admission windows of fairness keys and the run limits
- * of tenants, one JSON document the API and the workers must agree on. Unset: every key has the
- * default window and no tenant has a limit.
+ * of tenants, one JSON document the API and the workers must agree on. Unset: no admission, every
+ * run is enqueued at once (priorities still order the queues).
  *
  *   {"window": 16,
  *    "tenants": {"*":    {"maxRuns": 200},
  *                "acme": {"maxRuns": 50, "maxRunsPerKey": 10, "weights": {"gold": 2, "*": 1}}}}
  *
  * A key's window (its runs in progress at most) is round(weight × window), at least 1, at most
- * the tenant's maxRunsPerKey. "*" is the entry of a tenant (or key) not named. window 0 turns
- * admission off: every run is enqueued at once, as before fairness existed.
+ * the tenant's maxRunsPerKey. "*" is the entry of a tenant (or key) not named. Size `window` to
+ * the step concurrency of the pool (WORKER_CONCURRENCY × workers): a flooding key then fills the
+ * workers but queues no job of its own ahead of another key's next step.
+ *
+ * Why admission is off by default: the right window depends on the pool (the API cannot see its
+ * concurrency), and a run holds its slot while it waits for a worker of its agent, so a tenant
+ * with runs of an agent nobody serves would hold back its other runs.
  */
-
-/**
- * The default window: the default WORKER_CONCURRENCY, so that with one worker a flooding key
- * fills the workers but queues no job of its own ahead of another key's next step.
- */
-const DEFAULT_WINDOW = 16;
 
 const TenantEntrySchema = z.strictObject({
   /** Runs of the tenant in progress at most (a waiting-for-human run does not count). */
@@ -29,14 +28,14 @@ const TenantEntrySchema = z.strictObject({
   weights: z.record(z.string(), z.number().positive().max(1000)).optional(),
 });
 
-export const FairnessSettingsSchema = z.strictObject({
-  /** Runs in progress a key of weight 1 may have (its admission window). */
-  window: z.number().int().min(0).max(100_000).default(DEFAULT_WINDOW),
+const FairnessSettingsSchema = z.strictObject({
+  /** Runs in progress a key of weight 1 may have (its admission window); 0: no window. */
+  window: z.number().int().min(0).max(100_000).default(0),
   tenants: z.record(z.string(), TenantEntrySchema).default({}),
 });
 export type FairnessSettings = z.infer<typeof FairnessSettingsSchema>;
 
-/** The settings of BATON_FAIRNESS (unset or empty: the defaults); throws what to fix. */
+/** The settings of BATON_FAIRNESS (unset or empty: no admission); throws what to fix. */
 export function parseFairness(raw: string | undefined): FairnessSettings {
   if (raw === undefined || raw.trim() === '') return FairnessSettingsSchema.parse({});
   let json: unknown;
@@ -55,32 +54,39 @@ export function parseFairness(raw: string | undefined): FairnessSettings {
   return parsed.data;
 }
 
-/** What admission enforces for one key of one tenant. */
+/** What admission enforces for one key of one tenant (Infinity: no limit). */
 export interface KeyLimits {
   /** Runs of the key in progress at most. */
   readonly keyLimit: number;
-  /** Runs of the tenant in progress at most (Infinity: none). */
+  /** Runs of the tenant in progress at most. */
   readonly tenantLimit: number;
   readonly weight: number;
 }
 
 export class FairnessPolicy {
   readonly settings: FairnessSettings;
+  /** See `enabled`. */
+  private readonly limited: boolean;
 
   constructor(settings: FairnessSettings) {
     this.settings = settings;
+    this.limited =
+      settings.window > 0 ||
+      Object.values(settings.tenants).some(
+        (t) => t.maxRuns !== undefined || t.maxRunsPerKey !== undefined,
+      );
   }
 
-  /** Whether runs go through admission at all (window 0: they do not). */
+  /** Whether runs go through admission at all: a window or a run limit is configured. */
   get enabled(): boolean {
-    return this.settings.window > 0;
+    return this.limited;
   }
 
   limits(tenantId: string, key: string): KeyLimits {
     const { tenants, window } = this.settings;
     const entry = tenants[tenantId] ?? tenants['*'] ?? {};
     const weight = entry.weights?.[key] ?? entry.weights?.['*'] ?? 1;
-    const windowed = Math.max(1, Math.round(weight * window));
+    const windowed = window > 0 ? Math.max(1, Math.round(weight * window)) : Infinity;
     return {
       keyLimit: Math.min(windowed, entry.maxRunsPerKey ?? Infinity),
       tenantLimit: entry.maxRuns ?? Infinity,

@@ -31,7 +31,8 @@ export interface FairnessKeyStats {
   readonly key: string;
   readonly backlog: number;
   readonly inProgress: number;
-  readonly limit: number;
+  /** Null: the key has no window (only the tenant's limit holds it back). */
+  readonly limit: number | null;
   readonly weight: number;
   /** Runs admitted since the state was created (a counter: rate() of it is the dispatch share). */
   readonly dispatched: number;
@@ -136,14 +137,14 @@ export class RunAdmission {
     const score = (run.priority ?? DEFAULT_PRIORITY) * PRIORITY_SCALE + this.deps.now();
     const reply = await this.scripts.admit(
       [k.where, k.busy, k.queue(key), k.keys, k.dispatched],
-      [run.runId, key, score, keyLimit, finite(tenantLimit)],
+      [run.runId, key, score, finite(keyLimit), finite(tenantLimit)],
     );
     if (reply[0] === 1) {
       await this.deps.queues.enqueueStep(run, reason, version);
       return null;
     }
     const [, why, position, backlog, inProgress] = reply;
-    return { reason: REASONS[why], position, backlog, inProgress, limit: keyLimit };
+    return { reason: REASONS[why], position, backlog, inProgress, ...limitOf(keyLimit) };
   }
 
   /**
@@ -177,7 +178,7 @@ export class RunAdmission {
       const { keyLimit, tenantLimit } = this.deps.policy.limits(tenantId, key);
       const runs = await this.scripts.fill(
         [k.where, k.busy, k.queue(key), k.keys, k.dispatched],
-        [key, keyLimit, finite(tenantLimit), keyLimit],
+        [key, finite(keyLimit), finite(tenantLimit), Number.isFinite(keyLimit) ? keyLimit : 1000],
       );
       for (const runId of runs) if (await this.dispatch(tenantId, key, runId)) admitted += 1;
     }
@@ -229,7 +230,7 @@ export class RunAdmission {
         : Number(busy[1] ?? 0) >= tenantLimit
           ? 'tenant_limit'
           : 'behind_backlog';
-    return { reason, position: rank + 1, backlog, inProgress, limit: keyLimit };
+    return { reason, position: rank + 1, backlog, inProgress, ...limitOf(keyLimit) };
   }
 
   /**
@@ -289,7 +290,7 @@ export class RunAdmission {
           key,
           backlog: await redis.zcard(k.queue(key)),
           inProgress: Number(busy[key] ?? 0),
-          limit: keyLimit,
+          limit: Number.isFinite(keyLimit) ? keyLimit : null,
           weight,
           dispatched: Number(dispatched[key] ?? 0),
         });
@@ -297,6 +298,11 @@ export class RunAdmission {
     }
     return rows;
   }
+}
+
+/** A key without a window reports none. */
+function limitOf(keyLimit: number): { limit?: number } {
+  return Number.isFinite(keyLimit) ? { limit: keyLimit } : {};
 }
 
 /** The scripts take -1 for "no limit". */
