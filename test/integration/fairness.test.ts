@@ -19,8 +19,8 @@ import { z } from 'zod';
 import { startHarness, waitFor, waitForStatus, type Harness } from '@baton/testing/worker-harness';
 
 const [assistant] = createDemoAgents(systemClock);
-/** Admission on, one window per key of the one worker's step concurrency (16). */
-const FAIRNESS = { BATON_FAIRNESS: JSON.stringify({ window: 16 }) };
+/** Admission on, each key's window half the one worker's step concurrency (16). */
+const FAIRNESS = { BATON_FAIRNESS: JSON.stringify({ window: 8 }) };
 
 /** One round calling a tool that sleeps `NAP_MS`, then an answer: every run takes as long. */
 const NAP_MS = 120;
@@ -101,14 +101,14 @@ describe('fairness', () => {
     for (const id of flooded)
       if ((await harness.client.store.meta(id))?.status === 'done') finished += 1;
     expect(finished).toBeLessThan(200);
-    // The waiting ones hold no job: A's jobs in the queue are at most its window (16).
+    // The waiting ones hold no job: A's jobs in the queue are at most its window (8).
     const [queue] = harness.client.queues.shardQueues('default');
     const counts = await queue!.getJobCounts('wait', 'prioritized', 'active', 'delayed');
-    expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(16);
+    expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(8);
     // And their snapshot says why they wait and where they stand.
     const last = await harness.client.service.load('tenant-a', flooded.at(-1)!);
     const queued = await harness.client.service.queuedInfo(last.checkpoint.identity);
-    expect(queued).toMatchObject({ reason: 'fairness_key_limit', limit: 16, inProgress: 16 });
+    expect(queued).toMatchObject({ reason: 'fairness_key_limit', limit: 8, inProgress: 8 });
     expect(queued!.position).toBeGreaterThan(100);
     expect(queued!.backlog).toBeGreaterThanOrEqual(queued!.position);
   }, 60_000);
