@@ -116,7 +116,7 @@ export interface StepTarget {
  * without a priority would be taken before all of them), one priority per level, so within a
  * level jobs stay first in, first out.
  */
-export function bullPriority(priority: number | undefined): number {
+function bullPriority(priority: number | undefined): number {
   return priority ?? DEFAULT_PRIORITY;
 }
 

@@ -311,6 +311,6 @@ function finite(limit: number): number {
 }
 
 /** The run's priority as an enqueue target carries it (absent: the default). */
-export function priorityOf(meta: Pick<RunMeta, 'priority'>): { priority?: number } {
+function priorityOf(meta: Pick<RunMeta, 'priority'>): { priority?: number } {
   return meta.priority === undefined ? {} : { priority: meta.priority };
 }
