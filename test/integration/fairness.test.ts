@@ -11,11 +11,12 @@ import {
   type ScriptedTurn,
 } from '@baton/core';
 import { createDemoAgents } from '@baton/core/testing';
-import type { CreateRunRequest } from '@baton/protocol';
+import type { CreateRunRequest, CreateRunResponse, RunPage } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
 import { Job } from 'bullmq';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
+import { ApiClient, KEYS, startApiCluster } from '@baton/testing/api-harness';
 import { startHarness, waitFor, waitForStatus, type Harness } from '@baton/testing/worker-harness';
 
 const [assistant] = createDemoAgents(systemClock);
@@ -195,5 +196,64 @@ describe('fairness', () => {
       backlog: 0,
       dispatched: 2 + 3 + 1,
     });
+  }, 60_000);
+});
+
+describe('fairness over HTTP', () => {
+  it('POST /v1/runs takes priority and fairnessKey; a queued run says why; lists filter by key; /metrics per key', async () => {
+    const fairness = { tenants: { 'tenant-a': { maxRunsPerKey: 1 } } };
+    const cluster = await startApiCluster(inject('redisUrl'), [assistant!], {
+      shared: { BATON_FAIRNESS: JSON.stringify(fairness) },
+    });
+    try {
+      const api = new ApiClient(cluster.apis[0]!.url, KEYS.a);
+      const body = (options: Record<string, unknown>) => ({
+        agent: 'assistant',
+        input: { messages: [{ role: 'user', content: 'report on uptime' }] },
+        options,
+      });
+      const first = await api.post<CreateRunResponse>(
+        '/v1/runs',
+        body({ priority: 2, fairnessKey: 'alice' }),
+      );
+      expect(first.status).toBe(202);
+      expect(first.body.queued).toBeUndefined();
+      const second = await api.post<CreateRunResponse>('/v1/runs', body({ fairnessKey: 'alice' }));
+      expect(second.status).toBe(202);
+      expect(second.body.queued).toEqual({
+        reason: 'fairness_key_limit',
+        position: 1,
+        backlog: 1,
+        inProgress: 1,
+        limit: 1,
+      });
+      const view = await api.get(`/v1/runs/${second.body.runId}`);
+      expect(view.body).toMatchObject({
+        status: 'created',
+        priority: 3,
+        fairnessKey: 'alice',
+        queued: { reason: 'fairness_key_limit', position: 1 },
+      });
+      expect((await api.get(`/v1/runs/${first.body.runId}`)).body).toMatchObject({
+        priority: 2,
+        fairnessKey: 'alice',
+      });
+      const listed = await api.get<RunPage>('/v1/runs?fairnessKey=alice');
+      expect(listed.body.runs.map((r) => r.runId).sort()).toEqual(
+        [first.body.runId, second.body.runId].sort(),
+      );
+      expect((await api.get<RunPage>('/v1/runs?fairnessKey=tenant-a')).body.runs).toEqual([]);
+      const metrics = await api.withKey(KEYS.admin).get('/metrics');
+      expect(metrics.body).toContain(
+        'baton_fairness_runs{tenant="tenant-a",key="alice",state="backlog"} 1',
+      );
+      const bad = await api.post('/v1/runs', body({ priority: 9 }));
+      expect(bad.status).toBe(400);
+      expect(JSON.stringify(bad.body)).toContain('priority must be a whole number from 1');
+      // The second run starts once the first is done; nothing was dropped.
+      await waitForStatus(cluster.h, second.body.runId, ['done'], 20_000);
+    } finally {
+      await cluster.stop();
+    }
   }, 60_000);
 });
