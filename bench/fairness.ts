@@ -58,6 +58,12 @@ function knobs() {
     tpRounds: envInt('BENCH_FAIRNESS_TP_ROUNDS', 2, 1),
     parallelism: envInt('BENCH_CREATE_PARALLELISM', 32, 1),
     runTimeoutMs: envInt('BENCH_FAIRNESS_RUN_TIMEOUT_MS', 300_000, 100),
+    /** Comma-separated phases to run (default all): flood,contrast,shares,priority,single-key. */
+    phases: new Set(
+      (process.env['BENCH_FAIRNESS_PHASES'] ?? 'flood,contrast,shares,priority,single-key')
+        .split(',')
+        .map((p) => p.trim()),
+    ),
     ...stackKnobs(),
   };
 }
@@ -317,12 +323,14 @@ export const fairness: Scenario = {
     const url = ctx.redisUrl;
     if (url === undefined) throw new BenchError('fairness needs Redis');
     const k = knobs();
+    const phase = async <T>(name: string, run: () => Promise<T>): Promise<T | null> =>
+      k.phases.has(name) ? run() : null;
     return {
-      flood: await floodPhase(ctx, url, k),
-      contrastWithoutAdmission: await contrastPhase(ctx, url, k),
-      shares: await sharesPhase(ctx, url, k),
-      priority: await priorityPhase(ctx, url, k),
-      singleKey: await throughputPhase(ctx, url, k),
+      flood: await phase('flood', () => floodPhase(ctx, url, k)),
+      contrastWithoutAdmission: await phase('contrast', () => contrastPhase(ctx, url, k)),
+      shares: await phase('shares', () => sharesPhase(ctx, url, k)),
+      priority: await phase('priority', () => priorityPhase(ctx, url, k)),
+      singleKey: await phase('single-key', () => throughputPhase(ctx, url, k)),
     };
   },
 };
