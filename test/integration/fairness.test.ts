@@ -247,6 +247,15 @@ describe('fairness over HTTP', () => {
       expect(metrics.body).toContain(
         'baton_fairness_runs{tenant="tenant-a",key="alice",state="backlog"} 1',
       );
+      // A queued run cancelled leaves its key's backlog and ends, never having had a slot.
+      const third = await api.post<CreateRunResponse>('/v1/runs', body({ fairnessKey: 'alice' }));
+      expect(third.body.queued).toMatchObject({ position: 2, backlog: 2 });
+      expect((await api.post(`/v1/runs/${third.body.runId}/cancel`, {})).status).toBe(202);
+      const cancelled = await waitForStatus(cluster.h, third.body.runId, ['done'], 20_000);
+      expect(cancelled.termination).toEqual({ kind: 'cancelled' });
+      expect((await api.get(`/v1/runs/${second.body.runId}`)).body).toMatchObject({
+        queued: { position: 1, backlog: 1 },
+      });
       const bad = await api.post('/v1/runs', body({ priority: 9 }));
       expect(bad.status).toBe(400);
       expect(JSON.stringify(bad.body)).toContain('priority must be a whole number from 1');
