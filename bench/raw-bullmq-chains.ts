@@ -37,6 +37,8 @@ export async function rawChains(
     length: number;
     concurrency: number;
     timeoutMs: number;
+    /** BullMQ priority of every job (Baton's run levels); absent: the plain wait list. */
+    priority?: number;
   },
 ): Promise<RawChainsResult> {
   const connection: ConnectionOptions = { url, maxRetriesPerRequest: null };
@@ -48,6 +50,7 @@ export async function rawChains(
     backoff: { type: 'exponential', delay: 100 },
     removeOnComplete: { age: 3600, count: 50_000 },
     removeOnFail: { age: 7 * 86_400 },
+    ...(opts.priority === undefined ? {} : { priority: opts.priority }),
   });
   const waiting = new Map<string, (t: number) => void>();
   const worker = new Worker(

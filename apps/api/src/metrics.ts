@@ -216,6 +216,25 @@ export class ApiMetrics {
         }
       },
     });
+    new Gauge({
+      name: 'baton_fairness_runs',
+      help:
+        'Runs per fairness key (BATON_FAIRNESS on): backlog (waiting for a slot), in_progress ' +
+        '(holding one), limit (its window), dispatched (admitted since ever: rate() of it is ' +
+        "the key's dispatch share)",
+      labelNames: ['tenant', 'key', 'state'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const s of await runtime.admission.stats()) {
+          const labels = { tenant: s.tenantId, key: s.key };
+          this.set({ ...labels, state: 'backlog' }, s.backlog);
+          this.set({ ...labels, state: 'in_progress' }, s.inProgress);
+          this.set({ ...labels, state: 'dispatched' }, s.dispatched);
+          if (s.limit !== null) this.set({ ...labels, state: 'limit' }, s.limit);
+        }
+      },
+    });
   }
 
   /** HTTP latency by matched route (never the raw URL: ids would explode the label set). */

@@ -1,4 +1,4 @@
-import { IdSchema, RunStatusSchema } from '@baton/protocol';
+import { FairnessKeySchema, IdSchema, RunStatusSchema } from '@baton/protocol';
 import { z } from 'zod';
 
 /**
@@ -25,6 +25,8 @@ export const ListRunsQuerySchema = z.strictObject({
   status: RunStatusSchema.optional(),
   agent: z.string().min(1).max(128).optional(),
   thread: IdSchema.optional(),
+  /** Runs of this fairness key (a run without one has its tenant's). */
+  fairnessKey: FairnessKeySchema.optional(),
   cursor: z.string().min(1).max(512).optional(),
   limit: limit.optional(),
   /** Admin keys only: list another tenant's runs. */

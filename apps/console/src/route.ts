@@ -6,6 +6,8 @@ export interface RunFilters {
   readonly status?: RunStatus;
   readonly agent?: string;
   readonly thread?: string;
+  /** Fairness key (a run without one has its tenant's). */
+  readonly key?: string;
 }
 
 /** Pages of the console; the hash keeps them static-file friendly (#/runs/ID). */
@@ -23,10 +25,12 @@ function parseFilters(query: string): RunFilters {
   const status = params.get('status');
   const agent = params.get('agent');
   const thread = params.get('thread');
+  const key = params.get('key');
   return {
     ...(status && STATUSES.has(status) ? { status: status as RunStatus } : {}),
     ...(agent ? { agent } : {}),
     ...(thread ? { thread } : {}),
+    ...(key ? { key } : {}),
   };
 }
 

@@ -105,6 +105,8 @@ export function RunPage({
           setView((v) => foldEvent(v, event));
           if (
             event.type === 'run.finished' ||
+            // A run that waited for a slot of its fairness key has one now.
+            event.type === 'run.started' ||
             event.type === 'decision.applied' ||
             event.type === 'tool_call.suspended' ||
             event.type === 'child_run.linked' ||
@@ -205,6 +207,32 @@ export function RunPage({
               >
                 {snapshot.threadId}
               </a>
+            </dd>
+          </div>
+        )}
+        {snapshot?.fairnessKey !== undefined && (
+          <div>
+            <dt>Fairness</dt>
+            <dd>
+              <a
+                class="mono"
+                href={href({ page: 'runs', filters: { key: snapshot.fairnessKey } })}
+                title="Runs of this fairness key"
+              >
+                {snapshot.fairnessKey}
+              </a>
+              {snapshot.priority !== undefined && <span> · priority {snapshot.priority}</span>}
+            </dd>
+          </div>
+        )}
+        {snapshot?.queued !== undefined && status !== 'done' && (
+          <div>
+            <dt>Queued</dt>
+            <dd data-testid="run-queued">
+              {snapshot.queued.position} of {snapshot.queued.backlog} waiting for a slot (
+              {snapshot.queued.reason.replaceAll('_', ' ')}; {snapshot.queued.inProgress}
+              {snapshot.queued.limit !== undefined ? ` of ${snapshot.queued.limit}` : ''} in
+              progress)
             </dd>
           </div>
         )}

@@ -8,7 +8,7 @@ import { href, navigate, type RunFilters } from './route.ts';
 const STATUSES: readonly RunStatus[] = ['created', 'running', 'waiting', 'done'];
 
 /**
- * The tenant's runs with filters (status, agent, thread: GET /v1/runs's own query parameters,
+ * The tenant's runs with filters (status, agent, thread, fairness key: GET /v1/runs's own query parameters,
  * kept in the URL); statuses refresh every two seconds.
  */
 export function RunsPage({
@@ -27,6 +27,9 @@ export function RunsPage({
   // re-renders every 2 s, and a box bound to the URL's value would lose the typing each time.
   const [threadDraft, setThreadDraft] = useState(thread);
   useEffect(() => setThreadDraft(thread), [thread]);
+  const key = filters.key ?? '';
+  const [keyDraft, setKeyDraft] = useState(key);
+  useEffect(() => setKeyDraft(key), [key]);
   const setFilter = (change: {
     [K in keyof RunFilters]?: RunFilters[K] | undefined;
   }): void => {
@@ -38,6 +41,7 @@ export function RunsPage({
           ...(next.status ? { status: next.status } : {}),
           ...(next.agent ? { agent: next.agent } : {}),
           ...(next.thread?.trim() ? { thread: next.thread.trim() } : {}),
+          ...(next.key?.trim() ? { key: next.key.trim() } : {}),
         },
       },
       { replace: true },
@@ -59,6 +63,7 @@ export function RunsPage({
         ...(status ? { status } : {}),
         ...(agent ? { agent } : {}),
         ...(thread ? { thread } : {}),
+        ...(key ? { fairnessKey: key } : {}),
       };
       const page = await client.runs.list(query, { signal });
       setRuns(page.runs);
@@ -69,7 +74,7 @@ export function RunsPage({
       if (handleAuth(e, onUnauthorized)) return true;
       setError(describeError(e));
     },
-    [client, status, agent, thread],
+    [client, status, agent, thread, key],
   );
 
   return (
@@ -126,6 +131,16 @@ export function RunsPage({
             placeholder="thread id"
             onInput={(e) => setThreadDraft(e.currentTarget.value)}
             onChange={(e) => setFilter({ thread: e.currentTarget.value || undefined })}
+          />
+        </div>
+        <div>
+          <label for="filter-key">Fairness key</label>
+          <input
+            id="filter-key"
+            value={keyDraft}
+            placeholder="key (default: tenant)"
+            onInput={(e) => setKeyDraft(e.currentTarget.value)}
+            onChange={(e) => setFilter({ key: e.currentTarget.value || undefined })}
           />
         </div>
       </form>

@@ -127,6 +127,7 @@ export async function fanOutToolCalls(
         kind: 'tool',
         runId: identity.runId,
         tenantId: identity.tenantId,
+        ...(identity.priority === undefined ? {} : { priority: identity.priority }),
         step,
         toolCallId: inv.toolCallId,
         attempt: inv.attempt,

@@ -24,7 +24,7 @@ export class LegacyQueueForwarder {
     const meta = await this.deps.store.meta(data.runId);
     if (!meta) return 'missing';
     await this.deps.queues.enqueueStep(
-      { runId: data.runId, tenantId: data.tenantId, agent: meta.agent },
+      { runId: data.runId, tenantId: data.tenantId, agent: meta.agent, priority: meta.priority },
       data.reason,
       data.expectedVersion,
       true,

@@ -26,4 +26,20 @@ describe('ProcessGate', () => {
     expect(peak).toBe(3);
     expect(gate.inFlight).toBe(0);
   });
+
+  it('hands a freed slot to the waiter of the highest priority, then in arrival order', async () => {
+    const gate = new ProcessGate(1);
+    let release = (): void => undefined;
+    const first = gate.run(() => new Promise<void>((resolve) => (release = resolve)));
+    const order: string[] = [];
+    const waiters = [
+      gate.run(async () => void order.push('p3-a'), 3),
+      gate.run(async () => void order.push('p5'), 5),
+      gate.run(async () => void order.push('p1'), 1),
+      gate.run(async () => void order.push('p3-b'), 3),
+    ];
+    release();
+    await Promise.all([first, ...waiters]);
+    expect(order).toEqual(['p1', 'p3-a', 'p3-b', 'p5']);
+  });
 });

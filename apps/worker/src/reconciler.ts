@@ -13,6 +13,7 @@ import {
   type RunCommitter,
   type RunMeta,
   RunIndex,
+  type RunAdmission,
 } from '@baton/runtime/internal';
 import { keepFailedJob } from './job-failures.ts';
 
@@ -25,6 +26,8 @@ export interface ReconcilerDeps {
   readonly store: RedisRunStore;
   readonly queues: BatonQueues;
   readonly committer: RunCommitter;
+  /** Fairness: runs parked in a backlog get no job; slots of finished runs are given back. */
+  readonly admission?: RunAdmission;
   /** Agent-as-tool: a parent whose agent calls run as child runs is driven by them. */
   readonly children?: ChildRuns;
   readonly logger: Logger;
@@ -112,6 +115,9 @@ export class Reconciler {
     try {
       const active = await this.scanActive();
       const waiting = await this.sweepWaiting();
+      const fairness = await this.deps.admission?.sweep(this.batch);
+      if (fairness && fairness.released > 0)
+        this.deps.logger.info(fairness, 'fairness slots of finished or waiting runs given back');
       const agents = await redis.hkeys(keys.agentsKey());
       const queues = await this.deps.queues.listQueues(agents);
       const collected = await this.collect();
@@ -162,8 +168,10 @@ export class Reconciler {
       await this.index.add('active', runId, now);
       if ((await redis.exists(keys.run(runId).lease)) === 1) continue;
       if (await this.hasLiveJob(runId, meta)) continue;
+      // Waiting for a slot of its tenant or fairness key: it holds no job until admitted.
+      if (await this.deps.admission?.isParked(meta.tenantId, runId)) continue;
       await queues.enqueueStep(
-        { runId, tenantId: meta.tenantId, agent: meta.agent },
+        { runId, tenantId: meta.tenantId, agent: meta.agent, priority: meta.priority },
         'reconcile',
         meta.version,
         true,

@@ -68,9 +68,11 @@ export class RunJobs {
     const agent = await this.agentOf(job);
     if (agent !== null && !this.opts.deps.registry.engine(agent))
       return this.notHere(job, token, agent, kind);
+    // BullMQ's priority of the job (the run's level; 0 for jobs of older producers).
+    const priority = job.opts.priority ?? 0;
     return kind === 'tool'
-      ? this.toolGate.run(() => this.tool(job, token))
-      : this.stepGate.run(() => this.step(job, token));
+      ? this.toolGate.run(() => this.tool(job, token), priority)
+      : this.stepGate.run(() => this.step(job, token), priority);
   };
 
   /** The run's agent: in the job (this version's producers), else read from the run. */
@@ -98,7 +100,7 @@ export class RunJobs {
     if (kind === 'step' && current !== taskQueue) {
       const data = job.data as StepJob;
       await deps.queues.enqueueStep(
-        { runId: data.runId, tenantId: data.tenantId, agent },
+        { runId: data.runId, tenantId: data.tenantId, agent, priority: data.priority },
         data.reason,
         data.expectedVersion,
         true,

@@ -279,6 +279,7 @@ export class BatonWorker {
         queues: rt.queues,
         committer: rt.committer,
         children: rt.children,
+        admission: rt.admission,
         logger: this.logger,
         now: () => rt.clock.now(),
         staleAfterMs: Math.max(config.LEASE_TTL_MS * 2, 1_000),

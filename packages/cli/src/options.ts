@@ -41,3 +41,22 @@ export function parseDuration(value: string): number {
   if (!Number.isInteger(ms)) throw new InvalidArgumentError('not a whole number of milliseconds');
   return ms;
 }
+
+/** `--priority <1-5>`: a run's dispatch priority (1 first, 5 last; default 3). */
+export function parsePriority(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 5)
+    throw new InvalidArgumentError('a whole number from 1 (highest) to 5 (lowest)');
+  return n;
+}
+
+/** The run options `--priority` and `--fairness-key` set (none when neither was given). */
+export function fairnessRunOptions(opts: { priority?: number; fairnessKey?: string }): {
+  options?: { priority?: number; fairnessKey?: string };
+} {
+  const options = {
+    ...(opts.priority === undefined ? {} : { priority: opts.priority }),
+    ...(opts.fairnessKey === undefined ? {} : { fairnessKey: opts.fairnessKey }),
+  };
+  return Object.keys(options).length === 0 ? {} : { options };
+}

@@ -32,6 +32,8 @@ export interface ListRunsQuery {
   readonly status?: RunStatus;
   readonly agent?: string;
   readonly thread?: string;
+  /** Runs of this fairness key (a run without one has its tenant's). */
+  readonly fairnessKey?: string;
   /** Page size, 1..100 (default 20). */
   readonly limit?: number;
   /** `nextCursor` of the previous page. */

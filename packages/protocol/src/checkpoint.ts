@@ -6,6 +6,7 @@ import {
   RunStatusSchema,
 } from './enums.ts';
 import { RunParentSchema } from './child-runs.ts';
+import { RunPrioritySchema } from './fairness.ts';
 import { DecisionSchema } from './decisions.ts';
 import { JsonValueSchema } from './json.ts';
 import { MessageSchema } from './messages.ts';
@@ -24,6 +25,10 @@ export const RunIdentitySchema = z.object({
   agent: z.string(),
   /** Set on child runs (agent-as-tool): the parent call that started this run. */
   parent: RunParentSchema.optional(),
+  /** 1 (first) … 5 (last); absent: 3. Carried by every job of the run; children inherit it. */
+  priority: RunPrioritySchema.optional(),
+  /** Who the run is fair to (docs/fairness.md); absent: its tenant. Children inherit it. */
+  fairnessKey: z.string().optional(),
 });
 export type RunIdentity = z.infer<typeof RunIdentitySchema>;
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AgentDescriptorSchema } from './agents.ts';
+import { QueuedInfoSchema } from './fairness.ts';
 import { RunStatusSchema } from './enums.ts';
 import { JsonValueSchema } from './json.ts';
 import { MessageSchema } from './messages.ts';
@@ -26,6 +27,8 @@ export const CreateRunResponseSchema = z.object({
   status: RunStatusSchema,
   /** Set when the run waits behind the thread's active run (multitask enqueue / interrupt). */
   queuedBehind: z.string().optional(),
+  /** Set when the run waits for a slot of its tenant or fairness key (docs/fairness.md). */
+  queued: QueuedInfoSchema.optional(),
   links: RunLinksSchema,
   /** The run's webhook (when the request named one), with its generated secret shown once. */
   webhook: CreatedRunWebhookSchema.optional(),

@@ -7,6 +7,7 @@ export * from './errors.ts';
 export * from './baton-error.ts';
 export type * from './internal-error-codes.ts';
 export * from './events.ts';
+export * from './fairness.ts';
 export * from './jobs.ts';
 export * from './json.ts';
 export * from './json-depth.ts';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RunPrioritySchema } from './fairness.ts';
 
 export const JOB_PAYLOAD_VERSION = 1;
 
@@ -10,6 +11,8 @@ export const StepJobSchema = z.object({
   tenantId: z.string(),
   /** The run's agent (absent from jobs of older producers): lets a worker route without a read. */
   agent: z.string().optional(),
+  /** The run's priority (its BullMQ priority); absent from jobs of older producers. */
+  priority: RunPrioritySchema.optional(),
   /** Why the round was scheduled; informs logs and dedup ids. */
   reason: z.enum(['start', 'continue', 'decision', 'reconcile', 'cancel']),
   /** Checkpoint version the round expects to start from (stale jobs are no-ops). */
@@ -24,6 +27,7 @@ export const ToolJobSchema = z.object({
   runId: z.string(),
   tenantId: z.string(),
   agent: z.string().optional(),
+  priority: RunPrioritySchema.optional(),
   step: z.number().int(),
   toolCallId: z.string(),
   attempt: z.number().int().nonnegative(),

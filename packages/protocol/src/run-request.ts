@@ -4,6 +4,7 @@ import {
   ExecutionModeSchema,
   MultitaskStrategySchema,
 } from './enums.ts';
+import { FairnessKeySchema, RunPrioritySchema } from './fairness.ts';
 import { InputMessageSchema } from './messages.ts';
 import { StopConditionsSchema } from './stop-conditions.ts';
 import { RunWebhookRequestSchema } from './webhooks.ts';
@@ -29,6 +30,12 @@ export const RunOptionsSchema = z.strictObject({
   ),
   multitask: MultitaskStrategySchema.optional().describe(
     'What happens when the thread already has an active run (reject, enqueue, interrupt…).',
+  ),
+  priority: RunPrioritySchema.optional().describe(
+    'Dispatch priority, 1 (first) to 5 (last); default 3. Every job of the run and its child runs carry it.',
+  ),
+  fairnessKey: FairnessKeySchema.optional().describe(
+    "Whom the run is fair to within its tenant (e.g. your own end user's id); default: the tenant. Runs of one priority share the workers across keys by weight.",
   ),
   /** Keys starting with "baton." are Baton's (e.g. baton.scheduleId on a scheduled run). */
   metadata: z

@@ -8,6 +8,7 @@ import {
 } from './enums.ts';
 import { ChildRunLinkSchema, ChildRunViewSchema, RunParentSchema } from './child-runs.ts';
 import { DecisionActionSchema } from './decisions.ts';
+import { QueuedInfoSchema } from './fairness.ts';
 import { JsonObjectSchema, JsonValueSchema } from './json.ts';
 import { TerminationReasonSchema } from './termination.ts';
 import { SuspendReasonSchema, ToolOutcomeSchema } from './tools.ts';
@@ -170,5 +171,10 @@ export const RunViewSchema = RunSnapshotSchema.extend({
   childRuns: z.array(ChildRunViewSchema).optional(),
   /** On a child run: the parent run and the call that started it; absent on top-level runs. */
   parent: RunParentSchema.optional(),
+  /** Its dispatch priority (1 first … 5 last) and fairness key (docs/fairness.md). */
+  priority: z.number().int().optional(),
+  fairnessKey: z.string().optional(),
+  /** Set while the run waits for a slot of its tenant or fairness key: why, and where it stands. */
+  queued: QueuedInfoSchema.optional(),
 });
 export type RunView = z.infer<typeof RunViewSchema>;

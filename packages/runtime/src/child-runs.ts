@@ -131,6 +131,11 @@ export class ChildRuns {
           tenantId,
           agent: ref.agent,
           parent: origin,
+          // A child is as urgent as its parent and counts for the same caller.
+          ...(parent.identity.priority === undefined ? {} : { priority: parent.identity.priority }),
+          ...(parent.identity.fairnessKey === undefined
+            ? {}
+            : { fairnessKey: parent.identity.fairnessKey }),
         },
         input: [{ role: 'user', content: ref.input }],
         history: thread.messages,
@@ -149,11 +154,7 @@ export class ChildRuns {
       if (error instanceof VersionConflictError) return { kind: 'exists' };
       throw error;
     }
-    await deps.queues.enqueueStep(
-      { runId: ref.runId, tenantId, agent: ref.agent },
-      'start',
-      version,
-    );
+    await deps.queues.enqueueStep(t.checkpoint.identity, 'start', version);
     deps.logger.debug({ runId: parent.identity.runId, child: ref.runId }, 'child run created');
     // The parent's end cancels its children (onFinished); one that ended before this child
     // existed could not see it, so the creator looks after creating.
@@ -184,7 +185,12 @@ export class ChildRuns {
     );
     // unique: a pass at this version may be running and have looked at the mailbox already.
     await deps.queues.enqueueStep(
-      { runId: parentId, tenantId: parent.tenantId, agent: parent.agent },
+      {
+        runId: parentId,
+        tenantId: parent.tenantId,
+        agent: parent.agent,
+        priority: parent.priority,
+      },
       'continue',
       parent.version,
       true,

@@ -52,6 +52,7 @@ export type { AwaitedResults, RunMeta } from './run-record/checkpoint-codec.ts';
 export { RunIndex } from './run-record/run-index.ts';
 export { RunRecordScripts } from './run-record/run-record-scripts.ts';
 export { runtimeConfigShape } from './runtime-config.ts';
+export { RunAdmission, fairnessKeyOf } from './fairness/run-admission.ts';
 export { ScheduleFirer } from './schedules/schedule-firing.ts';
 export {
   SCHEDULE_ID_METADATA,

@@ -1,5 +1,5 @@
 import { FlowProducer, Job, Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
-import { JOB_PAYLOAD_VERSION, type StepJob, type ToolJob } from '@baton/protocol';
+import { DEFAULT_PRIORITY, JOB_PAYLOAD_VERSION, type StepJob, type ToolJob } from '@baton/protocol';
 import { bullPrefix, shardBullPrefix, type BatonKeys } from './redis/keys.ts';
 import { createHash, randomUUID } from 'node:crypto';
 import { bullTelemetryOption } from './telemetry/tracing-state.ts';
@@ -107,6 +107,17 @@ export interface StepTarget {
   readonly tenantId: string;
   /** The run's agent: its task queue (where its workers are) picks the queue. */
   readonly agent: string;
+  /** 1 (first) … 5 (last); absent: DEFAULT_PRIORITY. Its BullMQ priority (docs/fairness.md). */
+  readonly priority?: number | undefined;
+}
+
+/**
+ * A run's level as BullMQ's priority: every level goes through BullMQ's prioritized set (a job
+ * without a priority would be taken before all of them), one priority per level, so within a
+ * level jobs stay first in, first out.
+ */
+function bullPriority(priority: number | undefined): number {
+  return priority ?? DEFAULT_PRIORITY;
 }
 
 /**
@@ -263,10 +274,12 @@ export class BatonQueues {
       agent: run.agent,
       reason,
       expectedVersion: version,
+      ...(run.priority === undefined ? {} : { priority: run.priority }),
     };
     const queue = into ?? (await this.runQueue(run));
     await queue.add(reason, data, {
       jobId,
+      priority: bullPriority(run.priority),
       attempts: 8,
       backoff: { type: 'exponential', delay: 100 },
       ...this.retention(),
@@ -379,6 +392,7 @@ export class BatonQueues {
       { ...job, agent },
       {
         jobId,
+        priority: bullPriority(job.priority),
         ...(parent ? { parent } : {}),
         attempts: this.toolAttempts,
         backoff: { type: 'exponential', delay: 200 },

@@ -9,6 +9,7 @@ import {
 } from '@baton/core';
 import type { Logger } from 'pino';
 import type { BatonQueues } from './queues.ts';
+import type { RunAdmission } from './fairness/run-admission.ts';
 import { LeaseLostError, type CommitOptions, type RedisRunStore } from './redis/redis-run-store.ts';
 import type { RedisThreadStore } from './redis/thread-store.ts';
 import type { RedisClient } from './redis/scripts.ts';
@@ -33,6 +34,11 @@ export interface CommitterDeps {
   readonly logger: Logger;
   /** Seconds a finished run's keys live (the store's retention). */
   readonly retentionSeconds: number;
+  /**
+   * Fairness admission (docs/fairness.md): a run that finishes or starts waiting for a human
+   * gives its slot back, a run promoted on its thread asks for one. Absent: no admission.
+   */
+  readonly admission?: RunAdmission;
   /** Owed by every finished run to its run tree (child-runs.ts); idempotent like the rest. */
   readonly onFinished?: (cp: Checkpoint) => Promise<void>;
   /**
@@ -192,6 +198,8 @@ export class RunCommitter {
     const runId = after.identity.runId;
     if (is === 'active' || is === 'waiting') {
       await this.index.move(is, runId, this.deps.now());
+      // A run waiting for a human holds no slot (whoever resumes it asks for one again).
+      if (is === 'waiting') await this.deps.admission?.release(after.identity);
     } else {
       // A run that finishes from active is in the waiting index only if a crash left it there
       // (a move adds before it removes), and the reconciler's waiting sweep finishes that entry.
@@ -216,6 +224,8 @@ export class RunCommitter {
     const runId = cp.identity.runId;
     // The thread first: the next turn of a conversation waits for it.
     await this.releaseThread(cp, registry);
+    // Its slot goes to the next run of its tenant's backlogs (idempotent, as the rest).
+    await this.deps.admission?.release(cp.identity);
     // Before the run leaves the live indexes: a crash here leaves it for the reconciler to redo.
     await this.deps.onFinished?.(cp);
     const expiresAt = (cp.finishedAt ?? this.deps.now()) + this.deps.retentionSeconds * 1000;
@@ -242,7 +252,9 @@ export class RunCommitter {
       const next = await this.deps.store.load(promoted);
       if (next) {
         await this.index.move('active', promoted, this.deps.now());
-        await this.deps.queues.enqueueStep(next.checkpoint.identity, 'start', next.version);
+        const { identity } = next.checkpoint;
+        if (this.deps.admission) await this.deps.admission.request(identity, 'start', next.version);
+        else await this.deps.queues.enqueueStep(identity, 'start', next.version);
       }
       this.deps.logger.info(
         { runId: identity.runId, promoted },

@@ -4,6 +4,7 @@ import {
   RunDoneError,
   UnknownAgentError,
   VersionConflictError,
+  activityOf,
   runCommands,
   type Clock,
 } from '@baton/core';
@@ -13,6 +14,7 @@ import {
   type CreatedRunWebhook,
   type Decision,
   type DecisionInput,
+  type QueuedInfo,
   type RunEvent,
   type RunStatus,
   type RunWebhooksResponse,
@@ -34,6 +36,7 @@ import {
   type SubmittedDecisions,
 } from './decision-routing.ts';
 import { RunNotFoundError } from './errors/run-not-found-error.ts';
+import type { RunAdmission } from './fairness/run-admission.ts';
 import { ThreadNotFoundError } from './errors/thread-not-found-error.ts';
 
 export interface RunServiceDeps {
@@ -46,6 +49,8 @@ export interface RunServiceDeps {
   readonly durability: Durability;
   readonly clock: Clock;
   readonly ids?: () => string;
+  /** Fairness admission (docs/fairness.md); absent: every run is enqueued at once. */
+  readonly admission?: RunAdmission;
   /** Webhooks of new runs (their own and their tenant's); none when absent. */
   readonly webhooks?: WebhookOutbox;
 }
@@ -57,6 +62,8 @@ export interface CreatedRun {
   readonly status: Checkpoint['status'];
   /** Set when the run waits behind the thread's active run (multitask 'enqueue' / 'interrupt'). */
   readonly queuedBehind?: string;
+  /** Set when the run waits for a slot of its tenant or fairness key (docs/fairness.md). */
+  readonly queued?: QueuedInfo;
   /** The run's own webhook, with its generated secret (shown once). */
   readonly webhook?: CreatedRunWebhook;
 }
@@ -133,7 +140,19 @@ export class RunService {
       const t = runCommands.create(
         specOf(descriptor),
         {
-          identity: { runId, threadId, turnId, tenantId, agent: request.agent },
+          identity: {
+            runId,
+            threadId,
+            turnId,
+            tenantId,
+            agent: request.agent,
+            ...(request.options?.priority === undefined
+              ? {}
+              : { priority: request.options.priority }),
+            ...(request.options?.fairnessKey === undefined
+              ? {}
+              : { fairnessKey: request.options.fairnessKey }),
+          },
           input: request.input.messages,
           ...(request.options ? { options: request.options } : {}),
           history: acquired.kind === 'acquired' ? thread.messages : [],
@@ -161,13 +180,16 @@ export class RunService {
         history: acquired.kind === 'acquired' ? thread.reference : undefined,
       });
       if (acquired.kind === 'acquired') {
-        await deps.queues.enqueueStep(
-          { runId, tenantId, agent: request.agent },
-          'start',
-          created.version,
-        );
+        const queued = await this.start(t.checkpoint.identity, 'start', created.version);
         await deps.durability.acknowledge();
-        return { runId, threadId, turnId, status: 'created', ...webhook };
+        return {
+          runId,
+          threadId,
+          turnId,
+          status: 'created',
+          ...webhook,
+          ...(queued ? { queued } : {}),
+        };
       }
       if (acquired.kind === 'interrupt') await this.cancel(tenantId, acquired.activeRunId);
       await deps.durability.acknowledge();
@@ -187,6 +209,22 @@ export class RunService {
         await deps.webhooks.forget(runId).catch(() => undefined);
       throw error;
     }
+  }
+
+  /** The run's next job, or its place in its key's backlog when it has no slot (admission). */
+  private async start(
+    identity: Checkpoint['identity'],
+    reason: 'start' | 'decision',
+    version: number,
+  ): Promise<QueuedInfo | null> {
+    if (this.deps.admission) return this.deps.admission.request(identity, reason, version);
+    await this.deps.queues.enqueueStep(identity, reason, version);
+    return null;
+  }
+
+  /** Why the run waits for a slot and where it stands; null when it does not (docs/fairness.md). */
+  async queuedInfo(identity: Checkpoint['identity']): Promise<QueuedInfo | null> {
+    return (await this.deps.admission?.queued(identity)) ?? null;
   }
 
   /**
@@ -294,7 +332,10 @@ export class RunService {
       result = { accepted: t.accepted.map((d) => d.decisionId), duplicates: t.duplicates };
       return t.accepted.length > 0 ? t : null;
     });
-    if (committed)
+    // A resumed run asks for a slot again (it gave its own back when it began to wait).
+    if (committed && activityOf(committed.checkpoint) === 'active')
+      await this.start(committed.checkpoint.identity, 'decision', committed.version);
+    else if (committed)
       await this.deps.queues.enqueueStep(
         committed.checkpoint.identity,
         'decision',

@@ -3,6 +3,7 @@ import { parseNatMap } from './redis/redis-client.ts';
 import { parseRedisUrl } from './redis/redis-url.ts';
 import { webhookConfigShape } from './webhooks/webhook-config.ts';
 import { MAX_QUEUE_SHARDS } from './queue-shards.ts';
+import { parseFairness } from './fairness/fairness-config.ts';
 
 /** A check that throws with a message becomes a zod issue with that message. */
 function valid(check: (value: string) => unknown) {
@@ -83,6 +84,11 @@ export const runtimeConfigShape = {
    * appendfsync always, or support WAITAOF); 'relaxed': whatever Redis is configured for.
    */
   BATON_DURABILITY: z.enum(['relaxed', 'strict']).default('relaxed'),
+  /**
+   * Fairness keys' admission windows and weights, tenants' run limits (JSON, see
+   * fairness/fairness-config.ts and docs/fairness.md). Unset: window 16 per key, no tenant limit.
+   */
+  BATON_FAIRNESS: z.string().superRefine(valid(parseFairness)).optional(),
   ...tenantLimitsShape,
   /** While Redis cannot be reached, how often the process says so again (default 30 s). */
   REDIS_RETRY_REMINDER_MS: z.coerce.number().int().min(100).optional(),

@@ -14,6 +14,8 @@ import { BatonQueues } from './queues.ts';
 import { RunCommitter } from './run-committer.ts';
 import { ChildRuns } from './child-runs.ts';
 import { RunService } from './run-service.ts';
+import { FairnessPolicy, parseFairness } from './fairness/fairness-config.ts';
+import { RunAdmission } from './fairness/run-admission.ts';
 import { TENANT_LIMIT_DEFAULTS, type RuntimeConfig, type TenantLimits } from './runtime-config.ts';
 import { systemClock } from './system-clock.ts';
 import type { RedisClient } from './redis/scripts.ts';
@@ -60,6 +62,8 @@ export class BatonRuntime {
   readonly queues: BatonQueues;
   readonly committer: RunCommitter;
   readonly service: RunService;
+  /** Fairness admission: priorities, fairness keys, tenants' run limits (docs/fairness.md). */
+  readonly admission: RunAdmission;
   /** Agent-as-tool: child run creation, result delivery, cancel cascade. */
   readonly children: ChildRuns;
   /** Webhooks: registration, the outbox pumped after commits, the sweeper, the delivery log. */
@@ -159,7 +163,17 @@ export class BatonRuntime {
       attempts: config.WEBHOOK_ATTEMPTS,
       sweepEveryMs: config.WEBHOOK_SWEEP_INTERVAL_MS,
     });
+    this.admission = new RunAdmission({
+      redis: this.redis,
+      keys: this.keys,
+      queues: this.queues,
+      policy: new FairnessPolicy(parseFairness(config.BATON_FAIRNESS)),
+      meta: (runId) => this.store.meta(runId),
+      now,
+      logger,
+    });
     this.committer = new RunCommitter({
+      admission: this.admission,
       store: this.store,
       threads: this.threads,
       queues: this.queues,
@@ -189,6 +203,7 @@ export class BatonRuntime {
       threads: this.threads,
       queues: this.queues,
       committer: this.committer,
+      admission: this.admission,
       durability: this.durability,
       clock,
       webhooks: this.webhooks,

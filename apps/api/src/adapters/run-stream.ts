@@ -82,16 +82,34 @@ export function threadIdOf(value: unknown): string | null {
   return parsed.success ? parsed.data : null;
 }
 
+/**
+ * The protocol routes' way to set a run's priority and fairness key (their bodies are the
+ * protocol's): the `Baton-Priority` and `Baton-Fairness-Key` headers, validated as
+ * POST /v1/runs validates `options.priority` and `options.fairnessKey`.
+ */
+export function fairnessHeaders(headers: {
+  readonly [name: string]: string | string[] | undefined;
+}): { priority?: unknown; fairnessKey?: unknown } {
+  const priority = headers['baton-priority'];
+  const fairnessKey = headers['baton-fairness-key'];
+  return {
+    ...(typeof priority === 'string' ? { priority: Number(priority) } : {}),
+    ...(typeof fairnessKey === 'string' ? { fairnessKey } : {}),
+  };
+}
+
 /** Creates a run on the thread through the same validation and metrics as POST /v1/runs. */
 export async function startRun(
   ctx: ApiContext,
   tenantId: string,
   command: { threadId: string; agent: string; input: InputMessage[] },
+  options: { priority?: unknown; fairnessKey?: unknown } = {},
 ): Promise<string> {
   const parsed = CreateRunRequestSchema.safeParse({
     agent: command.agent,
     threadId: command.threadId,
     input: { messages: command.input },
+    ...(Object.keys(options).length > 0 ? { options } : {}),
   });
   if (!parsed.success) throw validationError(parsed.error, 'body');
   const created = await ctx.service.createRun(tenantId, parsed.data);

@@ -1,7 +1,9 @@
 import { BatonError, foldSnapshot } from '@baton/core';
 import {
   CreateRunRequestSchema,
+  DEFAULT_PRIORITY,
   SubmitDecisionsRequestSchema,
+  type Checkpoint,
   isBatonError,
   type RunParent,
   type RunSnapshot,
@@ -12,7 +14,7 @@ import { z } from 'zod';
 import { principalOf } from '../auth.ts';
 import type { ApiContext } from '../context.ts';
 import { RunNotFoundError } from '@baton/runtime';
-import { SCHEDULE_ID_METADATA } from '@baton/runtime/internal';
+import { SCHEDULE_ID_METADATA, fairnessKeyOf } from '@baton/runtime/internal';
 import {
   CreateRunResponseSchema,
   ListRunsQuerySchema,
@@ -63,6 +65,7 @@ async function loadSnapshot(
   snapshot: RunSnapshot;
   metadata: Record<string, string>;
   parent: RunParent | undefined;
+  identity: Checkpoint['identity'];
 }> {
   const { checkpoint, events } = await ctx.service.loadWithEvents(tenantId, runId);
   if (events.length === 0) throw new RunNotFoundError(runId);
@@ -70,12 +73,14 @@ async function loadSnapshot(
     snapshot: foldSnapshot(events),
     metadata: checkpoint.metadata,
     parent: checkpoint.identity.parent,
+    identity: checkpoint.identity,
   };
 }
 
 /** The snapshot, and whether the run waits for a worker of its agent (from heartbeats). */
 async function runView(ctx: ApiContext, tenantId: string, runId: string): Promise<RunView> {
-  const { snapshot, metadata, parent } = await loadSnapshot(ctx, tenantId, runId);
+  const { snapshot, metadata, parent, identity } = await loadSnapshot(ctx, tenantId, runId);
+  const queued = snapshot.status === 'done' ? null : await ctx.service.queuedInfo(identity);
   const needsWorker = snapshot.status === 'created' || snapshot.status === 'running';
   const waitingForWorker = needsWorker && !(await ctx.service.catalog.available(snapshot.agent));
   const scheduleId = metadata[SCHEDULE_ID_METADATA];
@@ -87,6 +92,9 @@ async function runView(ctx: ApiContext, tenantId: string, runId: string): Promis
     waitingForWorker,
     ...(scheduleId !== undefined ? { scheduleId } : {}),
     ...(parent !== undefined ? { parent } : {}),
+    priority: identity.priority ?? DEFAULT_PRIORITY,
+    fairnessKey: fairnessKeyOf(identity),
+    ...(queued ? { queued } : {}),
   };
   if (view.childRuns === undefined) delete view.childRuns;
   return view;
@@ -138,6 +146,7 @@ export function runsRouter(ctx: ApiContext): Router {
       ...(query.status ? { status: query.status } : {}),
       ...(query.agent ? { agent: query.agent } : {}),
       ...(query.thread ? { threadId: query.thread } : {}),
+      ...(query.fairnessKey ? { fairnessKey: query.fairnessKey } : {}),
       cursor: query.cursor ?? null,
       limit: query.limit ?? 20,
     });

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { CommandContext } from '../context.ts';
-import { untilOption } from '../options.ts';
+import { fairnessRunOptions, parsePriority, untilOption } from '../options.ts';
 import { watchRun } from '../watch.ts';
 
 /** `baton runs create`: starts a run of an agent with one user message, optionally watching it. */
@@ -11,6 +11,11 @@ export function runsCreateCommand(runs: Command, ctx: CommandContext): void {
     .requiredOption('-a, --agent <name>', 'agent to run (see `baton agents`)')
     .requiredOption('-m, --message <text>', 'the user message')
     .option('-t, --thread <id>', 'continue this thread (conversation)')
+    .option('--priority <1-5>', 'dispatch priority: 1 first, 5 last (default 3)', parsePriority)
+    .option(
+      '--fairness-key <key>',
+      'whom the run is fair to within the tenant (default: the tenant)',
+    )
     .option('--idempotency-key <key>', 'same key + same request returns the same run')
     .option('-w, --watch', 'follow the run live (and answer approvals in a terminal)')
     .option('--json', 'machine-readable output (with --watch: one JSON event per line)')
@@ -22,6 +27,8 @@ export function runsCreateCommand(runs: Command, ctx: CommandContext): void {
           agent: string;
           message: string;
           thread?: string;
+          priority?: number;
+          fairnessKey?: string;
           idempotencyKey?: string;
           watch?: boolean;
           json?: boolean;
@@ -36,6 +43,7 @@ export function runsCreateCommand(runs: Command, ctx: CommandContext): void {
             agent: opts.agent,
             input: { messages: [{ role: 'user', content: opts.message }] },
             ...(opts.thread === undefined ? {} : { threadId: opts.thread }),
+            ...fairnessRunOptions(opts),
           },
           {
             signal: ctx.io.signal,

@@ -16,6 +16,10 @@ export function runsListCommand(runs: Command, ctx: CommandContext): void {
     )
     .option('--agent <name>', 'only runs of this agent')
     .option('--thread <id>', 'only runs of this thread')
+    .option(
+      '--fairness-key <key>',
+      'only runs of this fairness key (a run without one: its tenant)',
+    )
     .option('--limit <n>', 'page size (1-100)', parseCount)
     .option('--cursor <cursor>', 'the next page (printed after a full page)')
     .option('--json', 'the page as JSON')
@@ -25,6 +29,7 @@ export function runsListCommand(runs: Command, ctx: CommandContext): void {
           status?: 'created' | 'running' | 'waiting' | 'done';
           agent?: string;
           thread?: string;
+          fairnessKey?: string;
           limit?: number;
           cursor?: string;
           json?: boolean;
@@ -36,6 +41,7 @@ export function runsListCommand(runs: Command, ctx: CommandContext): void {
             ...(opts.status ? { status: opts.status } : {}),
             ...(opts.agent ? { agent: opts.agent } : {}),
             ...(opts.thread ? { thread: opts.thread } : {}),
+            ...(opts.fairnessKey ? { fairnessKey: opts.fairnessKey } : {}),
             ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
             ...(opts.cursor ? { cursor: opts.cursor } : {}),
           },

@@ -1,7 +1,7 @@
 import type { CreateScheduleRequest } from '@baton/protocol';
 import type { Command } from 'commander';
 import type { CommandContext } from '../context.ts';
-import { parseCount, parseDuration } from '../options.ts';
+import { fairnessRunOptions, parseCount, parseDuration, parsePriority } from '../options.ts';
 import { renderSchedule } from '../render-schedules.ts';
 import { UsageError } from '../usage-error.ts';
 
@@ -29,6 +29,15 @@ export function schedulesCreateCommand(schedules: Command, ctx: CommandContext):
     .option('--limit <n>', 'at most this many firings', parseCount)
     .option('--start-at <instant>', 'no firing before (ISO 8601 with offset, or epoch ms)')
     .option('--end-at <instant>', 'no firing after (ISO 8601 with offset, or epoch ms)')
+    .option(
+      '--priority <1-5>',
+      "its runs' dispatch priority: 1 first, 5 last (default 3)",
+      parsePriority,
+    )
+    .option(
+      '--fairness-key <key>',
+      'whom its runs are fair to within the tenant (default: the tenant)',
+    )
     .option('--idempotency-key <key>', 'same key + same request returns the same schedule')
     .option('--json', 'the schedule as JSON')
     .action(
@@ -42,6 +51,8 @@ export function schedulesCreateCommand(schedules: Command, ctx: CommandContext):
           name?: string;
           thread?: string;
           limit?: number;
+          priority?: number;
+          fairnessKey?: string;
           startAt?: string;
           endAt?: string;
           idempotencyKey?: string;
@@ -64,6 +75,7 @@ export function schedulesCreateCommand(schedules: Command, ctx: CommandContext):
           ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
           ...(opts.startAt !== undefined ? { startAt: instant(opts.startAt) } : {}),
           ...(opts.endAt !== undefined ? { endAt: instant(opts.endAt) } : {}),
+          ...fairnessRunOptions(opts),
         };
         const created = await ctx.clientFor(cmd).schedules.create(request, {
           signal: ctx.io.signal,

@@ -83,6 +83,8 @@ export interface ListRunsQuery {
   readonly status?: RunStatus;
   readonly agent?: string;
   readonly threadId?: string;
+  /** Runs of this fairness key (a run without one has its tenant's: docs/fairness.md). */
+  readonly fairnessKey?: string;
   /** Opaque cursor from a previous page's nextCursor. */
   readonly cursor?: string | null;
   readonly limit: number;
@@ -206,6 +208,14 @@ export class RedisRunStore implements RunStore {
     if (reply[0] !== WRITTEN && reply[0] !== CREATE_RESENT)
       throw new VersionConflictError(id.runId, 0, reply[1]);
     if (reply[0] === WRITTEN) this.metrics.record(id.runId, at, events);
+    // Read with the meta by whoever enqueues the run's jobs without its checkpoint (fairness).
+    // Written apart from the create script: a crash in between costs the run its priority on
+    // those jobs (the default level), never the run.
+    if (id.priority !== undefined || id.fairnessKey !== undefined)
+      await this.redis.hset(k.cp, {
+        ...(id.priority === undefined ? {} : { priority: id.priority }),
+        ...(id.fairnessKey === undefined ? {} : { fkey: id.fairnessKey }),
+      });
     // Indexes live in other slots (tenant, thread), so they are written after the run exists.
     // ZADD is idempotent; a crash in between leaves an unlisted (but fully working) run.
     await this.index.listCreated(checkpoint, opts.threadIndexed === true);
@@ -540,12 +550,13 @@ export class RedisRunStore implements RunStore {
             'agent',
             'threadId',
             'updatedAt',
+            'fkey',
           ),
         ),
       );
       const expired: string[] = [];
       candidates.forEach((c, i) => {
-        const [tenant, status, agent, threadId, updatedAt] = fields[i] ?? [];
+        const [tenant, status, agent, threadId, updatedAt, fkey] = fields[i] ?? [];
         if (tenant === null || tenant === undefined) {
           expired.push(c.runId);
           return;
@@ -554,6 +565,7 @@ export class RedisRunStore implements RunStore {
         if (query.status !== undefined && status !== query.status) return;
         if (query.agent !== undefined && agent !== query.agent) return;
         if (query.threadId !== undefined && threadId !== query.threadId) return;
+        if (query.fairnessKey !== undefined && (fkey ?? tenant) !== query.fairnessKey) return;
         found.push({
           runId: c.runId,
           tenantId: tenant,

@@ -22,6 +22,9 @@ export interface RunMeta {
   readonly updatedAt: number;
   /** The job that last held the run's lease ('<queue>:<jobId>'; '' = none yet). */
   readonly driver: string;
+  /** Its priority and fairness key when set (docs/fairness.md; absent: 3 and its tenant). */
+  readonly priority?: number;
+  readonly fairnessKey?: string;
 }
 
 /** A checkpoint read without its messages (RedisRunStore.loadHeadForTenant). */
@@ -74,11 +77,14 @@ export const META_FIELDS = [
   'updatedAt',
   'driver',
   'agent',
+  'priority',
+  'fkey',
 ] as const;
 
 /** RunMeta from the META_FIELDS values (null when the run does not exist). */
 export function decodeMeta(values: readonly (string | null | undefined)[]): RunMeta | null {
-  const [status, activity, version, tenant, threadId, updatedAt, driver, agent] = values;
+  const [status, activity, version, tenant, threadId, updatedAt, driver, agent, priority, fkey] =
+    values;
   if (!status || !version || !tenant) return null;
   return {
     status: status as RunStatus,
@@ -89,6 +95,8 @@ export function decodeMeta(values: readonly (string | null | undefined)[]): RunM
     agent: agent ?? '',
     updatedAt: Number(updatedAt),
     driver: driver ?? '',
+    ...(priority ? { priority: Number(priority) } : {}),
+    ...(fkey ? { fairnessKey: fkey } : {}),
   };
 }
 

@@ -4,6 +4,7 @@ import { principalOf } from '../../auth.ts';
 import type { ApiContext } from '../../context.ts';
 import {
   RunStream,
+  fairnessHeaders,
   loadThread,
   sendFrames,
   startRun,
@@ -72,7 +73,7 @@ export function agUiRouter(ctx: ApiContext, opts: AgUiRouteOptions = {}): Reques
     };
 
     if (command.kind === 'start') {
-      const runId = await startRun(ctx, tenantId, command);
+      const runId = await startRun(ctx, tenantId, command, fairnessHeaders(req.headers));
       const stream = await RunStream.attach(ctx, tenantId, runId, 0);
       stream.open(res, AG_UI_SSE_HEADERS, agUiSink(base));
       return;

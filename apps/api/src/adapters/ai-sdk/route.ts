@@ -6,6 +6,7 @@ import type { ApiContext } from '../../context.ts';
 import { parseId } from '../../validation.ts';
 import {
   RunStream,
+  fairnessHeaders,
   loadThread,
   startRun,
   submitToThread,
@@ -95,7 +96,7 @@ export function aiSdkRouter(ctx: ApiContext, opts: AiSdkRouteOptions = {}): Requ
     const command = requestToCommands(body, thread?.pending ?? null, { defaultAgent });
 
     if (command.kind === 'start') {
-      const runId = await startRun(ctx, tenantId, command);
+      const runId = await startRun(ctx, tenantId, command, fairnessHeaders(req.headers));
       const stream = await RunStream.attach(ctx, tenantId, runId, 0);
       stream.open(res, AI_SDK_UI_STREAM_HEADERS, uiSink({ major, messageId: runId }));
       return;

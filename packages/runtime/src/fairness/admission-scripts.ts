@@ -1,0 +1,137 @@
+import { commandName } from '../run-record/command-name.ts';
+import { defineScript, type LuaScript, type RedisClient } from '../redis/scripts.ts';
+
+/**
+ * The admission scripts. Every key is one tenant's (hash tag `{fair:<tenant>}`, see
+ * fairness-keys.ts), so each script is atomic on a Redis Cluster too. A run's own keys live in
+ * another slot: admission is one script here, then the run's job; a crash in between leaves an
+ * admitted run without a job, which the reconciler gives one (it does for any active run).
+ *
+ * Layout: `where` HASH runId -> "a\t<key>" (admitted: holds a slot) | "p\t<key>" (parked in
+ * the key's backlog); `busy` HASH key -> runs in progress, "*" -> the tenant's; `queue` ZSET the
+ * key's backlog, score = priority × 1e13 + arrival ms; `keys` SET keys with a backlog;
+ * `dispatched` HASH key -> runs admitted since ever (the dispatch share).
+ */
+
+/**
+ * Admits a run if nothing of its key is ahead of it and both limits allow, else parks it (once;
+ * a parked run asking again keeps its place).
+ * KEYS: where, busy, queue, keys, dispatched
+ * ARGV: runId, key, score, keyLimit (-1: none), tenantLimit (-1: none)
+ * Reply: {1} admitted (now or before) | {0, reason, position, backlog, inProgress}
+ *   reason: 1 key limit, 2 tenant limit, 3 behind the key's backlog
+ */
+const ADMIT_LUA = `
+local where, busy, queue, keys, disp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local runId, key, score = ARGV[1], ARGV[2], ARGV[3]
+local keyLimit, tenantLimit = tonumber(ARGV[4]), tonumber(ARGV[5])
+local st = redis.call('HGET', where, runId)
+if st and string.sub(st, 1, 2) == 'a\t' then return {1} end
+local inKey = tonumber(redis.call('HGET', busy, key) or '0')
+local total = tonumber(redis.call('HGET', busy, '*') or '0')
+local ahead
+if st then ahead = redis.call('ZRANK', queue, runId) or 0
+else ahead = redis.call('ZCOUNT', queue, '-inf', '(' .. score) end
+local keyFull = keyLimit >= 0 and inKey >= keyLimit
+local tenantFull = tenantLimit >= 0 and total >= tenantLimit
+if ahead == 0 and not keyFull and not tenantFull then
+  redis.call('HSET', where, runId, 'a\t' .. key)
+  redis.call('HINCRBY', busy, key, 1)
+  redis.call('HINCRBY', busy, '*', 1)
+  redis.call('HINCRBY', disp, key, 1)
+  if st then
+    redis.call('ZREM', queue, runId)
+    if redis.call('ZCARD', queue) == 0 then redis.call('SREM', keys, key) end
+  end
+  return {1}
+end
+if not st then
+  redis.call('ZADD', queue, score, runId)
+  redis.call('HSET', where, runId, 'p\t' .. key)
+  redis.call('SADD', keys, key)
+end
+local reason = 3
+if keyFull then reason = 1 elseif tenantFull then reason = 2 end
+return {0, reason, (redis.call('ZRANK', queue, runId) or 0) + 1, redis.call('ZCARD', queue), inKey}
+`;
+
+/**
+ * Gives back the run's slot, or takes it out of its key's backlog (idempotent).
+ * KEYS: where, busy, queue, keys
+ * ARGV: runId, key
+ * Reply: 1 a slot was given back | 2 left the backlog | 0 it held neither
+ */
+const RELEASE_LUA = `
+local where, busy, queue, keys = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local runId, key = ARGV[1], ARGV[2]
+local st = redis.call('HGET', where, runId)
+if not st then return 0 end
+redis.call('HDEL', where, runId)
+if string.sub(st, 1, 2) == 'a\t' then
+  local held = string.sub(st, 3)
+  for _, f in ipairs({held, '*'}) do
+    if redis.call('HINCRBY', busy, f, -1) <= 0 then redis.call('HDEL', busy, f) end
+  end
+  return 1
+end
+redis.call('ZREM', queue, runId)
+if redis.call('ZCARD', queue) == 0 then redis.call('SREM', keys, key) end
+return 2
+`;
+
+/**
+ * Admits the head runs of a key's backlog while its window and the tenant's limit allow.
+ * KEYS: where, busy, queue, keys, dispatched
+ * ARGV: key, keyLimit (-1: none), tenantLimit (-1: none), max
+ * Reply: the admitted run ids, in order
+ */
+const FILL_LUA = `
+local where, busy, queue, keys, disp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local key, keyLimit, tenantLimit, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local out = {}
+while #out < max do
+  local inKey = tonumber(redis.call('HGET', busy, key) or '0')
+  local total = tonumber(redis.call('HGET', busy, '*') or '0')
+  if (keyLimit >= 0 and inKey >= keyLimit) or (tenantLimit >= 0 and total >= tenantLimit) then
+    break
+  end
+  local head = redis.call('ZRANGE', queue, 0, 0)[1]
+  if not head then break end
+  redis.call('ZREM', queue, head)
+  redis.call('HSET', where, head, 'a\t' .. key)
+  redis.call('HINCRBY', busy, key, 1)
+  redis.call('HINCRBY', busy, '*', 1)
+  redis.call('HINCRBY', disp, key, 1)
+  out[#out + 1] = head
+end
+if redis.call('ZCARD', queue) == 0 then redis.call('SREM', keys, key) end
+return out
+`;
+
+export type AdmitReply = [1] | [0, 1 | 2 | 3, number, number, number];
+
+export interface AdmissionScripts {
+  readonly admit: LuaScript<
+    readonly [string, string, string, string, string],
+    readonly [string, string, number, number, number],
+    AdmitReply
+  >;
+  readonly release: LuaScript<
+    readonly [string, string, string, string],
+    readonly [string, string],
+    number
+  >;
+  readonly fill: LuaScript<
+    readonly [string, string, string, string, string],
+    readonly [string, number, number, number],
+    string[]
+  >;
+}
+
+export function admissionScripts(redis: RedisClient): AdmissionScripts {
+  return {
+    admit: defineScript(redis, commandName('batonFairAdmit', ADMIT_LUA), 5, ADMIT_LUA),
+    release: defineScript(redis, commandName('batonFairRelease', RELEASE_LUA), 4, RELEASE_LUA),
+    fill: defineScript(redis, commandName('batonFairFill', FILL_LUA), 5, FILL_LUA),
+  };
+}

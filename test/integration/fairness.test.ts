@@ -1,0 +1,268 @@
+/**
+ * Priorities, fairness keys and their weights, over real queues (docs/fairness.md): a flooding
+ * tenant no longer delays another's run by its backlog's length, weighted keys share the workers
+ * by their weights, a priority-1 run overtakes a priority-3 backlog.
+ */
+import {
+  ScriptedModel,
+  defineTool,
+  toolResult,
+  type AgentDefinition,
+  type ScriptedTurn,
+} from '@baton/core';
+import { createDemoAgents } from '@baton/core/testing';
+import type { CreateRunRequest, CreateRunResponse, RunPage } from '@baton/protocol';
+import { systemClock } from '@baton/runtime';
+import { Job } from 'bullmq';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { z } from 'zod';
+import { ApiClient, KEYS, startApiCluster } from '@baton/testing/api-harness';
+import { startHarness, waitFor, waitForStatus, type Harness } from '@baton/testing/worker-harness';
+
+const [assistant] = createDemoAgents(systemClock);
+/** Admission on, each key's window half the one worker's step concurrency (16). */
+const FAIRNESS = { BATON_FAIRNESS: JSON.stringify({ window: 8 }) };
+
+/** One round calling a tool that sleeps `NAP_MS`, then an answer: every run takes as long. */
+const NAP_MS = 120;
+const napper: AgentDefinition = {
+  name: 'napper',
+  model: new ScriptedModel((request): ScriptedTurn =>
+    request.messages.some((m) => m.role === 'tool')
+      ? { text: 'rested' }
+      : { toolCalls: [{ name: 'nap', arguments: {} }] },
+  ),
+  tools: [
+    defineTool({
+      name: 'nap',
+      description: 'sleeps a little',
+      inputSchema: z.object({}),
+      execute: async () => {
+        await systemClock.sleep(NAP_MS);
+        return toolResult.success({ ok: true });
+      },
+    }),
+  ],
+  executionMode: 'sequential',
+};
+
+function ask(agent: string, text: string, options: CreateRunRequest['options'] = {}) {
+  return { agent, input: { messages: [{ role: 'user' as const, content: text }] }, options };
+}
+
+/** Creates `n` runs, `parallel` requests at a time (as many clients would). */
+async function flood(
+  h: Harness,
+  tenant: string,
+  n: number,
+  request: CreateRunRequest,
+  parallel = 25,
+): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i += parallel) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(parallel, n - i) }, () =>
+        h.client.service.createRun(tenant, request),
+      ),
+    );
+    ids.push(...batch.map((c) => c.runId));
+  }
+  return ids;
+}
+
+async function startedAt(h: Harness, runId: string): Promise<number> {
+  const events = await h.client.store.readEvents(runId);
+  const started = events.find((e) => e.type === 'run.started');
+  if (!started) throw new Error(`run ${runId} has not started`);
+  return started.at;
+}
+
+describe('fairness', () => {
+  let h: Harness | undefined;
+  afterEach(async () => {
+    await h?.stop();
+    h = undefined;
+  });
+
+  it("a flooding tenant's 400 slow runs do not hold back another tenant's run", async () => {
+    h = await startHarness(inject('redisUrl'), [assistant!], { overrides: FAIRNESS });
+    const harness = h;
+    const flooded = await flood(harness, 'tenant-a', 400, ask('assistant', 'report on uptime'));
+    const t0 = Date.now();
+    const { runId } = await harness.client.service.createRun(
+      'tenant-b',
+      ask('assistant', 'what is the weather in Oslo'),
+    );
+    const done = await waitForStatus(harness, runId, ['done'], 20_000);
+    const latency = Date.now() - t0;
+    expect(done.termination).toEqual({ kind: 'natural_end' });
+    expect(latency).toBeLessThanOrEqual(3_000);
+    // A's runs were still queued meanwhile: most of them have not even started.
+    let finished = 0;
+    for (const id of flooded)
+      if ((await harness.client.store.meta(id))?.status === 'done') finished += 1;
+    expect(finished).toBeLessThan(200);
+    // The waiting ones hold no job: A's jobs in the queue are at most its window (8).
+    const [queue] = harness.client.queues.shardQueues('default');
+    const counts = await queue!.getJobCounts('wait', 'prioritized', 'active', 'delayed');
+    expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(8);
+    // And their snapshot says why they wait and where they stand.
+    const last = await harness.client.service.load('tenant-a', flooded.at(-1)!);
+    const queued = await harness.client.service.queuedInfo(last.checkpoint.identity);
+    expect(queued).toMatchObject({ reason: 'fairness_key_limit', limit: 8, inProgress: 8 });
+    expect(queued!.position).toBeGreaterThan(100);
+    expect(queued!.backlog).toBeGreaterThanOrEqual(queued!.position);
+  }, 60_000);
+
+  it('two flooding keys with weights 2:1 get dispatch shares of 2:1 (±10 %)', async () => {
+    const fairness = { window: 3, tenants: { '*': { weights: { heavy: 2, light: 1 } } } };
+    h = await startHarness(inject('redisUrl'), [napper], {
+      overrides: { BATON_FAIRNESS: JSON.stringify(fairness) },
+    });
+    const harness = h;
+    const heavy = flood(harness, 'tenant-w', 150, ask('napper', 'x', { fairnessKey: 'heavy' }));
+    const light = flood(harness, 'tenant-w', 150, ask('napper', 'x', { fairnessKey: 'light' }));
+    const [heavyIds, lightIds] = await Promise.all([heavy, light]);
+    // While both keys have a backlog: until one third of the heavy key's runs are done.
+    const doneOf = async (ids: string[]): Promise<number> => {
+      let n = 0;
+      for (const id of ids) if ((await harness.client.store.meta(id))?.status === 'done') n += 1;
+      return n;
+    };
+    await waitFor(async () => (await doneOf(heavyIds)) >= 100, 60_000, '100 heavy runs done');
+    const stats = await harness.client.admission.stats();
+    const of = (key: string) => stats.find((s) => s.key === key)!;
+    expect(of('heavy').limit).toBe(6);
+    expect(of('light').limit).toBe(3);
+    const ratio = of('heavy').dispatched / of('light').dispatched;
+    expect(ratio).toBeGreaterThanOrEqual(1.8);
+    expect(ratio).toBeLessThanOrEqual(2.2);
+    expect(of('light').backlog).toBeGreaterThan(0);
+    expect(await doneOf(lightIds)).toBeLessThan(100);
+  }, 90_000);
+
+  it('a priority-1 run overtakes a priority-3 backlog', async () => {
+    // No admission: the backlog sits in BullMQ's queue (4 jobs run at a time, 40 wait).
+    h = await startHarness(inject('redisUrl'), [assistant!], {
+      overrides: { WORKER_CONCURRENCY: '4' },
+    });
+    const harness = h;
+    await flood(harness, 'tenant-p', 44, ask('assistant', 'report on uptime', { priority: 3 }));
+    const [queue] = harness.client.queues.shardQueues('default');
+    await waitFor(async () => (await queue!.getActiveCount()) >= 4, 10_000, '4 active jobs');
+    const { runId } = await harness.client.service.createRun(
+      'tenant-p',
+      ask('assistant', 'what is the weather in Oslo', { priority: 1 }),
+    );
+    const first = (await harness.client.store.readEvents(runId))[0]!;
+    await waitForStatus(harness, runId, ['done'], 20_000);
+    const waited = (await startedAt(harness, runId)) - first.at;
+    // One step of the backlog takes 1.5 s (the slow tool): it waited for one slot, not for
+    // 40 jobs / 4 workers × 1.5 s = 15 s.
+    expect(waited).toBeLessThan(2_500);
+    const job = (await queue!.getJobs(['completed'])).find(
+      (j: Job) => (j.data as { runId?: string }).runId === runId,
+    );
+    expect(job?.opts.priority).toBe(1);
+  }, 60_000);
+
+  it("a tenant's run limit: runs over it wait queued and say why; a run waiting for a human does not count", async () => {
+    const fairness = { tenants: { 'tenant-l': { maxRuns: 2 } } };
+    h = await startHarness(inject('redisUrl'), [assistant!], {
+      overrides: { BATON_FAIRNESS: JSON.stringify(fairness) },
+    });
+    const harness = h;
+    const deploys = await flood(harness, 'tenant-l', 2, ask('assistant', 'deploy checkout'));
+    for (const id of deploys) await waitForStatus(harness, id, ['waiting']);
+    const reports = await flood(harness, 'tenant-l', 3, ask('assistant', 'report on uptime'), 1);
+    const third = await harness.client.service.load('tenant-l', reports[2]!);
+    expect(await harness.client.service.queuedInfo(third.checkpoint.identity)).toEqual({
+      reason: 'tenant_limit',
+      position: 1,
+      backlog: 1,
+      inProgress: 2,
+    });
+    expect(await harness.client.queues.liveStepJob(reports[2]!, 'assistant', 1)).toBeNull();
+    // Approved, a deploy run asks for a slot again and gets one once a report finished.
+    const cp = (await harness.client.store.load(deploys[0]!))!.checkpoint;
+    const toolCallId = Object.values(cp.calls).find((c) => c.status === 'suspended')!.id;
+    await harness.client.service.submitDecisions('tenant-l', deploys[0]!, [
+      { toolCallId, action: 'resume' },
+    ]);
+    for (const id of [...reports, deploys[0]!]) await waitForStatus(harness, id, ['done'], 20_000);
+    const stats = await harness.client.admission.stats();
+    expect(stats.find((s) => s.key === 'tenant-l')).toMatchObject({
+      inProgress: 0,
+      backlog: 0,
+      dispatched: 2 + 3 + 1,
+    });
+  }, 60_000);
+});
+
+describe('fairness over HTTP', () => {
+  it('POST /v1/runs takes priority and fairnessKey; a queued run says why; lists filter by key; /metrics per key', async () => {
+    const fairness = { tenants: { 'tenant-a': { maxRunsPerKey: 1 } } };
+    const cluster = await startApiCluster(inject('redisUrl'), [assistant!], {
+      shared: { BATON_FAIRNESS: JSON.stringify(fairness) },
+    });
+    try {
+      const api = new ApiClient(cluster.apis[0]!.url, KEYS.a);
+      const body = (options: Record<string, unknown>) => ({
+        agent: 'assistant',
+        input: { messages: [{ role: 'user', content: 'report on uptime' }] },
+        options,
+      });
+      const first = await api.post<CreateRunResponse>(
+        '/v1/runs',
+        body({ priority: 2, fairnessKey: 'alice' }),
+      );
+      expect(first.status).toBe(202);
+      expect(first.body.queued).toBeUndefined();
+      const second = await api.post<CreateRunResponse>('/v1/runs', body({ fairnessKey: 'alice' }));
+      expect(second.status).toBe(202);
+      expect(second.body.queued).toEqual({
+        reason: 'fairness_key_limit',
+        position: 1,
+        backlog: 1,
+        inProgress: 1,
+        limit: 1,
+      });
+      const view = await api.get(`/v1/runs/${second.body.runId}`);
+      expect(view.body).toMatchObject({
+        status: 'created',
+        priority: 3,
+        fairnessKey: 'alice',
+        queued: { reason: 'fairness_key_limit', position: 1 },
+      });
+      expect((await api.get(`/v1/runs/${first.body.runId}`)).body).toMatchObject({
+        priority: 2,
+        fairnessKey: 'alice',
+      });
+      const listed = await api.get<RunPage>('/v1/runs?fairnessKey=alice');
+      expect(listed.body.runs.map((r) => r.runId).sort()).toEqual(
+        [first.body.runId, second.body.runId].sort(),
+      );
+      expect((await api.get<RunPage>('/v1/runs?fairnessKey=tenant-a')).body.runs).toEqual([]);
+      const metrics = await api.withKey(KEYS.admin).get('/metrics');
+      expect(metrics.body).toContain(
+        'baton_fairness_runs{tenant="tenant-a",key="alice",state="backlog"} 1',
+      );
+      // A queued run cancelled leaves its key's backlog and ends, never having had a slot.
+      const third = await api.post<CreateRunResponse>('/v1/runs', body({ fairnessKey: 'alice' }));
+      expect(third.body.queued).toMatchObject({ position: 2, backlog: 2 });
+      expect((await api.post(`/v1/runs/${third.body.runId}/cancel`, {})).status).toBe(202);
+      const cancelled = await waitForStatus(cluster.h, third.body.runId, ['done'], 20_000);
+      expect(cancelled.termination).toEqual({ kind: 'cancelled' });
+      expect((await api.get(`/v1/runs/${second.body.runId}`)).body).toMatchObject({
+        queued: { position: 1, backlog: 1 },
+      });
+      const bad = await api.post('/v1/runs', body({ priority: 9 }));
+      expect(bad.status).toBe(400);
+      expect(JSON.stringify(bad.body)).toContain('priority must be a whole number from 1');
+      // The second run starts once the first is done; nothing was dropped.
+      await waitForStatus(cluster.h, second.body.runId, ['done'], 20_000);
+    } finally {
+      await cluster.stop();
+    }
+  }, 60_000);
+});
