@@ -6,6 +6,7 @@ import {
   VersionConflictError,
   runCommands,
   type Clock,
+  type RunArchive,
 } from '@baton/core';
 import {
   type Checkpoint,
@@ -22,6 +23,7 @@ import { broadcastCancel } from './control-channel.ts';
 import type { BatonQueues } from './queues.ts';
 import type { BatonKeys } from './redis/keys.ts';
 import type { ListRunsQuery, RedisRunStore, RunPage } from './redis/redis-run-store.ts';
+import { ArchiveReads } from './archive/archive-reads.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import type { RedisThreadStore, ThreadSnapshot } from './redis/thread-store.ts';
 import type { Durability } from './redis/durability.ts';
@@ -48,6 +50,8 @@ export interface RunServiceDeps {
   readonly ids?: () => string;
   /** Webhooks of new runs (their own and their tenant's); none when absent. */
   readonly webhooks?: WebhookOutbox;
+  /** ARCHIVE_URL's archive: reads fall through to it once Redis has let a run go. */
+  readonly archive?: RunArchive;
 }
 
 export interface CreatedRun {
@@ -65,6 +69,14 @@ export interface CreatedRun {
 export type RunFollowState =
   { readonly status: RunStatus; readonly lastSeq: number } | 'absent' | 'hidden';
 
+function threadBusy(threadId: string, runId: string): BatonError {
+  return new BatonError(
+    'thread_busy',
+    `thread ${threadId} has an active or queued run (${runId}); cancel it and delete the thread once it is done`,
+    { threadId, activeRunId: runId },
+  );
+}
+
 /** What a thread that nobody has written yet loads as. */
 const EMPTY_THREAD = { messages: [], state: {}, runIds: [] } as const;
 
@@ -78,9 +90,14 @@ export class RunService {
   private readonly ids: () => string;
   /** Checkpoints this service read from the store (see submitDecisions' `current`). */
   private readonly issued = new WeakSet<Checkpoint>();
+  /** Reads that fall through to the archive (null without one). */
+  private readonly archived: ArchiveReads | null;
 
   constructor(deps: RunServiceDeps) {
     this.deps = deps;
+    this.archived = deps.archive
+      ? new ArchiveReads({ archive: deps.archive, store: deps.store, threads: deps.threads })
+      : null;
     this.catalog = new AgentCatalog(deps.redis, deps.keys);
     this.ids = deps.ids ?? randomUUID;
   }
@@ -111,7 +128,10 @@ export class RunService {
     const threadId = request.threadId ?? this.ids();
     const strategy = request.options?.multitask ?? 'reject';
     if (request.threadId !== undefined) await this.settleActiveRun(tenantId, threadId, runId);
-    const acquired = await deps.threads.acquire(tenantId, threadId, runId, strategy);
+    // One time for the run's createdAt and its thread index score: the thread's run list and
+    // the tenant's show the same createdAt (and the archive's lists, which read the run's).
+    const createdAt = deps.clock.now();
+    const acquired = await deps.threads.acquire(tenantId, threadId, runId, strategy, createdAt);
     if (acquired.kind === 'busy')
       throw new BatonError(
         'thread_busy',
@@ -124,7 +144,11 @@ export class RunService {
     try {
       // A thread this request names may hold a conversation; one made up here is empty.
       const thread =
-        request.threadId === undefined ? EMPTY_THREAD : await deps.threads.load(tenantId, threadId);
+        request.threadId === undefined
+          ? EMPTY_THREAD
+          : this.archived
+            ? await this.archived.threadForRun(tenantId, threadId, runId)
+            : await deps.threads.load(tenantId, threadId);
       const turnId = `turn-${thread.runIds.length}`;
       const t = runCommands.create(
         specOf(descriptor),
@@ -135,7 +159,7 @@ export class RunService {
           history: acquired.kind === 'acquired' ? thread.messages : [],
           threadState: thread.state,
         },
-        deps.clock.now(),
+        createdAt,
       );
       // Indexed before it exists, so no crash can leave a run nobody looks at (the reconciler
       // drops an entry whose run never came to be).
@@ -200,7 +224,10 @@ export class RunService {
   }
 
   async load(tenantId: string, runId: string): Promise<Loaded> {
-    const stored = await this.deps.store.loadForTenant(runId, tenantId);
+    const stored =
+      (await this.deps.store.loadForTenant(runId, tenantId)) ??
+      (await this.archived?.loadRun(tenantId, runId)) ??
+      null;
     if (!stored) throw new RunNotFoundError(runId);
     this.issued.add(stored.checkpoint);
     return stored;
@@ -328,7 +355,8 @@ export class RunService {
    * finished: cancel it first).
    */
   async deleteRun(tenantId: string, runId: string): Promise<void> {
-    const loaded = await this.deps.store.loadForTenant(runId, tenantId);
+    const hot = await this.deps.store.loadForTenant(runId, tenantId);
+    const loaded = hot ?? (await this.archived?.loadRun(tenantId, runId)) ?? null;
     if (!loaded) throw new RunNotFoundError(runId);
     if (loaded.checkpoint.status !== 'done')
       throw new BatonError(
@@ -336,8 +364,27 @@ export class RunService {
         `run ${runId} has not finished; cancel it (POST /v1/runs/${runId}/cancel) and delete it once it is done`,
         { runId },
       );
-    await this.purgeRun(loaded.checkpoint);
+    // The archive first (its tombstone also stops an archiver holding the run in memory): a
+    // crash after it leaves the Redis copy for a retried DELETE, never an archived run that
+    // a later read or a rehydrated thread would bring back.
+    await this.archived?.deleteRun(loaded.checkpoint);
+    if (hot) await this.purgeRun(loaded.checkpoint);
+    else await this.purgeArchivedRun(loaded.checkpoint);
     await this.deps.durability.acknowledge();
+  }
+
+  /**
+   * What Redis may still hold of a run only the archive had: its messages in a thread Redis
+   * still has, its index entries. Not released again: its release is long done, and a thread
+   * rehydrated since would take its messages a second time.
+   */
+  private async purgeArchivedRun(cp: Checkpoint): Promise<void> {
+    const { tenantId, threadId, runId } = cp.identity;
+    const own = cp.messages.slice(cp.historyLength).map((m) => m.id);
+    await this.deps.threads.forgetRun(tenantId, threadId, runId, own);
+    await this.deps.store.dropFromIndexes(tenantId, threadId, runId);
+    await new RunIndex(this.deps.redis, this.deps.keys).forgetExpiring(expiringMember(cp));
+    await this.deps.webhooks?.forget(runId);
   }
 
   /**
@@ -365,14 +412,26 @@ export class RunService {
    * or queued on it.
    */
   async deleteThread(tenantId: string, threadId: string): Promise<{ runs: number }> {
+    let archivedRuns: string[] = [];
+    if (this.archived) {
+      // The archive first (as deleteRun), once the thread is known not to be busy.
+      const hot = await this.deps.threads.load(tenantId, threadId);
+      const busy = hot.activeRunId ?? hot.queued[0];
+      if (busy !== undefined) throw threadBusy(threadId, busy);
+      await this.archived.forgetRuns(tenantId, hot.runIds);
+      archivedRuns = await this.archived.deleteThread(tenantId, threadId);
+    }
     const outcome = await this.deps.threads.delete(tenantId, threadId);
-    if (outcome.kind === 'missing') throw new ThreadNotFoundError(threadId);
-    if (outcome.kind === 'busy')
-      throw new BatonError(
-        'thread_busy',
-        `thread ${threadId} has an active or queued run (${outcome.runId}); cancel it and delete the thread once it is done`,
-        { threadId, activeRunId: outcome.runId },
-      );
+    if (outcome.kind === 'missing') {
+      if (archivedRuns.length > 0) {
+        await this.deps.durability.acknowledge();
+        return { runs: archivedRuns.length };
+      }
+      throw new ThreadNotFoundError(threadId);
+    }
+    if (outcome.kind === 'busy') throw threadBusy(threadId, outcome.runId);
+    // Runs the archiver may hold in memory: tombstoned before their Redis keys go.
+    await this.archived?.forgetRuns(tenantId, outcome.runIds);
     for (const runId of outcome.runIds) {
       const loaded = await this.deps.store.loadForTenant(runId, tenantId);
       if (loaded)
@@ -383,7 +442,7 @@ export class RunService {
       await this.deps.webhooks?.forget(runId);
     }
     await this.deps.durability.acknowledge();
-    return { runs: outcome.runIds.length };
+    return { runs: new Set([...outcome.runIds, ...archivedRuns]).size };
   }
 
   /*
@@ -394,26 +453,44 @@ export class RunService {
 
   /** Seq of the run's last event (0: none yet), read without the checkpoint. */
   async lastSeq(tenantId: string, runId: string): Promise<number> {
-    const seq = await this.deps.store.lastSeqForTenant(runId, tenantId);
+    const seq =
+      (await this.deps.store.lastSeqForTenant(runId, tenantId)) ??
+      (await this.archived?.lastSeq(tenantId, runId)) ??
+      null;
     if (seq === null) throw new RunNotFoundError(runId);
     return seq;
   }
 
   /** The run's events with seq > afterSeq, in order. */
   async events(tenantId: string, runId: string, afterSeq = 0): Promise<RunEvent[]> {
+    const events = await this.archivedEvents(tenantId, runId, afterSeq);
+    if (events) return events;
     await this.lastSeq(tenantId, runId);
     return this.deps.store.readEvents(runId, afterSeq);
+  }
+
+  /**
+   * The events after afterSeq of a run Redis has let go of, from the archive; null while Redis
+   * has the run (or without an archive): read it there, live.
+   */
+  async archivedEvents(tenantId: string, runId: string, afterSeq = 0): Promise<RunEvent[] | null> {
+    return this.archived ? this.archived.events(tenantId, runId, afterSeq) : null;
   }
 
   /** The run's checkpoint and its whole event log (what a snapshot is folded from). */
   async loadWithEvents(tenantId: string, runId: string): Promise<Loaded & { events: RunEvent[] }> {
     const loaded = await this.load(tenantId, runId);
-    return { ...loaded, events: await this.deps.store.readEvents(runId) };
+    let events =
+      (await this.archivedEvents(tenantId, runId)) ?? (await this.deps.store.readEvents(runId));
+    // Its keys expired between the two reads: the archive has it by then.
+    if (events.length === 0) events = (await this.archivedEvents(tenantId, runId)) ?? events;
+    return { ...loaded, events };
   }
 
   /** A (child) run's status; null when it does not exist (yet, or any more). */
   async statusOf(tenantId: string, runId: string): Promise<RunStatus | null> {
     const progress = await this.deps.store.progress(runId);
+    if (progress === null && (await this.archived?.lastSeq(tenantId, runId)) != null) return 'done';
     return progress?.tenantId === tenantId ? progress.status : null;
   }
 
@@ -423,7 +500,10 @@ export class RunService {
    */
   async follow(tenantId: string, runId: string): Promise<RunFollowState> {
     const progress = await this.deps.store.progress(runId);
-    if (progress === null) return 'absent';
+    if (progress === null) {
+      const archived = await this.archived?.lastSeq(tenantId, runId);
+      return archived == null ? 'absent' : { status: 'done', lastSeq: archived };
+    }
     if (progress.tenantId !== tenantId) return 'hidden';
     return { status: progress.status, lastSeq: progress.lastSeq };
   }
@@ -435,7 +515,7 @@ export class RunService {
   }
 
   async listRuns(query: ListRunsQuery): Promise<RunPage> {
-    return this.deps.store.listRuns(query);
+    return this.archived ? this.archived.listRuns(query) : this.deps.store.listRuns(query);
   }
 
   /**
@@ -445,6 +525,7 @@ export class RunService {
    */
   async thread(tenantId: string, threadId: string): Promise<ThreadSnapshot> {
     await this.settleActiveRun(tenantId, threadId, '');
-    return this.deps.threads.load(tenantId, threadId);
+    const hot = await this.deps.threads.load(tenantId, threadId);
+    return this.archived ? this.archived.thread(tenantId, threadId, hot) : hot;
   }
 }

@@ -22,9 +22,18 @@ export interface ApiCluster {
 export async function startApiCluster(
   redisUrl: string,
   agents: readonly AgentDefinition[],
-  opts: { apis?: number; workers?: number; env?: Record<string, string> } = {},
+  opts: {
+    apis?: number;
+    workers?: number;
+    env?: Record<string, string>;
+    /** Settings the workers and the API share (both get them: the archive's, retention). */
+    shared?: Record<string, string>;
+  } = {},
 ): Promise<ApiCluster> {
-  const h = await startHarness(redisUrl, agents, { workers: opts.workers ?? 1 });
+  const h = await startHarness(redisUrl, agents, {
+    workers: opts.workers ?? 1,
+    ...(opts.shared ? { overrides: opts.shared } : {}),
+  });
   const config = loadApiConfig({
     REDIS_URL: redisUrl,
     BATON_PREFIX: h.prefix,
@@ -33,6 +42,7 @@ export async function startApiCluster(
     ADMIN_KEYS: `ops:${KEYS.admin}`,
     LOG_LEVEL: 'silent',
     SSE_HEARTBEAT_MS: '250',
+    ...opts.shared,
     ...opts.env,
   });
   const apis: RunningApi[] = [];

@@ -77,8 +77,19 @@ export function eventsRouter(ctx: ApiContext): Router {
       res.status(204).end();
       return;
     }
+    // A run only the archive still has (Redis let it go): its events after `after`, then the end.
+    const archived = await ctx.service.archivedEvents(tenantId, runId, after);
     const conn = await openSseConnection(ctx, res, tenantId);
     conn.stream.comment(`run ${runId} after ${after}`);
+    if (archived !== null) {
+      for (const event of archived) {
+        if (conn.finished) break;
+        conn.stream.write(eventFrame(event));
+        if (endsStream(event, until)) break;
+      }
+      conn.finish();
+      return;
+    }
     try {
       const unsubscribe = await ctx.subscriber.subscribe(
         runId,
