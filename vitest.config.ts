@@ -31,6 +31,7 @@ const FAULT_TESTS = [
   'test/integration/reconciler-scale.test.ts', // 2,000 waiting runs
   'test/integration/stall-accounting.test.ts', // frozen and killed workers until MAX_STALLS
   'test/integration/finished-runs.test.ts', // workers killed before recording a job
+  'test/integration/archive-crash.test.ts', // archiver killed mid-batch, PostgreSQL restarted
 ];
 
 /**

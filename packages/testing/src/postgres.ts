@@ -53,3 +53,85 @@ async function admin<T>(url: string, work: (client: pg.Client) => Promise<T>): P
     await client.end();
   }
 }
+
+const PG_BIN = process.env['PG_BIN'] ?? '/usr/lib/postgresql/15/bin';
+
+export interface PrivatePostgres {
+  /** postgres://postgres@127.0.0.1:<port>/postgres */
+  readonly url: string;
+  readonly port: number;
+  /** Stops the server (fast shutdown: connections are cut, as in a restart). */
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  /** Stops it, removes its data directory. */
+  destroy(): Promise<void>;
+}
+
+/** Runs `cmd` as the postgres user when this process is root (initdb refuses root). */
+function asPostgres(cmd: string, args: readonly string[]): { file: string; args: string[] } {
+  const root = typeof process.getuid === 'function' && process.getuid() === 0;
+  return root
+    ? { file: 'runuser', args: ['-u', 'postgres', '--', cmd, ...args] }
+    : { file: cmd, args: [...args] };
+}
+
+async function run(file: string, args: readonly string[]): Promise<void> {
+  const { execFile } = await import('node:child_process');
+  await new Promise<void>((resolve, reject) => {
+    execFile(file, args, { timeout: 60_000 }, (error, _stdout, stderr) => {
+      if (error) reject(new Error(`${file} ${args.join(' ')}: ${error.message}\n${stderr}`));
+      else resolve();
+    });
+  });
+}
+
+/**
+ * A PostgreSQL server of the test's own (initdb in a temporary directory, a free port, trust
+ * auth): what a test that restarts PostgreSQL restarts, so the machine's shared server (other
+ * tests' databases) is never touched.
+ */
+export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+  const { mkdtemp, rm, chown } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { createServer } = await import('node:net');
+  const dir = await mkdtemp(join(tmpdir(), 'baton-pg-'));
+  const data = join(dir, 'data');
+  const root = typeof process.getuid === 'function' && process.getuid() === 0;
+  if (root) {
+    const { execFileSync } = await import('node:child_process');
+    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
+    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
+    await chown(dir, uid, gid);
+  }
+  const port = await new Promise<number>((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => {
+        if (address && typeof address === 'object') resolve(address.port);
+        else reject(new Error('no free port'));
+      });
+    });
+  });
+  const init = asPostgres(`${PG_BIN}/initdb`, ['-D', data, '-U', 'postgres', '-A', 'trust']);
+  await run(init.file, init.args);
+  const pgCtl = (...args: string[]): Promise<void> => {
+    const c = asPostgres(`${PG_BIN}/pg_ctl`, ['-D', data, ...args]);
+    return run(c.file, c.args);
+  };
+  const options = `-p ${String(port)} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
+  const start = (): Promise<void> => pgCtl('-w', '-l', join(dir, 'log'), '-o', options, 'start');
+  const stop = (): Promise<void> => pgCtl('-w', '-m', 'fast', 'stop');
+  await start();
+  return {
+    url: `postgres://postgres@127.0.0.1:${String(port)}/postgres`,
+    port,
+    start,
+    stop,
+    destroy: async () => {
+      await stop().catch(() => undefined);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

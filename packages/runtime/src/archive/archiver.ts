@@ -73,8 +73,12 @@ export class Archiver {
     return { pending, lagMs: since === null ? 0 : Math.max(0, this.deps.now() - since) };
   }
 
-  /** One batch (see the class); null when another process is archiving. */
-  async pump(lockMs = 60_000): Promise<ArchivePass | null> {
+  /**
+   * One batch (see the class); null when another process is archiving. The lock of a process
+   * that died lapses after `lockMs`; one that outlives it only costs a batch written twice,
+   * which the archive keeps once.
+   */
+  async pump(lockMs = 15_000): Promise<ArchivePass | null> {
     const { redis, keys } = this.deps;
     const token = randomUUID();
     if ((await redis.set(keys.archiveLock, token, 'PX', lockMs, 'NX')) === null) return null;
@@ -88,11 +92,12 @@ export class Archiver {
   private async pass(): Promise<ArchivePass> {
     const { redis, keys, store, archive } = this.deps;
     const ids = await redis.zrange(keys.archivePending, '0', String(this.deps.batch - 1));
+    if (ids.length === 0) return { archived: 0, dropped: 0, pending: 0, lagMs: 0 };
     const read = await Promise.all(ids.map((runId) => this.read(runId)));
     const runs = read.filter((r): r is ArchivedRun => r !== null);
     const gone = ids.filter((_, i) => read[i] === null);
     await archive.putRuns(runs);
-    await this.probe?.('archive-written', { runs: runs.length });
+    if (runs.length > 0) await this.probe?.('archive-written', { runs: runs.length });
     // The archive has them: Redis may let them go after the (short) retention.
     const at = this.deps.now();
     await Promise.all(
@@ -112,7 +117,7 @@ export class Archiver {
         );
       }),
     );
-    if (ids.length > 0) await redis.zrem(keys.archivePending, ...ids);
+    await redis.zrem(keys.archivePending, ...ids);
     if (gone.length > 0)
       this.deps.logger.info({ runIds: gone }, 'archive: pending runs no longer in Redis (deleted)');
     const { pending, lagMs } = await this.lag();
