@@ -15,6 +15,7 @@ import { streaming } from './streaming.ts';
 import { sseFanout } from './sse-fanout.ts';
 import { budgets } from './budgets.ts';
 import { cluster } from './cluster.ts';
+import { archive } from './archive.ts';
 
 export const scenarios: readonly Scenario[] = [
   throughput,
@@ -27,5 +28,6 @@ export const scenarios: readonly Scenario[] = [
   streaming,
   sseFanout,
   cluster,
+  archive,
   budgets,
 ];
