@@ -19,7 +19,7 @@ export interface ArchiveConformanceOptions {
 const OTHER_TENANT = 'tenant-b';
 
 /** A finished run of `threadId`: `history` messages from its thread, then `own` of its own. */
-export function finishedRun(
+function finishedRun(
   opts: {
     tenantId?: string;
     threadId?: string;

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
-export const PG_ADMIN_URL =
+const PG_ADMIN_URL =
   process.env['PG_TEST_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export interface TestDatabase {
@@ -17,7 +17,7 @@ export interface TestDatabase {
 }
 
 /** The URL of database `name` on the server `base` points at. */
-export function databaseUrl(base: string, name: string): string {
+function databaseUrl(base: string, name: string): string {
   const url = new URL(base);
   url.pathname = `/${name}`;
   return url.toString();

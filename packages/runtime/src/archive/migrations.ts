@@ -11,7 +11,7 @@ import type { PoolClient } from 'pg';
  * package, the runner is twenty lines, and it needs no extra dependency (node-pg-migrate would
  * bring its own CLI, config and file layout for the same advisory-lock + table scheme).
  */
-export const MIGRATIONS: readonly {
+const MIGRATIONS: readonly {
   readonly version: number;
   readonly name: string;
   readonly sql: string;

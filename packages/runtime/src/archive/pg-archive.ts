@@ -312,7 +312,7 @@ export class PgArchive implements RunArchive {
 }
 
 /** The messages a run added to its thread (what its release appended there). */
-export function ownMessages(cp: Checkpoint): Message[] {
+function ownMessages(cp: Checkpoint): Message[] {
   return cp.messages.slice(cp.historyLength);
 }
 
