@@ -6,8 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
-const PG_ADMIN_URL =
-  process.env['PG_TEST_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const PG_ADMIN_URL = process.env['PG_TEST_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export interface TestDatabase {
   /** postgres://… of the new database (what ARCHIVE_URL is set to). */
