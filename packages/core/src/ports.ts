@@ -73,6 +73,11 @@ export interface ArchivedRun {
   readonly events: readonly RunEvent[];
   /** The thread state as the run left it (what a thread rehydrated from the archive gets). */
   readonly threadState: Record<string, JsonValue>;
+  /**
+   * Whether its messages joined its thread's history: false for a child run that read its
+   * parent's thread without holding it ('inherit'), whose release writes nothing there.
+   */
+  readonly addsToThread: boolean;
 }
 
 /** A run as lists show it (the same fields as a hot run's summary). */

@@ -62,7 +62,7 @@ function finishedRun(
     at: createdAt + i,
     ...body,
   }));
-  return { checkpoint, version: 7, events, threadState: opts.state ?? {} };
+  return { checkpoint, version: 7, events, threadState: opts.state ?? {}, addsToThread: true };
 }
 
 export function archiveConformance(opts: ArchiveConformanceOptions): void {
@@ -184,6 +184,26 @@ export function archiveConformance(opts: ArchiveConformanceOptions): void {
         state: { n: '2' },
         runIds: [first.checkpoint.identity.runId, second.checkpoint.identity.runId],
       });
+    });
+
+    it('a run that did not add to its thread (a child that inherited it) adds no message', async () => {
+      const archive = await opts.open();
+      const threadId = `thread-${globalThis.crypto.randomUUID()}`;
+      const parent = finishedRun({ threadId, createdAt: 100, own: userMessages(1, 2) });
+      const child = {
+        ...finishedRun({ threadId, createdAt: 150, own: userMessages(9, 1) }),
+        addsToThread: false,
+      };
+      await archive.putRuns([parent, child]);
+      const thread = await archive.loadThread(TENANT, threadId);
+      expect(thread?.messages).toEqual(userMessages(1, 2));
+      expect(thread?.runIds).toEqual([
+        parent.checkpoint.identity.runId,
+        child.checkpoint.identity.runId,
+      ]);
+      expect(await archive.readEvents(TENANT, child.checkpoint.identity.runId)).toEqual(
+        child.events,
+      );
     });
 
     it('a deleted run is gone for good: reads, lists, its thread, and a later put', async () => {

@@ -140,6 +140,10 @@ export class Archiver {
       thread.messages.length === 0 && Object.keys(thread.state).length === 0
         ? checkpoint.state.thread
         : thread.state;
-    return { checkpoint, version: stored.version, events, threadState };
+    // A child run that inherited its parent's thread never held it: nothing of it is there.
+    const parent = checkpoint.identity.parent;
+    const addsToThread =
+      parent === undefined || (await store.meta(parent.runId))?.threadId !== threadId;
+    return { checkpoint, version: stored.version, events, threadState, addsToThread };
   }
 }

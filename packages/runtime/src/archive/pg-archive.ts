@@ -152,7 +152,9 @@ export class PgArchive implements RunArchive {
           columns(events, [(x) => x.runId, (x) => x.e.seq, (x) => JSON.stringify(x.e)]),
         );
       const messages = fresh.flatMap((r) =>
-        ownMessages(r.checkpoint).map((m, idx) => ({ cp: r.checkpoint, m, idx })),
+        !r.addsToThread
+          ? []
+          : ownMessages(r.checkpoint).map((m, idx) => ({ cp: r.checkpoint, m, idx })),
       );
       if (messages.length > 0)
         await client.query(
