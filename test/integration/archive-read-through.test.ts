@@ -138,6 +138,31 @@ describe('archive read-through (PostgreSQL)', () => {
     expect(seen).toEqual([second.runId, first.runId]);
   });
 
+  it("a forgotten thread's next runs keep the multitask rules: enqueued turns follow each other", async () => {
+    const first = await finishedRun({}, 'turn one');
+    await forgottenByRedis(first.runId, first.threadId);
+    const enqueue = { threadId: first.threadId, options: { multitask: 'enqueue' } };
+    const [a, b] = await Promise.all([
+      api.createRun('assistant', 'turn two', enqueue),
+      api.createRun('assistant', 'turn three', enqueue),
+    ]);
+    for (const { runId } of [a, b]) {
+      const s = await api.stream(`/v1/runs/${runId}/events`, { timeoutMs: 30_000 });
+      expect(eventsOf(s).at(-1)?.type).toBe('run.finished');
+    }
+    const thread = await api.get<ThreadBody>(`/v1/threads/${first.threadId}`);
+    const contents = contentsOf(thread.body);
+    // One conversation, each turn after the one before it, the archived turn first.
+    expect(contents[0]).toBe('turn one');
+    const two = contents.indexOf('turn two');
+    const three = contents.indexOf('turn three');
+    expect(two).toBeGreaterThan(0);
+    expect(three).toBeGreaterThan(0);
+    expect(contents.filter((c) => c === 'turn one')).toHaveLength(1);
+    expect(thread.body.runIds[0]).toBe(first.runId);
+    expect(thread.body.runIds).toHaveLength(3);
+  });
+
   it('a thread Redis forgot continues from the archive; deletes reach the archive for good', async () => {
     const first = await finishedRun({}, 'first turn');
     await forgottenByRedis(first.runId, first.threadId);

@@ -147,7 +147,7 @@ export class RunService {
         request.threadId === undefined
           ? EMPTY_THREAD
           : this.archived
-            ? await this.archived.threadForRun(tenantId, threadId, runId)
+            ? await this.archived.threadForRun(tenantId, threadId)
             : await deps.threads.load(tenantId, threadId);
       const turnId = `turn-${thread.runIds.length}`;
       const t = runCommands.create(

@@ -106,11 +106,12 @@ export class ArchiveReads {
   async threadForRun(
     tenantId: string,
     threadId: string,
-    runId: string,
   ): Promise<Pick<ThreadSnapshot, 'messages' | 'state' | 'runIds'>> {
     const { threads, archive } = this.deps;
     const hot = await threads.load(tenantId, threadId);
-    if (hot.messages.length > 0 || hot.runIds.some((id) => id !== runId)) return hot;
+    // Every finished run left at least its input in the history: an empty one is a new thread
+    // or one Redis forgot (other runs may have acquired it since, queued behind this one).
+    if (hot.messages.length > 0 || Object.keys(hot.state).length > 0) return hot;
     const archived = await archive.loadThread(tenantId, threadId);
     if (!archived) return hot;
     if (!(await threads.seed(tenantId, threadId, archived.messages, archived.state)))
@@ -118,7 +119,7 @@ export class ArchiveReads {
     return {
       messages: archived.messages,
       state: archived.state,
-      runIds: [...archived.runIds, ...hot.runIds],
+      runIds: [...archived.runIds.filter((id) => !hot.runIds.includes(id)), ...hot.runIds],
     };
   }
 
