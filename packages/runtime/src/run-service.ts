@@ -92,6 +92,8 @@ export class RunService {
   private readonly issued = new WeakSet<Checkpoint>();
   /** Reads that fall through to the archive (null without one). */
   private readonly archived: ArchiveReads | null;
+  /** Checkpoints `load` found only in the archive (their events are there too). */
+  private readonly fromArchive = new WeakSet<Checkpoint>();
 
   constructor(deps: RunServiceDeps) {
     this.deps = deps;
@@ -224,10 +226,11 @@ export class RunService {
   }
 
   async load(tenantId: string, runId: string): Promise<Loaded> {
-    const stored =
-      (await this.deps.store.loadForTenant(runId, tenantId)) ??
-      (await this.archived?.loadRun(tenantId, runId)) ??
-      null;
+    let stored = await this.deps.store.loadForTenant(runId, tenantId);
+    if (!stored && this.archived) {
+      stored = await this.archived.loadRun(tenantId, runId);
+      if (stored) this.fromArchive.add(stored.checkpoint);
+    }
     if (!stored) throw new RunNotFoundError(runId);
     this.issued.add(stored.checkpoint);
     return stored;
@@ -461,6 +464,18 @@ export class RunService {
     return seq;
   }
 
+  /**
+   * lastSeq(), and whether the run is one only the archive still has (its events are read with
+   * archivedEvents then, nothing of it is live).
+   */
+  async logEnd(tenantId: string, runId: string): Promise<{ lastSeq: number; archived: boolean }> {
+    const hot = await this.deps.store.lastSeqForTenant(runId, tenantId);
+    if (hot !== null) return { lastSeq: hot, archived: false };
+    const cold = (await this.archived?.lastSeq(tenantId, runId)) ?? null;
+    if (cold === null) throw new RunNotFoundError(runId);
+    return { lastSeq: cold, archived: true };
+  }
+
   /** The run's events with seq > afterSeq, in order. */
   async events(tenantId: string, runId: string, afterSeq = 0): Promise<RunEvent[]> {
     const events = await this.archivedEvents(tenantId, runId, afterSeq);
@@ -480,10 +495,11 @@ export class RunService {
   /** The run's checkpoint and its whole event log (what a snapshot is folded from). */
   async loadWithEvents(tenantId: string, runId: string): Promise<Loaded & { events: RunEvent[] }> {
     const loaded = await this.load(tenantId, runId);
-    let events =
-      (await this.archivedEvents(tenantId, runId)) ?? (await this.deps.store.readEvents(runId));
-    // Its keys expired between the two reads: the archive has it by then.
-    if (events.length === 0) events = (await this.archivedEvents(tenantId, runId)) ?? events;
+    const archived = this.fromArchive.has(loaded.checkpoint);
+    let events = archived ? null : await this.deps.store.readEvents(runId);
+    // From the archive; or its keys expired between the two reads: the archive has it by then.
+    if (events === null || (events.length === 0 && this.archived))
+      events = (await this.archivedEvents(tenantId, runId)) ?? events ?? [];
     return { ...loaded, events };
   }
 
