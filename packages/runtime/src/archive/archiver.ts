@@ -119,7 +119,10 @@ export class Archiver {
     );
     await redis.zrem(keys.archivePending, ...ids);
     if (gone.length > 0)
-      this.deps.logger.info({ runIds: gone }, 'archive: pending runs no longer in Redis (deleted)');
+      this.deps.logger.info(
+        { runIds: gone },
+        'archive: pending runs no longer in Redis (deleted, or past ARCHIVE_HOLD_SECONDS)',
+      );
     const { pending, lagMs } = await this.lag();
     return { archived: runs.length, dropped: gone.length, pending, lagMs };
   }
