@@ -10,6 +10,15 @@ import type { Checkpoint, JsonValue, Message, RunEvent, RunStatus } from '@baton
 import type { Pool, PoolClient } from 'pg';
 import type { Logger } from 'pino';
 import { migrate } from './migrations.ts';
+import {
+  ArchiveUnavailableError,
+  isArchiveUnavailable,
+} from '../errors/archive-unavailable-error.ts';
+
+/** A connection-level failure as the typed 503 (a wrong query stays what it is). */
+function unavailable(error: unknown): never {
+  throw isArchiveUnavailable(error) ? new ArchiveUnavailableError(error) : error;
+}
 
 export interface PgArchiveOptions {
   /** postgres://… (ARCHIVE_URL). */
@@ -52,7 +61,7 @@ export class PgArchive implements RunArchive {
   open(): Promise<Pool> {
     this.pool ??= this.connect().catch((error: unknown) => {
       this.pool = null;
-      throw error;
+      return unavailable(error);
     });
     return this.pool;
   }
@@ -79,7 +88,7 @@ export class PgArchive implements RunArchive {
   }
 
   private async tx<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await (await this.open()).connect();
+    const client = await (await this.open()).connect().catch(unavailable);
     try {
       await client.query('BEGIN');
       const result = await work(client);
@@ -87,14 +96,15 @@ export class PgArchive implements RunArchive {
       return result;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
+      return unavailable(error);
     } finally {
       client.release();
     }
   }
 
   private async query<R extends object>(sql: string, params: unknown[]): Promise<R[]> {
-    const { rows } = await (await this.open()).query<R>(sql, params);
+    const pool = await this.open();
+    const { rows } = await pool.query<R>(sql, params).catch(unavailable);
     return rows;
   }
 
