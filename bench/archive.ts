@@ -72,6 +72,18 @@ async function getRun(
   return { ms: performance.now() - t0, text: reply.text };
 }
 
+/** GET /v1/threads/:id of the run's thread (every bench run has a thread of its own). */
+async function getThread(
+  c: Client,
+  runId: string,
+  live: Map<string, RunEvent[]>,
+  timeoutMs: number,
+): Promise<string> {
+  const threadId = live.get(runId)?.[0]?.threadId;
+  const reply = await httpJson(c, 'GET', `/v1/threads/${threadId ?? ''}`, undefined, timeoutMs);
+  return `${String(reply.status)} ${reply.text}`;
+}
+
 async function replay(
   c: Client,
   runId: string,
@@ -197,14 +209,17 @@ export const archive: Scenario = {
       });
       const hotMem = await prefixMemory(redis, s.prefix);
       // Hot reads (Redis), then the whole batch is drained into the archive.
-      const sample = onSide.runIds.slice(0, k.readSamples);
+      // The newest runs: still in Redis when read hot, whatever the retention.
+      const sample = onSide.runIds.slice(-k.readSamples);
       const hotGet: number[] = [];
       const hotReplay: number[] = [];
       const hotBodies = new Map<string, string>();
+      const hotThreads = new Map<string, string>();
       for (const runId of sample) {
         const g = await getRun(s.client, runId, k.runTimeoutMs);
         hotGet.push(g.ms);
         hotBodies.set(runId, g.text);
+        hotThreads.set(runId, await getThread(s.client, runId, onSide.live, k.runTimeoutMs));
         hotReplay.push((await replay(s.client, runId, k.runTimeoutMs)).ms);
       }
       while ((await pending()) > 0 && Date.now() < drainDeadline + 600_000)
@@ -227,10 +242,13 @@ export const archive: Scenario = {
       const coldGet: number[] = [];
       const coldReplay: number[] = [];
       let bodyMismatches = 0;
+      let threadMismatches = 0;
       for (const runId of sample) {
         const g = await getRun(s.client, runId, k.runTimeoutMs);
         coldGet.push(g.ms);
         if (g.text !== hotBodies.get(runId)) bodyMismatches += 1;
+        const thread = await getThread(s.client, runId, onSide.live, k.runTimeoutMs);
+        if (thread !== hotThreads.get(runId)) threadMismatches += 1;
         coldReplay.push((await replay(s.client, runId, k.runTimeoutMs)).ms);
       }
       // Every run: its events read back from the archive are the ones seen live.
@@ -284,7 +302,13 @@ export const archive: Scenario = {
           getRun: { hot: stats(hotGet), archived: stats(coldGet) },
           eventReplay: { hot: stats(hotReplay), archived: stats(coldReplay) },
         },
-        identical: { checked, bodyMismatches, eventMismatches, bodiesCompared: hotBodies.size },
+        identical: {
+          checked,
+          bodyMismatches,
+          threadMismatches,
+          eventMismatches,
+          bodiesCompared: hotBodies.size,
+        },
       };
     } finally {
       await stack?.stop();

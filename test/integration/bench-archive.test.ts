@@ -19,6 +19,7 @@ describe('npm run bench: archive', () => {
     expect(report['identical']).toEqual({
       checked: 8,
       bodyMismatches: 0,
+      threadMismatches: 0,
       eventMismatches: 0,
       bodiesCompared: 3,
     });
