@@ -16,6 +16,7 @@ import { sseFanout } from './sse-fanout.ts';
 import { budgets } from './budgets.ts';
 import { cluster } from './cluster.ts';
 import { fairness } from './fairness.ts';
+import { archive } from './archive.ts';
 
 export const scenarios: readonly Scenario[] = [
   throughput,
@@ -29,5 +30,6 @@ export const scenarios: readonly Scenario[] = [
   sseFanout,
   cluster,
   fairness,
+  archive,
   budgets,
 ];

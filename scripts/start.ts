@@ -189,6 +189,12 @@ const env: NodeJS.ProcessEnv = {
   BATON_AGENTS: process.env['BATON_AGENTS'] ?? 'demo',
   LOG_LEVEL: process.env['LOG_LEVEL'] ?? 'warn',
 };
+// ARCHIVE_URL reaches both processes with the rest of the environment (docs/archive.md).
+if (env['ARCHIVE_URL'])
+  say(
+    `Archive: ARCHIVE_URL (${env['ARCHIVE_URL'].replace(/\/\/[^@]*@/, '//***@')}): finished runs are kept in PostgreSQL`,
+  );
+else say('Archive: none (set ARCHIVE_URL=postgres://… to keep finished runs in PostgreSQL)');
 let apiKey: string | undefined;
 if (!env['API_KEYS'] && !env['API_KEYS_FILE']) {
   apiKey = `bk_${randomBytes(18).toString('base64url')}`;

@@ -27,6 +27,15 @@ describe('docker-compose.yml', () => {
   it('starts the API and the workers in strict durability mode', () => {
     for (const name of ['api', 'worker']) expect(service(name)).toMatch(/BATON_DURABILITY: strict/);
   });
+
+  it('archives finished runs in its PostgreSQL, which API and workers wait for', () => {
+    expect(service('postgres')).toMatch(/image: postgres:15/);
+    expect(service('postgres')).toMatch(/pg_isready/);
+    for (const name of ['api', 'worker']) {
+      expect(service(name)).toMatch(/ARCHIVE_URL: postgres:\/\/baton:[^\n]*@postgres:5432\/baton/);
+      expect(service(name)).toMatch(/postgres:\n\s+condition: service_healthy/);
+    }
+  });
 });
 
 describe('docker-compose.cluster.yml', () => {

@@ -249,6 +249,9 @@ describe('tracing across real processes', () => {
       expect(loaded(modules.api, m), `api loaded ${m}`).toBe(false);
       expect(loaded(modules.worker, m), `worker loaded ${m}`).toBe(false);
     }
+    // Nor node-postgres: without ARCHIVE_URL there is no archive to load it for.
+    expect(loaded(modules.api, 'pg'), 'api loaded pg').toBe(false);
+    expect(loaded(modules.worker, 'pg'), 'worker loaded pg').toBe(false);
   });
 
   it('a tracing variable it cannot honour stops either process with one line naming it', async () => {

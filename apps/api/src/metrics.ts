@@ -187,6 +187,34 @@ export class ApiMetrics {
 
     const redis = runtime.redis;
     const { keys } = runtime;
+    const archiver = runtime.archiver;
+    if (archiver) {
+      // Read at each scrape from the pending list every process shares: the archive's lag is
+      // the same whichever API instance is asked.
+      let lag: Promise<{ pending: number; lagMs: number }> | null = null;
+      const read = (): Promise<{ pending: number; lagMs: number }> => {
+        lag ??= archiver.lag().finally(() => {
+          lag = null;
+        });
+        return lag;
+      };
+      new Gauge({
+        name: 'baton_archive_pending_runs',
+        help: 'Finished runs not yet in the archive (ARCHIVE_URL)',
+        registers,
+        async collect() {
+          this.set((await read()).pending);
+        },
+      });
+      new Gauge({
+        name: 'baton_archive_lag_seconds',
+        help: 'How long the oldest finished run not yet archived has waited (0: none waits)',
+        registers,
+        async collect() {
+          this.set((await read()).lagMs / 1000);
+        },
+      });
+    }
     new Gauge({
       name: 'baton_runs',
       help: 'Unfinished runs (all tenants): active ones should be moving, waiting ones wait for a decision or for their thread',

@@ -32,6 +32,7 @@ import { traceAgents } from './tracing.ts';
 import { QueueDrain } from './queue-drain.ts';
 import { RunJobs } from './run-jobs.ts';
 import { startWebhookDelivery } from './webhooks/webhook-worker.ts';
+import { startArchiving } from './archive-loop.ts';
 
 /** How often an idle Worker on a run queue polls (seconds); see runQueueWorker. */
 const IDLE_POLL_SECONDS = 30;
@@ -254,6 +255,10 @@ export class BatonWorker {
       this.bullWorkers.push(webhooks.worker as Worker);
       this.timers.push(webhooks.sweeper);
     }
+    // ARCHIVE_URL: finished runs into PostgreSQL (one process at a time, under a lock).
+    if (this.opts.probe && rt.archiver) rt.archiver.probe = this.opts.probe;
+    const archiving = startArchiving(rt, config, this.logger);
+    if (archiving) this.timers.push(archiving);
     this.timers.push(
       setInterval(
         () => {

@@ -6,6 +6,7 @@
  * @internal
  */
 export { AgentLiveness } from './agent-liveness.ts';
+export { PgArchive } from './archive/pg-archive.ts';
 export { AgentRegistry } from './agent-registry.ts';
 export { ChildRuns } from './child-runs.ts';
 export { AbortRegistry, listenForControl } from './control-channel.ts';

@@ -7,6 +7,7 @@ import {
   activityOf,
   runCommands,
   type Clock,
+  type RunArchive,
 } from '@baton/core';
 import {
   type Checkpoint,
@@ -24,6 +25,7 @@ import { broadcastCancel } from './control-channel.ts';
 import type { BatonQueues } from './queues.ts';
 import type { BatonKeys } from './redis/keys.ts';
 import type { ListRunsQuery, RedisRunStore, RunPage } from './redis/redis-run-store.ts';
+import { ArchiveReads } from './archive/archive-reads.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import type { RedisThreadStore, ThreadSnapshot } from './redis/thread-store.ts';
 import type { Durability } from './redis/durability.ts';
@@ -53,6 +55,8 @@ export interface RunServiceDeps {
   readonly admission?: RunAdmission;
   /** Webhooks of new runs (their own and their tenant's); none when absent. */
   readonly webhooks?: WebhookOutbox;
+  /** ARCHIVE_URL's archive: reads fall through to it once Redis has let a run go. */
+  readonly archive?: RunArchive;
 }
 
 export interface CreatedRun {
@@ -72,6 +76,14 @@ export interface CreatedRun {
 export type RunFollowState =
   { readonly status: RunStatus; readonly lastSeq: number } | 'absent' | 'hidden';
 
+function threadBusy(threadId: string, runId: string): BatonError {
+  return new BatonError(
+    'thread_busy',
+    `thread ${threadId} has an active or queued run (${runId}); cancel it and delete the thread once it is done`,
+    { threadId, activeRunId: runId },
+  );
+}
+
 /** What a thread that nobody has written yet loads as. */
 const EMPTY_THREAD: Pick<ThreadSnapshot, 'messages' | 'state' | 'runIds'> & {
   readonly reference?: undefined;
@@ -87,9 +99,16 @@ export class RunService {
   private readonly ids: () => string;
   /** Checkpoints this service read from the store (see submitDecisions' `current`). */
   private readonly issued = new WeakSet<Checkpoint>();
+  /** Reads that fall through to the archive (null without one). */
+  private readonly archived: ArchiveReads | null;
+  /** Checkpoints `load` found only in the archive (their events are there too). */
+  private readonly fromArchive = new WeakSet<Checkpoint>();
 
   constructor(deps: RunServiceDeps) {
     this.deps = deps;
+    this.archived = deps.archive
+      ? new ArchiveReads({ archive: deps.archive, store: deps.store, threads: deps.threads })
+      : null;
     this.catalog = new AgentCatalog(deps.redis, deps.keys);
     this.ids = deps.ids ?? randomUUID;
   }
@@ -120,7 +139,10 @@ export class RunService {
     const threadId = request.threadId ?? this.ids();
     const strategy = request.options?.multitask ?? 'reject';
     if (request.threadId !== undefined) await this.settleActiveRun(tenantId, threadId, runId);
-    const acquired = await deps.threads.acquire(tenantId, threadId, runId, strategy);
+    // One time for the run's createdAt and its thread index score: the thread's run list and
+    // the tenant's show the same createdAt (and the archive's lists, which read the run's).
+    const createdAt = deps.clock.now();
+    const acquired = await deps.threads.acquire(tenantId, threadId, runId, strategy, createdAt);
     if (acquired.kind === 'busy')
       throw new BatonError(
         'thread_busy',
@@ -135,7 +157,9 @@ export class RunService {
       const thread =
         request.threadId === undefined
           ? EMPTY_THREAD
-          : await deps.threads.loadForRun(tenantId, threadId);
+          : this.archived
+            ? await this.archived.threadForRun(tenantId, threadId)
+            : await deps.threads.loadForRun(tenantId, threadId);
       const turnId = `turn-${thread.runIds.length}`;
       const t = runCommands.create(
         specOf(descriptor),
@@ -158,7 +182,7 @@ export class RunService {
           history: acquired.kind === 'acquired' ? thread.messages : [],
           threadState: thread.state,
         },
-        deps.clock.now(),
+        createdAt,
       );
       // Indexed before it exists, so no crash can leave a run nobody looks at (the reconciler
       // drops an entry whose run never came to be).
@@ -246,7 +270,11 @@ export class RunService {
   }
 
   async load(tenantId: string, runId: string): Promise<Loaded> {
-    const stored = await this.deps.store.loadForTenant(runId, tenantId);
+    let stored = await this.deps.store.loadForTenant(runId, tenantId);
+    if (!stored && this.archived) {
+      stored = await this.archived.loadRun(tenantId, runId);
+      if (stored) this.fromArchive.add(stored.checkpoint);
+    }
     if (!stored) throw new RunNotFoundError(runId);
     this.issued.add(stored.checkpoint);
     return stored;
@@ -377,7 +405,8 @@ export class RunService {
    * finished: cancel it first).
    */
   async deleteRun(tenantId: string, runId: string): Promise<void> {
-    const loaded = await this.deps.store.loadForTenant(runId, tenantId);
+    const hot = await this.deps.store.loadForTenant(runId, tenantId);
+    const loaded = hot ?? (await this.archived?.loadRun(tenantId, runId)) ?? null;
     if (!loaded) throw new RunNotFoundError(runId);
     if (loaded.checkpoint.status !== 'done')
       throw new BatonError(
@@ -385,8 +414,27 @@ export class RunService {
         `run ${runId} has not finished; cancel it (POST /v1/runs/${runId}/cancel) and delete it once it is done`,
         { runId },
       );
-    await this.purgeRun(loaded.checkpoint);
+    // The archive first (its tombstone also stops an archiver holding the run in memory): a
+    // crash after it leaves the Redis copy for a retried DELETE, never an archived run that
+    // a later read or a rehydrated thread would bring back.
+    await this.archived?.deleteRun(loaded.checkpoint);
+    if (hot) await this.purgeRun(loaded.checkpoint);
+    else await this.purgeArchivedRun(loaded.checkpoint);
     await this.deps.durability.acknowledge();
+  }
+
+  /**
+   * What Redis may still hold of a run only the archive had: its messages in a thread Redis
+   * still has, its index entries. Not released again: its release is long done, and a thread
+   * rehydrated since would take its messages a second time.
+   */
+  private async purgeArchivedRun(cp: Checkpoint): Promise<void> {
+    const { tenantId, threadId, runId } = cp.identity;
+    const own = cp.messages.slice(cp.historyLength).map((m) => m.id);
+    await this.deps.threads.forgetRun(tenantId, threadId, runId, own);
+    await this.deps.store.dropFromIndexes(tenantId, threadId, runId);
+    await new RunIndex(this.deps.redis, this.deps.keys).forgetExpiring(expiringMember(cp));
+    await this.deps.webhooks?.forget(runId);
   }
 
   /**
@@ -414,14 +462,26 @@ export class RunService {
    * or queued on it.
    */
   async deleteThread(tenantId: string, threadId: string): Promise<{ runs: number }> {
+    let archivedRuns: string[] = [];
+    if (this.archived) {
+      // The archive first (as deleteRun), once the thread is known not to be busy.
+      const hot = await this.deps.threads.load(tenantId, threadId);
+      const busy = hot.activeRunId ?? hot.queued[0];
+      if (busy !== undefined) throw threadBusy(threadId, busy);
+      await this.archived.forgetRuns(tenantId, hot.runIds);
+      archivedRuns = await this.archived.deleteThread(tenantId, threadId);
+    }
     const outcome = await this.deps.threads.delete(tenantId, threadId);
-    if (outcome.kind === 'missing') throw new ThreadNotFoundError(threadId);
-    if (outcome.kind === 'busy')
-      throw new BatonError(
-        'thread_busy',
-        `thread ${threadId} has an active or queued run (${outcome.runId}); cancel it and delete the thread once it is done`,
-        { threadId, activeRunId: outcome.runId },
-      );
+    if (outcome.kind === 'missing') {
+      if (archivedRuns.length > 0) {
+        await this.deps.durability.acknowledge();
+        return { runs: archivedRuns.length };
+      }
+      throw new ThreadNotFoundError(threadId);
+    }
+    if (outcome.kind === 'busy') throw threadBusy(threadId, outcome.runId);
+    // Runs the archiver may hold in memory: tombstoned before their Redis keys go.
+    await this.archived?.forgetRuns(tenantId, outcome.runIds);
     for (const runId of outcome.runIds) {
       const loaded = await this.deps.store.loadForTenant(runId, tenantId);
       if (loaded)
@@ -432,7 +492,7 @@ export class RunService {
       await this.deps.webhooks?.forget(runId);
     }
     await this.deps.durability.acknowledge();
-    return { runs: outcome.runIds.length };
+    return { runs: new Set([...outcome.runIds, ...archivedRuns]).size };
   }
 
   /*
@@ -443,26 +503,57 @@ export class RunService {
 
   /** Seq of the run's last event (0: none yet), read without the checkpoint. */
   async lastSeq(tenantId: string, runId: string): Promise<number> {
-    const seq = await this.deps.store.lastSeqForTenant(runId, tenantId);
+    const seq =
+      (await this.deps.store.lastSeqForTenant(runId, tenantId)) ??
+      (await this.archived?.lastSeq(tenantId, runId)) ??
+      null;
     if (seq === null) throw new RunNotFoundError(runId);
     return seq;
   }
 
+  /**
+   * lastSeq(), and whether the run is one only the archive still has (its events are read with
+   * archivedEvents then, nothing of it is live).
+   */
+  async logEnd(tenantId: string, runId: string): Promise<{ lastSeq: number; archived: boolean }> {
+    const hot = await this.deps.store.lastSeqForTenant(runId, tenantId);
+    if (hot !== null) return { lastSeq: hot, archived: false };
+    const cold = (await this.archived?.lastSeq(tenantId, runId)) ?? null;
+    if (cold === null) throw new RunNotFoundError(runId);
+    return { lastSeq: cold, archived: true };
+  }
+
   /** The run's events with seq > afterSeq, in order. */
   async events(tenantId: string, runId: string, afterSeq = 0): Promise<RunEvent[]> {
+    const events = await this.archivedEvents(tenantId, runId, afterSeq);
+    if (events) return events;
     await this.lastSeq(tenantId, runId);
     return this.deps.store.readEvents(runId, afterSeq);
+  }
+
+  /**
+   * The events after afterSeq of a run Redis has let go of, from the archive; null while Redis
+   * has the run (or without an archive): read it there, live.
+   */
+  async archivedEvents(tenantId: string, runId: string, afterSeq = 0): Promise<RunEvent[] | null> {
+    return this.archived ? this.archived.events(tenantId, runId, afterSeq) : null;
   }
 
   /** The run's checkpoint and its whole event log (what a snapshot is folded from). */
   async loadWithEvents(tenantId: string, runId: string): Promise<Loaded & { events: RunEvent[] }> {
     const loaded = await this.load(tenantId, runId);
-    return { ...loaded, events: await this.deps.store.readEvents(runId) };
+    const archived = this.fromArchive.has(loaded.checkpoint);
+    let events = archived ? null : await this.deps.store.readEvents(runId);
+    // From the archive; or its keys expired between the two reads: the archive has it by then.
+    if (events === null || (events.length === 0 && this.archived))
+      events = (await this.archivedEvents(tenantId, runId)) ?? events ?? [];
+    return { ...loaded, events };
   }
 
   /** A (child) run's status; null when it does not exist (yet, or any more). */
   async statusOf(tenantId: string, runId: string): Promise<RunStatus | null> {
     const progress = await this.deps.store.progress(runId);
+    if (progress === null && (await this.archived?.lastSeq(tenantId, runId)) != null) return 'done';
     return progress?.tenantId === tenantId ? progress.status : null;
   }
 
@@ -472,7 +563,10 @@ export class RunService {
    */
   async follow(tenantId: string, runId: string): Promise<RunFollowState> {
     const progress = await this.deps.store.progress(runId);
-    if (progress === null) return 'absent';
+    if (progress === null) {
+      const archived = await this.archived?.lastSeq(tenantId, runId);
+      return archived == null ? 'absent' : { status: 'done', lastSeq: archived };
+    }
     if (progress.tenantId !== tenantId) return 'hidden';
     return { status: progress.status, lastSeq: progress.lastSeq };
   }
@@ -484,7 +578,7 @@ export class RunService {
   }
 
   async listRuns(query: ListRunsQuery): Promise<RunPage> {
-    return this.deps.store.listRuns(query);
+    return this.archived ? this.archived.listRuns(query) : this.deps.store.listRuns(query);
   }
 
   /**
@@ -494,6 +588,7 @@ export class RunService {
    */
   async thread(tenantId: string, threadId: string): Promise<ThreadSnapshot> {
     await this.settleActiveRun(tenantId, threadId, '');
-    return this.deps.threads.load(tenantId, threadId);
+    const hot = await this.deps.threads.load(tenantId, threadId);
+    return this.archived ? this.archived.thread(tenantId, threadId, hot) : hot;
   }
 }

@@ -94,6 +94,23 @@ export const runtimeConfigShape = {
   REDIS_RETRY_REMINDER_MS: z.coerce.number().int().min(100).optional(),
   /** Webhook targets and delivery (webhooks/webhook-config.ts). */
   ...webhookConfigShape,
+  /**
+   * postgres://… : finished runs and thread histories are copied into PostgreSQL, and read from
+   * there once Redis has let them go (archive/, docs/archive.md). Unset: no archive.
+   */
+  ARCHIVE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'ARCHIVE_URL must be a postgres:// URL')
+    .optional(),
+  /**
+   * With ARCHIVE_URL: how long a finished run's keys are held in Redis while the archive does
+   * not have them yet (default 7 days); once archived they live EVENT_RETENTION_SECONDS more.
+   */
+  ARCHIVE_HOLD_SECONDS: z.coerce.number().int().min(1).optional(),
+  /** With ARCHIVE_URL: runs per archive transaction (default 200). */
+  ARCHIVE_BATCH: z.coerce.number().int().min(1).max(5_000).optional(),
+  /** With ARCHIVE_URL: how often an idle archiver looks for finished runs (default 500 ms). */
+  ARCHIVE_INTERVAL_MS: z.coerce.number().int().min(10).optional(),
 };
 
 /** The settings a runtime needs (the API's and the workers' configs both have them). */

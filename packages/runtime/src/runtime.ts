@@ -22,6 +22,14 @@ import type { RedisClient } from './redis/scripts.ts';
 import { WebhookTargetPolicy, parseAllowedHosts } from './webhooks/target-policy.ts';
 import { withWebhookDefaults, type WebhookSettings } from './webhooks/webhook-config.ts';
 import { WebhookOutbox } from './webhooks/webhook-outbox.ts';
+import type { RunArchive } from '@baton/core';
+import { Archiver } from './archive/archiver.ts';
+import { PgArchive } from './archive/pg-archive.ts';
+
+/** Default ARCHIVE_HOLD_SECONDS: a finished run waits this long in Redis for the archive. */
+const ARCHIVE_HOLD_DEFAULT_SECONDS = 7 * 86_400;
+/** Default ARCHIVE_BATCH. */
+const ARCHIVE_BATCH_DEFAULT = 200;
 
 /** A RuntimeConfig whose webhook settings may be left out (they have defaults). */
 export type RuntimeOptions = Omit<
@@ -68,6 +76,10 @@ export class BatonRuntime {
   readonly children: ChildRuns;
   /** Webhooks: registration, the outbox pumped after commits, the sweeper, the delivery log. */
   readonly webhooks: WebhookOutbox;
+  /** ARCHIVE_URL's archive of finished runs (null without it: Redis is the only store). */
+  readonly archive: RunArchive | null;
+  /** Copies finished runs into the archive (null without one); workers pump it. */
+  readonly archiver: Archiver | null;
   /**
    * The one connection every BullMQ Queue and the FlowProducer share (a BullMQ Worker duplicates
    * it for its own connections); it used to be options, which opened a connection per queue.
@@ -121,11 +133,19 @@ export class BatonRuntime {
     this.durability = new Durability(this.redis, config.BATON_DURABILITY);
     this.keys = new BatonKeys(config.BATON_PREFIX);
     const now = (): number => clock.now();
+    // With an archive a finished run's keys are held until it is archived (the archiver then
+    // gives them EVENT_RETENTION_SECONDS); without one they expire after the retention.
+    const finishedTtl = config.ARCHIVE_URL
+      ? Math.max(
+          config.ARCHIVE_HOLD_SECONDS ?? ARCHIVE_HOLD_DEFAULT_SECONDS,
+          config.EVENT_RETENTION_SECONDS,
+        )
+      : config.EVENT_RETENTION_SECONDS;
     this.store = new RedisRunStore({
       redis: this.redis,
       prefix: config.BATON_PREFIX,
       now,
-      retentionSeconds: config.EVENT_RETENTION_SECONDS,
+      retentionSeconds: finishedTtl,
     });
     this.threads = new RedisThreadStore({
       redis: this.redis,
@@ -181,9 +201,13 @@ export class BatonRuntime {
       keys: this.keys,
       now,
       logger,
-      retentionSeconds: config.EVENT_RETENTION_SECONDS,
+      retentionSeconds: finishedTtl,
       afterCommitHook: this.webhooks.afterCommit,
-      onFinished: (cp) => this.children.onFinished(cp),
+      onFinished: async (cp) => {
+        await this.children.onFinished(cp);
+        // A finished duty like the others: redone by the reconciler after a crash.
+        await this.archiver?.mark(cp);
+      },
     });
     this.children = new ChildRuns({
       redis: this.redis,
@@ -196,6 +220,20 @@ export class BatonRuntime {
       logger,
       resultTtlSeconds: config.EVENT_RETENTION_SECONDS,
     });
+    this.archive = config.ARCHIVE_URL ? new PgArchive({ url: config.ARCHIVE_URL, logger }) : null;
+    this.archiver = this.archive
+      ? new Archiver({
+          redis: this.redis,
+          keys: this.keys,
+          store: this.store,
+          threads: this.threads,
+          archive: this.archive,
+          logger,
+          now,
+          retentionSeconds: config.EVENT_RETENTION_SECONDS,
+          batch: config.ARCHIVE_BATCH ?? ARCHIVE_BATCH_DEFAULT,
+        })
+      : null;
     this.service = new RunService({
       redis: this.redis,
       keys: this.keys,
@@ -207,6 +245,7 @@ export class BatonRuntime {
       durability: this.durability,
       clock,
       webhooks: this.webhooks,
+      ...(this.archive ? { archive: this.archive } : {}),
     });
   }
 
@@ -217,6 +256,8 @@ export class BatonRuntime {
   async checkRedis(): Promise<void> {
     await checkTopology(this.redis);
     await this.durability.check();
+    // The archive's connection and schema (migrations) at start: a bad ARCHIVE_URL fails here.
+    if (this.archive instanceof PgArchive) await this.archive.open();
   }
 
   /** Resolves true once the main connection is ready, false after `timeoutMs` without it. */
@@ -246,6 +287,7 @@ export class BatonRuntime {
 
   async close(): Promise<void> {
     await this.store.metrics.close();
+    await this.archive?.close();
     this.outage.close();
     await this.queues.close();
     await this.connection.quit().catch(() => undefined);

@@ -26,7 +26,7 @@ export async function startApiCluster(
     apis?: number;
     workers?: number;
     env?: Record<string, string>;
-    /** Settings the API and the workers must agree on (e.g. BATON_FAIRNESS). */
+    /** Settings the API and the workers must agree on (BATON_FAIRNESS, the archive's, retention). */
     shared?: Record<string, string>;
   } = {},
 ): Promise<ApiCluster> {

@@ -169,6 +169,12 @@ export class RunStream {
     // Counted against the tenant's stream limit before any work (a 429 is still a JSON error).
     stream.release = await ctx.sseLimiter.acquire(tenantId);
     try {
+      // A run only the archive still has: its whole log is the backlog, nothing comes live.
+      const archived = await ctx.service.archivedEvents(tenantId, runId, afterSeq);
+      if (archived !== null) {
+        stream.buffer = archived;
+        return stream;
+      }
       stream.unsubscribe = await ctx.subscriber.subscribe(
         runId,
         afterSeq,

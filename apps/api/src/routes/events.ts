@@ -52,7 +52,8 @@ export function eventsRouter(ctx: ApiContext): Router {
     const until = query.until ?? 'done';
     // The tenant check and the log's end in one read: a client that has not seen everything
     // yet (the usual case) is streamed to, whatever the checkpoint says.
-    let lastSeq = await ctx.service.lastSeq(tenantId, runId);
+    const end = await ctx.service.logEnd(tenantId, runId);
+    let lastSeq = end.lastSeq;
     let idle = false;
     if (after >= lastSeq) {
       // Whether the stream would end at once needs the checkpoint; the log's end is read again
@@ -77,8 +78,19 @@ export function eventsRouter(ctx: ApiContext): Router {
       res.status(204).end();
       return;
     }
+    // A run only the archive still has (Redis let it go): its events after `after`, then the end.
+    const archived = end.archived ? await ctx.service.archivedEvents(tenantId, runId, after) : null;
     const conn = await openSseConnection(ctx, res, tenantId);
     conn.stream.comment(`run ${runId} after ${after}`);
+    if (archived !== null) {
+      for (const event of archived) {
+        if (conn.finished) break;
+        conn.stream.write(eventFrame(event));
+        if (endsStream(event, until)) break;
+      }
+      conn.finish();
+      return;
+    }
     try {
       const unsubscribe = await ctx.subscriber.subscribe(
         runId,

@@ -101,39 +101,41 @@ export async function streamRunTree(
 
   const follow = async (runId: string): Promise<void> => {
     const after = cursor.get(runId) ?? 0;
-    const unsubscribe = await ctx.subscriber.subscribe(
-      runId,
-      after,
-      (event: RunEvent) => {
+    const onEvent = (event: RunEvent): void => {
+      if (conn.finished) return;
+      cursor.set(runId, event.seq);
+      const linked = event.type === 'child_run.linked' ? event.link.childRunId : null;
+      const discovered = linked !== null && !cursor.has(linked) && cursor.size < MAX_TRACKED_RUNS;
+      if (discovered) cursor.set(linked, 0);
+      stream.write(
+        formatFrame({
+          id: formatTreeCursor(rootId, cursor),
+          event: event.type,
+          data: JSON.stringify(event),
+        }),
+      );
+      if (discovered) void follow(linked).catch((err: unknown) => fail(err, linked));
+      if (event.type === 'run.finished' && event.status === 'done') {
+        ended.add(runId);
+        void settle().catch((err: unknown) => fail(err, runId));
+      }
+      if (res.writableLength > MAX_BUFFERED_BYTES) finish();
+    };
+    // A run only the archive still has: its log is all there is, nothing comes live.
+    const archived = await ctx.service.archivedEvents(tenantId, runId, after);
+    if (archived !== null) {
+      for (const event of archived) onEvent(event);
+      return;
+    }
+    const unsubscribe = await ctx.subscriber.subscribe(runId, after, onEvent, {
+      // What this stream sent of that run is no longer its log: say so and end, as the flat
+      // stream does; the details name the run, since a tree stream follows several.
+      onRewound: (rewound) => {
         if (conn.finished) return;
-        cursor.set(runId, event.seq);
-        const linked = event.type === 'child_run.linked' ? event.link.childRunId : null;
-        const discovered = linked !== null && !cursor.has(linked) && cursor.size < MAX_TRACKED_RUNS;
-        if (discovered) cursor.set(linked, 0);
-        stream.write(
-          formatFrame({
-            id: formatTreeCursor(rootId, cursor),
-            event: event.type,
-            data: JSON.stringify(event),
-          }),
-        );
-        if (discovered) void follow(linked).catch((err: unknown) => fail(err, linked));
-        if (event.type === 'run.finished' && event.status === 'done') {
-          ended.add(runId);
-          void settle().catch((err: unknown) => fail(err, runId));
-        }
-        if (res.writableLength > MAX_BUFFERED_BYTES) finish();
+        stream.write(rewoundFrame({ ...rewound, runId }));
+        finish();
       },
-      {
-        // What this stream sent of that run is no longer its log: say so and end, as the flat
-        // stream does; the details name the run, since a tree stream follows several.
-        onRewound: (rewound) => {
-          if (conn.finished) return;
-          stream.write(rewoundFrame({ ...rewound, runId }));
-          finish();
-        },
-      },
-    );
+    });
     await conn.adopt(unsubscribe);
   };
   const fail = (error: unknown, runId: string): void => {

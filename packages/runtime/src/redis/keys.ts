@@ -62,6 +62,9 @@
  *     p:{run:<runId>}:webhook-log  LIST   delivery log records (JSON), capped; expires with :webhook
  *     p:webhooks:runs               ZSET   runs whose webhooks the sweeper checks, score = when next
  *     p:webhooks:sweep-lock         STRING one sweeper at a time across workers (SET NX PX)
+ *   Archive (ARCHIVE_URL; see archive/archiver.ts)
+ *     p:archive:pending             ZSET   finished runs not archived yet, score = finishedAt (ms)
+ *     p:archive:lock                STRING one archiver at a time across workers (SET NX PX)
  *
  *   API
  *     p:{idem:<t>}:<scope>:<key>    STRING Idempotency-Key record (first response or pending)
@@ -307,6 +310,16 @@ export class BatonKeys {
   /** The webhook sweeper's lock: one sweeper at a time across workers. */
   get webhookSweepLock(): string {
     return `${this.prefix}:webhooks:sweep-lock`;
+  }
+
+  /** Finished runs the archive does not hold yet (score = when they finished, ms). */
+  get archivePending(): string {
+    return `${this.prefix}:archive:pending`;
+  }
+
+  /** The archiver's lock: one archiver at a time across workers (SET NX PX). */
+  get archiveLock(): string {
+    return `${this.prefix}:archive:lock`;
   }
 
   /** Live workers (see agent-liveness): ZSET worker id -> heartbeat expiry (ms). */

@@ -643,11 +643,11 @@ function streamField(fields: string[]): string {
   throw new Error('stream entry without field e');
 }
 
-function encodeCursor(createdAt: number, runId: string): string {
+export function encodeCursor(createdAt: number, runId: string): string {
   return Buffer.from(JSON.stringify([createdAt, runId]), 'utf8').toString('base64url');
 }
 
-function decodeCursor(cursor: string): { createdAt: number; runId: string } {
+export function decodeCursor(cursor: string): { createdAt: number; runId: string } {
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
     if (

@@ -194,6 +194,21 @@ ${THREAD_TTL_LUA}
 return {'kept', removed}
 `;
 
+/**
+ * A thread Redis forgot, given back its history from the archive before its next run reads it;
+ * nothing when the thread has a history or a state already (another run seeded it first).
+ * KEYS: meta, queue, runs, released, messages, state   ARGV: ttl, stateJson, messageJson…
+ * Reply: 1 seeded | 0 left alone
+ */
+const SEED_LUA = `
+local ttl = ARGV[1]
+if redis.call('EXISTS', KEYS[5]) == 1 or redis.call('EXISTS', KEYS[6]) == 1 then return 0 end
+for i = 3, #ARGV do redis.call('RPUSH', KEYS[5], ARGV[i]) end
+redis.call('SET', KEYS[6], ARGV[2])
+${THREAD_TTL_LUA}
+return 1
+`;
+
 export interface RedisThreadStoreOptions {
   readonly redis: RedisClient;
   readonly prefix?: string;
@@ -218,6 +233,11 @@ type ThreadRelease = LuaScript<
   [number, string]
 >;
 type ThreadDelete = LuaScript<ThreadDataKeys, [], string[]>;
+type ThreadSeed = LuaScript<
+  ThreadDataKeys,
+  [ttl: number, stateJson: string, ...messages: string[]],
+  number
+>;
 type ThreadForgetRun = LuaScript<
   ThreadDataKeys,
   [runId: string, ttl: number, ...messageIds: string[]],
@@ -254,6 +274,7 @@ export class RedisThreadStore {
   private readonly deleteScript: ThreadDelete;
   private readonly historyScript: ThreadHistory;
   private readonly forgetRunScript: ThreadForgetRun;
+  private readonly seedScript: ThreadSeed;
   private readonly ttlSeconds: number;
 
   constructor(opts: RedisThreadStoreOptions) {
@@ -266,6 +287,25 @@ export class RedisThreadStore {
     this.deleteScript = defineScript(this.redis, 'batonThreadDelete', 6, DELETE_LUA);
     this.historyScript = defineScript(this.redis, 'batonThreadHistory3', 3, HISTORY_LUA);
     this.forgetRunScript = defineScript(this.redis, 'batonThreadForgetRun2', 6, FORGET_RUN_LUA);
+    this.seedScript = defineScript(this.redis, 'batonThreadSeed', 6, SEED_LUA);
+  }
+
+  /**
+   * Gives a thread with neither history nor state the ones the archive kept (the thread's
+   * keys had expired); false when it has some already (left alone). Its TTL rule is acquire's.
+   */
+  async seed(
+    tenantId: string,
+    threadId: string,
+    messages: readonly Message[],
+    state: Record<string, JsonValue>,
+  ): Promise<boolean> {
+    const reply = await this.seedScript(this.scriptKeys(tenantId, threadId), [
+      this.ttlSeconds,
+      JSON.stringify(state),
+      ...messages.map((m) => JSON.stringify(m)),
+    ]);
+    return reply === 1;
   }
 
   /**
@@ -279,11 +319,13 @@ export class RedisThreadStore {
     threadId: string,
     runId: string,
     strategy: MultitaskStrategy,
+    /** The run's createdAt: its score in the thread's run index (lists show it). */
+    at: number = this.now(),
   ): Promise<AcquireResult> {
     const reply = await this.acquireScript(this.scriptKeys(tenantId, threadId), [
       runId,
       strategy,
-      this.now(),
+      at,
       this.ttlSeconds,
     ]);
     switch (reply[0]) {

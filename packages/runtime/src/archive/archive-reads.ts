@@ -1,0 +1,140 @@
+import type { ArchivedRunSummary, RunArchive, StoredCheckpoint } from '@baton/core';
+import type { Checkpoint, RunEvent } from '@baton/protocol';
+import {
+  decodeCursor,
+  encodeCursor,
+  type ListRunsQuery,
+  type RedisRunStore,
+  type RunPage,
+  type RunSummary,
+} from '../redis/redis-run-store.ts';
+import type {
+  RedisThreadStore,
+  ThreadSnapshot,
+  ThreadSnapshotForRun,
+} from '../redis/thread-store.ts';
+
+export interface ArchiveReadsDeps {
+  readonly archive: RunArchive;
+  readonly store: RedisRunStore;
+  readonly threads: RedisThreadStore;
+}
+
+/** Newest first: createdAt desc, then runId desc (the order of every run list). */
+function newestFirst(a: RunSummary, b: RunSummary): number {
+  if (a.createdAt !== b.createdAt) return b.createdAt - a.createdAt;
+  return a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0;
+}
+
+/**
+ * RunService's reads once an archive is on: Redis while it has a run (the live copy), the
+ * archive after. A client cannot tell which answered: the archive stores the checkpoint and
+ * events as Redis had them, and reads by tenant, so another tenant's archived run is missing
+ * exactly as another tenant's hot one is.
+ */
+export class ArchiveReads {
+  private readonly deps: ArchiveReadsDeps;
+
+  constructor(deps: ArchiveReadsDeps) {
+    this.deps = deps;
+  }
+
+  loadRun(tenantId: string, runId: string): Promise<StoredCheckpoint | null> {
+    return this.deps.archive.loadRun(tenantId, runId);
+  }
+
+  lastSeq(tenantId: string, runId: string): Promise<number | null> {
+    return this.deps.archive.lastSeq(tenantId, runId);
+  }
+
+  /** Null while Redis has the run (read it there); the archived events after that. */
+  async events(tenantId: string, runId: string, afterSeq: number): Promise<RunEvent[] | null> {
+    if ((await this.deps.store.lastSeqForTenant(runId, tenantId)) !== null) return null;
+    return this.deps.archive.readEvents(tenantId, runId, afterSeq);
+  }
+
+  /**
+   * One page over both stores: Redis's page and the archive's after the same cursor, merged
+   * in the list order without the runs both hold. The first `limit` of the union are the first
+   * `limit` of all runs: each of them is among the first `limit` of its own store.
+   */
+  async listRuns(query: ListRunsQuery): Promise<RunPage> {
+    const hot = await this.deps.store.listRuns(query);
+    // The archive holds finished runs only.
+    if (query.status !== undefined && query.status !== 'done') return hot;
+    const after = query.cursor ? decodeCursor(query.cursor) : null;
+    const cold = await this.deps.archive.listRuns({
+      tenantId: query.tenantId,
+      status: query.status,
+      agent: query.agent,
+      threadId: query.threadId,
+      after,
+      limit: query.limit + 1,
+    });
+    const seen = new Set(hot.runs.map((r) => r.runId));
+    const merged = [...hot.runs, ...cold.filter((r: ArchivedRunSummary) => !seen.has(r.runId))];
+    merged.sort(newestFirst);
+    const runs = merged.slice(0, query.limit);
+    const last = runs.at(-1);
+    const more = merged.length > query.limit || hot.nextCursor !== null;
+    return { runs, nextCursor: more && last ? encodeCursor(last.createdAt, last.runId) : null };
+  }
+
+  /**
+   * The thread as Redis has it; once Redis forgot it, as the archive has it. Runs Redis let go
+   * of are listed from the archive (they come before the ones it still has).
+   */
+  async thread(tenantId: string, threadId: string, hot: ThreadSnapshot): Promise<ThreadSnapshot> {
+    const archived = await this.deps.archive.loadThread(tenantId, threadId);
+    if (!archived) return hot;
+    const forgotten =
+      hot.runIds.length === 0 && hot.activeRunId === null && hot.messages.length === 0;
+    const known = new Set(hot.runIds);
+    const runIds = [...archived.runIds.filter((id) => !known.has(id)), ...hot.runIds];
+    return forgotten
+      ? {
+          messages: archived.messages,
+          state: archived.state,
+          activeRunId: null,
+          queued: [],
+          runIds,
+        }
+      : { ...hot, runIds };
+  }
+
+  /**
+   * What a new run of the thread starts from (it holds the thread already): Redis's copy, or,
+   * when Redis forgot the thread, the archive's, written back into Redis first so the run and
+   * the ones queued behind it read it there.
+   */
+  async threadForRun(tenantId: string, threadId: string): Promise<ThreadSnapshotForRun> {
+    const { threads, archive } = this.deps;
+    const hot = await threads.loadForRun(tenantId, threadId);
+    // Every finished run left at least its input in the history: an empty one is a new thread
+    // or one Redis forgot (other runs may have acquired it since, queued behind this one).
+    if (hot.messages.length > 0 || Object.keys(hot.state).length > 0) return hot;
+    const archived = await archive.loadThread(tenantId, threadId);
+    if (!archived) return hot;
+    // Seeded here or by a concurrent run first: either way the run references the list as it
+    // now is (history-reference.ts), and its turn counts the runs only the archive remembers.
+    await threads.seed(tenantId, threadId, archived.messages, archived.state);
+    const seeded = await threads.loadForRun(tenantId, threadId);
+    return {
+      ...seeded,
+      runIds: [...archived.runIds.filter((id) => !seeded.runIds.includes(id)), ...seeded.runIds],
+    };
+  }
+
+  /** Tombstones the run in the archive (see RunArchive.deleteRun). */
+  async deleteRun(cp: Checkpoint): Promise<void> {
+    await this.deps.archive.deleteRun(cp.identity.tenantId, cp.identity.runId);
+  }
+
+  async forgetRuns(tenantId: string, runIds: readonly string[]): Promise<void> {
+    for (const runId of runIds) await this.deps.archive.deleteRun(tenantId, runId);
+  }
+
+  deleteThread(tenantId: string, threadId: string): Promise<string[]> {
+    return this.deps.archive.deleteThread(tenantId, threadId);
+  }
+}
