@@ -33,6 +33,8 @@ interface HttpLog {
   readonly byStatus: Record<string, number>;
   readonly bad: string[];
   maxMs: number;
+  /** The slowest answer: its path and status. */
+  slowest?: string;
 }
 
 /** Polls the API (one run, the run list) until `stop` is set; records every answer. */
@@ -63,7 +65,11 @@ async function pollApi(
       log.bad.push(`${path}: ${(err as Error).message}`);
     }
     log.byStatus[status] = (log.byStatus[status] ?? 0) + 1;
-    log.maxMs = Math.max(log.maxMs, Date.now() - t0);
+    const ms = Date.now() - t0;
+    if (ms > log.maxMs) {
+      log.maxMs = ms;
+      log.slowest = `${path} ${status}`;
+    }
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -211,6 +217,28 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
     return { port, share: total === 0 ? 0 : n / total };
   }
 
+  /**
+   * When every live node says cluster_state:ok again after the kill: the cluster first goes to
+   * fail (the dead master's slots unserved), then back to ok once its replica is promoted.
+   * Resolves with that time (ms since the epoch), or null if no node ever said fail.
+   */
+  async function clusterOkAgain(killed: number, stop: { done: boolean }): Promise<number | null> {
+    const ports = (await cluster.nodes()).map((n) => n.port).filter((p) => p !== killed);
+    let sawFail = false;
+    while (!stop.done) {
+      const states = await Promise.all(
+        ports.map(async (port) => {
+          const info = String(await cluster.nodeCommand(port, 'CLUSTER', 'INFO').catch(() => ''));
+          return /^cluster_state:(\w+)/m.exec(info)?.[1] ?? 'unknown';
+        }),
+      );
+      if (states.some((s) => s !== 'ok')) sawFail = true;
+      else if (sawFail) return Date.now();
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    return null;
+  }
+
   it(
     `loses, strands, duplicates and fails no run, and the API never answers 500 (${REPEATS} repeat(s))`,
     async () => {
@@ -222,6 +250,7 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
         );
         const http: HttpLog = { byStatus: {}, bad: [], maxMs: 0 };
         const stopPolling = { done: false };
+        const stopWatching = { done: false };
         const polling = pollApi(api.url, runIds, http, stopPolling);
         try {
           // Every run is past its first inference round and in its tools when the master dies.
@@ -238,10 +267,14 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
             );
           });
           const target = await busiestQueueMaster();
+          // Runs already done when the master dies do not count for resumption.
+          const doneBefore = new Set<string>();
+          for (const id of runIds)
+            if ((await rt.store.load(id))?.checkpoint.status === 'done') doneBefore.add(id);
+          const okWatch = clusterOkAgain(target.port, stopWatching);
           const killedAt = Date.now();
           await cluster.kill(target.port);
-          await cluster.waitHealthy(60_000);
-          const healthyAfterMs = Date.now() - killedAt;
+          const healthy = cluster.waitHealthy(60_000).then(() => Date.now() - killedAt);
 
           const finished = new Map<string, number>();
           try {
@@ -264,8 +297,11 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
               { cause: err },
             );
           }
+          const healthyAfterMs = await healthy;
           stopPolling.done = true;
           await polling;
+          stopWatching.done = true;
+          const okAt = await okWatch;
 
           const problems: string[] = [];
           const executions = new Map<string, number>();
@@ -289,13 +325,30 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
             }
           }
           const lastFinishedAfterKillMs = Math.max(...finished.values()) - killedAt;
+          // Resumption, from the moment every node says cluster_state:ok again: the first tool
+          // call executed, the first and the last run finished (polled, so ~100 ms coarse).
+          const afterOk = (t: number): number | null => (okAt === null ? null : t - okAt);
+          const toolsAfterOk = worker.probes
+            .slice(executionsBefore)
+            .filter((p) => p.point === 'tool-executed' && okAt !== null && p.seenAt >= okAt)
+            .map((p) => p.seenAt);
+          const resume = {
+            clusterOkAfterKillMs: okAt === null ? null : okAt - killedAt,
+            firstToolAfterOkMs: toolsAfterOk.length ? afterOk(Math.min(...toolsAfterOk)) : null,
+            firstRunDoneAfterOkMs: afterOk(
+              Math.min(...[...finished].filter(([id]) => !doneBefore.has(id)).map(([, t]) => t)),
+            ),
+            lastRunDoneAfterOkMs: afterOk(Math.max(...finished.values())),
+            runsDoneBeforeKill: doneBefore.size,
+          };
           const figure = {
             repeat,
             killedMaster: target.port,
             queueKeyShareOfKilledMaster: Math.round(target.share * 100) / 100,
             healthyAfterMs,
             lastFinishedAfterKillMs,
-            http: { ...http.byStatus, maxMs: http.maxMs },
+            ...resume,
+            http: { ...http.byStatus, maxMs: http.maxMs, slowest: http.slowest },
             problems: problems.length,
           };
           figures.push(figure);
@@ -308,6 +361,7 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
           // The killed master comes back as a replica of the one that replaced it.
           await cluster.restart(target.port);
         } finally {
+          stopWatching.done = true;
           stopPolling.done = true;
           await polling;
         }

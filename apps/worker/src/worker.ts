@@ -16,6 +16,7 @@ import {
   bullTelemetryOption,
   duplicateClient,
   listenForControl,
+  workerBackend,
 } from '@baton/runtime/internal';
 import type { WorkerConfig } from './config.ts';
 import { onJobFailed } from './job-failures.ts';
@@ -183,15 +184,20 @@ export class BatonWorker {
       toolConcurrency: config.TOOL_CONCURRENCY,
     });
     const runQueueWorker = (name: string): Worker => {
-      const worker = new Worker(name, jobs.process, {
-        ...common,
-        prefix: rt.queues.prefixOf(name),
-        concurrency: jobs.perQueueConcurrency,
-        // BullMQ wakes a blocked Worker through the queue's marker as soon as a job is added or
-        // a delayed one is due, so this only sets how often an idle Worker asks again.
-        drainDelay: IDLE_POLL_SECONDS,
-        stalledInterval: shardStalledInterval(config.STALLED_INTERVAL_MS, rt.queues.shards),
-      });
+      const worker = new Worker(
+        name,
+        jobs.process,
+        {
+          ...common,
+          prefix: rt.queues.prefixOf(name),
+          concurrency: jobs.perQueueConcurrency,
+          // BullMQ wakes a blocked Worker through the queue's marker as soon as a job is added or
+          // a delayed one is due, so this only sets how often an idle Worker asks again.
+          drainDelay: IDLE_POLL_SECONDS,
+          stalledInterval: shardStalledInterval(config.STALLED_INTERVAL_MS, rt.queues.shards),
+        },
+        workerBackend,
+      );
       this.watch(worker, deps);
       // A stalled job put back in wait does not wake the Workers blocked on the queue's marker
       // (every process's, this one's included): they would take it only at their next idle poll,
@@ -231,6 +237,7 @@ export class BatonWorker {
                   concurrency: jobs.perQueueConcurrency,
                   maxStalledCount: config.MAX_STALLS,
                 },
+                workerBackend,
               )
             : runQueueWorker(name);
         if (name === STEP_QUEUE || name === TOOL_QUEUE) this.watch(worker, deps);

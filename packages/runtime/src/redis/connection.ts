@@ -45,14 +45,6 @@ const PATIENT_CLUSTER = {
   retryDelayOnTryAgain: 200,
 } satisfies ClusterOptions;
 
-/** ioredis' defaults, written out: see clusterRoleOptions. */
-const BULLMQ_WORKER_CLUSTER = {
-  maxRedirections: 16,
-  retryDelayOnFailover: 100,
-  retryDelayOnClusterDown: 100,
-  retryDelayOnTryAgain: 100,
-} satisfies ClusterOptions;
-
 /**
  * Per-connection options of a role (on a cluster, every node's). `bullmq`: the connection BullMQ
  * shares keeps an offline queue, because BullMQ closes its connections with QUIT, which must not
@@ -80,13 +72,10 @@ export function roleOptions(
 /** The Cluster-level options of a role: redirections, and retries while the cluster is down. */
 export function clusterRoleOptions(role: RedisRole, bullmq = false): ClusterOptions {
   const common: ClusterOptions = { clusterRetryStrategy: reconnectDelay };
-  // BullMQ's own connection in a worker gives up on a command as ioredis does by default (16
-  // redirections 100 ms apart) and lets BullMQ restart its loop: a blocking BZPOPMIN that kept
-  // being redirected through a failover left its Worker taking no job, for good and silently,
-  // in about 1 failover in 8 (a bare BullMQ worker shows it too). A step whose completion is lost
-  // that way is taken over as a stalled job; Baton's fenced commits make that a no-op.
-  if (role === 'worker' && bullmq)
-    return { ...common, ...BULLMQ_WORKER_CLUSTER, enableOfflineQueue: true };
+  // A worker's BullMQ connection is patient too: a job's completion and its lock renewals wait
+  // out a failover and go through once the cluster answers (giving up after 1.6 s, as ioredis
+  // does by default, left every job in flight to be taken over as a stalled job, 30 s and more
+  // later). Its Workers' blocking commands do not use it (worker-backend.ts).
   if (role !== 'api') return { ...common, ...PATIENT_CLUSTER, enableOfflineQueue: true };
   return { ...common, ...FAIL_FAST_CLUSTER, enableOfflineQueue: bullmq };
 }
