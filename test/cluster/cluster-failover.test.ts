@@ -24,6 +24,8 @@ import {
 } from '@baton/testing/worker-process';
 
 const REPEATS = Number(process.env['FAILOVER_REPEATS'] ?? '1');
+/** FAILOVER_STRICT_TIMING=1: also assert that every 503 came within 0.5 s. */
+const STRICT_TIMING = process.env['FAILOVER_STRICT_TIMING'] === '1';
 const RUNS = 100;
 const KEY = 'failover-tenant-secret-key';
 /** Long enough for node timeout + promotion + the runs' own ~6 s, with a loaded 2-core machine. */
@@ -35,6 +37,8 @@ interface HttpLog {
   maxMs: number;
   /** The slowest answer: its path and status. */
   slowest?: string;
+  /** The slowest answer that was neither 2xx nor 4xx (a 503 unavailable). */
+  maxUnavailableMs: number;
 }
 
 /** Polls the API (one run, the run list) until `stop` is set; records every answer. */
@@ -66,6 +70,7 @@ async function pollApi(
     }
     log.byStatus[status] = (log.byStatus[status] ?? 0) + 1;
     const ms = Date.now() - t0;
+    if (!/^[24]\d\d$/.test(status)) log.maxUnavailableMs = Math.max(log.maxUnavailableMs, ms);
     if (ms > log.maxMs) {
       log.maxMs = ms;
       log.slowest = `${path} ${status}`;
@@ -248,7 +253,7 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
         const runIds = await Promise.all(
           Array.from({ length: RUNS }, (_, i) => createRun(api.url, repeat * 1000 + i)),
         );
-        const http: HttpLog = { byStatus: {}, bad: [], maxMs: 0 };
+        const http: HttpLog = { byStatus: {}, bad: [], maxMs: 0, maxUnavailableMs: 0 };
         const stopPolling = { done: false };
         const stopWatching = { done: false };
         const polling = pollApi(api.url, runIds, http, stopPolling);
@@ -348,13 +353,21 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
             healthyAfterMs,
             lastFinishedAfterKillMs,
             ...resume,
-            http: { ...http.byStatus, maxMs: http.maxMs, slowest: http.slowest },
+            http: {
+              ...http.byStatus,
+              maxMs: http.maxMs,
+              slowest: http.slowest,
+              maxUnavailableMs: http.maxUnavailableMs,
+            },
             problems: problems.length,
           };
           figures.push(figure);
           console.info(`[cluster-failover] ${JSON.stringify(figure)}`);
           expect(problems, problems.slice(0, 20).join('\n')).toEqual([]);
           expect(http.bad, http.bad.slice(0, 20).join('\n')).toEqual([]);
+          // A 503 within half a second: asserted only where timings can be trusted (a loaded
+          // 2-core CI machine stretches them), otherwise printed above.
+          if (STRICT_TIMING) expect(http.maxUnavailableMs).toBeLessThanOrEqual(500);
           expect(worker.isAlive(), worker.output().slice(-3000)).toBe(true);
           expect(api.isAlive(), api.output().slice(-3000)).toBe(true);
 

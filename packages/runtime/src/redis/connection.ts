@@ -14,8 +14,9 @@ export function reconnectDelay(times: number): number {
 /**
  * What a connection is for:
  * - 'api': fail fast. A request during an outage gets 503 + Retry-After at once instead of hanging:
- *   no offline queue, one retry, a per-command timeout; on a cluster a few short redirections, so
- *   a failover answers within half a second.
+ *   no offline queue, one retry, a per-command timeout; on a cluster a few short redirections,
+ *   then every command refused for a moment (fail-fast-cluster.ts), so a failover answers within
+ *   half a second.
  * - 'worker': patient. Commands wait through an outage or a failover (node timeout + promotion,
  *   sized here for a minute and more) and resume within about a second of Redis answering again.
  * - 'subscriber': a pub/sub connection; subscriptions wait for Redis and are renewed on reconnect.
@@ -28,9 +29,9 @@ const API_CLUSTER_COMMAND_TIMEOUT_MS = 500;
 /** The API's cluster behaviour: a couple of quick redirections, then "unavailable" (503). */
 const FAIL_FAST_CLUSTER = {
   maxRedirections: 3,
-  retryDelayOnFailover: 100,
-  retryDelayOnClusterDown: 100,
-  retryDelayOnTryAgain: 100,
+  retryDelayOnFailover: 50,
+  retryDelayOnClusterDown: 50,
+  retryDelayOnTryAgain: 50,
 } satisfies ClusterOptions;
 
 /**

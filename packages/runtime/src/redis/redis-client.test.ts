@@ -1,6 +1,7 @@
 import { Cluster, Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { duplicateClient } from './connection.ts';
+import { duplicateClient, isRedisUnavailable } from './connection.ts';
+import { FailFastCluster } from './fail-fast-cluster.ts';
 import { createRedisClient, parseNatMap } from './redis-client.ts';
 import type { RedisClient } from './scripts.ts';
 import { runtimeConfigShape } from '../runtime-config.ts';
@@ -106,6 +107,22 @@ describe('createRedisClient', () => {
     ).toBeGreaterThanOrEqual(60_000);
     expect(bull.options.retryDelayOnClusterDown).toBeLessThanOrEqual(200);
     expect(bull.options.redisOptions).toMatchObject({ maxRetriesPerRequest: null });
+  });
+
+  it('an API cluster refuses commands at once for a moment after the cluster said it cannot serve', async () => {
+    const api = build(
+      { REDIS_URL: `redis+cluster://${NOWHERE}` },
+      { role: 'api', connectionName: 'a' },
+    );
+    // Not ready (nothing answers): the first command is refused by ioredis itself, after which
+    // the next ones are not even sent, whatever they are.
+    await expect(api.get('k')).rejects.toThrow(/Cluster isn't ready/);
+    await expect(api.set('other', '1')).rejects.toThrow(/CLUSTERDOWN.*not sent/);
+    expect(isRedisUnavailable(await api.get('k').catch((e: unknown) => e))).toBe(true);
+    // Subscribers duplicated from it wait instead (a plain Cluster).
+    const sub = duplicateClient(api, { maxRetriesPerRequest: null });
+    made.push(sub);
+    expect(sub).not.toBeInstanceOf(FailFastCluster);
   });
 
   it('a duplicate of an API cluster for a subscriber is patient at the cluster level too', () => {

@@ -3,7 +3,7 @@ import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'n
 import { AbstractConnector, Redis, type Cluster, type RedisOptions } from 'ioredis';
 
 /** Reconnect delays of a slot owner connection: short, so a promoted master is reached at once. */
-export function ownerReconnectDelay(times: number): number {
+function ownerReconnectDelay(times: number): number {
   const base = Math.min(50 * 2 ** Math.min(times, 5), 400);
   return Math.round(base * (0.8 + Math.random() * 0.2));
 }
