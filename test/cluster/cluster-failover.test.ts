@@ -250,6 +250,7 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
       const figures: Record<string, unknown>[] = [];
       for (let repeat = 1; repeat <= REPEATS; repeat += 1) {
         const executionsBefore = worker.probes.length;
+        const logBefore = workerLog.length;
         const runIds = await Promise.all(
           Array.from({ length: RUNS }, (_, i) => createRun(api.url, repeat * 1000 + i)),
         );
@@ -345,6 +346,11 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
             ),
             lastRunDoneAfterOkMs: afterOk(Math.max(...finished.values())),
             runsDoneBeforeKill: doneBefore.size,
+            // Jobs whose fetch reply was lost with the master, put back by the worker at once.
+            orphansReleased: workerLog
+              .slice(logBefore)
+              .filter((l) => l.includes('fetch was lost in a failover'))
+              .reduce((n, l) => n + Number(/"released":(\d+)/.exec(l)?.[1] ?? 0), 0),
           };
           const figure = {
             repeat,

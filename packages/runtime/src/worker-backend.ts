@@ -51,6 +51,13 @@ class SlotOwnerBackend extends RedisQueueBackend {
 }
 
 /**
+ * Emitted by a Worker's backend (`worker.getBackend()`) on a cluster when its blocking
+ * connection is back after it was lost (its master failed over): see apps/worker's
+ * orphaned-jobs.ts.
+ */
+export const BLOCKING_RECONNECTED = 'baton:blocking-reconnected';
+
+/**
  * The BullMQ backend factory of a worker's Workers (pass it as `new Worker`'s last argument).
  * On one Redis it is BullMQ's own. On a cluster each Worker's blocking connection holds one
  * connection, to the master of its queue's slot, instead of a Cluster client's several (K
@@ -94,10 +101,12 @@ export const workerBackend: BackendFactory<RedisQueueBackend> = (name, opts, fac
   // reply took; setting it makes the Worker look at its queue now.
   let connected = false;
   blockingClient.on('ready', () => {
-    if (connected)
+    if (connected) {
       backend.wake().catch((error: unknown) => {
         backend.emit('error', error);
       });
+      backend.emit(BLOCKING_RECONNECTED);
+    }
     connected = true;
   });
   return backend;
