@@ -1,12 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { uniquePrefix } from '@baton/testing/redis';
 import { releaseOrphanedJobs } from './orphaned-jobs.ts';
 
 const LOCK_MS = 10_000;
 const redis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: null });
-const prefix = uniquePrefix();
+const prefix = `orphans-${randomUUID().slice(0, 8)}`;
 const queue = new Queue('orphans', { connection: redis, prefix });
 /** Two Workers that fetch by hand (no processor loop): one is "this" worker, one another. */
 const mine = new Worker('orphans', null, { connection: redis, prefix, lockDuration: LOCK_MS });
