@@ -352,6 +352,18 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
               .filter((l) => l.includes('fetch was lost in a failover'))
               .reduce((n, l) => n + Number(/"released":(\d+)/.exec(l)?.[1] ?? 0), 0),
           };
+          // The run that finished last: its events since the kill, ms after the cluster was ok
+          // (which step stood still, and how long), and what the worker warned about.
+          const [lastRun] = [...finished].sort((a, b) => b[1] - a[1])[0] ?? [''];
+          const lastRunEvents = (await rt.store.readEvents(lastRun))
+            .filter((e) => e.at >= killedAt)
+            .map((e) => `${e.type}@${String(e.at - (okAt ?? killedAt))}`)
+            .join(' ');
+          const warnings: Record<string, number> = {};
+          for (const line of workerLog.slice(logBefore)) {
+            const msg = /"msg":"([^"]*)"/.exec(line)?.[1];
+            if (msg !== undefined) warnings[msg] = (warnings[msg] ?? 0) + 1;
+          }
           const figure = {
             repeat,
             killedMaster: target.port,
@@ -366,6 +378,8 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
               maxUnavailableMs: http.maxUnavailableMs,
             },
             problems: problems.length,
+            lastRunEvents,
+            workerWarnings: warnings,
           };
           figures.push(figure);
           console.info(`[cluster-failover] ${JSON.stringify(figure)}`);

@@ -9,8 +9,8 @@ const FRESH_LOCK_MS = 2_000;
  * running BullMQ's `moveToActive` (and its replica got the write), the command is sent again
  * to the promoted replica and takes another job, and the first one stays active under this
  * Worker's lock, which nobody renews. BullMQ takes it over as a stalled job only once that lock
- * expires (JOB_LOCK_MS) and a stall check sees it: its run stood still 15–30 s after the cluster
- * was back (failover test, about one failover in five).
+ * expires (JOB_LOCK_MS) and a stall check sees it: its run would stand still 15–30 s after the
+ * cluster is back (ioredis sends a command again after a lost connection, scripts included).
  *
  * Called when the Worker's blocking connection is back after losing its master: an active job
  * locked by this Worker (its lock token starts with the Worker's id) that it has not seen
