@@ -359,6 +359,10 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
             .filter((e) => e.at >= killedAt)
             .map((e) => `${e.type}@${String(e.at - (okAt ?? killedAt))}`)
             .join(' ');
+          const lastRunLog = workerLog
+            .slice(logBefore)
+            .filter((l) => l.includes(lastRun))
+            .map((l) => /"msg":"([^"]*)"/.exec(l)?.[1] ?? l.slice(0, 200));
           const warnings: Record<string, number> = {};
           for (const line of workerLog.slice(logBefore)) {
             const msg = /"msg":"([^"]*)"/.exec(line)?.[1];
@@ -379,6 +383,7 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
             },
             problems: problems.length,
             lastRunEvents,
+            lastRunLog,
             workerWarnings: warnings,
           };
           figures.push(figure);

@@ -6,9 +6,10 @@ const FRESH_LOCK_MS = 2_000;
 
 /**
  * Jobs a Worker took from its queue whose reply was lost: when a master dies right after
- * running BullMQ's `moveToActive` (and its replica got the write), the command is sent again
- * to the promoted replica and takes another job, and the first one stays active under this
- * Worker's lock, which nobody renews. BullMQ takes it over as a stalled job only once that lock
+ * running BullMQ's `moveToActive` (or a `moveToFinished` that also fetched the next job) and its
+ * replica got the write, the command is sent again to the promoted replica (taking another job,
+ * or failing with "Missing lock"), and the job it took stays active under this Worker's lock,
+ * which nobody renews. BullMQ takes it over as a stalled job only once that lock
  * expires (JOB_LOCK_MS) and a stall check sees it: its run would stand still 15–30 s after the
  * cluster is back (ioredis sends a command again after a lost connection, scripts included).
  *
