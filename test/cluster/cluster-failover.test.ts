@@ -24,6 +24,8 @@ import {
 } from '@baton/testing/worker-process';
 
 const REPEATS = Number(process.env['FAILOVER_REPEATS'] ?? '1');
+/** FAILOVER_STRICT_TIMING=1: also assert that every 503 came within 0.5 s. */
+const STRICT_TIMING = process.env['FAILOVER_STRICT_TIMING'] === '1';
 const RUNS = 100;
 const KEY = 'failover-tenant-secret-key';
 /** Long enough for node timeout + promotion + the runs' own ~6 s, with a loaded 2-core machine. */
@@ -33,6 +35,10 @@ interface HttpLog {
   readonly byStatus: Record<string, number>;
   readonly bad: string[];
   maxMs: number;
+  /** The slowest answer: its path and status. */
+  slowest?: string;
+  /** The slowest answer that was neither 2xx nor 4xx (a 503 unavailable). */
+  maxUnavailableMs: number;
 }
 
 /** Polls the API (one run, the run list) until `stop` is set; records every answer. */
@@ -63,7 +69,12 @@ async function pollApi(
       log.bad.push(`${path}: ${(err as Error).message}`);
     }
     log.byStatus[status] = (log.byStatus[status] ?? 0) + 1;
-    log.maxMs = Math.max(log.maxMs, Date.now() - t0);
+    const ms = Date.now() - t0;
+    if (!/^[24]\d\d$/.test(status)) log.maxUnavailableMs = Math.max(log.maxUnavailableMs, ms);
+    if (ms > log.maxMs) {
+      log.maxMs = ms;
+      log.slowest = `${path} ${status}`;
+    }
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -211,17 +222,41 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
     return { port, share: total === 0 ? 0 : n / total };
   }
 
+  /**
+   * When every live node says cluster_state:ok again after the kill: the cluster first goes to
+   * fail (the dead master's slots unserved), then back to ok once its replica is promoted.
+   * Resolves with that time (ms since the epoch), or null if no node ever said fail.
+   */
+  async function clusterOkAgain(killed: number, stop: { done: boolean }): Promise<number | null> {
+    const ports = (await cluster.nodes()).map((n) => n.port).filter((p) => p !== killed);
+    let sawFail = false;
+    while (!stop.done) {
+      const states = await Promise.all(
+        ports.map(async (port) => {
+          const info = String(await cluster.nodeCommand(port, 'CLUSTER', 'INFO').catch(() => ''));
+          return /^cluster_state:(\w+)/m.exec(info)?.[1] ?? 'unknown';
+        }),
+      );
+      if (states.some((s) => s !== 'ok')) sawFail = true;
+      else if (sawFail) return Date.now();
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    return null;
+  }
+
   it(
     `loses, strands, duplicates and fails no run, and the API never answers 500 (${REPEATS} repeat(s))`,
     async () => {
       const figures: Record<string, unknown>[] = [];
       for (let repeat = 1; repeat <= REPEATS; repeat += 1) {
         const executionsBefore = worker.probes.length;
+        const logBefore = workerLog.length;
         const runIds = await Promise.all(
           Array.from({ length: RUNS }, (_, i) => createRun(api.url, repeat * 1000 + i)),
         );
-        const http: HttpLog = { byStatus: {}, bad: [], maxMs: 0 };
+        const http: HttpLog = { byStatus: {}, bad: [], maxMs: 0, maxUnavailableMs: 0 };
         const stopPolling = { done: false };
+        const stopWatching = { done: false };
         const polling = pollApi(api.url, runIds, http, stopPolling);
         try {
           // Every run is past its first inference round and in its tools when the master dies.
@@ -238,10 +273,14 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
             );
           });
           const target = await busiestQueueMaster();
+          // Runs already done when the master dies do not count for resumption.
+          const doneBefore = new Set<string>();
+          for (const id of runIds)
+            if ((await rt.store.load(id))?.checkpoint.status === 'done') doneBefore.add(id);
+          const okWatch = clusterOkAgain(target.port, stopWatching);
           const killedAt = Date.now();
           await cluster.kill(target.port);
-          await cluster.waitHealthy(60_000);
-          const healthyAfterMs = Date.now() - killedAt;
+          const healthy = cluster.waitHealthy(60_000).then(() => Date.now() - killedAt);
 
           const finished = new Map<string, number>();
           try {
@@ -264,8 +303,11 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
               { cause: err },
             );
           }
+          const healthyAfterMs = await healthy;
           stopPolling.done = true;
           await polling;
+          stopWatching.done = true;
+          const okAt = await okWatch;
 
           const problems: string[] = [];
           const executions = new Map<string, number>();
@@ -289,25 +331,75 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
             }
           }
           const lastFinishedAfterKillMs = Math.max(...finished.values()) - killedAt;
+          // Resumption, from the moment every node says cluster_state:ok again: the first tool
+          // call executed, the first and the last run finished (polled, so ~100 ms coarse).
+          const afterOk = (t: number): number | null => (okAt === null ? null : t - okAt);
+          const toolsAfterOk = worker.probes
+            .slice(executionsBefore)
+            .filter((p) => p.point === 'tool-executed' && okAt !== null && p.seenAt >= okAt)
+            .map((p) => p.seenAt);
+          const resume = {
+            clusterOkAfterKillMs: okAt === null ? null : okAt - killedAt,
+            firstToolAfterOkMs: toolsAfterOk.length ? afterOk(Math.min(...toolsAfterOk)) : null,
+            firstRunDoneAfterOkMs: afterOk(
+              Math.min(...[...finished].filter(([id]) => !doneBefore.has(id)).map(([, t]) => t)),
+            ),
+            lastRunDoneAfterOkMs: afterOk(Math.max(...finished.values())),
+            runsDoneBeforeKill: doneBefore.size,
+            // Jobs whose fetch reply was lost with the master, put back by the worker at once.
+            orphansReleased: workerLog
+              .slice(logBefore)
+              .filter((l) => l.includes('fetch was lost in a failover'))
+              .reduce((n, l) => n + Number(/"released":(\d+)/.exec(l)?.[1] ?? 0), 0),
+          };
+          // The run that finished last: its events since the kill, ms after the cluster was ok
+          // (which step stood still, and how long), and what the worker warned about.
+          const [lastRun] = [...finished].sort((a, b) => b[1] - a[1])[0] ?? [''];
+          const lastRunEvents = (await rt.store.readEvents(lastRun))
+            .filter((e) => e.at >= killedAt)
+            .map((e) => `${e.type}@${String(e.at - (okAt ?? killedAt))}`)
+            .join(' ');
+          const lastRunLog = workerLog
+            .slice(logBefore)
+            .filter((l) => l.includes(lastRun))
+            .map((l) => /"msg":"([^"]*)"/.exec(l)?.[1] ?? l.slice(0, 200));
+          const warnings: Record<string, number> = {};
+          for (const line of workerLog.slice(logBefore)) {
+            const msg = /"msg":"([^"]*)"/.exec(line)?.[1];
+            if (msg !== undefined) warnings[msg] = (warnings[msg] ?? 0) + 1;
+          }
           const figure = {
             repeat,
             killedMaster: target.port,
             queueKeyShareOfKilledMaster: Math.round(target.share * 100) / 100,
             healthyAfterMs,
             lastFinishedAfterKillMs,
-            http: { ...http.byStatus, maxMs: http.maxMs },
+            ...resume,
+            http: {
+              ...http.byStatus,
+              maxMs: http.maxMs,
+              slowest: http.slowest,
+              maxUnavailableMs: http.maxUnavailableMs,
+            },
             problems: problems.length,
+            lastRunEvents,
+            lastRunLog,
+            workerWarnings: warnings,
           };
           figures.push(figure);
           console.info(`[cluster-failover] ${JSON.stringify(figure)}`);
           expect(problems, problems.slice(0, 20).join('\n')).toEqual([]);
           expect(http.bad, http.bad.slice(0, 20).join('\n')).toEqual([]);
+          // A 503 within half a second: asserted only where timings can be trusted (a loaded
+          // 2-core CI machine stretches them), otherwise printed above.
+          if (STRICT_TIMING) expect(http.maxUnavailableMs).toBeLessThanOrEqual(500);
           expect(worker.isAlive(), worker.output().slice(-3000)).toBe(true);
           expect(api.isAlive(), api.output().slice(-3000)).toBe(true);
 
           // The killed master comes back as a replica of the one that replaced it.
           await cluster.restart(target.port);
         } finally {
+          stopWatching.done = true;
           stopPolling.done = true;
           await polling;
         }

@@ -5,6 +5,7 @@ import {
   SCHEDULE_QUEUE,
   ScheduleFirer,
   ScheduleService,
+  workerBackend,
   type ScheduleJobData,
 } from '@baton/runtime/internal';
 import type { WorkerConfig } from './config.ts';
@@ -60,6 +61,7 @@ export class ScheduleWorker {
         stalledInterval: config.STALLED_INTERVAL_MS,
         maxStalledCount: config.MAX_STALLS,
       },
+      workerBackend,
     );
     worker.on('error', (err) => {
       if (!this.rt.outage.connectionError(err, 'schedules'))

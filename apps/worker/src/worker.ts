@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { Worker } from 'bullmq';
+import { DelayedError, WaitingChildrenError, Worker, type Job } from 'bullmq';
 import type { AgentDefinition, Clock } from '@baton/core';
 import type { Logger } from 'pino';
 import { BatonRuntime, type RedisClient } from '@baton/runtime';
@@ -16,6 +16,8 @@ import {
   bullTelemetryOption,
   duplicateClient,
   listenForControl,
+  BLOCKING_RECONNECTED,
+  workerBackend,
 } from '@baton/runtime/internal';
 import type { WorkerConfig } from './config.ts';
 import { onJobFailed } from './job-failures.ts';
@@ -30,6 +32,7 @@ import { MessageCache } from './message-cache.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 import { traceAgents } from './tracing.ts';
 import { QueueDrain } from './queue-drain.ts';
+import { releaseOrphanedJobs } from './orphaned-jobs.ts';
 import { RunJobs } from './run-jobs.ts';
 import { startWebhookDelivery } from './webhooks/webhook-worker.ts';
 import { startArchiving } from './archive-loop.ts';
@@ -184,15 +187,33 @@ export class BatonWorker {
       toolConcurrency: config.TOOL_CONCURRENCY,
     });
     const runQueueWorker = (name: string): Worker => {
-      const worker = new Worker(name, jobs.process, {
-        ...common,
-        prefix: rt.queues.prefixOf(name),
-        concurrency: jobs.perQueueConcurrency,
-        // BullMQ wakes a blocked Worker through the queue's marker as soon as a job is added or
-        // a delayed one is due, so this only sets how often an idle Worker asks again.
-        drainDelay: IDLE_POLL_SECONDS,
-        stalledInterval: shardStalledInterval(config.STALLED_INTERVAL_MS, rt.queues.shards),
-      });
+      // The jobs this Worker fetched and has not finished (see orphaned-jobs.ts): a job leaves
+      // when it completes or fails, or when its processor moved it to delayed or to wait for
+      // its children (BullMQ says nothing then).
+      const seen = new Set<string>();
+      const processJob = async (job: Job, token?: string): Promise<unknown> => {
+        try {
+          return await jobs.process(job, token);
+        } catch (error) {
+          if (error instanceof DelayedError || error instanceof WaitingChildrenError)
+            seen.delete(job.id ?? '');
+          throw error;
+        }
+      };
+      const worker = new Worker(
+        name,
+        processJob,
+        {
+          ...common,
+          prefix: rt.queues.prefixOf(name),
+          concurrency: jobs.perQueueConcurrency,
+          // BullMQ wakes a blocked Worker through the queue's marker as soon as a job is added or
+          // a delayed one is due, so this only sets how often an idle Worker asks again.
+          drainDelay: IDLE_POLL_SECONDS,
+          stalledInterval: shardStalledInterval(config.STALLED_INTERVAL_MS, rt.queues.shards),
+        },
+        workerBackend,
+      );
       this.watch(worker, deps);
       // A stalled job put back in wait does not wake the Workers blocked on the queue's marker
       // (every process's, this one's included): they would take it only at their next idle poll,
@@ -203,6 +224,27 @@ export class BatonWorker {
         rt.redis.zadd(queue.toKey('marker'), 0, '0').catch((err: unknown) => {
           this.logger.warn({ err, queue: name }, 'could not wake the workers of a queue');
         });
+      });
+      worker.on('active', (job) => seen.add(job.id ?? ''));
+      const finished = (job: Job | undefined): void => {
+        if (job?.id !== undefined) seen.delete(job.id);
+      };
+      worker.on('completed', finished);
+      worker.on('failed', finished);
+      // A cluster master failed over: a job whose fetch reply was lost with it would wait for
+      // its lock to expire; it goes back to wait now.
+      worker.getBackend().on(BLOCKING_RECONNECTED, () => {
+        releaseOrphanedJobs({ redis: rt.redis, worker, queue, seen, lockMs: config.JOB_LOCK_MS })
+          .then((released) => {
+            if (released > 0)
+              this.logger.warn(
+                { queue: name, released },
+                'jobs whose fetch was lost in a failover went back to wait',
+              );
+          })
+          .catch((err: unknown) => {
+            this.logger.warn({ err, queue: name }, 'could not look for jobs lost in a failover');
+          });
       });
       return worker;
     };
@@ -232,6 +274,7 @@ export class BatonWorker {
                   concurrency: jobs.perQueueConcurrency,
                   maxStalledCount: config.MAX_STALLS,
                 },
+                workerBackend,
               )
             : runQueueWorker(name);
         if (name === STEP_QUEUE || name === TOOL_QUEUE) this.watch(worker, deps);

@@ -66,6 +66,7 @@ export {
   type ScheduleJobData,
 } from './schedules/schedule-service.ts';
 export { exitOnSignals } from './shutdown.ts';
+export { BLOCKING_RECONNECTED, workerBackend } from './worker-backend.ts';
 export { traceLogOptions } from './telemetry/trace-log.ts';
 export { batonTracer, bullTelemetryOption, tracingActive } from './telemetry/tracing-state.ts';
 export { webhookRetryDelay, type WebhookBackoffOptions } from './webhooks/backoff.ts';

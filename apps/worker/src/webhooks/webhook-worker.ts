@@ -1,6 +1,6 @@
 import { Worker } from 'bullmq';
 import { bullPrefix, type BatonRuntime } from '@baton/runtime';
-import { WEBHOOK_QUEUE, type WebhookJob } from '@baton/runtime/internal';
+import { WEBHOOK_QUEUE, workerBackend, type WebhookJob } from '@baton/runtime/internal';
 import type { Logger } from 'pino';
 import type { WorkerConfig } from '../config.ts';
 import { WebhookDeliveryProcessor } from './webhook-delivery.ts';
@@ -29,18 +29,23 @@ export function startWebhookDelivery(
     backoff: { baseMs: config.WEBHOOK_BACKOFF_MS, maxMs: config.WEBHOOK_BACKOFF_MAX_MS },
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
   });
-  const worker = new Worker<WebhookJob>(WEBHOOK_QUEUE, (job) => processor.process(job), {
-    connection: rt.connection,
-    prefix: bullPrefix(config.BATON_PREFIX),
-    concurrency: config.WEBHOOK_CONCURRENCY,
-    // Woken by the queue's marker when a delivery is added or due: this only sets idle polling.
-    drainDelay: 30,
-    // An attempt may take WEBHOOK_TIMEOUT_MS; the lock must not lapse meanwhile.
-    lockDuration: Math.max(config.JOB_LOCK_MS, config.WEBHOOK_TIMEOUT_MS * 2),
-    stalledInterval: config.STALLED_INTERVAL_MS,
-    maxStalledCount: config.MAX_STALLS,
-    settings: { backoffStrategy: processor.backoffStrategy },
-  });
+  const worker = new Worker<WebhookJob>(
+    WEBHOOK_QUEUE,
+    (job) => processor.process(job),
+    {
+      connection: rt.connection,
+      prefix: bullPrefix(config.BATON_PREFIX),
+      concurrency: config.WEBHOOK_CONCURRENCY,
+      // Woken by the queue's marker when a delivery is added or due: this only sets idle polling.
+      drainDelay: 30,
+      // An attempt may take WEBHOOK_TIMEOUT_MS; the lock must not lapse meanwhile.
+      lockDuration: Math.max(config.JOB_LOCK_MS, config.WEBHOOK_TIMEOUT_MS * 2),
+      stalledInterval: config.STALLED_INTERVAL_MS,
+      maxStalledCount: config.MAX_STALLS,
+      settings: { backoffStrategy: processor.backoffStrategy },
+    },
+    workerBackend,
+  );
   worker.on('error', (err) => {
     if (!rt.outage.connectionError(err, WEBHOOK_QUEUE))
       logger.error({ err, queue: WEBHOOK_QUEUE }, 'worker error');

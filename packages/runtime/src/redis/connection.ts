@@ -14,8 +14,9 @@ export function reconnectDelay(times: number): number {
 /**
  * What a connection is for:
  * - 'api': fail fast. A request during an outage gets 503 + Retry-After at once instead of hanging:
- *   no offline queue, one retry, a per-command timeout; on a cluster a few short redirections, so
- *   a failover answers within half a second.
+ *   no offline queue, one retry, a per-command timeout; on a cluster a few short redirections,
+ *   then every command refused for a moment (fail-fast-cluster.ts), so a failover answers within
+ *   half a second.
  * - 'worker': patient. Commands wait through an outage or a failover (node timeout + promotion,
  *   sized here for a minute and more) and resume within about a second of Redis answering again.
  * - 'subscriber': a pub/sub connection; subscriptions wait for Redis and are renewed on reconnect.
@@ -28,9 +29,9 @@ const API_CLUSTER_COMMAND_TIMEOUT_MS = 500;
 /** The API's cluster behaviour: a couple of quick redirections, then "unavailable" (503). */
 const FAIL_FAST_CLUSTER = {
   maxRedirections: 3,
-  retryDelayOnFailover: 100,
-  retryDelayOnClusterDown: 100,
-  retryDelayOnTryAgain: 100,
+  retryDelayOnFailover: 50,
+  retryDelayOnClusterDown: 50,
+  retryDelayOnTryAgain: 50,
 } satisfies ClusterOptions;
 
 /**
@@ -43,14 +44,6 @@ const PATIENT_CLUSTER = {
   retryDelayOnFailover: 200,
   retryDelayOnClusterDown: 200,
   retryDelayOnTryAgain: 200,
-} satisfies ClusterOptions;
-
-/** ioredis' defaults, written out: see clusterRoleOptions. */
-const BULLMQ_WORKER_CLUSTER = {
-  maxRedirections: 16,
-  retryDelayOnFailover: 100,
-  retryDelayOnClusterDown: 100,
-  retryDelayOnTryAgain: 100,
 } satisfies ClusterOptions;
 
 /**
@@ -80,13 +73,10 @@ export function roleOptions(
 /** The Cluster-level options of a role: redirections, and retries while the cluster is down. */
 export function clusterRoleOptions(role: RedisRole, bullmq = false): ClusterOptions {
   const common: ClusterOptions = { clusterRetryStrategy: reconnectDelay };
-  // BullMQ's own connection in a worker gives up on a command as ioredis does by default (16
-  // redirections 100 ms apart) and lets BullMQ restart its loop: a blocking BZPOPMIN that kept
-  // being redirected through a failover left its Worker taking no job, for good and silently,
-  // in about 1 failover in 8 (a bare BullMQ worker shows it too). A step whose completion is lost
-  // that way is taken over as a stalled job; Baton's fenced commits make that a no-op.
-  if (role === 'worker' && bullmq)
-    return { ...common, ...BULLMQ_WORKER_CLUSTER, enableOfflineQueue: true };
+  // A worker's BullMQ connection is patient too: a job's completion and its lock renewals wait
+  // out a failover and go through once the cluster answers (giving up after 1.6 s, as ioredis
+  // does by default, left every job in flight to be taken over as a stalled job, 30 s and more
+  // later). Its Workers' blocking commands do not use it (worker-backend.ts).
   if (role !== 'api') return { ...common, ...PATIENT_CLUSTER, enableOfflineQueue: true };
   return { ...common, ...FAIL_FAST_CLUSTER, enableOfflineQueue: bullmq };
 }

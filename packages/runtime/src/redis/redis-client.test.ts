@@ -1,6 +1,7 @@
 import { Cluster, Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { duplicateClient } from './connection.ts';
+import { duplicateClient, isRedisUnavailable } from './connection.ts';
+import { FailFastCluster } from './fail-fast-cluster.ts';
 import { createRedisClient, parseNatMap } from './redis-client.ts';
 import type { RedisClient } from './scripts.ts';
 import { runtimeConfigShape } from '../runtime-config.ts';
@@ -94,18 +95,34 @@ describe('createRedisClient', () => {
     expect(w.clusterRetryStrategy?.(50)).toBeLessThanOrEqual(1_000);
   });
 
-  it("a worker's BullMQ connection gives up on a redirected command as ioredis does (BullMQ restarts its loop)", () => {
+  it("a worker's BullMQ connection waits out a failover too (its Workers block elsewhere)", () => {
     const bull = build(
       { REDIS_URL: `redis+cluster://${NOWHERE}` },
       { role: 'worker', connectionName: 'b', bullmq: true },
     ) as Cluster;
-    // A blocking command redirected for a minute through a failover left BullMQ's Worker taking
-    // no job, silently (cluster-failover test); an error within ~2 s makes it reconnect.
-    expect(bull.options.maxRedirections).toBe(16);
-    expect(bull.options.maxRedirections! * bull.options.retryDelayOnClusterDown!).toBeLessThan(
-      5_000,
-    );
+    // A job's completion that gave up within 2 s left it to be taken over as a stalled job, 30 s
+    // and more later; blocking commands go to slot owner connections (worker-backend.ts).
+    expect(
+      bull.options.maxRedirections! * bull.options.retryDelayOnClusterDown!,
+    ).toBeGreaterThanOrEqual(60_000);
+    expect(bull.options.retryDelayOnClusterDown).toBeLessThanOrEqual(200);
     expect(bull.options.redisOptions).toMatchObject({ maxRetriesPerRequest: null });
+  });
+
+  it('an API cluster refuses commands at once for a moment after the cluster said it cannot serve', async () => {
+    const api = build(
+      { REDIS_URL: `redis+cluster://${NOWHERE}` },
+      { role: 'api', connectionName: 'a' },
+    );
+    // Not ready (nothing answers): the first command is refused by ioredis itself, after which
+    // the next ones are not even sent, whatever they are.
+    await expect(api.get('k')).rejects.toThrow(/Cluster isn't ready/);
+    await expect(api.set('other', '1')).rejects.toThrow(/CLUSTERDOWN.*not sent/);
+    expect(isRedisUnavailable(await api.get('k').catch((e: unknown) => e))).toBe(true);
+    // Subscribers duplicated from it wait instead (a plain Cluster).
+    const sub = duplicateClient(api, { maxRetriesPerRequest: null });
+    made.push(sub);
+    expect(sub).not.toBeInstanceOf(FailFastCluster);
   });
 
   it('a duplicate of an API cluster for a subscriber is patient at the cluster level too', () => {

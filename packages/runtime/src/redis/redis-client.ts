@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Cluster, Redis, type ClusterOptions } from 'ioredis';
 import { z } from 'zod';
+import { FailFastCluster } from './fail-fast-cluster.ts';
 import { clusterRoleOptions, reconnectDelay, roleOptions, type RedisRole } from './connection.ts';
 import { parseRedisUrl, type RedisNode } from './redis-url.ts';
 import type { RedisClient } from './scripts.ts';
@@ -95,9 +96,10 @@ export function createRedisClient(settings: RedisSettings, opts: RedisClientOpti
   const {
     retryStrategy: _retry,
     enableOfflineQueue: _offline,
+    replyMapping: _replies,
     ...node
   } = roleOptions(role, { cluster: true, bullmq });
-  return new Cluster([...target.nodes], {
+  const options = {
     ...clusterRoleOptions(role, bullmq),
     redisOptions: {
       ...node,
@@ -109,5 +111,9 @@ export function createRedisClient(settings: RedisSettings, opts: RedisClientOpti
     ...(settings.REDIS_CLUSTER_DNS_LOOKUP === 'passthrough'
       ? { dnsLookup: passthroughLookup }
       : {}),
-  });
+  };
+  // The API's fails fast as a whole once the cluster said it cannot serve (fail-fast-cluster.ts).
+  return role === 'api'
+    ? new FailFastCluster([...target.nodes], options)
+    : new Cluster([...target.nodes], options);
 }
