@@ -219,7 +219,7 @@ export class ApiMetrics {
     new Gauge({
       name: 'baton_fairness_runs',
       help:
-        'Runs per fairness key (BATON_FAIRNESS on): backlog (waiting for a slot), in_progress ' +
+        'Runs per fairness key (unless BATON_FAIRNESS=off): backlog (waiting for a slot), in_progress ' +
         '(holding one), limit (its window), dispatched (admitted since ever: rate() of it is ' +
         "the key's dispatch share)",
       labelNames: ['tenant', 'key', 'state'],
