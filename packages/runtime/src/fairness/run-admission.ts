@@ -212,6 +212,21 @@ export class RunAdmission {
     return admitted;
   }
 
+  /**
+   * The run waits for a human: its slot goes back. A child run holds none; the slot its tree
+   * holds is its root's, which waits on it, so the root's goes back (else a tenant whose trees
+   * wait for approvals deep down holds its key's window and parks its other runs until someone
+   * answers). The root then runs to its end without a slot: it has its jobs already (its child's
+   * end enqueues its next step), and parking a run mid-tree could deadlock.
+   */
+  async waitingForHuman(run: Pick<RunIdentity, 'runId' | 'tenantId' | 'fairnessKey' | 'parent'>) {
+    await this.release(
+      run.parent === undefined
+        ? run
+        : { runId: run.parent.rootRunId, tenantId: run.tenantId, fairnessKey: run.fairnessKey },
+    );
+  }
+
   /** Gives an admitted run its job; one that ended meanwhile gives its slot back. */
   private async dispatch(tenantId: string, key: string, runId: string): Promise<boolean> {
     const meta = await this.deps.meta(runId);
