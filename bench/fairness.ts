@@ -45,8 +45,8 @@ import { lanes, median, stats, statsRatio, type Stats } from './stats.ts';
 
 function knobs() {
   return {
-    // Admission's default window (docs/fairness.md): half a default worker's tool concurrency.
-    window: envInt('BENCH_FAIRNESS_WINDOW', 16, 1),
+    // Admission's default window (docs/fairness.md): a quarter of a default worker's steps.
+    window: envInt('BENCH_FAIRNESS_WINDOW', 64, 1),
     /** BENCH_FAIRNESS_WINDOW unset: the single-key phase measures the default deployment. */
     windowSet: process.env['BENCH_FAIRNESS_WINDOW'] !== undefined,
     floodRuns: envInt('BENCH_FAIRNESS_FLOOD_RUNS', 2000, 1),

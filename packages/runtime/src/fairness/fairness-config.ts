@@ -14,13 +14,15 @@ import { z } from 'zod';
  * have no window (only the tenants' limits hold runs back).
  *
  * Unset: DEFAULT_WINDOW per key, no tenant limit. The API cannot see the pool, so the default is
- * sized for the smallest default pool, one worker: half its TOOL_CONCURRENCY (32) and a sixteenth
- * of its WORKER_CONCURRENCY (256 on 64-bit Node). A flooding key then never holds all of one
- * worker's tool slots nor queues a job ahead of another key's next step, and one key alone still
- * keeps 16 runs in flight, enough to saturate a worker with runs whose steps are short.
+ * sized for the smallest default pool, one worker: a quarter of its WORKER_CONCURRENCY (256 on
+ * 64-bit Node), where model calls and sequential tools run. A flooding key then holds at most a
+ * quarter of one worker's step slots and queues no step ahead of another key's, and one key alone
+ * keeps 64 runs in flight: its runs/s with short steps are those without admission (bench
+ * `fairness`, single key). Slow tools of parallel-mode agents run in TOOL_CONCURRENCY (32) slots,
+ * which 64 runs can fill: there another key's tool call may wait about two of them.
  */
 /** The window of a key of weight 1 when BATON_FAIRNESS does not set one (see above). */
-export const DEFAULT_WINDOW = 16;
+export const DEFAULT_WINDOW = 64;
 
 /** BATON_FAIRNESS's value that turns admission off. */
 const OFF = 'off';
