@@ -1,7 +1,8 @@
 /**
  * Scenario "fairness" (docs/fairness.md): what admission per fairness key and run priorities buy,
- * through the production topology (bench/http-stack.ts: one API, one worker process, default
- * WORKER_CONCURRENCY 16), one tenant whose runs name their fairness key.
+ * through the production topology (bench/http-stack.ts: one API, one worker process, its default
+ * concurrencies), one tenant whose runs name their fairness key. "No admission" below is
+ * BATON_FAIRNESS=off (admission is on by default).
  *
  * - flood: key A posts BENCH_FAIRNESS_FLOOD_RUNS (2,000) slow runs (one ~1.5 s step each) while
  *   keys B and C each submit BENCH_FAIRNESS_STEADY_RUNS `bench` runs at a steady rate; their
@@ -13,8 +14,9 @@
  *   from GET /metrics (baton_fairness_runs{state="dispatched"}), each key's share vs its weight.
  * - priority: a backlog of BENCH_FAIRNESS_PRIORITY_BACKLOG (100) slow priority-3 runs, then one
  *   priority-1 and one priority-3 `bench-sequential` run: POST → run.started of each.
- * - single key: runs/s of `bench` runs of one key in a closed loop, today's path (no admission)
- *   vs admission with window W, alternated; and raw BullMQ chains with and without a job
+ * - single key: runs/s of `bench` runs of one key in a closed loop, no admission vs the default
+ *   deployment (no BATON_FAIRNESS; BATON_FAIRNESS={"window":W} if BENCH_FAIRNESS_WINDOW is set),
+ *   alternated; and raw BullMQ chains with and without a job
  *   priority (what BullMQ's prioritized set costs by itself), alternated.
  */
 import { performance } from 'node:perf_hooks';
@@ -43,8 +45,10 @@ import { lanes, median, stats, statsRatio, type Stats } from './stats.ts';
 
 function knobs() {
   return {
-    // Half the worker's step concurrency (16): a flooding key then leaves slots for the others.
-    window: envInt('BENCH_FAIRNESS_WINDOW', 8, 1),
+    // Admission's default window (docs/fairness.md): a quarter of a default worker's steps.
+    window: envInt('BENCH_FAIRNESS_WINDOW', 64, 1),
+    /** BENCH_FAIRNESS_WINDOW unset: the single-key phase measures the default deployment. */
+    windowSet: process.env['BENCH_FAIRNESS_WINDOW'] !== undefined,
     floodRuns: envInt('BENCH_FAIRNESS_FLOOD_RUNS', 2000, 1),
     contrastFlood: envInt('BENCH_FAIRNESS_CONTRAST_FLOOD', 200, 0),
     slowMs: envInt('BENCH_FAIRNESS_SLOW_MS', 1500, 3),
@@ -74,6 +78,9 @@ function slowRun(ms: number, options: Record<string, unknown>) {
   const directive = JSON.stringify({ deltas: 3, deltaMs: Math.round(ms / 3), steps: 1 });
   return runBody('bench-streaming', directive, { options });
 }
+
+/** Admission off: every run enqueued at once (the path before admission existed). */
+const NO_ADMISSION = { BATON_FAIRNESS: 'off' };
 
 function fairnessEnv(window: number): Record<string, string> {
   const settings = { window, tenants: { '*': { weights: { heavy: 2, light: 1 } } } };
@@ -170,7 +177,7 @@ async function floodPhase(ctx: BenchContext, url: string, k: Knobs) {
 
 async function contrastPhase(ctx: BenchContext, url: string, k: Knobs) {
   if (k.contrastFlood === 0) return null;
-  const stack = await stackWith(ctx, url, k, 'fair-fifo', {});
+  const stack = await stackWith(ctx, url, k, 'fair-fifo', NO_ADMISSION);
   try {
     ctx.log(`contrast (no admission): key A posts ${k.contrastFlood} slow runs, then B runs`);
     await post(stack.client, k.contrastFlood, slowRun(k.slowMs, { fairnessKey: 'A' }), k);
@@ -237,7 +244,7 @@ async function startDelay(c: Client, body: unknown, k: Knobs) {
 }
 
 async function priorityPhase(ctx: BenchContext, url: string, k: Knobs) {
-  const stack = await stackWith(ctx, url, k, 'fair-prio', {});
+  const stack = await stackWith(ctx, url, k, 'fair-prio', NO_ADMISSION);
   try {
     ctx.log(`priority: ${k.priorityBacklog} slow priority-3 runs, then one of priority 1 and 3`);
     await post(stack.client, k.priorityBacklog, slowRun(k.slowMs, { priority: 3 }), k);
@@ -277,8 +284,8 @@ async function throughputPhase(ctx: BenchContext, url: string, k: Knobs) {
   const rawPrioritized: number[] = [];
   for (let r = 0; r < k.tpRounds; r += 1) {
     ctx.log(`single key, round ${String(r + 1)}: ${k.tpRuns} runs, ${k.tpInFlight} in flight`);
-    today.push(await sample('fair-tp-fifo', {}));
-    admitted.push(await sample('fair-tp-adm', fairnessEnv(k.window)));
+    today.push(await sample('fair-tp-fifo', NO_ADMISSION));
+    admitted.push(await sample('fair-tp-adm', k.windowSet ? fairnessEnv(k.window) : {}));
     // A window as large as the runs in flight: admission's own cost, no run ever parked.
     unparked.push(await sample('fair-tp-big', fairnessEnv(k.tpInFlight)));
     const raw = {

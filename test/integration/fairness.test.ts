@@ -13,6 +13,7 @@ import {
 import { createDemoAgents } from '@baton/core/testing';
 import type { CreateRunRequest, CreateRunResponse, RunPage } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
+import { DEFAULT_WINDOW } from '@baton/runtime/internal';
 import { Job } from 'bullmq';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
@@ -20,8 +21,14 @@ import { ApiClient, KEYS, startApiCluster } from '@baton/testing/api-harness';
 import { startHarness, waitFor, waitForStatus, type Harness } from '@baton/testing/worker-harness';
 
 const [assistant] = createDemoAgents(systemClock);
-/** Admission on, each key's window half the one worker's step concurrency (16). */
-const FAIRNESS = { BATON_FAIRNESS: JSON.stringify({ window: 8 }) };
+/**
+ * A default deployment: no BATON_FAIRNESS (admission on, DEFAULT_WINDOW per key) and the
+ * worker's own default concurrencies, not the harness' pinned 16.
+ */
+const DEFAULTS = {
+  WORKER_CONCURRENCY: undefined,
+  TOOL_CONCURRENCY: undefined,
+} as unknown as Record<string, string>;
 
 /** One round calling a tool that sleeps `NAP_MS`, then an answer: every run takes as long. */
 const NAP_MS = 120;
@@ -84,8 +91,8 @@ describe('fairness', () => {
     h = undefined;
   });
 
-  it("a flooding tenant's 400 slow runs do not hold back another tenant's run", async () => {
-    h = await startHarness(inject('redisUrl'), [assistant!], { overrides: FAIRNESS });
+  it("by default, a flooding tenant's 400 slow runs do not hold back another tenant's run", async () => {
+    h = await startHarness(inject('redisUrl'), [assistant!], { overrides: DEFAULTS });
     const harness = h;
     const flooded = await flood(harness, 'tenant-a', 400, ask('assistant', 'report on uptime'));
     const t0 = Date.now();
@@ -102,14 +109,19 @@ describe('fairness', () => {
     for (const id of flooded)
       if ((await harness.client.store.meta(id))?.status === 'done') finished += 1;
     expect(finished).toBeLessThan(200);
-    // The waiting ones hold no job: A's jobs in the queue are at most its window (8).
+    // The waiting ones hold no job: A's jobs in the queue are at most its window (a step job or
+    // a tool job each).
     const [queue] = harness.client.queues.shardQueues('default');
     const counts = await queue!.getJobCounts('wait', 'prioritized', 'active', 'delayed');
-    expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(8);
+    expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(DEFAULT_WINDOW);
     // And their snapshot says why they wait and where they stand.
     const last = await harness.client.service.load('tenant-a', flooded.at(-1)!);
     const queued = await harness.client.service.queuedInfo(last.checkpoint.identity);
-    expect(queued).toMatchObject({ reason: 'fairness_key_limit', limit: 8, inProgress: 8 });
+    expect(queued).toMatchObject({
+      reason: 'fairness_key_limit',
+      limit: DEFAULT_WINDOW,
+      inProgress: DEFAULT_WINDOW,
+    });
     expect(queued!.position).toBeGreaterThan(100);
     expect(queued!.backlog).toBeGreaterThanOrEqual(queued!.position);
   }, 60_000);
@@ -144,7 +156,7 @@ describe('fairness', () => {
   it('a priority-1 run overtakes a priority-3 backlog', async () => {
     // No admission: the backlog sits in BullMQ's queue (4 jobs run at a time, 40 wait).
     h = await startHarness(inject('redisUrl'), [assistant!], {
-      overrides: { WORKER_CONCURRENCY: '4' },
+      overrides: { WORKER_CONCURRENCY: '4', BATON_FAIRNESS: 'off' },
     });
     const harness = h;
     await flood(harness, 'tenant-p', 44, ask('assistant', 'report on uptime', { priority: 3 }));
@@ -167,7 +179,7 @@ describe('fairness', () => {
   }, 60_000);
 
   it("a tenant's run limit: runs over it wait queued and say why; a run waiting for a human does not count", async () => {
-    const fairness = { tenants: { 'tenant-l': { maxRuns: 2 } } };
+    const fairness = { window: 0, tenants: { 'tenant-l': { maxRuns: 2 } } };
     h = await startHarness(inject('redisUrl'), [assistant!], {
       overrides: { BATON_FAIRNESS: JSON.stringify(fairness) },
     });

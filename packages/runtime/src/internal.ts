@@ -54,6 +54,7 @@ export { RunIndex } from './run-record/run-index.ts';
 export { RunRecordScripts } from './run-record/run-record-scripts.ts';
 export { runtimeConfigShape } from './runtime-config.ts';
 export { RunAdmission, fairnessKeyOf } from './fairness/run-admission.ts';
+export { DEFAULT_WINDOW } from './fairness/fairness-config.ts';
 export { ScheduleFirer } from './schedules/schedule-firing.ts';
 export {
   SCHEDULE_ID_METADATA,

@@ -199,7 +199,7 @@ export class RunCommitter {
     if (is === 'active' || is === 'waiting') {
       await this.index.move(is, runId, this.deps.now());
       // A run waiting for a human holds no slot (whoever resumes it asks for one again).
-      if (is === 'waiting') await this.deps.admission?.release(after.identity);
+      if (is === 'waiting') await this.deps.admission?.waitingForHuman(after.identity);
     } else {
       // A run that finishes from active is in the waiting index only if a crash left it there
       // (a move adds before it removes), and the reconciler's waiting sweep finishes that entry.

@@ -86,7 +86,8 @@ export const runtimeConfigShape = {
   BATON_DURABILITY: z.enum(['relaxed', 'strict']).default('relaxed'),
   /**
    * Fairness keys' admission windows and weights, tenants' run limits (JSON, see
-   * fairness/fairness-config.ts and docs/fairness.md). Unset: window 16 per key, no tenant limit.
+   * fairness/fairness-config.ts and docs/fairness.md). Unset: window 64 per key, no tenant limit;
+   * `off`: no admission.
    */
   BATON_FAIRNESS: z.string().superRefine(valid(parseFairness)).optional(),
   ...tenantLimitsShape,

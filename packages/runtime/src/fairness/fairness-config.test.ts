@@ -1,10 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { FairnessPolicy, parseFairness } from './fairness-config.ts';
+import { DEFAULT_WINDOW, FairnessPolicy, parseFairness } from './fairness-config.ts';
 
 describe('BATON_FAIRNESS', () => {
-  it('unset: no admission', () => {
-    expect(new FairnessPolicy(parseFairness(undefined)).enabled).toBe(false);
-    expect(new FairnessPolicy(parseFairness(' ')).enabled).toBe(false);
+  it('unset: admission on, every key a window of DEFAULT_WINDOW; off: no admission', () => {
+    for (const raw of [undefined, ' ', '{}']) {
+      const policy = new FairnessPolicy(parseFairness(raw));
+      expect(policy.enabled).toBe(true);
+      expect(policy.limits('any', 'key')).toEqual({
+        keyLimit: DEFAULT_WINDOW,
+        tenantLimit: Infinity,
+        weight: 1,
+      });
+    }
+    expect(new FairnessPolicy(parseFairness('off')).enabled).toBe(false);
+    expect(new FairnessPolicy(parseFairness(' OFF ')).enabled).toBe(false);
+    expect(new FairnessPolicy(parseFairness('{"window":0}')).enabled).toBe(false);
   });
 
   it("a key's window is its weight × window, capped by its tenant's maxRunsPerKey", () => {
@@ -31,7 +41,9 @@ describe('BATON_FAIRNESS', () => {
   });
 
   it('tenant limits without a window: admission on, keys without a window', () => {
-    const policy = new FairnessPolicy(parseFairness('{"tenants":{"acme":{"maxRuns":3}}}'));
+    const policy = new FairnessPolicy(
+      parseFairness('{"window":0,"tenants":{"acme":{"maxRuns":3}}}'),
+    );
     expect(policy.enabled).toBe(true);
     expect(policy.limits('acme', 'k')).toEqual({ keyLimit: Infinity, tenantLimit: 3, weight: 1 });
     expect(policy.limits('other', 'k')).toEqual({
@@ -42,7 +54,7 @@ describe('BATON_FAIRNESS', () => {
   });
 
   it('says what to fix', () => {
-    expect(() => parseFairness('{window: 8}')).toThrow(/must be JSON/);
+    expect(() => parseFairness('{window: 8}')).toThrow(/must be off or JSON/);
     expect(() => parseFairness('{"window": -1}')).toThrow(/window/);
     expect(() => parseFairness('{"tenants": {"a": {"weights": {"k": 0}}}}')).toThrow(
       /tenants\.a\.weights\.k/,

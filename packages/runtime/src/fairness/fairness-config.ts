@@ -2,22 +2,30 @@ import { z } from 'zod';
 
 /**
  * BATON_FAIRNESS (docs/fairness.md): the admission windows of fairness keys and the run limits
- * of tenants, one JSON document the API and the workers must agree on. Unset: no admission, every
- * run is enqueued at once (priorities still order the queues).
+ * of tenants, one JSON document the API and the workers must agree on; `off` turns admission off
+ * (every run is enqueued at once; priorities still order the queues).
  *
  *   {"window": 16,
  *    "tenants": {"*":    {"maxRuns": 200},
  *                "acme": {"maxRuns": 50, "maxRunsPerKey": 10, "weights": {"gold": 2, "*": 1}}}}
  *
  * A key's window (its runs in progress at most) is round(weight × window), at least 1, at most
- * the tenant's maxRunsPerKey. "*" is the entry of a tenant (or key) not named. Size `window` to
- * the step concurrency of the pool (WORKER_CONCURRENCY × workers): a flooding key then fills the
- * workers but queues no job of its own ahead of another key's next step.
+ * the tenant's maxRunsPerKey. "*" is the entry of a tenant (or key) not named. `window: 0`: keys
+ * have no window (only the tenants' limits hold runs back).
  *
- * Why admission is off by default: the right window depends on the pool (the API cannot see its
- * concurrency), and a run holds its slot while it waits for a worker of its agent, so a tenant
- * with runs of an agent nobody serves would hold back its other runs.
+ * Unset: DEFAULT_WINDOW per key, no tenant limit. The API cannot see the pool, so the default is
+ * sized for the smallest default pool, one worker: a quarter of its WORKER_CONCURRENCY (256 on
+ * 64-bit Node), where model calls and sequential tools run. A flooding key then holds at most a
+ * quarter of one worker's step slots and queues no step ahead of another key's, and one key alone
+ * keeps 64 runs in flight: its runs/s with short steps are those without admission (bench
+ * `fairness`, single key). Slow tools of parallel-mode agents run in TOOL_CONCURRENCY (32) slots,
+ * which 64 runs can fill: there another key's tool call may wait about two of them.
  */
+/** The window of a key of weight 1 when BATON_FAIRNESS does not set one (see above). */
+export const DEFAULT_WINDOW = 64;
+
+/** BATON_FAIRNESS's value that turns admission off. */
+const OFF = 'off';
 
 const TenantEntrySchema = z.strictObject({
   /** Runs of the tenant in progress at most (a waiting-for-human run does not count). */
@@ -30,20 +38,24 @@ const TenantEntrySchema = z.strictObject({
 
 const FairnessSettingsSchema = z.strictObject({
   /** Runs in progress a key of weight 1 may have (its admission window); 0: no window. */
-  window: z.number().int().min(0).max(100_000).default(0),
+  window: z.number().int().min(0).max(100_000).default(DEFAULT_WINDOW),
   tenants: z.record(z.string(), TenantEntrySchema).default({}),
 });
-export type FairnessSettings = z.infer<typeof FairnessSettingsSchema>;
+export type FairnessSettings = z.infer<typeof FairnessSettingsSchema> & {
+  /** BATON_FAIRNESS=off: no admission at all. */
+  readonly off?: true;
+};
 
-/** The settings of BATON_FAIRNESS (unset or empty: no admission); throws what to fix. */
+/** The settings of BATON_FAIRNESS (unset or empty: the defaults; `off`: none); throws what to fix. */
 export function parseFairness(raw: string | undefined): FairnessSettings {
   if (raw === undefined || raw.trim() === '') return FairnessSettingsSchema.parse({});
+  if (raw.trim().toLowerCase() === OFF) return { window: 0, tenants: {}, off: true };
   let json: unknown;
   try {
     json = JSON.parse(raw);
   } catch {
     throw new Error(
-      'BATON_FAIRNESS must be JSON, e.g. {"window":16,"tenants":{"*":{"maxRuns":100}}}',
+      'BATON_FAIRNESS must be off or JSON, e.g. {"window":16,"tenants":{"*":{"maxRuns":100}}}',
     );
   }
   const parsed = FairnessSettingsSchema.safeParse(json);
@@ -71,10 +83,11 @@ export class FairnessPolicy {
   constructor(settings: FairnessSettings) {
     this.settings = settings;
     this.limited =
-      settings.window > 0 ||
-      Object.values(settings.tenants).some(
-        (t) => t.maxRuns !== undefined || t.maxRunsPerKey !== undefined,
-      );
+      settings.off !== true &&
+      (settings.window > 0 ||
+        Object.values(settings.tenants).some(
+          (t) => t.maxRuns !== undefined || t.maxRunsPerKey !== undefined,
+        ));
   }
 
   /** Whether runs go through admission at all: a window or a run limit is configured. */

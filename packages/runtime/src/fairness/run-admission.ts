@@ -6,6 +6,7 @@ import {
   type StepJob,
 } from '@baton/protocol';
 import type { Logger } from 'pino';
+import { AgentLiveness } from '../agent-liveness.ts';
 import type { BatonQueues, StepTarget } from '../queues.ts';
 import { keyPart, type BatonKeys } from '../redis/keys.ts';
 import type { RedisClient } from '../redis/scripts.ts';
@@ -44,6 +45,12 @@ const REASONS: Record<1 | 2 | 3, QueuedReason> = {
   3: 'behind_backlog',
 };
 
+/**
+ * How long an agent's liveness (whether any worker advertises it) is trusted. Stale "served" only
+ * lets a run take a slot the sweep gives back; stale "unserved" lets a run skip its window once.
+ */
+const LIVENESS_TTL_MS = 2_000;
+
 /** Orders a key's backlog: priority first, then arrival (ms since 1970 stay below 1e13). */
 const PRIORITY_SCALE = 1e13;
 
@@ -77,6 +84,13 @@ export interface RunAdmissionDeps {
  *
  * Child runs (agent-as-tool) are never held back: their parent holds a slot and waits on them,
  * so holding them back could deadlock a key. They carry its priority and key all the same.
+ *
+ * Runs of an agent no live worker advertises (`AgentLiveness`) hold no slot either: they get
+ * their job at once and wait in their agent's queue, where they block nobody, instead of holding
+ * their key's slots until a worker of that agent comes (forever for an agent nobody serves). The
+ * sweep gives back the slot of an admitted run whose agent lost its last worker (its job stays
+ * queued). Both are stateless, so a crash anywhere leaves nothing to repair: a run without a slot
+ * only releases nothing when it ends.
  */
 export class RunAdmission {
   private readonly deps: RunAdmissionDeps;
@@ -84,10 +98,23 @@ export class RunAdmission {
   /** Tenants this process has listed in the tenant set (once per process). */
   private readonly listed = new Set<string>();
   private rotation = 0;
+  private readonly liveness: AgentLiveness;
+  private readonly served = new Map<string, { live: boolean; at: number }>();
 
   constructor(deps: RunAdmissionDeps) {
     this.deps = deps;
     this.scripts = admissionScripts(deps.redis);
+    this.liveness = new AgentLiveness(deps.redis, deps.keys);
+  }
+
+  /** Whether a live worker advertises the agent (cached for LIVENESS_TTL_MS). */
+  private async isServed(agent: string): Promise<boolean> {
+    const now = Date.now();
+    const cached = this.served.get(agent);
+    if (cached && now - cached.at < LIVENESS_TTL_MS) return cached.live;
+    const live = ((await this.liveness.workers([agent])).get(agent) ?? []).length > 0;
+    this.served.set(agent, { live, at: now });
+    return live;
   }
 
   get enabled(): boolean {
@@ -126,7 +153,7 @@ export class RunAdmission {
     reason: StepJob['reason'],
     version: number,
   ): Promise<QueuedInfo | null> {
-    if (!this.enabled || run.parent !== undefined) {
+    if (!this.enabled || run.parent !== undefined || !(await this.isServed(run.agent))) {
       await this.deps.queues.enqueueStep(run, reason, version);
       return null;
     }
@@ -185,6 +212,21 @@ export class RunAdmission {
     return admitted;
   }
 
+  /**
+   * The run waits for a human: its slot goes back. A child run holds none; the slot its tree
+   * holds is its root's, which waits on it, so the root's goes back (else a tenant whose trees
+   * wait for approvals deep down holds its key's window and parks its other runs until someone
+   * answers). The root then runs to its end without a slot: it has its jobs already (its child's
+   * end enqueues its next step), and parking a run mid-tree could deadlock.
+   */
+  async waitingForHuman(run: Pick<RunIdentity, 'runId' | 'tenantId' | 'fairnessKey' | 'parent'>) {
+    await this.release(
+      run.parent === undefined
+        ? run
+        : { runId: run.parent.rootRunId, tenantId: run.tenantId, fairnessKey: run.fairnessKey },
+    );
+  }
+
   /** Gives an admitted run its job; one that ended meanwhile gives its slot back. */
   private async dispatch(tenantId: string, key: string, runId: string): Promise<boolean> {
     const meta = await this.deps.meta(runId);
@@ -235,7 +277,8 @@ export class RunAdmission {
 
   /**
    * Leak safety (the reconciler, each scan): slots and backlog places whose run finished, is
-   * gone, or waits for a human are given back, then each tenant's backlogs are admitted from (a
+   * gone, or waits for a human are given back, and so are the slots of runs whose agent has no
+   * live worker any more (their job waits in the agent's queue without one), then each tenant's backlogs are admitted from (a
    * release that crashed before its fill admitted nobody). Bounded: `batch` entries per tenant
    * per call, resumed where the last call stopped.
    */
@@ -260,7 +303,11 @@ export class RunAdmission {
         const meta = await this.deps.meta(runId);
         const admittedRun = st.startsWith('a\t');
         const gone = !meta || meta.status === 'done';
-        if (gone || (admittedRun && meta.activity === 'waiting')) {
+        const idle =
+          admittedRun &&
+          !gone &&
+          (meta.activity === 'waiting' || !(await this.isServed(meta.agent)));
+        if (gone || idle) {
           await this.release({ runId, tenantId, fairnessKey: st.slice(2) });
           released += 1;
         }
