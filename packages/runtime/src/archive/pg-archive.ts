@@ -52,6 +52,9 @@ interface SummaryRow {
 export class PgArchive implements RunArchive {
   private readonly opts: PgArchiveOptions;
   private pool: Promise<Pool> | null = null;
+  /** Set by close(): a late caller (a request or archive pass finishing during shutdown) must not
+   * open a pool nobody will end — its connections would outlive the process's stop. */
+  private closed = false;
 
   constructor(opts: PgArchiveOptions) {
     this.opts = opts;
@@ -59,6 +62,8 @@ export class PgArchive implements RunArchive {
 
   /** Connects and migrates (idempotent); every other method calls it first. */
   open(): Promise<Pool> {
+    if (this.closed)
+      return Promise.reject(new ArchiveUnavailableError(new Error('the archive was closed')));
     this.pool ??= this.connect().catch((error: unknown) => {
       this.pool = null;
       return unavailable(error);
@@ -76,7 +81,7 @@ export class PgArchive implements RunArchive {
     // An idle connection dropped by a PostgreSQL restart: the pool replaces it; without a
     // listener the error would end the process.
     pool.on('error', (err) => this.opts.logger.warn({ err }, 'archive: idle connection lost'));
-    const client = await pool.connect();
+    const client = guarded(await pool.connect());
     try {
       const applied = await migrate(client);
       if (applied.length > 0)
@@ -88,7 +93,7 @@ export class PgArchive implements RunArchive {
   }
 
   private async tx<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await (await this.open()).connect().catch(unavailable);
+    const client = guarded(await (await this.open()).connect().catch(unavailable));
     try {
       await client.query('BEGIN');
       const result = await work(client);
@@ -317,10 +322,21 @@ export class PgArchive implements RunArchive {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     const pool = this.pool;
     this.pool = null;
     if (pool) await (await pool.catch(() => null))?.end();
   }
+}
+
+/**
+ * A checked-out client whose connection drops between two queries (a PostgreSQL restart, a
+ * terminated backend) emits 'error' on itself, not on the pool: without a listener that would end
+ * the process. The query in flight, or the next one, fails anyway, which is where it is handled.
+ */
+function guarded(client: PoolClient): PoolClient {
+  if (client.listenerCount('error') === 0) client.on('error', () => undefined);
+  return client;
 }
 
 /** The messages a run added to its thread (what its release appended there). */
