@@ -7,7 +7,7 @@ import type {
   RunStatus,
 } from '@baton/protocol';
 import { RunDoneError, VersionConflictError, activityOf } from '@baton/core';
-import type { CommitResult, RunStore, StoredCheckpoint } from '@baton/core';
+import type { ArchivedRunSummary, CommitResult, RunStore, StoredCheckpoint } from '@baton/core';
 import { BatonKeys, type RunKeys } from './keys.ts';
 import type { RedisClient } from './scripts.ts';
 import {
@@ -68,15 +68,8 @@ export interface RedisRunStoreOptions {
   readonly validateOnLoad?: boolean;
 }
 
-export interface RunSummary {
-  readonly runId: string;
-  readonly tenantId: string;
-  readonly agent: string;
-  readonly threadId: string;
-  readonly status: RunStatus;
-  readonly createdAt: number;
-  readonly updatedAt: number;
-}
+/** A run as lists show it: the same shape hot (here) and archived (the archive port's). */
+export type RunSummary = ArchivedRunSummary;
 
 export interface ListRunsQuery {
   readonly tenantId: string;
