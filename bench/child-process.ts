@@ -109,3 +109,12 @@ export function cpuMsPer(
 ): number | undefined {
   return a === undefined || b === undefined ? undefined : round(((b - a) * 1000) / units, 3);
 }
+
+/**
+ * BENCH_WORKER_NODE_OPTIONS: the same for the worker children (HTTP scenarios and throughput's
+ * worker processes), e.g. `--cpu-prof --cpu-prof-dir=/tmp/workerprof`.
+ */
+export function workerNodeOptions(): Record<string, string> {
+  const value = process.env['BENCH_WORKER_NODE_OPTIONS'];
+  return value === undefined || value === '' ? {} : { NODE_OPTIONS: value };
+}

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { Agent } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { BENCH_AGENTS_MODULE } from '@baton/testing/bench-agents';
-import { childCpuSeconds, startChild, type Child } from './child-process.ts';
+import { childCpuSeconds, startChild, workerNodeOptions, type Child } from './child-process.ts';
 import type { Client } from './http-client.ts';
 import { envInt, type BenchContext } from './lib.ts';
 
@@ -75,6 +75,7 @@ export async function startStack(
         BATON_AGENTS: BENCH_AGENTS_MODULE,
         RECONCILER: '0',
         WORKER_ID: `${prefix}-w0`,
+        ...workerNodeOptions(),
         ...opts.workerEnv,
       },
       'READY ',

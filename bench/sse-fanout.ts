@@ -45,6 +45,18 @@ import { decide, parkRuns, ticketOf, type Ticket } from './parked-runs.ts';
 import { stats, statsRatio, type Stats } from './stats.ts';
 import { fileURLToPath } from 'node:url';
 
+/** The API's V8 heap from its own default metrics: what of its RSS growth is heap. */
+async function apiHeap(
+  c: Stack['client'],
+  timeoutMs: number,
+): Promise<{ used: number; total: number }> {
+  const text = await metricsText(c, timeoutMs);
+  return {
+    used: metricIn(text, 'baton_api_nodejs_heap_size_used_bytes', {}) ?? Number.NaN,
+    total: metricIn(text, 'baton_api_nodejs_heap_size_total_bytes', {}) ?? Number.NaN,
+  };
+}
+
 const ECHO_MAIN = fileURLToPath(new URL('./sse-echo-server.ts', import.meta.url));
 
 function knobs() {
@@ -120,6 +132,7 @@ async function batonSide(ctx: BenchContext, url: string, k: Knobs, counts: numbe
     }));
     await sleep(500);
     const rss0 = await processRssBytes(api.process.pid);
+    const heap0 = await apiHeap(client, timeoutMs);
     ctx.log(`connecting ${k.subscribers} subscribers from ${k.clientProcs} processes`);
     const c0 = performance.now();
     clients = await startFanoutClients({
@@ -134,6 +147,7 @@ async function batonSide(ctx: BenchContext, url: string, k: Knobs, counts: numbe
     const connectMs = performance.now() - c0;
     await sleep(500);
     const rss1 = await processRssBytes(api.process.pid);
+    const heap1 = await apiHeap(client, timeoutMs);
     const openStreams = await metricValue(client, 'baton_sse_connections', {}, timeoutMs);
     ctx.log(
       `${clients.connected} connected in ${round(connectMs / 1000, 1)} s; API says ${openStreams} open`,
@@ -198,6 +212,11 @@ async function batonSide(ctx: BenchContext, url: string, k: Knobs, counts: numbe
       apiRssBytes: { beforeSubscribers: rss0, withSubscribers: rss1 },
       apiRssBytesPerSubscriber:
         rss0 !== undefined && rss1 !== undefined ? round((rss1 - rss0) / k.subscribers, 0) : null,
+      apiHeapBytesPerSubscriber: {
+        note: "the API's V8 heap (baton_api_nodejs_heap_size_*_bytes), not collected first: used = live objects and garbage not yet collected, total = what V8 holds",
+        used: round((heap1.used - heap0.used) / k.subscribers, 0),
+        total: round((heap1.total - heap0.total) / k.subscribers, 0),
+      },
       apiCpuMsPer1000Frames:
         api0 !== undefined && api1 !== undefined ? round(((api1 - api0) * 1e6) / frames, 2) : null,
       redisCpuMsPer1000Frames: round(((redis1.cpuSeconds - redis0.cpuSeconds) * 1e6) / frames, 3),

@@ -13,7 +13,7 @@
  *
  * Redis work per step comes from INFO commandstats deltas around each measured phase.
  */
-import { childCpuSeconds, startChild, type Child } from './child-process.ts';
+import { childCpuSeconds, startChild, workerNodeOptions, type Child } from './child-process.ts';
 import { firstKey, keyClass } from './key-classes.ts';
 import { createHash, randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
@@ -318,6 +318,7 @@ async function workerProcesses(
             LOG_LEVEL: 'warn',
             BATON_AGENTS: BENCH_AGENTS_MODULE,
             WORKER_ID: `${config.BATON_PREFIX}-w${i}`,
+            ...workerNodeOptions(),
           },
           'READY ',
           timeoutMs,

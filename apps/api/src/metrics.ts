@@ -115,6 +115,8 @@ export class ApiMetrics {
   readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
   readonly sseConnections: Gauge;
   readonly eventLag: Histogram<'path'>;
+  /** eventLag's `sse` child, bound once: observed per frame per subscriber (no label lookup). */
+  readonly sseEventLag: { observe(seconds: number): void };
   readonly stepDuration: StoredMetric;
   readonly toolDuration: StoredMetric;
   readonly runsFinished: StoredMetric;
@@ -142,6 +144,7 @@ export class ApiMetrics {
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
       registers,
     });
+    this.sseEventLag = this.eventLag.labels({ path: 'sse' });
     const source = eventMetricsSource(runtime, opts.eventMetrics ?? true);
     this.stepDuration = new StoredMetric(
       {

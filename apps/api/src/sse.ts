@@ -35,8 +35,24 @@ export function formatComment(text: string): string {
     .join('\n')}\n\n`;
 }
 
+/**
+ * The frames of events already serialised: the subscriber hands the same decoded event object to
+ * every listener of its run, so a frame is built once per event, not once per subscriber (the
+ * object is never mutated once delivered; the entry goes with it).
+ */
+const framesOf = new WeakMap<object, string>();
+
 /** A JSON payload as a frame whose id is its sequence and event its type. */
 export function eventFrame(event: { seq: number; type: string }): string {
+  let frame = framesOf.get(event);
+  if (frame === undefined) {
+    frame = buildEventFrame(event);
+    framesOf.set(event, frame);
+  }
+  return frame;
+}
+
+function buildEventFrame(event: { seq: number; type: string }): string {
   const data = JSON.stringify(event);
   // The frame of every event of every stream: JSON.stringify escapes line breaks, so the data is
   // one line and needs no splitting, nor does a numeric id. Anything else takes formatFrame.
@@ -73,10 +89,47 @@ export function rewoundFrame(rewound: {
   });
 }
 
+const PING = formatComment('ping');
+
+/**
+ * The open streams of one heartbeat period, pinged by ONE interval (not a timer per connection:
+ * with thousands of subscribers the timers, their closures and their wake-ups add up). A stream's
+ * first ping comes within one period of its opening instead of exactly one period after it.
+ */
+class HeartbeatGroup {
+  readonly streams = new Set<SseStream>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(periodMs: number, onEmpty: () => void) {
+    this.timer = setInterval(() => {
+      for (const stream of this.streams) stream.write(PING);
+      if (this.streams.size === 0) {
+        clearInterval(this.timer);
+        onEmpty();
+      }
+    }, periodMs);
+    this.timer.unref();
+  }
+}
+
+const heartbeats = new Map<number, HeartbeatGroup>();
+
+function heartbeatGroup(periodMs: number): HeartbeatGroup {
+  let group = heartbeats.get(periodMs);
+  if (group === undefined) {
+    const created = new HeartbeatGroup(periodMs, () => {
+      if (heartbeats.get(periodMs) === created) heartbeats.delete(periodMs);
+    });
+    heartbeats.set(periodMs, created);
+    group = created;
+  }
+  return group;
+}
+
 /** An open SSE response: headers are flushed at once, heartbeats run until close(). */
 export class SseStream {
   private readonly res: Response;
-  private heartbeat: NodeJS.Timeout | undefined;
+  private heartbeat: HeartbeatGroup | undefined;
   private ended = false;
 
   constructor(res: Response, heartbeatMs: number) {
@@ -97,8 +150,8 @@ export class SseStream {
     }
     res.flushHeaders();
     res.socket?.setNoDelay(true);
-    this.heartbeat = setInterval(() => this.write(formatComment('ping')), heartbeatMs);
-    this.heartbeat.unref();
+    this.heartbeat = heartbeatGroup(heartbeatMs);
+    this.heartbeat.streams.add(this);
   }
 
   get closed(): boolean {
@@ -119,7 +172,7 @@ export class SseStream {
   }
 
   close(): void {
-    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat?.streams.delete(this);
     this.heartbeat = undefined;
     if (this.ended) return;
     this.ended = true;

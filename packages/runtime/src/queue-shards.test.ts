@@ -14,6 +14,17 @@ import {
 describe('queue shards', () => {
   it('maps keys to the slots Redis does (CLUSTER KEYSLOT)', () => {
     expect(crc16('123456789')).toBe(0x31c3);
+    // Non-ASCII text is checksummed over its UTF-8 bytes (the bitwise CRC16-XMODEM as reference).
+    const bitwise = (text: string): number => {
+      let crc = 0;
+      for (const byte of Buffer.from(text, 'utf8')) {
+        crc ^= byte << 8;
+        for (let bit = 0; bit < 8; bit += 1)
+          crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+      }
+      return crc;
+    };
+    for (const text of ['123456789', 'run-é', 'x😀y', '']) expect(crc16(text)).toBe(bitwise(text));
     expect(keySlot('foo')).toBe(12182);
     expect(keySlot('bar')).toBe(5061);
     expect(keySlot('123456789')).toBe(12739);

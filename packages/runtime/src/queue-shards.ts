@@ -28,6 +28,19 @@ const CRC16_TABLE = ((): Uint16Array => {
 /** CRC16-CCITT (XMODEM), the checksum Redis Cluster maps keys to slots with. */
 export function crc16(text: string): number {
   let crc = 0;
+  // Run ids and queue names are ASCII: their UTF-8 bytes are their char codes, no Buffer needed
+  // (this runs on every job a worker adds).
+  let ascii = true;
+  for (let i = 0; i < text.length; i += 1) {
+    const code = text.charCodeAt(i);
+    if (code >= 0x80) {
+      ascii = false;
+      break;
+    }
+    crc = ((crc << 8) & 0xffff) ^ (CRC16_TABLE[((crc >> 8) ^ code) & 0xff] ?? 0);
+  }
+  if (ascii) return crc;
+  crc = 0;
   for (const byte of Buffer.from(text, 'utf8'))
     crc = ((crc << 8) & 0xffff) ^ (CRC16_TABLE[((crc >> 8) ^ byte) & 0xff] ?? 0);
   return crc;

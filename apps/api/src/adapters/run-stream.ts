@@ -255,7 +255,7 @@ export class RunStream {
       this.finish(false);
       return;
     }
-    this.ctx.metrics.eventLag.observe({ path: 'sse' }, Math.max(0, Date.now() - event.at) / 1000);
+    this.ctx.metrics.sseEventLag.observe(Math.max(0, Date.now() - event.at) / 1000);
     if (sink.done) this.finish();
     else if ((this.res?.writableLength ?? 0) > MAX_BUFFERED_BYTES) this.finish(false);
   }

@@ -98,7 +98,7 @@ export function eventsRouter(ctx: ApiContext): Router {
         (event) => {
           if (conn.finished) return;
           conn.stream.write(eventFrame(event));
-          ctx.metrics.eventLag.observe({ path: 'sse' }, Math.max(0, Date.now() - event.at) / 1000);
+          ctx.metrics.sseEventLag.observe(Math.max(0, Date.now() - event.at) / 1000);
           if (endsStream(event, until) || res.writableLength > MAX_BUFFERED_BYTES) conn.finish();
         },
         {

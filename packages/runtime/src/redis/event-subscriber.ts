@@ -84,6 +84,8 @@ class Listener {
   private closed = false;
   /** Every delivery step runs on this chain, so catch-up, gap fills and live events never interleave. */
   private chain: Promise<void> = Promise.resolve();
+  /** Steps queued on the chain and not settled yet (0: the chain is idle). */
+  private pending = 0;
 
   constructor(
     owner: RunEventSubscriber,
@@ -109,12 +111,14 @@ class Listener {
 
   /** Queue a step; the returned promise settles when the step ran (never rejects). */
   enqueue(step: () => Promise<void>): Promise<void> {
+    this.pending += 1;
     const run = this.chain.then(async () => {
-      if (this.closed) return;
       try {
-        await step();
+        if (!this.closed) await step();
       } catch (err) {
         this.owner.reportError(err, this.runId);
+      } finally {
+        this.pending -= 1;
       }
     });
     this.chain = run;
@@ -175,6 +179,13 @@ class Listener {
 
   /** A live message: drop if already delivered, fill the gap from the stream if one is missing. */
   live(event: RunEvent): void {
+    // The usual case, the next event while nothing is queued: delivered now, without a step on
+    // the chain (its promises, per event and subscriber, were most of a fanned-out frame's cost).
+    // Same order and same exactly-once as the chain: nothing is ahead of it.
+    if (this.pending === 0 && !this.closed && event.seq <= this.last + 1) {
+      if (event.seq === this.last + 1) this.deliverNow(event);
+      return;
+    }
     void this.enqueue(async () => {
       if (event.seq <= this.last) return;
       if (event.seq > this.last + 1) {
@@ -193,6 +204,24 @@ class Listener {
       }
       await this.deliver(event);
     });
+  }
+
+  /** deliver() run synchronously; a listener that returns a promise holds the chain until it settles. */
+  private deliverNow(event: RunEvent): void {
+    this.last = event.seq;
+    this.lastEvent = event;
+    let result: void | Promise<void>;
+    try {
+      result = this.onEvent(event);
+    } catch (err) {
+      this.owner.reportError(err, this.runId);
+      return;
+    }
+    if (result === undefined) return;
+    const settled = Promise.resolve(result).catch((err: unknown) => {
+      this.owner.reportError(err, this.runId);
+    });
+    void this.enqueue(() => settled);
   }
 
   private async deliver(event: RunEvent): Promise<void> {
