@@ -56,6 +56,8 @@ function knobs() {
     intervalMs: envInt('BENCH_FAIRNESS_INTERVAL_MS', 250, 1),
     shareRuns: envInt('BENCH_FAIRNESS_SHARE_RUNS', 1500, 1),
     shareWindowMs: envInt('BENCH_FAIRNESS_SHARE_WINDOW_MS', 20_000, 1000),
+    /** How long each run of the shares phase takes: longer runs keep both keys backlogged longer. */
+    shareRunMs: envInt('BENCH_FAIRNESS_SHARE_RUN_MS', 200, 3),
     priorityBacklog: envInt('BENCH_FAIRNESS_PRIORITY_BACKLOG', 100, 1),
     tpRuns: envInt('BENCH_FAIRNESS_TP_RUNS', 300, 1),
     tpInFlight: envInt('BENCH_FAIRNESS_TP_IN_FLIGHT', 32, 1),
@@ -195,7 +197,7 @@ async function contrastPhase(ctx: BenchContext, url: string, k: Knobs) {
 async function sharesPhase(ctx: BenchContext, url: string, k: Knobs) {
   const stack = await stackWith(ctx, url, k, 'fair-shares', fairnessEnv(k.window));
   try {
-    const body = (key: string) => slowRun(200, { fairnessKey: key });
+    const body = (key: string) => slowRun(k.shareRunMs, { fairnessKey: key });
     ctx.log(`shares: heavy (weight 2) and light (weight 1) post ${k.shareRuns} runs each`);
     await Promise.all([
       post(stack.client, k.shareRuns, body('heavy'), k),
@@ -207,6 +209,13 @@ async function sharesPhase(ctx: BenchContext, url: string, k: Knobs) {
     const d1 = await fairnessGauge(stack.client, 'dispatched', k);
     const seconds = (performance.now() - t0) / 1000;
     const backlog = await fairnessGauge(stack.client, 'backlog', k);
+    // /metrics names a key only while it has runs in progress or queued: a key missing at the
+    // end drained inside the window, and the shares would not be what the weights give.
+    const drained = ['heavy', 'light'].filter((key) => !d1.has(key) || !backlog.get(key));
+    if (drained.length > 0)
+      throw new BenchError(
+        `shares: ${drained.join(' and ')} drained before the ${k.shareWindowMs} ms window ended; raise BENCH_FAIRNESS_SHARE_RUNS (${k.shareRuns})`,
+      );
     const heavy = (d1.get('heavy') ?? 0) - (d0.get('heavy') ?? 0);
     const light = (d1.get('light') ?? 0) - (d0.get('light') ?? 0);
     if (heavy + light === 0) throw new BenchError('shares: no run was admitted in the window');
