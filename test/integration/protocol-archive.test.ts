@@ -6,7 +6,7 @@
  */
 import { HttpAgent, type BaseEvent } from '@ag-ui/client';
 import * as ai from 'ai';
-import type { UIMessage, UIMessageChunk } from 'ai';
+import type { UIMessage } from 'ai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
@@ -72,7 +72,7 @@ async function agUiTurn(
   const events: Snapshot[] = [];
   await agent.runAgent(
     { runId, forwardedProps: { agent: 'assistant' } },
-    { onEvent: ({ event }: { event: BaseEvent }) => void events.push({ ...event } as Snapshot) },
+    { onEvent: ({ event }: { event: BaseEvent }) => void events.push({ ...event }) },
   );
   const last = events.at(-1) as Snapshot & { outcome?: { type?: string } };
   expect(last.type).toBe('RUN_FINISHED');
@@ -120,7 +120,7 @@ describe('protocol adapters on archived threads', () => {
       });
       let reply: UIMessage | undefined;
       for await (const m of ai.readUIMessageStream({
-        stream: stream as ReadableStream<UIMessageChunk>,
+        stream: stream,
         terminateOnError: true,
       }))
         reply = m;
