@@ -12,7 +12,7 @@
  * - shares: keys `heavy` (weight 2) and `light` (weight 1) both flood ~0.2 s runs; runs admitted
  *   per key over BENCH_FAIRNESS_SHARE_WINDOW_MS (20 s, a shorter window than the issue's 60 s)
  *   from GET /metrics (baton_fairness_runs{state="dispatched"}), each key's share vs its weight.
- * - priority: a backlog of BENCH_FAIRNESS_PRIORITY_BACKLOG (100) slow priority-3 runs, then one
+ * - priority: a backlog of BENCH_FAIRNESS_PRIORITY_BACKLOG (1000: several times a default worker's 256 step slots) slow priority-3 runs, then one
  *   priority-1 and one priority-3 `bench-sequential` run: POST → run.started of each.
  * - single key: runs/s of `bench` runs of one key in a closed loop, no admission vs the default
  *   deployment (no BATON_FAIRNESS; BATON_FAIRNESS={"window":W} if BENCH_FAIRNESS_WINDOW is set),
@@ -58,7 +58,8 @@ function knobs() {
     shareWindowMs: envInt('BENCH_FAIRNESS_SHARE_WINDOW_MS', 20_000, 1000),
     /** How long each run of the shares phase takes: longer runs keep both keys backlogged longer. */
     shareRunMs: envInt('BENCH_FAIRNESS_SHARE_RUN_MS', 200, 3),
-    priorityBacklog: envInt('BENCH_FAIRNESS_PRIORITY_BACKLOG', 100, 1),
+    // Several times a default worker's step slots (256), so the backlog really queues.
+    priorityBacklog: envInt('BENCH_FAIRNESS_PRIORITY_BACKLOG', 1000, 1),
     tpRuns: envInt('BENCH_FAIRNESS_TP_RUNS', 300, 1),
     tpInFlight: envInt('BENCH_FAIRNESS_TP_IN_FLIGHT', 32, 1),
     tpRounds: envInt('BENCH_FAIRNESS_TP_ROUNDS', 2, 1),
