@@ -5,17 +5,8 @@
  * from the archive, and DELETE removes from both stores for good.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDemoAgents } from '@baton/core/testing';
-import { systemClock } from '@baton/runtime';
-import {
-  ApiClient,
-  KEYS,
-  eventsOf,
-  startApiCluster,
-  type ApiCluster,
-} from '@baton/testing/api-harness';
-import { createTestDatabase, type TestDatabase } from '@baton/testing/postgres';
-import { waitFor } from '@baton/testing/worker-harness';
+import { ApiClient, KEYS, eventsOf, type ApiCluster } from '@baton/testing/api-harness';
+import { startArchivedStack, type ArchivedStack } from '@baton/testing/archive-stack';
 
 interface RunsPage {
   readonly runs: { readonly runId: string }[];
@@ -27,29 +18,20 @@ interface ThreadBody {
 }
 const contentsOf = (thread: ThreadBody): unknown[] => thread.messages.map((m) => m.content);
 
-let db: TestDatabase;
+let stack: ArchivedStack;
 let c: ApiCluster;
 let api: ApiClient;
 let other: ApiClient;
 
 beforeAll(async () => {
-  db = await createTestDatabase('archive_read_through');
-  c = await startApiCluster(inject('redisUrl'), createDemoAgents(systemClock), {
-    shared: {
-      ARCHIVE_URL: db.url,
-      ARCHIVE_INTERVAL_MS: '50',
-      EVENT_RETENTION_SECONDS: '1',
-      THREAD_TTL_SECONDS: '1',
-      RECONCILE_INTERVAL_MS: '300',
-    },
-  });
+  stack = await startArchivedStack('archive_read_through', inject('redisUrl'));
+  c = stack.c;
   api = new ApiClient(c.apis[0]!.url, KEYS.a);
   other = new ApiClient(c.apis[0]!.url, KEYS.b);
 }, 60_000);
 
 afterAll(async () => {
-  await c?.stop();
-  await db?.drop();
+  await stack?.stop();
 });
 
 async function finishedRun(extra: Record<string, unknown> = {}, content = 'hello archive') {
@@ -84,15 +66,8 @@ async function reads(runId: string, threadId: string) {
   };
 }
 
-async function forgottenByRedis(runId: string, threadId: string): Promise<void> {
-  const redis = c.h.client.redis;
-  const keys = c.h.client.keys;
-  await waitFor(
-    async () =>
-      (await redis.exists(keys.run(runId).cp, keys.thread('tenant-a', threadId).messages)) === 0,
-    30_000,
-    `run ${runId} and its thread gone from Redis`,
-  );
+function forgottenByRedis(runId: string, threadId: string): Promise<void> {
+  return stack.forgotten('tenant-a', threadId, [runId]);
 }
 
 describe('archive read-through (PostgreSQL)', () => {

@@ -8,11 +8,8 @@ import { HttpAgent, type BaseEvent } from '@ag-ui/client';
 import * as ai from 'ai';
 import type { UIMessage } from 'ai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDemoAgents } from '@baton/core/testing';
-import { systemClock } from '@baton/runtime';
-import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
-import { createTestDatabase, type TestDatabase } from '@baton/testing/postgres';
-import { waitFor } from '@baton/testing/worker-harness';
+import { ApiClient, KEYS, type ApiCluster } from '@baton/testing/api-harness';
+import { startArchivedStack, type ArchivedStack } from '@baton/testing/archive-stack';
 
 interface Snapshot {
   readonly type: string;
@@ -23,39 +20,25 @@ interface ThreadBody {
   readonly runIds: readonly string[];
 }
 
-let db: TestDatabase;
+let stack: ArchivedStack;
 let c: ApiCluster;
 let api: ApiClient;
 let seq = 0;
 const unique = (name: string): string => `${name}-${Date.now().toString(36)}-${++seq}`;
 
 beforeAll(async () => {
-  db = await createTestDatabase('protocol_archive');
-  c = await startApiCluster(inject('redisUrl'), createDemoAgents(systemClock), {
-    shared: {
-      ARCHIVE_URL: db.url,
-      ARCHIVE_INTERVAL_MS: '50',
-      EVENT_RETENTION_SECONDS: '1',
-      THREAD_TTL_SECONDS: '1',
-      RECONCILE_INTERVAL_MS: '300',
-    },
-  });
+  stack = await startArchivedStack('protocol_archive', inject('redisUrl'));
+  c = stack.c;
   api = new ApiClient(c.apis[0]!.url, KEYS.a);
 }, 60_000);
 
 afterAll(async () => {
-  await c?.stop();
-  await db?.drop();
+  await stack?.stop();
 });
 
 /** Waits until Redis holds nothing of the thread's history (the archive has it). */
-async function forgotten(threadId: string): Promise<void> {
-  const { redis, keys } = c.h.client;
-  await waitFor(
-    async () => (await redis.exists(keys.thread('tenant-a', threadId).messages)) === 0,
-    30_000,
-    `thread ${threadId} gone from Redis`,
-  );
+function forgotten(threadId: string): Promise<void> {
+  return stack.forgotten('tenant-a', threadId);
 }
 
 async function agUiTurn(
