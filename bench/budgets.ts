@@ -1,49 +1,139 @@
 /**
- * The issue-11 budgets in one table, from the scenarios that ran before it: the per-step ones of
- * `throughput`, the API CPU per run of `api-throughput`, and the bytes per commit of
- * `thread-growth`. A budget whose scenario did not run shows `measured: null`.
+ * The issue-24 budgets in one table, from the scenarios that ran before it (run it last): each row
+ * is a figure measured in this run, its limit, whether it holds, and the JSON path it was read
+ * from. A row whose scenario did not run (or failed) shows `measured: null, met: null`.
+ *
+ * The counts and CPU rows are per step of the `bench` agent on one in-process worker
+ * (`throughput`); the HTTP rows are `api-throughput` and `latency` (one API + one worker
+ * process); the thread rows `thread-growth`; the fan-out rows `sse-fanout`; the streaming row
+ * `streaming`'s concurrent case. Every ratio's two sides were measured in the same run.
  */
 import type { Scenario } from './lib.ts';
-import { budgetCheck, round } from './lib.ts';
+import { budgetCheck } from './lib.ts';
 
 type Json = Record<string, unknown>;
 
-function at(value: unknown, ...path: (string | number)[]): unknown {
+function at(value: unknown, path: string): unknown {
   let v = value;
-  for (const p of path) {
+  for (const p of path.split('.')) {
     if (v === null || typeof v !== 'object') return undefined;
-    v = (v as Record<string | number, unknown>)[p];
+    v = (v as Record<string, unknown>)[p];
   }
   return v;
 }
 
+interface Row {
+  /** Dotted path under `scenarios` (a key with a dot in it is not supported). */
+  readonly from: string;
+  readonly limit: number;
+  readonly kind?: 'max' | 'min';
+}
+
+/** Issue 24's table, row by row, in its order. */
+const ROWS: Record<string, Row> = {
+  batonRedisCommandsPerStep: {
+    from: 'throughput.profile.perStepByOrigin.baton.commands',
+    limit: 35,
+  },
+  batonRoundTripsPerStep: {
+    from: 'throughput.profile.perStepByOrigin.baton.roundTrips',
+    limit: 6,
+  },
+  redisCpuPerStepOverRawJob: {
+    from: 'throughput.budgets.redisCpuMsPerStep.why.stepOverRawJob',
+    limit: 3.5,
+  },
+  workerCpuPerStepOverRawJob: {
+    from: 'throughput.budgets.workerCpuMsPerStep.why.stepOverRawJob',
+    limit: 4.5,
+  },
+  apiRunsPerSecOverRawChains_bench: {
+    from: 'api-throughput.bench.ratios.runsPerSecOverRawBullmq',
+    limit: 0.25,
+    kind: 'min',
+  },
+  apiRunsPerSecOverRawChains_benchSequential: {
+    from: 'api-throughput.bench-sequential.ratios.runsPerSecOverRawBullmq',
+    limit: 0.35,
+    kind: 'min',
+  },
+  apiCpuPerRunOverRawChainCpu_bench: {
+    from: 'api-throughput.bench.ratios.apiCpuPerRunOverRawChainCpu',
+    limit: 1.5,
+  },
+  apiCpuPerRunOverRawChainCpu_benchSequential: {
+    from: 'api-throughput.bench-sequential.ratios.apiCpuPerRunOverRawChainCpu',
+    limit: 1.5,
+  },
+  latencyOverRawChain_bench: {
+    from: 'latency.bench.sequential.distributedOverRawBullmqChain.p50',
+    limit: 4,
+  },
+  latencyOverRawChain_benchSequential: {
+    from: 'latency.bench-sequential.sequential.distributedOverRawBullmqChain.p50',
+    limit: 4,
+  },
+  bytesToRedisPerStep1000Over0: {
+    from: 'thread-growth.ratiosAtLongest.bytesToRedisPerStep',
+    limit: 1.2,
+  },
+  runKeyBytes1000Over0: {
+    from: 'thread-growth.ratiosAtLongest.runKeyBytes',
+    limit: 1.5,
+  },
+  sseLagOverEcho_p50: { from: 'sse-fanout.ratios.lagBatonOverEcho.p50', limit: 1.5 },
+  sseLagOverEcho_p99: { from: 'sse-fanout.ratios.lagBatonOverEcho.p99', limit: 1.3 },
+  sseApiCpuPerFrameOverEcho: {
+    from: 'sse-fanout.ratios.cpuPerFrameBatonApiOverEcho',
+    limit: 1.3,
+  },
+  sseRssPerSubscriberOverEcho: {
+    from: 'sse-fanout.ratios.rssPerSubscriberBatonOverEcho',
+    limit: 1.5,
+  },
+  concurrentStreamsOverModelPacing_p50: {
+    from: 'streaming.concurrent.default.runMsOverModelPacing.p50',
+    limit: 1.5,
+  },
+  concurrentStreamsOverModelPacing_max: {
+    from: 'streaming.concurrent.default.runMsOverModelPacing.max',
+    limit: 1.5,
+  },
+};
+
+/** thread-growth's ratios at its longest thread (1,000 messages by default) over length 0. */
+function withLongest(results: Json): Json {
+  const ratios = at(results, 'thread-growth.ratiosToLength0');
+  if (!Array.isArray(ratios) || ratios.length === 0) return results;
+  const longest = (ratios as Json[]).reduce((a, b) =>
+    Number(b['length']) > Number(a['length']) ? b : a,
+  );
+  return {
+    ...results,
+    'thread-growth': { ...(results['thread-growth'] as Json), ratiosAtLongest: longest },
+  };
+}
+
 export const budgets: Scenario = {
   name: 'budgets',
-  description: 'the issue-11 budgets from the scenarios that ran before it (run it last)',
+  description: 'the issue-24 budgets from the scenarios that ran before it (run it last)',
   needsRedis: false,
   run(ctx) {
-    const perStep = (at(ctx.results, 'throughput', 'budgets') ?? {}) as Json;
-    const rows = (at(ctx.results, 'thread-growth', 'byLength') ?? []) as Json[];
-    const row = (length: number): Json | undefined => rows.find((r) => r['length'] === length);
-    const commit200 = row(200)?.['bytesPerCommitMean'];
-    const commit0 = row(0)?.['bytesPerCommitMean'];
-    const table: Json = {
-      ...Object.fromEntries(Object.entries(perStep).filter(([key]) => key !== 'note')),
-      apiCpuMsPerRun: budgetCheck(
-        at(ctx.results, 'api-throughput', 'bench', 'cpuMsPerRun', 'api'),
-        1.5,
-      ),
-      bytesPerCommitAt200Messages: budgetCheck(commit200, 2048),
-      bytesPerCommit200Over0: budgetCheck(
-        typeof commit200 === 'number' && typeof commit0 === 'number' && commit0 > 0
-          ? round(commit200 / commit0, 2)
-          : undefined,
-        1.2,
-      ),
-    };
-    const unmet = Object.entries(table)
-      .filter(([, v]) => (v as Json)['met'] === false)
-      .map(([key]) => key);
-    return Promise.resolve({ budgets: table, unmet });
+    const results = withLongest(ctx.results);
+    const table: Json = {};
+    for (const [name, row] of Object.entries(ROWS)) {
+      table[name] = { ...budgetCheck(at(results, row.from), row.limit, row.kind), from: row.from };
+    }
+    const status = (met: unknown): string[] =>
+      Object.entries(table)
+        .filter(([, v]) => (v as Json)['met'] === met)
+        .map(([key]) => key);
+    return Promise.resolve({
+      note: 'issue 24: figures of this run; bench/README.md "Budgets (issue 24)" has the floors of the unmet ones',
+      budgets: table,
+      met: status(true),
+      unmet: status(false),
+      notMeasured: status(null),
+    });
   },
 };

@@ -5,8 +5,8 @@
  * redis-server on a free port via @baton/testing/redis (packages/testing/src/redis.ts); never the shared 6379 implicitly), runs
  * the scenarios of bench/scenarios.ts in order, and prints ONE JSON document on stdout:
  *   { machine: {cpus, node, …}, redis: {source}, scenarios: { <name>: result, … } }
- * Progress goes to stderr. Exit code 0 on success; 1 with a message naming the failure
- * otherwise. Nothing here asserts on timings: it measures.
+ * Progress goes to stderr. A scenario that fails is recorded as `{ failed: <message> }` and the
+ * rest still run; the exit code is then 1 with a message naming the failures (0 otherwise). Nothing here asserts on timings: it measures.
  *
  * Knobs (env): BENCH_RUNS, BENCH_WARMUP_RUNS, BENCH_RAW_JOBS, BENCH_RAW_WARMUP_JOBS,
  * BENCH_CHAINS, BENCH_CONCURRENCY, BENCH_WORKER_PROCS, BENCH_PROFILE_RUNS, BENCH_TIMEOUT_MS,
@@ -72,6 +72,7 @@ async function main(): Promise<void> {
   const { selected, out } = parseArgs(process.argv.slice(2));
   let redis: RedisHandle | undefined;
   const results: Record<string, unknown> = {};
+  const failures: string[] = [];
   const started = Date.now();
   const loadAtStart = machine()['loadAverage1m'];
   try {
@@ -89,12 +90,17 @@ async function main(): Promise<void> {
       };
       try {
         results[scenario.name] = await scenario.run(ctx);
+        progress(`scenario ${scenario.name} done in ${round((Date.now() - t0) / 1000, 1)} s`);
       } catch (error) {
-        throw new BenchError(`scenario "${scenario.name}" failed: ${(error as Error).message}`, {
-          cause: error,
-        });
+        // The other scenarios still run and print: a long bench that fails late keeps what it
+        // measured. The exit code says it failed.
+        const message = (error as Error).message;
+        failures.push(`scenario "${scenario.name}" failed: ${message}`);
+        results[scenario.name] = { failed: message };
+        progress(`scenario ${scenario.name} FAILED after ${round((Date.now() - t0) / 1000, 1)} s`);
+        if (!(error instanceof BenchError) && (error as Error).stack)
+          progress((error as Error).stack ?? '');
       }
-      progress(`scenario ${scenario.name} done in ${round((Date.now() - t0) / 1000, 1)} s`);
     }
   } finally {
     await redis
@@ -113,6 +119,7 @@ async function main(): Promise<void> {
     await writeFile(out, json);
     progress(`results written to ${out}`);
   }
+  if (failures.length > 0) throw new BenchError(failures.join('; '));
 }
 
 main().then(

@@ -25,4 +25,17 @@ describe('npm run bench', () => {
     expect(ratios.length).toBeGreaterThan(0);
     for (const r of ratios) expect(r.stepsPerSecOverRawJobsPerSec).toBeGreaterThan(0);
   }, 120_000);
+
+  it('a failing scenario is reported and the rest still run and print', async () => {
+    const { code, out, err } = await runBench(['throughput', 'budgets'], {
+      BENCH_TIMEOUT_MS: '1',
+    });
+    expect(code).toBe(1);
+    expect(err).toContain('scenario "throughput" failed: BENCH_TIMEOUT_MS must be');
+    const report = JSON.parse(out) as {
+      scenarios: { throughput: { failed: string }; budgets: { notMeasured: string[] } };
+    };
+    expect(report.scenarios.throughput.failed).toContain('BENCH_TIMEOUT_MS');
+    expect(report.scenarios.budgets.notMeasured).toContain('batonRedisCommandsPerStep');
+  }, 60_000);
 });
