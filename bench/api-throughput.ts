@@ -7,13 +7,28 @@
  * Per agent: runs/s, submit → run.finished p50/p99, CPU ms per run of API, worker, Redis (INFO
  * used_cpu_sys+user delta) and this client. Baselines measured in the same run, same runs in
  * flight: InProcessRunner (the engine alone, no Redis, no HTTP) and raw BullMQ chains of 3 jobs
- * (one job per inference round, no Baton, no HTTP). Nothing asserts on timings.
+ * (one job per inference round, no Baton, no HTTP), and the HTTP floor (http-floor.ts: that chain
+ * behind a minimal node:http + SSE + pub/sub API, same client flow). Nothing asserts on timings.
  */
 import { performance } from 'node:perf_hooks';
 import { childCpuSeconds, cpuMsPer, stackKnobs, startStack, type Stack } from './http-stack.ts';
+import {
+  HTTP_FLOOR_WHY,
+  measureHttpFloor,
+  startHttpFloor,
+  type HttpFloorResult,
+} from './http-floor.ts';
 import { distributedRun, inProcessLatencies } from './latency.ts';
 import { rawChains, type RawChainsResult } from './raw-bullmq-chains.ts';
-import { BenchError, benchClient, envInt, redisSnapshot, round, type Scenario } from './lib.ts';
+import {
+  BenchError,
+  benchClient,
+  budgetCheck,
+  envInt,
+  redisSnapshot,
+  round,
+  type Scenario,
+} from './lib.ts';
 import { lanes, stats, statsRatio } from './stats.ts';
 
 const AGENTS = ['bench', 'bench-sequential'] as const;
@@ -43,6 +58,7 @@ export const apiThroughput: Scenario = {
     let stack: Stack | undefined;
     const perAgent: Record<string, unknown> = {};
     let raw: RawChainsResult | undefined;
+    let floor: HttpFloorResult | undefined;
     try {
       ctx.log(`raw BullMQ: chains of ${STEPS_PER_RUN} jobs, ${k.inFlight} in flight`);
       raw = await rawChains(url, {
@@ -54,6 +70,24 @@ export const apiThroughput: Scenario = {
         timeoutMs: k.runTimeoutMs,
       });
       ctx.log(`raw BullMQ: ${raw.runsPerSec} chains/s`);
+      ctx.log(`HTTP floor: ${k.warmupRuns} warm-up + ${k.runs} runs, ${k.inFlight} in flight`);
+      const floorStack = await startHttpFloor(ctx, url, {
+        startTimeoutMs: k.startTimeoutMs,
+        concurrency: k.rawConcurrency,
+        maxSockets: k.inFlight * 2 + 8,
+      });
+      try {
+        floor = await measureHttpFloor(floorStack, {
+          runs: k.runs,
+          warmupRuns: k.warmupRuns,
+          inFlight: k.inFlight,
+          timeoutMs: k.runTimeoutMs,
+          redis,
+        });
+      } finally {
+        await floorStack.stop();
+      }
+      ctx.log(`HTTP floor: ${floor.runsPerSec} runs/s, p50 ${floor.latencyMs.p50} ms`);
       stack = await startStack(ctx, url, {
         label: 'api-tp',
         logLevel: k.logLevel,
@@ -117,6 +151,12 @@ export const apiThroughput: Scenario = {
                 : round(((api1 - api0) * 1000) / k.runs / raw.cpuMsPerRun.workerAndClient, 2),
             latencyOverInProcess: statsRatio(latency, inProc),
             latencyOverRawBullmq: statsRatio(latency, raw.latencyMs),
+            runsPerSecOverHttpFloor: round(runsPerSec / floor.runsPerSec, 3),
+            apiCpuPerRunOverHttpFloorApiCpu:
+              api0 === undefined || api1 === undefined || !floor.cpuMsPerRun.api
+                ? null
+                : round(((api1 - api0) * 1000) / k.runs / floor.cpuMsPerRun.api, 2),
+            latencyOverHttpFloor: statsRatio(latency, floor.latencyMs),
           },
         };
       }
@@ -138,10 +178,40 @@ export const apiThroughput: Scenario = {
           inProcess:
             'InProcessRunner in this process (real clock), same agent, same runs in flight, after its own warm-up',
           rawBullmq: `chains of ${STEPS_PER_RUN} BullMQ jobs (one per inference round), same runs in flight, Worker concurrency ${k.rawConcurrency} in this process, no HTTP`,
+          httpFloor: 'httpFloor.what / .why; measured after rawBullmq, before the Baton stack',
         },
       },
       rawBullmq: raw,
+      httpFloor:
+        floor === undefined || raw === undefined
+          ? null
+          : floorSummary(floor, raw, k.rawConcurrency),
       ...perAgent,
     };
   },
 };
+
+/** The HTTP floor's figures, over the raw chain, and against the issue-24 budgets. */
+function floorSummary(floor: HttpFloorResult, raw: RawChainsResult, concurrency: number) {
+  const runsPerSecOverRaw = round(floor.runsPerSec / raw.runsPerSec, 3);
+  const apiCpuOverRaw =
+    floor.cpuMsPerRun.api === undefined || raw.cpuMsPerRun.workerAndClient <= 0
+      ? null
+      : round(floor.cpuMsPerRun.api / raw.cpuMsPerRun.workerAndClient, 2);
+  return {
+    what: `bench/http-floor.ts: minimal node:http API + raw BullMQ worker process (concurrency ${concurrency}) running the same 3-job chain, same runs in flight, same client flow`,
+    why: HTTP_FLOOR_WHY,
+    ...floor,
+    ratios: {
+      runsPerSecOverRawBullmq: runsPerSecOverRaw,
+      apiCpuPerRunOverRawChainCpu: apiCpuOverRaw,
+      latencyOverRawBullmq: statsRatio(floor.latencyMs, raw.latencyMs),
+    },
+    // met: false = even this floor misses the budget, so no API of this design meets it.
+    floorAgainstBudgets: {
+      runsPerSecOverRawBullmqBench: budgetCheck(runsPerSecOverRaw, 0.25, 'min'),
+      runsPerSecOverRawBullmqSequential: budgetCheck(runsPerSecOverRaw, 0.35, 'min'),
+      apiCpuPerRunOverRawChainCpu: budgetCheck(apiCpuOverRaw, 1.5),
+    },
+  };
+}

@@ -15,6 +15,10 @@
  * Baseline: the same agents through packages/core's InProcessRunner (in-memory, no Redis) with
  * the real clock: runner.start → the run.finished event seen by runner.onEvent.
  *
+ * Baselines before the Baton stack: raw BullMQ 3-job chains (raw-bullmq-chains.ts) and the HTTP
+ * floor (http-floor.ts: the same chain behind a minimal node:http + SSE + pub/sub API, the same
+ * client flow), both one run at a time.
+ *
  * Breakdown: client-side milestones (202, SSE headers, first frame, run.started frame) and
  * server-side segments from the events' own `at` stamps (worker Date.now(), 1 ms resolution,
  * same machine clock as the client), averaged over the runs.
@@ -35,7 +39,13 @@ import {
   type Received,
   type Stack,
 } from './http-stack.ts';
-import { BenchError, envInt, round, withTimeout, type Scenario } from './lib.ts';
+import {
+  HTTP_FLOOR_WHY,
+  measureHttpFloor,
+  startHttpFloor,
+  type HttpFloorResult,
+} from './http-floor.ts';
+import { BenchError, budgetCheck, envInt, round, withTimeout, type Scenario } from './lib.ts';
 import { rawChains, type RawChainsResult } from './raw-bullmq-chains.ts';
 import { lanes, mean, stats, statsRatio } from './stats.ts';
 
@@ -244,6 +254,24 @@ export const latency: Scenario = {
       timeoutMs: k.runTimeoutMs,
     });
     ctx.log(`raw BullMQ: p50 ${raw.latencyMs.p50} ms`);
+    // Baseline: the HTTP floor (bench/http-floor.ts), the same chain behind a minimal API.
+    ctx.log(`HTTP floor: ${k.warmupRuns} warm-up + ${k.runs} runs, one at a time`);
+    const floorStack = await startHttpFloor(ctx, url, {
+      startTimeoutMs: k.startTimeoutMs,
+      concurrency: 16,
+    });
+    let floor: HttpFloorResult;
+    try {
+      floor = await measureHttpFloor(floorStack, {
+        runs: k.runs,
+        warmupRuns: k.warmupRuns,
+        inFlight: 1,
+        timeoutMs: k.runTimeoutMs,
+      });
+    } finally {
+      await floorStack.stop();
+    }
+    ctx.log(`HTTP floor: p50 ${floor.latencyMs.p50} ms`);
     try {
       stack = await startStack(ctx, url, {
         label: 'latency',
@@ -292,7 +320,10 @@ export const latency: Scenario = {
             inProcessMs: inProc,
             distributedOverInProcess: statsRatio(dist, inProc),
             ...(v.width === 1
-              ? { distributedOverRawBullmqChain: statsRatio(dist, raw.latencyMs) }
+              ? {
+                  distributedOverRawBullmqChain: statsRatio(dist, raw.latencyMs),
+                  distributedOverHttpFloor: statsRatio(dist, floor.latencyMs),
+                }
               : {}),
             runsPerSec: round((k.runs / elapsedMs) * 1000, 1),
             cpuMsPerRun: {
@@ -312,6 +343,14 @@ export const latency: Scenario = {
       rawBullmqChain: {
         what: 'chains of 3 BullMQ jobs (each processor adds the next), one chain at a time, Worker (concurrency 16) in the bench process: add of the first job -> completed event of the third',
         latencyMs: raw.latencyMs,
+      },
+      httpFloor: {
+        what: 'bench/http-floor.ts: minimal node:http API + raw BullMQ worker process running the same 3-job chain, one run at a time, client flow as below (POST, SSE until run.finished)',
+        why: HTTP_FLOOR_WHY,
+        ...floor,
+        overRawBullmqChain: statsRatio(floor.latencyMs, raw.latencyMs),
+        // met: false = even this floor misses the issue-24 budget, so no API of this design meets it.
+        floorAgainstBudget: budgetCheck(round(floor.latencyMs.p50 / raw.latencyMs.p50, 2), 4),
       },
       config: {
         runs: k.runs,

@@ -9,6 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { Queue, Worker, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import { bullPrefix } from '@baton/runtime';
 import { benchClient, redisSnapshot, round, withTimeout } from './lib.ts';
+import { rawJobOptions } from './raw-job-options.ts';
 import { lanes, stats, type Stats } from './stats.ts';
 
 export interface RawChainsResult {
@@ -44,14 +45,7 @@ export async function rawChains(
   const connection: ConnectionOptions = { url, maxRetriesPerRequest: null };
   const prefix = bullPrefix(`bench-raw-${randomBytes(3).toString('hex')}`);
   const queue = new Queue('raw', { connection, prefix });
-  const jobOpts = (jobId: string): JobsOptions => ({
-    jobId,
-    attempts: 8,
-    backoff: { type: 'exponential', delay: 100 },
-    removeOnComplete: { age: 3600, count: 50_000 },
-    removeOnFail: { age: 7 * 86_400 },
-    ...(opts.priority === undefined ? {} : { priority: opts.priority }),
-  });
+  const jobOpts = (jobId: string): JobsOptions => rawJobOptions(jobId, opts.priority);
   const waiting = new Map<string, (t: number) => void>();
   const worker = new Worker(
     'raw',

@@ -1,5 +1,5 @@
 /**
- * The HTTP bench scenarios (api-throughput, decision-latency, waiting-runs, thread-growth,
+ * The HTTP bench scenarios (latency, api-throughput, decision-latency, waiting-runs, thread-growth,
  * streaming, sse-fanout) each run once on tiny knobs, in one bench process (one private Redis):
  * each must finish and print the counts its README section promises. Counts and invariants only
  * (every run finished, no job held by a waiting run, every delta reached the SSE client, every
@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { runBench } from '@baton/testing/bench-run';
 
 const SCENARIOS = [
+  'latency',
   'api-throughput',
   'decision-latency',
   'waiting-runs',
@@ -28,6 +29,9 @@ function at(root: unknown, path: string): unknown {
 describe('npm run bench: HTTP scenarios', () => {
   it('every HTTP scenario completes on tiny knobs and reports its counts', async () => {
     const { code, out, err } = await runBench(SCENARIOS, {
+      BENCH_LATENCY_RUNS: '3',
+      BENCH_LATENCY_WARMUP_RUNS: '1',
+      BENCH_LATENCY_CONCURRENCY: '0',
       BENCH_API_RUNS: '6',
       BENCH_API_WARMUP_RUNS: '2',
       BENCH_API_IN_FLIGHT: '3',
@@ -63,6 +67,14 @@ describe('npm run bench: HTTP scenarios', () => {
       expect(get(`api-throughput.${agent}.ratios.runsPerSecOverInProcess`)).toBeGreaterThan(0);
     }
     expect(get('api-throughput.rawBullmq.latencyMs.n')).toBe(6);
+    // The HTTP floor baseline: one frame per job of the 3-job chain, ratios in the same run.
+    expect(get('api-throughput.httpFloor.latencyMs.n')).toBe(6);
+    expect(get('api-throughput.httpFloor.framesPerRun')).toBe(3);
+    expect(get('api-throughput.httpFloor.ratios.runsPerSecOverRawBullmq')).toBeGreaterThan(0);
+    expect(get('api-throughput.bench.ratios.runsPerSecOverHttpFloor')).toBeGreaterThan(0);
+    expect(get('latency.httpFloor.latencyMs.n')).toBe(3);
+    expect(get('latency.httpFloor.framesPerRun')).toBe(3);
+    expect(get('latency.bench.sequential.distributedOverHttpFloor.p50')).toBeGreaterThan(0);
 
     expect(get('decision-latency.decisionToFirstEventMs.n')).toBe(3);
     expect(get('decision-latency.plainRun.submitToRunStartedFrameMs.n')).toBe(3);
