@@ -1,7 +1,9 @@
 /**
  * The issue-24 budgets in one table, from the scenarios that ran before it (run it last): each row
  * is a figure measured in this run, its limit, whether it holds, and the JSON path it was read
- * from. A row whose scenario did not run (or failed) shows `measured: null, met: null`.
+ * from; where the run also measured a floor (the same figure for a minimal design without Baton's
+ * code), the floor and whether it meets the budget. A row whose scenario did not run (or failed)
+ * shows `measured: null, met: null`.
  *
  * The counts and CPU rows are per step of the `bench` agent on one in-process worker
  * (`throughput`); the HTTP rows are `api-throughput` and `latency` (one API + one worker
@@ -27,6 +29,11 @@ interface Row {
   readonly from: string;
   readonly limit: number;
   readonly kind?: 'max' | 'min';
+  /**
+   * Where this run measured the same figure for a minimal design with no Baton code (a floor):
+   * a floor that misses the budget means no implementation of the design can meet it.
+   */
+  readonly floorFrom?: string;
 }
 
 /** Issue 24's table, row by row, in its order. */
@@ -51,27 +58,33 @@ const ROWS: Record<string, Row> = {
     from: 'api-throughput.bench.ratios.runsPerSecOverRawBullmq',
     limit: 0.25,
     kind: 'min',
+    floorFrom: 'api-throughput.httpFloor.ratios.runsPerSecOverRawBullmq',
   },
   apiRunsPerSecOverRawChains_benchSequential: {
     from: 'api-throughput.bench-sequential.ratios.runsPerSecOverRawBullmq',
     limit: 0.35,
     kind: 'min',
+    floorFrom: 'api-throughput.httpFloor.ratios.runsPerSecOverRawBullmq',
   },
   apiCpuPerRunOverRawChainCpu_bench: {
     from: 'api-throughput.bench.ratios.apiCpuPerRunOverRawChainCpu',
     limit: 1.5,
+    floorFrom: 'api-throughput.httpFloor.ratios.apiCpuPerRunOverRawChainCpu',
   },
   apiCpuPerRunOverRawChainCpu_benchSequential: {
     from: 'api-throughput.bench-sequential.ratios.apiCpuPerRunOverRawChainCpu',
     limit: 1.5,
+    floorFrom: 'api-throughput.httpFloor.ratios.apiCpuPerRunOverRawChainCpu',
   },
   latencyOverRawChain_bench: {
     from: 'latency.bench.sequential.distributedOverRawBullmqChain.p50',
     limit: 4,
+    floorFrom: 'latency.httpFloor.overRawBullmqChain.p50',
   },
   latencyOverRawChain_benchSequential: {
     from: 'latency.bench-sequential.sequential.distributedOverRawBullmqChain.p50',
     limit: 4,
+    floorFrom: 'latency.httpFloor.overRawBullmqChain.p50',
   },
   bytesToRedisPerStep1000Over0: {
     from: 'thread-growth.ratiosAtLongest.bytesToRedisPerStep',
@@ -122,7 +135,18 @@ export const budgets: Scenario = {
     const results = withLongest(ctx.results);
     const table: Json = {};
     for (const [name, row] of Object.entries(ROWS)) {
-      table[name] = { ...budgetCheck(at(results, row.from), row.limit, row.kind), from: row.from };
+      const floor = row.floorFrom === undefined ? undefined : at(results, row.floorFrom);
+      table[name] = {
+        ...budgetCheck(at(results, row.from), row.limit, row.kind),
+        from: row.from,
+        ...(row.floorFrom === undefined
+          ? {}
+          : {
+              floor: typeof floor === 'number' ? floor : null,
+              floorMeetsBudget: budgetCheck(floor, row.limit, row.kind).met,
+              floorFrom: row.floorFrom,
+            }),
+      };
     }
     const status = (met: unknown): string[] =>
       Object.entries(table)
