@@ -10,6 +10,42 @@ export function bodyHash(body: unknown): string {
   return createHash('sha256').update(canonicalJson(body)).digest('hex');
 }
 
+/** A UUID (version 8: its bits are a digest's) made of the first 128 bits of a hex digest. */
+function uuidOf(hex: string): string {
+  const variant = (8 | (Number.parseInt(hex.charAt(16), 16) & 3)).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+/**
+ * An id derived from the tenant, the Idempotency-Key and the body (`what` tells the ids of one
+ * request apart), given to what a request under that key creates. An attempt after one that
+ * created it and then failed (the key was released, see IdempotencyStore.run) finds it instead of
+ * creating a second one; another body under the same key is another request.
+ */
+export function idempotentId(
+  what: string,
+  tenantId: string,
+  idemKey: string,
+  body: unknown,
+): string {
+  const digest = createHash('sha256')
+    .update(JSON.stringify([what, tenantId, idemKey, bodyHash(body)]))
+    .digest('hex');
+  return uuidOf(digest);
+}
+
+/** The ids of a run created under an Idempotency-Key, and of the thread made up for it. */
+export function idempotentRunIds(
+  tenantId: string,
+  idemKey: string,
+  body: unknown,
+): { runId: string; threadId: string } {
+  return {
+    runId: idempotentId('run', tenantId, idemKey, body),
+    threadId: idempotentId('thread', tenantId, idemKey, body),
+  };
+}
+
 interface Record_<T> {
   readonly bodyHash: string;
   readonly state: 'pending' | 'done';

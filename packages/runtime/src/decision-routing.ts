@@ -34,6 +34,11 @@ function runningChildren(cp: Head): string[] {
   });
 }
 
+/** Whether the run recorded the decision `decisionId` (any answer to its resend is its own). */
+function recorded(cp: Head, decisionId: string | undefined): boolean {
+  return decisionId !== undefined && cp.decisionLog.some((d) => d.decisionId === decisionId);
+}
+
 /**
  * One decision request's view of a run tree (agent-as-tool). Every run it looks at is read
  * without its messages, each at most once, and only runs of the request's tenant are ever seen
@@ -63,7 +68,9 @@ export class DecisionRouting {
    * Groups decisions by the run that holds their call: `runId` when given (the run itself or a
    * descendant), else the run itself when its own call with that id is suspended, else the
    * descendant whose call with that id is suspended (call ids are per run, so a parent's agent
-   * call and its child's call may share one), else the run itself (which answers as before).
+   * call and its child's call may share one), else the descendant that recorded a decision of
+   * that decisionId (a resend, once its call is no longer suspended, goes where its first attempt
+   * went and gets its original answer), else the run itself (which answers as before).
    */
   async route(inputs: readonly DecisionInput[]): Promise<Map<string, DecisionInput[]>> {
     const rootId = this.root.identity.runId;
@@ -83,7 +90,13 @@ export class DecisionRouting {
         wanted === undefined &&
         this.root.calls[input.toolCallId]?.status !== 'suspended'
       ) {
-        target = (await this.findSuspendedCall(input.toolCallId)) ?? rootId;
+        const { toolCallId, decisionId } = input;
+        target =
+          (await this.findDescendant((h) => h.calls[toolCallId]?.status === 'suspended')) ??
+          (recorded(this.root, decisionId)
+            ? null
+            : await this.findDescendant((h) => recorded(h, decisionId))) ??
+          rootId;
       }
       groups.set(target, [...(groups.get(target) ?? []), decision]);
     }
@@ -102,15 +115,15 @@ export class DecisionRouting {
     return false;
   }
 
-  /** The descendant (breadth first) whose call `toolCallId` is suspended, if any. */
-  private async findSuspendedCall(toolCallId: string): Promise<string | null> {
+  /** The unfinished descendant (breadth first) `match` holds for, if any. */
+  private async findDescendant(match: (head: Head) => boolean): Promise<string | null> {
     let frontier = runningChildren(this.root);
     for (let depth = 1; depth <= MAX_CHILD_DEPTH && frontier.length > 0; depth += 1) {
       const next: string[] = [];
       for (const id of frontier) {
         const head = await this.head(id);
         if (!head) continue;
-        if (head.calls[toolCallId]?.status === 'suspended') return id;
+        if (match(head)) return id;
         next.push(...runningChildren(head));
       }
       frontier = next;

@@ -72,6 +72,27 @@ export interface CreatedRun {
   readonly webhook?: CreatedRunWebhook;
 }
 
+/** See RunService.createRun. */
+export interface CreateRunOptions {
+  /**
+   * A run id derived from what triggers the run (a scheduled firing, an Idempotency-Key), so a
+   * trigger handled twice creates one run: the second attempt fails with VersionConflictError and
+   * leaves the thread to the first, unless `onExisting` is 'answer'.
+   */
+  readonly runId?: string;
+  /**
+   * The id of the thread made up for a request that names none (derived with runId, so that a
+   * resent request lands on the thread of its first attempt).
+   */
+  readonly threadId?: string;
+  /**
+   * 'answer' (with runId): a run that exists under runId already is the answer. The request is a
+   * resend of one whose first attempt created the run and then failed (its reply, or its start):
+   * the run is answered as it stands, and what that attempt still owed it is done now.
+   */
+  readonly onExisting?: 'conflict' | 'answer';
+}
+
 /** See RunService.follow. */
 export type RunFollowState =
   { readonly status: RunStatus; readonly lastSeq: number } | 'absent' | 'hidden';
@@ -113,17 +134,18 @@ export class RunService {
     this.ids = deps.ids ?? randomUUID;
   }
 
-  /**
-   * `opts.runId` (scheduled firings): a run id derived from what triggers the run, so a trigger
-   * handled twice creates one run; the second attempt fails with VersionConflictError and leaves
-   * the thread to the first.
-   */
+  /** See CreateRunOptions for runs whose id derives from their trigger, and resends. */
   async createRun(
     tenantId: string,
     request: CreateRunRequest,
-    opts: { readonly runId?: string } = {},
+    opts: CreateRunOptions = {},
   ): Promise<CreatedRun> {
     const { deps } = this;
+    const answerExisting = opts.onExisting === 'answer';
+    if (answerExisting && opts.runId !== undefined) {
+      const existing = await this.resumeCreated(tenantId, opts.runId, request);
+      if (existing) return existing;
+    }
     const descriptor = await this.catalog.advert(request.agent);
     if (!descriptor)
       throw new UnknownAgentError(
@@ -136,7 +158,7 @@ export class RunService {
     };
     const webhook = hooks.created ? { webhook: hooks.created } : {};
     const runId = opts.runId ?? this.ids();
-    const threadId = request.threadId ?? this.ids();
+    const threadId = request.threadId ?? opts.threadId ?? this.ids();
     const strategy = request.options?.multitask ?? 'reject';
     if (request.threadId !== undefined) await this.settleActiveRun(tenantId, threadId, runId);
     // One time for the run's createdAt and its thread index score: the thread's run list and
@@ -226,13 +248,68 @@ export class RunService {
         ...webhook,
       };
     } catch (error) {
-      if (opts.runId !== undefined && error instanceof VersionConflictError) throw error;
-      await deps.threads.release(tenantId, threadId, runId, [], null).catch(() => undefined);
-      // A run that was created keeps its webhooks; one that never came to be has none.
-      if (deps.webhooks && (await deps.store.meta(runId).catch(() => null)) === null)
-        await deps.webhooks.forget(runId).catch(() => undefined);
+      // Another attempt of the same request created the run first (or this one did, and lost
+      // the create's reply): answered as a resend.
+      if (answerExisting && opts.runId !== undefined && error instanceof VersionConflictError) {
+        const existing = await this.resumeCreated(tenantId, runId, request);
+        if (existing) return existing;
+      }
+      // Only a run known never to have come to be gives its thread and webhooks back. One that
+      // was created (its start, or a reply, failed after) keeps them: releasing the thread would
+      // let a later run of the thread run beside it. It is driven all the same: it is in the
+      // active index (added before the create), where the reconciler finds a run with work and no
+      // job and schedules it; and a resend under the same derived runId starts it at once
+      // (resumeCreated). A failed read (null) leaves both: a thread held by a run that never came
+      // to be is released by the next create on it (settleActiveRun).
+      const exists = await deps.store.meta(runId).then(
+        (meta) => meta !== null,
+        () => null,
+      );
+      if (exists === false) {
+        await deps.threads.release(tenantId, threadId, runId, [], null).catch(() => undefined);
+        await deps.webhooks?.forget(runId).catch(() => undefined);
+      }
       throw error;
     }
+  }
+
+  /**
+   * A create sent again after an attempt of it created the run: the run as it stands (null: no
+   * such run of this tenant), with what that attempt still owed it done now: started when it
+   * holds its thread and has work, the run it queued behind interrupted ('interrupt'). A spare
+   * start is harmless: admission's request keeps a parked run's place, and a step job for a
+   * version that has a live one is deduplicated (one for a run that moved on is a no-op pass).
+   */
+  private async resumeCreated(
+    tenantId: string,
+    runId: string,
+    request: CreateRunRequest,
+  ): Promise<CreatedRun | null> {
+    const { deps } = this;
+    const stored = await deps.store.loadHeadForTenant(runId, tenantId);
+    if (!stored) return null;
+    const { checkpoint: cp } = stored;
+    const { threadId, turnId } = cp.identity;
+    const webhook = await deps.webhooks?.createdWebhook(runId, request.webhook);
+    const answer = { runId, threadId, turnId, status: cp.status, ...(webhook ? { webhook } : {}) };
+    if (cp.status === 'done') return answer;
+    const thread = deps.keys.thread(tenantId, threadId);
+    const active = await deps.redis.hget(thread.meta, 'activeRunId');
+    if (
+      active !== null &&
+      active !== runId &&
+      (await deps.redis.lpos(thread.queue, runId)) !== null
+    ) {
+      if (request.options?.multitask === 'interrupt') await this.cancel(tenantId, active);
+      await deps.durability.acknowledge();
+      return { ...answer, queuedBehind: active };
+    }
+    // Its activity and version as stored with its last commit (the head read has no messages).
+    const meta = active === runId ? await deps.store.meta(runId) : null;
+    const queued =
+      meta?.activity === 'active' ? await this.start(cp.identity, 'start', meta.version) : null;
+    await deps.durability.acknowledge();
+    return { ...answer, ...(queued ? { queued } : {}) };
   }
 
   /** The run's next job, or its place in its key's backlog when it has no slot (admission). */
@@ -360,15 +437,17 @@ export class RunService {
       result = { accepted: t.accepted.map((d) => d.decisionId), duplicates: t.duplicates };
       return t.accepted.length > 0 ? t : null;
     });
+    const { identity } = loaded.checkpoint;
+    // Nothing committed: every decision was recorded already. This is a resend, possibly of a
+    // request whose commit applied and whose scheduling (or reply) then failed: the run gets the
+    // pass that commit owed it, as it stands now. A spare one is harmless (see resumeCreated).
+    const owed = committed
+      ? { activity: activityOf(committed.checkpoint), version: committed.version }
+      : await this.deps.store.meta(identity.runId);
     // A resumed run asks for a slot again (it gave its own back when it began to wait).
-    if (committed && activityOf(committed.checkpoint) === 'active')
-      await this.start(committed.checkpoint.identity, 'decision', committed.version);
-    else if (committed)
-      await this.deps.queues.enqueueStep(
-        committed.checkpoint.identity,
-        'decision',
-        committed.version,
-      );
+    if (owed?.activity === 'active') await this.start(identity, 'decision', owed.version);
+    else if (owed && (committed !== null || owed.activity !== 'done'))
+      await this.deps.queues.enqueueStep(identity, 'decision', owed.version);
     await this.deps.durability.acknowledge();
     return { ...result, status: (committed ?? loaded).checkpoint.status };
   }

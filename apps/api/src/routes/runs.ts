@@ -22,6 +22,7 @@ import {
   type RunLinks,
 } from '../schemas.ts';
 import { parseBody, parseId, parseQuery } from '../validation.ts';
+import { idempotentRunIds } from '../idempotency.ts';
 import { runTreeView } from '../child-tree.ts';
 import {
   commonErrors,
@@ -113,15 +114,21 @@ export function runsRouter(ctx: ApiContext): Router {
     const raw = req.body as { input?: { messages?: unknown } } | undefined;
     checkCount(raw?.input?.messages, ctx.config.MAX_INPUT_MESSAGES, 'input messages');
     const body = parseBody(CreateRunRequestSchema, req);
+    const key = idempotencyKeyOf(req);
+    // Under an Idempotency-Key the run's id derives from it: an attempt after one that created
+    // the run and then failed answers that run (and starts it), never creates a second one.
+    const opts =
+      key === undefined
+        ? {}
+        : { ...idempotentRunIds(tenantId, key, body), onExisting: 'answer' as const };
     const create = async (): Promise<CreateRunResponse> => {
-      const created = await ctx.service.createRun(tenantId, body);
+      const created = await ctx.service.createRun(tenantId, body, opts);
       ctx.metrics.runsCreated.inc({ agent: body.agent });
       return CreateRunResponseSchema.parse({
         ...created,
         links: runLinks(created.runId, created.threadId),
       });
     };
-    const key = idempotencyKeyOf(req);
     let response: CreateRunResponse;
     if (key === undefined) response = await create();
     else {

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { principalOf } from '../auth.ts';
 import type { ApiContext } from '../context.ts';
 import { parseBody, parseId, parseQuery } from '../validation.ts';
+import { idempotentId } from '../idempotency.ts';
 import {
   commonErrors,
   error,
@@ -92,9 +93,15 @@ export function schedulesRouter(ctx: ApiContext): Router {
         { limit: ctx.config.MAX_INPUT_MESSAGES, got: messages.length },
       );
     const body = parseBody(CreateScheduleRequestSchema, req);
-    const create = async (): Promise<ScheduleDetail> =>
-      detail(await schedules.create(tenantId, body));
     const key = idempotencyKeyOf(req);
+    // Under an Idempotency-Key the schedule's id derives from it: an attempt after one that
+    // created the schedule and then failed answers that schedule, never creates a second one.
+    const opts =
+      key === undefined
+        ? {}
+        : { scheduleId: `sch-${idempotentId('schedule', tenantId, key, body)}` };
+    const create = async (): Promise<ScheduleDetail> =>
+      detail(await schedules.create(tenantId, body, opts));
     let response: ScheduleDetail;
     if (key === undefined) response = await create();
     else {

@@ -159,25 +159,15 @@ export class ScheduleFirer {
   private async createRun(record: ScheduleRecord, scheduledFor: number): Promise<ScheduleFiring> {
     const runId = firingRunId(record.scheduleId, scheduledFor);
     const base = { scheduledFor, firedAt: this.rt.clock.now() };
-    // A previous delivery of this firing created the run and died before recording it.
-    if (await this.rt.store.meta(runId)) return { ...base, outcome: 'created', runId };
+    const request = firingRequest(record, runId, scheduledFor);
+    // A previous delivery of this firing created the run and died before recording it, maybe
+    // before starting it too: answered as a resend, which starts it if it still needs it.
+    if (await this.rt.store.meta(runId)) {
+      await this.rt.service.createRun(record.tenantId, request, { runId, onExisting: 'answer' });
+      return { ...base, outcome: 'created', runId };
+    }
     const limited = await this.overRunLimits(record.tenantId);
     if (limited) return { ...base, outcome: 'skipped', error: limited };
-    const request: CreateRunRequest = {
-      agent: record.agent,
-      // Without a thread of its own, each firing starts a fresh thread named after its run, so
-      // a second delivery lands on the same thread instead of a new one.
-      threadId: record.threadId ?? runId,
-      input: record.input,
-      options: {
-        ...record.options,
-        metadata: {
-          ...record.options?.metadata,
-          [SCHEDULE_ID_METADATA]: record.scheduleId,
-          [SCHEDULED_FOR_METADATA]: String(scheduledFor),
-        },
-      },
-    };
     try {
       const created = await this.rt.service.createRun(record.tenantId, request, { runId });
       return { ...base, outcome: created.queuedBehind ? 'queued' : 'created', runId };
@@ -194,4 +184,27 @@ export class ScheduleFirer {
       throw error;
     }
   }
+}
+
+/** What a firing asks the run service for. */
+function firingRequest(
+  record: ScheduleRecord,
+  runId: string,
+  scheduledFor: number,
+): CreateRunRequest {
+  return {
+    agent: record.agent,
+    // Without a thread of its own, each firing starts a fresh thread named after its run, so
+    // a second delivery lands on the same thread instead of a new one.
+    threadId: record.threadId ?? runId,
+    input: record.input,
+    options: {
+      ...record.options,
+      metadata: {
+        ...record.options?.metadata,
+        [SCHEDULE_ID_METADATA]: record.scheduleId,
+        [SCHEDULED_FOR_METADATA]: String(scheduledFor),
+      },
+    },
+  };
 }

@@ -60,7 +60,16 @@ export class ScheduleService {
     return this.rt.clock.now();
   }
 
-  async create(tenantId: string, request: CreateScheduleRequest): Promise<StoredSchedule> {
+  /**
+   * `opts.scheduleId`: an id derived from the request (an Idempotency-Key). A record that exists
+   * under it already is an earlier attempt's, one that created it and then failed: it is synced
+   * (its job scheduler may be missing) and answered, never created twice.
+   */
+  async create(
+    tenantId: string,
+    request: CreateScheduleRequest,
+    opts: { readonly scheduleId?: string } = {},
+  ): Promise<StoredSchedule> {
     const now = this.now();
     if (!(await this.rt.service.catalog.get(request.agent)))
       throw new UnknownAgentError(
@@ -80,7 +89,7 @@ export class ScheduleService {
     };
     checkTiming(timing, now);
     const record: ScheduleRecord = {
-      scheduleId: `sch-${randomUUID()}`,
+      scheduleId: opts.scheduleId ?? `sch-${randomUUID()}`,
       tenantId,
       ...(request.name !== undefined ? { name: request.name } : {}),
       agent: request.agent,

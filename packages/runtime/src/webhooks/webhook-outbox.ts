@@ -140,6 +140,25 @@ export class WebhookOutbox {
     return created ? { endpoints, created } : { endpoints };
   }
 
+  /**
+   * The run's own webhook as its create answered it (the secret when it was generated), for a
+   * create answered again (a resend after its first attempt created the run, whose answer the
+   * client never got).
+   */
+  async createdWebhook(
+    runId: string,
+    request: RunWebhookRequest | undefined,
+  ): Promise<CreatedRunWebhook | undefined> {
+    if (!request) return undefined;
+    const own = (await this.webhooks.load(runId))?.endpoints.find((e) => e.name === 'run');
+    if (!own) return undefined;
+    return {
+      url: own.url,
+      events: [...own.events],
+      ...(request.secret ? {} : { secret: own.secret }),
+    };
+  }
+
   /** Stores the endpoints of a run about to be created (nothing when it has none). */
   async register(
     runId: string,

@@ -1,0 +1,217 @@
+/**
+ * A request whose durable write applied and whose follow-up (the run's job, its admission) then
+ * failed answers with an error; the client's resend must complete the follow-up, and nothing may
+ * be duplicated. Here the follow-up fails once on purpose (the queues' enqueueStep rejects, as a
+ * Redis command timing out on a busy API would): the resend drives the run to its end with no
+ * reconciler to rescue it (RECONCILER=0, as in the benches), and records nothing twice.
+ */
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { ScheduleFirer, type BatonQueues } from '@baton/runtime/internal';
+import type {
+  Checkpoint,
+  CreateRunResponse,
+  RunEvent,
+  ScheduleDetail,
+  SchedulePage,
+} from '@baton/protocol';
+import { startChildStack, finalAnswer, type ChildStack } from '@baton/testing/child-stack';
+import { stopAllWorkerProcesses } from '@baton/testing/worker-process';
+
+const TENANT = 'tree';
+let s: ChildStack;
+
+beforeAll(async () => {
+  s = await startChildStack(inject('redisUrl'));
+  await s.spawn({ env: { RECONCILER: '0' } });
+}, 60_000);
+
+afterAll(async () => {
+  await stopAllWorkerProcesses();
+  await s.stop();
+});
+
+/** The queues behind the API's run service (the one the HTTP routes use). */
+function apiQueues(): BatonQueues {
+  return s.api.api.context.runtime.queues;
+}
+
+/** Runs `work` with the API's next step enqueue failing as a timed-out Redis command does. */
+async function withEnqueueFailingOnce<T>(work: () => Promise<T>): Promise<T> {
+  const spy = vi
+    .spyOn(apiQueues(), 'enqueueStep')
+    .mockRejectedValueOnce(new Error('Command timed out'));
+  try {
+    return await work();
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+function applied(events: readonly RunEvent[], decisionId: string): number {
+  return events.filter((e) => e.type === 'decision.applied' && e.decision.decisionId === decisionId)
+    .length;
+}
+
+function suspendedCall(cp: Checkpoint): string | undefined {
+  return Object.values(cp.calls).find((c) => c.status === 'suspended')?.id;
+}
+
+describe('a decision resent after its commit applied and its scheduling failed', () => {
+  it('schedules the run: it finishes, the decision recorded and applied once', async () => {
+    const service = s.api.api.context.service;
+    const { runId } = await service.createRun(TENANT, {
+      agent: 'child-approval',
+      input: { messages: [{ role: 'user', content: 'approve?' }] },
+    });
+    const cp = await s.waitFor(runId, (c) => suspendedCall(c) !== undefined, 'to wait');
+    const decision = { toolCallId: suspendedCall(cp)!, action: 'resume' as const };
+    const sent = [{ ...decision, decisionId: 'own-1' }];
+    await expect(
+      withEnqueueFailingOnce(() => service.submitDecisions(TENANT, runId, sent)),
+    ).rejects.toThrow('Command timed out');
+    const again = await service.submitDecisions(TENANT, runId, sent);
+    expect({ accepted: again.accepted, duplicates: again.duplicates }).toEqual({
+      accepted: [],
+      duplicates: ['own-1'],
+    });
+    const done = await s.waitDone(runId);
+    expect(done.decisionLog.filter((d) => d.decisionId === 'own-1')).toHaveLength(1);
+    expect(applied(await s.events(runId), 'own-1')).toBe(1);
+  });
+
+  it("sent to the parent for its child's call (routed): the child is scheduled, the tree ends", async () => {
+    const service = s.api.api.context.service;
+    const { runId } = await service.createRun(TENANT, {
+      agent: 'tree-sequential',
+      input: { messages: [{ role: 'user', content: 'call approval' }] },
+    });
+    const parent = await s.waitFor(
+      runId,
+      (cp) => Object.values(cp.calls).some((c) => c.child !== undefined),
+      'to start its child',
+    );
+    const childId = Object.values(parent.calls).find((c) => c.child)!.child!.runId;
+    const child = await s.waitFor(childId, (c) => suspendedCall(c) !== undefined, 'to wait');
+    const sent = [
+      { toolCallId: suspendedCall(child)!, action: 'resume' as const, decisionId: 'r-1' },
+    ];
+    await expect(
+      withEnqueueFailingOnce(() => service.submitDecisions(TENANT, runId, sent)),
+    ).rejects.toThrow('Command timed out');
+    const again = await service.submitDecisions(TENANT, runId, sent);
+    expect(again.routed).toEqual([{ runId: childId, accepted: [], duplicates: ['r-1'] }]);
+    const done = await s.waitDone(runId);
+    expect(finalAnswer(done)).toBe('results: approval="child approved and done"');
+    expect(applied(await s.events(childId), 'r-1')).toBe(1);
+  });
+});
+
+describe('a run create that failed after the run was created', () => {
+  /** The tenant's runs whose input is `content` (each test uses its own). */
+  async function runsWithInput(content: string): Promise<Checkpoint[]> {
+    const page = await s.rt.store.listRuns({ tenantId: TENANT, cursor: null, limit: 1000 });
+    const out: Checkpoint[] = [];
+    for (const run of page.runs) {
+      const cp = await s.load(run.runId);
+      if (cp?.messages.some((m) => m.role === 'user' && m.content === content)) out.push(cp);
+    }
+    return out;
+  }
+
+  it('resent with the same Idempotency-Key answers the same run, which finishes', async () => {
+    const content = `answer once ${Date.now()}`;
+    const body = { agent: 'child-answer', input: { messages: [{ role: 'user', content }] } };
+    const key = { 'idempotency-key': `resend-${s.prefix}` };
+    const first = await withEnqueueFailingOnce(() => s.client.post('/v1/runs', body, key));
+    expect(first.status).toBeGreaterThanOrEqual(500);
+    const again = await s.client.post<CreateRunResponse>('/v1/runs', body, key);
+    expect(again.status).toBe(202);
+    const runs = await runsWithInput(content);
+    expect(runs.map((cp) => cp.identity.runId)).toEqual([again.body.runId]);
+    expect((await s.waitDone(again.body.runId)).status).toBe('done');
+    // Answered from the record from now on, as any replay.
+    const replay = await s.client.post<CreateRunResponse>('/v1/runs', body, key);
+    expect(replay.body.runId).toBe(again.body.runId);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+  });
+
+  it('without a key keeps its thread: no second run of the thread runs beside it', async () => {
+    const service = s.api.api.context.service;
+    const content = `hold the thread ${Date.now()}`;
+    const threadId = `thread-${s.prefix}-held`;
+    const request = {
+      agent: 'child-answer',
+      threadId,
+      input: { messages: [{ role: 'user' as const, content }] },
+    };
+    await expect(withEnqueueFailingOnce(() => service.createRun(TENANT, request))).rejects.toThrow(
+      'Command timed out',
+    );
+    const [created] = await runsWithInput(content);
+    const runId = created!.identity.runId;
+    expect((await s.rt.threads.load(TENANT, threadId)).activeRunId).toBe(runId);
+    await expect(
+      service.createRun(TENANT, {
+        ...request,
+        input: { messages: [{ role: 'user', content: 'next' }] },
+      }),
+    ).rejects.toMatchObject({ code: 'thread_busy' });
+    await service.cancel(TENANT, runId);
+  });
+});
+
+describe('a schedule firing delivered again after its run was created and its start failed', () => {
+  it('starts the run it finds (no second run): it finishes', async () => {
+    const created = await s.client.post<ScheduleDetail>('/v1/schedules', {
+      agent: 'child-answer',
+      cron: '0 0 1 1 *',
+      input: { messages: [{ role: 'user', content: 'once a year' }] },
+    });
+    expect(created.status).toBe(201);
+    const { scheduleId } = created.body;
+    const { runtime, schedules } = s.api.api.context;
+    const firer = new ScheduleFirer(runtime, schedules);
+    const at = Math.floor(Date.now() / 1000) * 1000;
+    await expect(withEnqueueFailingOnce(() => firer.fire(TENANT, scheduleId, at))).rejects.toThrow(
+      'Command timed out',
+    );
+    const again = await firer.fire(TENANT, scheduleId, at);
+    expect(again).toMatchObject({ kind: 'fired', firing: { outcome: 'created' } });
+    const runId = `${scheduleId}.${at}`;
+    expect((await s.waitDone(runId)).status).toBe('done');
+    const runs = await s.client.get<{ runs: { runId: string }[] }>(
+      `/v1/schedules/${scheduleId}/runs`,
+    );
+    expect(runs.body.runs.map((r) => r.runId)).toEqual([runId]);
+    await s.client.request('DELETE', `/v1/schedules/${scheduleId}`);
+  });
+});
+
+describe('a schedule create that failed after the schedule was created', () => {
+  it('resent with the same Idempotency-Key answers the same schedule (no second one)', async () => {
+    const { schedules } = s.api.api.context;
+    const name = `resent ${s.prefix}`;
+    const body = {
+      name,
+      agent: 'child-answer',
+      cron: '0 0 1 1 *',
+      input: { messages: [{ role: 'user', content: 'once a year' }] },
+    };
+    const key = { 'idempotency-key': `schedule-${s.prefix}` };
+    const spy = vi.spyOn(schedules, 'get').mockRejectedValueOnce(new Error('Command timed out'));
+    let first;
+    try {
+      first = await s.client.post('/v1/schedules', body, key);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(first.status).toBeGreaterThanOrEqual(500);
+    const again = await s.client.post<ScheduleDetail>('/v1/schedules', body, key);
+    expect(again.status).toBe(201);
+    const page = await s.client.get<SchedulePage>('/v1/schedules?limit=100');
+    const named = page.body.schedules.filter((x) => x.name === name);
+    expect(named.map((x) => x.scheduleId)).toEqual([again.body.scheduleId]);
+    expect(again.body.nextFireAt).toEqual(expect.any(Number));
+    await s.client.request('DELETE', `/v1/schedules/${again.body.scheduleId}`);
+  });
+});
