@@ -1,6 +1,6 @@
 /**
  * The job model's floor, measured: a replica of a `bench` agent run's jobs with no Baton code in
- * it. Same BullMQ operations per run as Baton (one step job, activated three times: it adds two
+ * it (but for coalesceWrites, the per-turn write batching Baton's connections also have). Same BullMQ operations per run as Baton (one step job, activated three times: it adds two
  * tool children in each of the first two rounds and waits in waiting-children until BullMQ
  * re-enters it; four tool jobs), same queue and job options, and only the durable Redis writes a
  * correct design cannot skip, each one round trip:
