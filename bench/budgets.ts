@@ -41,18 +41,22 @@ const ROWS: Record<string, Row> = {
   batonRedisCommandsPerStep: {
     from: 'throughput.profile.perStepByOrigin.baton.commands',
     limit: 35,
+    floorFrom: 'throughput.jobModelFloor.perStep.floor.ownCommands',
   },
   batonRoundTripsPerStep: {
     from: 'throughput.profile.perStepByOrigin.baton.roundTrips',
     limit: 6,
+    floorFrom: 'throughput.jobModelFloor.perStep.floor.ownRoundTrips',
   },
   redisCpuPerStepOverRawJob: {
     from: 'throughput.budgets.redisCpuMsPerStep.why.stepOverRawJob',
     limit: 3.5,
+    floorFrom: 'throughput.jobModelFloor.perStep.floor.redisCpuOverRawJob',
   },
   workerCpuPerStepOverRawJob: {
     from: 'throughput.budgets.workerCpuMsPerStep.why.stepOverRawJob',
     limit: 4.5,
+    floorFrom: 'throughput.jobModelFloor.perStep.floor.workerCpuOverRawJob',
   },
   apiRunsPerSecOverRawChains_bench: {
     from: 'api-throughput.bench.ratios.runsPerSecOverRawBullmq',

@@ -10,11 +10,16 @@
  *    (apps/worker/src/main.ts) for each k in BENCH_WORKER_PROCS.
  * 3. profile: a few more runs under MONITOR, to attribute every Redis round trip of a step to a
  *    connection and a command / Lua script (unmeasured: MONITOR slows Redis down).
+ * 4. floor (BENCH_FLOOR, on by default): the job model's floor (job-model-floor.ts), sampled
+ *    after each raw + in-process Baton pair, and profiled under MONITOR like Baton.
  *
  * Redis work per step comes from INFO commandstats deltas around each measured phase.
  */
 import { childCpuSeconds, startChild, workerNodeOptions, type Child } from './child-process.ts';
 import { firstKey, keyClass } from './key-classes.ts';
+import { floorHarness } from './job-model-floor.ts';
+import { bullmqAddrs, classifyClients, monitorCounts, perUnit } from './monitor-counts.ts';
+import { floorReport } from './job-model-floor-report.ts';
 import { createHash, randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -66,6 +71,9 @@ interface Knobs {
   readonly createParallelism: number;
   readonly repeat: number;
   readonly autoPipelining: boolean;
+  /** Measure the job model's floor (job-model-floor.ts) beside raw and Baton. */
+  readonly floor: boolean;
+  readonly holderNote: boolean;
 }
 
 function knobs(): Knobs {
@@ -84,6 +92,8 @@ function knobs(): Knobs {
     createParallelism: envInt('BENCH_CREATE_PARALLELISM', 32, 1),
     repeat: envInt('BENCH_REPEAT', 5, 1),
     autoPipelining: process.env['BENCH_AUTOPIPELINING'] === '1',
+    floor: process.env['BENCH_FLOOR'] !== '0',
+    holderNote: process.env['BENCH_FLOOR_HOLDER_NOTE'] === '1',
   };
 }
 
@@ -119,11 +129,12 @@ interface Harness<S> {
   close(): Promise<void>;
 }
 
-async function rawHarness(
-  ctx: BenchContext,
-  url: string,
-  k: Knobs,
-): Promise<Harness<Record<string, unknown>>> {
+interface RawHarness extends Harness<Record<string, unknown>> {
+  /** Round trips and commands per job under MONITOR (untimed). */
+  profile(jobs: number): Promise<Record<string, unknown>>;
+}
+
+async function rawHarness(ctx: BenchContext, url: string, k: Knobs): Promise<RawHarness> {
   const connection: ConnectionOptions = { url, maxRetriesPerRequest: null };
   const prefix = bullPrefix(benchPrefix('raw'));
   const queue = new Queue('raw', { connection, prefix });
@@ -222,6 +233,18 @@ async function rawHarness(
           eventLoopUtilization: round(elu.utilization),
           redisPerJob: redisDelta(before, after, jobs, elapsedMs),
         };
+      },
+      profile: async (jobs) => {
+        const bull = await bullmqAddrs(queue, worker);
+        const clients = await classifyClients(bench, (addr, name) =>
+          bull.has(addr) || name.startsWith(prefix) ? 'other' : null,
+        );
+        // Whole chains: the batch can be a little more than `jobs`.
+        let ran = 0;
+        const counts = await monitorCounts(url, clients, async () => {
+          ran = await runChains('p', jobs);
+        });
+        return perUnit(counts, ran);
       },
       close,
     };
@@ -992,6 +1015,19 @@ export const throughput: Scenario = {
     // Raw and Baton samples alternate (raw, baton, raw, baton, ...) so that drift in the
     // machine's load (other processes) hits both sides; ratios are medians of per-pair ratios.
     const raw = await rawHarness(ctx, url, k);
+    const floor = k.floor
+      ? await floorHarness(ctx, url, k).catch(async (error: unknown) => {
+          await raw.close();
+          throw error;
+        })
+      : undefined;
+    const pairs: {
+      raw: Record<string, unknown>;
+      baton: BatonSample;
+      floor?: Record<string, unknown>;
+    }[] = [];
+    let floorProfile: Record<string, unknown> | undefined;
+    let rawProfile: Record<string, unknown> | undefined;
     const rawSamples: Record<string, unknown>[] = [];
     const baton: Record<string, unknown>[] = [];
     const ratios: Record<string, unknown>[] = [];
@@ -1011,6 +1047,9 @@ export const throughput: Scenario = {
           for (let r = 0; r < k.repeat; r += 1) {
             const rs = await raw.sample(n++);
             const bs = await h.sample(r);
+            // The floor's samples alternate with the in-process worker's (same window).
+            const fs = floor && kind.inProcess ? await floor.sample(r) : undefined;
+            if (kind.inProcess) pairs.push({ raw: rs, baton: bs, ...(fs ? { floor: fs } : {}) });
             rawSamples.push(rs);
             samples.push(bs);
             stepRatios.push(bs.stepsPerSec / (rs['jobsPerSec'] as number));
@@ -1025,11 +1064,16 @@ export const throughput: Scenario = {
             perPairStepRatios: stepRatios.map((x) => round(x, 3)),
           });
           profile ??= await h.profile();
+          if (kind.inProcess && k.profileRuns > 0) {
+            floorProfile = await floor?.profile();
+            rawProfile = await raw.profile(k.profileRuns * STEPS_PER_RUN * 5);
+          }
         } finally {
           await h.close();
         }
       }
     } finally {
+      await floor?.close();
       await raw.close();
     }
     return {
@@ -1052,6 +1096,18 @@ export const throughput: Scenario = {
         agent: `${AGENT} (parallel_streaming, ${STEPS_PER_RUN} inference rounds, 2 parallel no-op tools in rounds 1-2, instant scripted model)`,
         reconciler: 'off',
       },
+      ...(floor
+        ? {
+            jobModelFloor: floorReport({
+              pairs,
+              rawProfile,
+              floorProfile,
+              batonProfile: profile,
+              batonJobsPerRun: baton[0]?.['jobsPerRun'],
+              holderNote: k.holderNote,
+            }),
+          }
+        : {}),
       raw: summarizeRaw(rawSamples, k),
       baton,
       ratios,
