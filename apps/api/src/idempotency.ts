@@ -58,7 +58,8 @@ export const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/;
  * Idempotency-Key support, shared by every API instance through Redis: key -> {bodyHash, response}
  * with a TTL. The first request claims the key (SET NX, 'pending'), runs, and stores its response;
  * a retry with the same body gets that response, a different body gets 409 idempotency_conflict.
- * A failed first attempt releases the key so the client can retry.
+ * A failed first attempt releases the key so the client can retry; a claim nobody finished (its
+ * API died) lapses after `pendingTtlSeconds`.
  */
 export class IdempotencyStore {
   private readonly redis: RedisClient;
@@ -66,11 +67,27 @@ export class IdempotencyStore {
   private readonly ttlSeconds: number;
   private readonly pendingWaitMs: number;
 
-  constructor(redis: RedisClient, keys: BatonKeys, ttlSeconds: number, pendingWaitMs = 10_000) {
+  private readonly pendingTtlSeconds: number;
+
+  /**
+   * `pendingTtlSeconds`: how long a claim whose request never finished (its API died, or both
+   * the request and the release of its claim failed) blocks the key before a retry may run it
+   * again. Safe because what runs under a key derives its ids from it (a second execution finds
+   * the first one's run or schedule and answers it), so this only bounds how long a retry hears
+   * "still in progress"; it is not what makes the request happen once.
+   */
+  constructor(
+    redis: RedisClient,
+    keys: BatonKeys,
+    ttlSeconds: number,
+    pendingWaitMs = 10_000,
+    pendingTtlSeconds = 60,
+  ) {
     this.redis = redis;
     this.keys = keys;
     this.ttlSeconds = ttlSeconds;
     this.pendingWaitMs = pendingWaitMs;
+    this.pendingTtlSeconds = Math.min(ttlSeconds, pendingTtlSeconds);
   }
 
   private key(tenantId: string, scope: string, idemKey: string): string {
@@ -93,7 +110,13 @@ export class IdempotencyStore {
     const key = this.key(tenantId, scope, idemKey);
     const hash = bodyHash(body);
     const claim: Record_<T> = { bodyHash: hash, state: 'pending' };
-    const claimed = await this.redis.set(key, JSON.stringify(claim), 'EX', this.ttlSeconds, 'NX');
+    const claimed = await this.redis.set(
+      key,
+      JSON.stringify(claim),
+      'EX',
+      this.pendingTtlSeconds,
+      'NX',
+    );
     if (claimed === null)
       return { response: await this.awaitExisting<T>(key, hash), replayed: true };
     let response: T;
