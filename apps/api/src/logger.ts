@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { REDACT_PATHS, traceLogOptions } from '@baton/runtime/internal';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RequestHandler } from 'express';
 import { pino, type Logger } from 'pino';
-import { pinoHttp, type HttpLogger } from 'pino-http';
+import { pinoHttp } from 'pino-http';
 
 /** Worker redaction paths plus what only HTTP requests carry. */
 export const API_REDACT_PATHS = [
@@ -74,24 +76,47 @@ export function redactUrl(url: string): string {
   return `${url.slice(0, q)}?${query}`;
 }
 
-/** pino-http with the redacting logger; X-Request-Id is honored (or generated) and echoed. */
-export function httpLogger(logger: Logger): HttpLogger {
-  return pinoHttp({
+type Bindings = Record<string, unknown>;
+/** What pino-http reads of a pino logger to tell whether a binding is there already. */
+interface PinoInternals {
+  readonly [pino.symbols.stringifySym]: (value: Bindings) => string;
+  readonly [pino.symbols.chindingsSym]: string;
+}
+type LoggedRequest = IncomingMessage & { principal?: { tenantId: string } };
+
+/** The tenant of an authenticated request, as a binding of its log lines. */
+function tenantProps(req: LoggedRequest): Bindings {
+  const principal = req.principal;
+  return principal ? { tenant: principal.tenantId } : {};
+}
+
+const IGNORED = new Set(['/healthz', '/readyz', '/metrics']);
+
+/** Whether the request logs a line when it ends (the probes and scrapes do not). */
+function logsSuccess(req: IncomingMessage): boolean {
+  return !IGNORED.has(req.url ?? '');
+}
+
+function requestId(req: IncomingMessage, res: ServerResponse): string {
+  const incoming = req.headers['x-request-id'];
+  const id = typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : randomUUID();
+  res.setHeader('X-Request-Id', id);
+  return id;
+}
+
+/**
+ * The request log: pino-http's logger (its serializers, the redaction) and its lines, one per
+ * request, but the request's child logger (`req.log`, bound to the request) is made only when a
+ * line is written: pino-http makes two per request up front (serialising and redacting the
+ * request each time), which at the usual level (no line for a routine response) was most of the
+ * API's logging cost. The child's bindings do not depend on when it is made: the request's id,
+ * method and originalUrl are fixed once this middleware ran, and the bindings its custom props
+ * gave at that moment are taken then.
+ */
+export function httpLogger(logger: Logger): RequestHandler {
+  const base = pinoHttp({
     logger,
-    genReqId: (req, res) => {
-      const incoming = req.headers['x-request-id'];
-      const id =
-        typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : randomUUID();
-      res.setHeader('X-Request-Id', id);
-      return id;
-    },
     // A client's mistake is routine: info, and one short line (method, url, status, code).
-    // 'silent' when the logger would drop the line anyway: pino-http then skips building it (a
-    // child logger with the tenant, the line's object) on every response.
-    customLogLevel: (_req, res, err) => {
-      const level = err || res.statusCode >= 500 ? 'error' : 'info';
-      return logger.isLevelEnabled(level) ? level : 'silent';
-    },
     serializers: {
       req: (req: { id?: unknown; method?: string; url?: string }) => ({
         id: req.id,
@@ -101,12 +126,82 @@ export function httpLogger(logger: Logger): HttpLogger {
       }),
       res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),
     },
-    autoLogging: {
-      ignore: (req) => req.url === '/healthz' || req.url === '/readyz' || req.url === '/metrics',
-    },
-    customProps: (req) => {
-      const principal = (req as { principal?: { tenantId: string } }).principal;
-      return principal ? { tenant: principal.tenantId } : {};
-    },
-  });
+  }).logger;
+  // 'silent' when the logger would drop the line anyway: nothing is built for it.
+  const levelOf = (res: ServerResponse, err: unknown): 'error' | 'info' | 'silent' => {
+    const level = err || res.statusCode >= 500 ? 'error' : 'info';
+    return logger.isLevelEnabled(level) ? level : 'silent';
+  };
+  return (req: LoggedRequest, res, next) => {
+    // Kept when something before this middleware named the request already.
+    if (!(req as { id?: unknown }).id) req.id = requestId(req, res);
+    const startedAt = Date.now();
+    const early = tenantProps(req);
+    let child: Logger | undefined;
+    const requestLogger = (): Logger => {
+      if (child === undefined) {
+        child = base.child({ req }).child(early);
+      }
+      return child;
+    };
+    lazyLog(req, requestLogger);
+    lazyLog(res, requestLogger);
+    const done = (err?: unknown): void => {
+      res.removeListener('close', done);
+      res.removeListener('finish', done);
+      res.removeListener('error', done);
+      const level = levelOf(res, err);
+      if (level === 'silent') return;
+      let log = requestLogger();
+      // As pino-http: a child with the tenant unless the logger is bound to it already.
+      const props = tenantProps(req);
+      const internals = log as unknown as PinoInternals;
+      const own = internals[pino.symbols.stringifySym](props).replace(/[{}]/g, '');
+      if (!internals[pino.symbols.chindingsSym].includes(own)) log = log.child(props);
+      const responseTime = Date.now() - startedAt;
+      const failed = err ?? (res as { err?: unknown }).err;
+      if (failed || res.statusCode >= 500) {
+        const error = failed ?? new Error(`failed with status code ${String(res.statusCode)}`);
+        log[level]({ res, err: error, responseTime }, 'request errored');
+        return;
+      }
+      const ended = !req.readableAborted && res.writableEnded;
+      log[level]({ res, responseTime }, ended ? 'request completed' : 'request aborted');
+    };
+    if (logsSuccess(req)) {
+      res.on('close', done);
+      res.on('finish', done);
+    }
+    res.on('error', done);
+    next();
+  };
+}
+
+const MAKE_LOG = Symbol('baton.makeLog');
+const SET_LOG = Symbol('baton.setLog');
+type LazyLogged = { [MAKE_LOG]?: () => Logger; [SET_LOG]?: unknown };
+/** Prototypes given the lazy `log` accessor (express's request and response of each app). */
+const withLazyLog = new WeakSet<object>();
+
+/**
+ * `target.log`: the request's logger, made on first use (pino-http's `req.log` / `res.log`). The
+ * accessor sits on the prototype (express gives every request and response its app's), once: a
+ * property defined on each request made the object slow to build and to read.
+ */
+function lazyLog(target: object, make: () => Logger): void {
+  const proto = Object.getPrototypeOf(target) as object | null;
+  if (proto !== null && !withLazyLog.has(proto)) {
+    withLazyLog.add(proto);
+    Object.defineProperty(proto, 'log', {
+      configurable: true,
+      enumerable: false,
+      get(this: LazyLogged) {
+        return this[SET_LOG] ?? this[MAKE_LOG]?.();
+      },
+      set(this: LazyLogged, value: unknown) {
+        this[SET_LOG] = value;
+      },
+    });
+  }
+  (target as LazyLogged)[MAKE_LOG] = make;
 }

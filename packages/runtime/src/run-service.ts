@@ -164,6 +164,13 @@ export class RunService {
     // One time for the run's createdAt and its thread index score: the thread's run list and
     // the tenant's show the same createdAt (and the archive's lists, which read the run's).
     const createdAt = deps.clock.now();
+    const index = new RunIndex(deps.redis, deps.keys);
+    // A thread made up here has no run yet: acquiring it cannot find it busy or queue behind
+    // anyone, so the run's entry in the active index goes out with the acquire (one round trip
+    // for both, still before the run exists). Should the acquire fail, the entry is one whose
+    // run never came to be, which the reconciler drops.
+    const indexing = request.threadId === undefined ? index.add('active', runId, createdAt) : null;
+    void indexing?.catch(() => undefined);
     const acquired = await deps.threads.acquire(tenantId, threadId, runId, strategy, createdAt);
     if (acquired.kind === 'busy')
       throw new BatonError(
@@ -208,11 +215,12 @@ export class RunService {
       );
       // Indexed before it exists, so no crash can leave a run nobody looks at (the reconciler
       // drops an entry whose run never came to be).
-      await new RunIndex(deps.redis, deps.keys).add(
-        acquired.kind === 'acquired' ? 'active' : 'waiting',
-        runId,
-        t.checkpoint.updatedAt,
-      );
+      const live = acquired.kind === 'acquired' ? 'active' : 'waiting';
+      if (indexing === null) await index.add(live, runId, t.checkpoint.updatedAt);
+      else {
+        await indexing;
+        if (live !== 'active') await index.move(live, runId, t.checkpoint.updatedAt);
+      }
       await deps.webhooks?.register(
         runId,
         tenantId,
