@@ -1,5 +1,6 @@
 /** Child processes of the bench (API, worker, echo server): start, wait for ready, CPU, RSS. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { Agent } from 'node:http';
 import type { Readable } from 'node:stream';
 import { readFile } from 'node:fs/promises';
 import { BenchError, processCpuSeconds, round, withTimeout, type BenchContext } from './lib.ts';
@@ -117,4 +118,25 @@ export function cpuMsPer(
 export function workerNodeOptions(): Record<string, string> {
   const value = process.env['BENCH_WORKER_NODE_OPTIONS'];
   return value === undefined || value === '' ? {} : { NODE_OPTIONS: value };
+}
+
+/**
+ * Child processes started for one stack, and the keep-alive HTTP agent its client talks to them
+ * with: `stop` closes the agent's sockets, then stops the children, last started first.
+ */
+export function processGroup(maxSockets = 256): {
+  readonly agent: Agent;
+  readonly children: Child[];
+  readonly stop: () => Promise<void>;
+} {
+  const children: Child[] = [];
+  const agent = new Agent({ keepAlive: true, maxSockets });
+  return {
+    agent,
+    children,
+    stop: async () => {
+      agent.destroy();
+      for (const c of children.reverse()) await c.stop();
+    },
+  };
 }

@@ -9,11 +9,11 @@
  * GET /v1/runs/:id/events?after=0 until the `run.finished` frame.
  */
 import { randomBytes } from 'node:crypto';
-import { Agent } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import {
   childCpuSeconds,
+  processGroup,
   cpuMsPer,
   runBody,
   startChild,
@@ -58,12 +58,7 @@ export async function startHttpFloor(
     FLOOR_CHAIN_LENGTH: '3',
     FLOOR_CONCURRENCY: String(opts.concurrency),
   };
-  const children: Child[] = [];
-  const agent = new Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 256 });
-  const stop = async (): Promise<void> => {
-    agent.destroy();
-    for (const c of children.reverse()) await c.stop();
-  };
+  const { agent, children, stop } = processGroup(opts.maxSockets);
   try {
     const worker = await startChild(
       ctx,

@@ -7,10 +7,15 @@
  * http-sse.ts; this module re-exports them so a scenario imports one place.
  */
 import { randomBytes } from 'node:crypto';
-import { Agent } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { BENCH_AGENTS_MODULE } from '@baton/testing/bench-agents';
-import { childCpuSeconds, startChild, workerNodeOptions, type Child } from './child-process.ts';
+import {
+  childCpuSeconds,
+  processGroup,
+  startChild,
+  workerNodeOptions,
+  type Child,
+} from './child-process.ts';
 import type { Client } from './http-client.ts';
 import { envInt, type BenchContext } from './lib.ts';
 
@@ -56,12 +61,7 @@ export async function startStack(
   const prefix = `bench-${opts.label}-${randomBytes(3).toString('hex')}`;
   const key = `bench-${randomBytes(12).toString('hex')}`;
   const common = { REDIS_URL: url, BATON_PREFIX: prefix, LOG_LEVEL: opts.logLevel };
-  const children: Child[] = [];
-  const agent = new Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 256 });
-  const stop = async (): Promise<void> => {
-    agent.destroy();
-    for (const c of children.reverse()) await c.stop();
-  };
+  const { agent, children, stop } = processGroup(opts.maxSockets);
   try {
     ctx.log(
       'starting worker process (apps/worker/src/main.ts, BATON_AGENTS=<bench agents module>)',
