@@ -10,6 +10,7 @@ import {
 } from '@baton/runtime/internal';
 import type { RequestHandler } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { LagHistogram } from './lag-histogram.ts';
 
 const QUEUE_STATES = [
   'waiting',
@@ -114,8 +115,9 @@ export class ApiMetrics {
   readonly registry = new Registry();
   readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
   readonly sseConnections: Gauge;
-  readonly eventLag: Histogram<'path'>;
-  /** eventLag's `sse` child, bound once: observed per frame per subscriber (no label lookup). */
+  /** Observed per frame per subscriber on its `sse` path: a histogram without per-call label work. */
+  readonly eventLag: LagHistogram;
+  /** eventLag's `sse` series, bound once. */
   readonly sseEventLag: { observe(seconds: number): void };
   readonly stepDuration: StoredMetric;
   readonly toolDuration: StoredMetric;
@@ -137,14 +139,14 @@ export class ApiMetrics {
       help: 'Open SSE event streams on this instance',
       registers,
     });
-    this.eventLag = new Histogram({
+    this.eventLag = new LagHistogram({
       name: 'baton_event_lag_seconds',
       help: 'Time from an event being stored to it reaching this instance (pubsub; the runs it streams) or an SSE client socket (sse)',
-      labelNames: ['path'],
+      labelName: 'path',
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
       registers,
     });
-    this.sseEventLag = this.eventLag.labels({ path: 'sse' });
+    this.sseEventLag = this.eventLag.labels('sse');
     const source = eventMetricsSource(runtime, opts.eventMetrics ?? true);
     this.stepDuration = new StoredMetric(
       {
@@ -286,7 +288,7 @@ export class ApiMetrics {
 
   /** The pub/sub lag of one observed event this instance heard live. */
   observe(event: RunEvent, now: number): void {
-    this.eventLag.observe({ path: 'pubsub' }, Math.max(0, now - event.at) / 1000);
+    this.eventLag.observe('pubsub', Math.max(0, now - event.at) / 1000);
   }
 }
 

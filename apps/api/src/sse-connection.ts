@@ -5,17 +5,56 @@ import { SseStream } from './sse.ts';
 /** A slow client whose unsent output exceeds this is dropped; it reconnects with Last-Event-ID. */
 export const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 
+type Unsubscribe = () => Promise<void>;
+
 /**
  * One SSE response's life: the tenant's stream slot, the heartbeat stream, the open-streams
  * gauge, and ONE finish (the client left, the server is stopping, the stream is complete) that
  * undoes all of them and every subscription handed to it.
+ *
+ * One object per open stream, held for as long as the stream is: its state is fields, not a
+ * closure scope per connection (thousands of subscribers hold thousands of these).
  */
-export interface SseConnection {
+export class SseConnection {
   readonly stream: SseStream;
-  readonly finished: boolean;
-  readonly finish: () => void;
+  private readonly ctx: ApiContext;
+  private readonly release: () => void;
+  /** The usual case is one subscription: no array for it. */
+  private unsubscribe: Unsubscribe | undefined;
+  private more: Unsubscribe[] | undefined;
+  private done = false;
+
+  constructor(ctx: ApiContext, res: Response, release: () => void) {
+    this.ctx = ctx;
+    this.release = release;
+    this.stream = new SseStream(res, ctx.config.SSE_HEARTBEAT_MS);
+    ctx.metrics.sseConnections.inc();
+    ctx.streams.add(this.finish);
+    res.on('close', this.finish);
+  }
+
+  get finished(): boolean {
+    return this.done;
+  }
+
+  /** A function of its own (a 'close' listener, an entry of ctx.streams, handed around). */
+  readonly finish = (): void => {
+    if (this.done) return;
+    this.done = true;
+    this.ctx.streams.delete(this.finish);
+    this.stream.close();
+    this.release();
+    this.ctx.metrics.sseConnections.dec();
+    if (this.unsubscribe) void this.unsubscribe().catch(() => undefined);
+    if (this.more) for (const u of this.more) void u().catch(() => undefined);
+  };
+
   /** Unsubscribes when the connection finishes; at once if it already has. */
-  readonly adopt: (unsubscribe: () => Promise<void>) => Promise<void>;
+  async adopt(unsubscribe: Unsubscribe): Promise<void> {
+    if (this.done) await unsubscribe().catch(() => undefined);
+    else if (this.unsubscribe === undefined) this.unsubscribe = unsubscribe;
+    else (this.more ??= []).push(unsubscribe);
+  }
 }
 
 export async function openSseConnection(
@@ -24,30 +63,5 @@ export async function openSseConnection(
   tenantId: string,
 ): Promise<SseConnection> {
   const release = await ctx.sseLimiter.acquire(tenantId);
-  const stream = new SseStream(res, ctx.config.SSE_HEARTBEAT_MS);
-  ctx.metrics.sseConnections.inc();
-  const unsubscribes: (() => Promise<void>)[] = [];
-  let finished = false;
-  const finish = (): void => {
-    if (finished) return;
-    finished = true;
-    ctx.streams.delete(finish);
-    stream.close();
-    release();
-    ctx.metrics.sseConnections.dec();
-    for (const u of unsubscribes) void u().catch(() => undefined);
-  };
-  ctx.streams.add(finish);
-  res.on('close', finish);
-  return {
-    stream,
-    get finished() {
-      return finished;
-    },
-    finish,
-    adopt: async (unsubscribe) => {
-      if (finished) await unsubscribe().catch(() => undefined);
-      else unsubscribes.push(unsubscribe);
-    },
-  };
+  return new SseConnection(ctx, res, release);
 }

@@ -1,11 +1,11 @@
-import { endsStream } from '@baton/protocol';
-import { Router, type Request } from 'express';
+import { endsStream, type RunEvent } from '@baton/protocol';
+import { Router, type Request, type Response } from 'express';
 import { BatonError, activityOf } from '@baton/core';
 import { principalOf } from '../auth.ts';
 import type { ApiContext } from '../context.ts';
 import { EventsQuerySchema } from '../schemas.ts';
 import { eventFrame, rewoundFrame } from '../sse.ts';
-import { MAX_BUFFERED_BYTES, openSseConnection } from '../sse-connection.ts';
+import { MAX_BUFFERED_BYTES, openSseConnection, type SseConnection } from '../sse-connection.ts';
 import { parseId, parseQuery } from '../validation.ts';
 import { streamRunTree } from './tree-events.ts';
 import {
@@ -29,6 +29,45 @@ function afterSeqOf(req: Request, queryAfter: number | undefined): number {
     return Number(value);
   }
   return queryAfter ?? 0;
+}
+
+/**
+ * The live part of one run's stream: a frame per event, the stream's end. Its state is fields of
+ * one object (not the route's scope, which would be kept for the stream's whole life).
+ */
+class LiveFrames {
+  private readonly conn: SseConnection;
+  private readonly res: Response;
+  private readonly until: 'done' | 'suspended';
+  private readonly lag: { observe(seconds: number): void };
+
+  constructor(
+    conn: SseConnection,
+    res: Response,
+    until: 'done' | 'suspended',
+    lag: { observe(seconds: number): void },
+  ) {
+    this.conn = conn;
+    this.res = res;
+    this.until = until;
+    this.lag = lag;
+  }
+
+  readonly onEvent = (event: RunEvent): void => {
+    const conn = this.conn;
+    if (conn.finished) return;
+    conn.stream.write(eventFrame(event));
+    this.lag.observe(Math.max(0, Date.now() - event.at) / 1000);
+    if (endsStream(event, this.until) || this.res.writableLength > MAX_BUFFERED_BYTES)
+      conn.finish();
+  };
+
+  readonly onRewound = (rewound: Parameters<typeof rewoundFrame>[0]): void => {
+    const conn = this.conn;
+    if (conn.finished) return;
+    conn.stream.write(rewoundFrame(rewound));
+    conn.finish();
+  };
 }
 
 /**
@@ -91,24 +130,14 @@ export function eventsRouter(ctx: ApiContext): Router {
       conn.finish();
       return;
     }
+    // The routers' per-request state (their `next` closures and what those hold) is not needed
+    // once the response is a stream, and it would otherwise live as long as the stream.
+    req.next = undefined;
+    const live = new LiveFrames(conn, res, until, ctx.metrics.sseEventLag);
     try {
-      const unsubscribe = await ctx.subscriber.subscribe(
-        runId,
-        after,
-        (event) => {
-          if (conn.finished) return;
-          conn.stream.write(eventFrame(event));
-          ctx.metrics.sseEventLag.observe(Math.max(0, Date.now() - event.at) / 1000);
-          if (endsStream(event, until) || res.writableLength > MAX_BUFFERED_BYTES) conn.finish();
-        },
-        {
-          onRewound: (rewound) => {
-            if (conn.finished) return;
-            conn.stream.write(rewoundFrame(rewound));
-            conn.finish();
-          },
-        },
-      );
+      const unsubscribe = await ctx.subscriber.subscribe(runId, after, live.onEvent, {
+        onRewound: live.onRewound,
+      });
       await conn.adopt(unsubscribe);
     } catch (error) {
       req.log.warn({ err: error, runId }, 'event subscription failed');

@@ -75,6 +75,7 @@ function subscriberConnection(redis: RedisClient): RedisClient {
 /** One consumer of one run: delivers a gapless, ordered, duplicate-free sequence. */
 class Listener {
   readonly runId: string;
+  private readonly channelName: string;
   private readonly onEvent: RunEventListener;
   private readonly onRewound: SubscribeOptions['onRewound'];
   private readonly owner: RunEventSubscriber;
@@ -90,12 +91,14 @@ class Listener {
   constructor(
     owner: RunEventSubscriber,
     runId: string,
+    channelName: string,
     afterSeq: number,
     onEvent: RunEventListener,
     onRewound?: SubscribeOptions['onRewound'],
   ) {
     this.owner = owner;
     this.runId = runId;
+    this.channelName = channelName;
     this.last = afterSeq;
     this.onEvent = onEvent;
     this.onRewound = onRewound;
@@ -108,6 +111,15 @@ class Listener {
   close(): void {
     this.closed = true;
   }
+
+  /**
+   * What subscribe() hands back: a function of the listener itself (not of subscribe()'s scope,
+   * which would otherwise be kept for as long as the subscription is).
+   */
+  readonly unsubscribe = async (): Promise<void> => {
+    this.close();
+    await this.owner.removeListener(this.channelName, this);
+  };
 
   /** Queue a step; the returned promise settles when the step ran (never rejects). */
   enqueue(step: () => Promise<void>): Promise<void> {
@@ -323,12 +335,16 @@ export class RunEventSubscriber {
       channel = { runId, listeners: new Set(), ready };
       this.channels.set(name, channel);
     }
-    const listener = new Listener(this, runId, Math.max(0, afterSeq), onEvent, opts.onRewound);
+    const listener = new Listener(
+      this,
+      runId,
+      name,
+      Math.max(0, afterSeq),
+      onEvent,
+      opts.onRewound,
+    );
     channel.listeners.add(listener);
-    const unsubscribe = async (): Promise<void> => {
-      listener.close();
-      await this.removeListener(name, listener);
-    };
+    const unsubscribe = listener.unsubscribe;
     try {
       await channel.ready;
     } catch (err) {
@@ -364,7 +380,8 @@ export class RunEventSubscriber {
     if (this.onError) this.onError(err, runId);
   }
 
-  private async removeListener(name: string, listener: Listener): Promise<void> {
+  /** @internal */
+  async removeListener(name: string, listener: Listener): Promise<void> {
     const channel = this.channels.get(name);
     if (!channel || !channel.listeners.delete(listener)) return;
     if (channel.listeners.size > 0) return;
