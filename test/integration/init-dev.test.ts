@@ -16,6 +16,7 @@ import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { BatonClient } from '@baton/client';
 import type { RunView } from '@baton/protocol';
 import { BATON_BIN } from '@baton/testing/cli';
+import { npmInstallCached } from '@baton/testing/npm-install';
 import { freePort, uniquePrefix } from '@baton/testing/redis';
 import { startProcess, type StartProcess } from '@baton/testing/start-process';
 import { waitFor } from '@baton/testing/worker-harness';
@@ -70,13 +71,13 @@ beforeAll(async () => {
     cwd: dir,
   });
   expect(init.stdout).toContain('npm run dev');
-  // Offline when npm's cache has zod and the OpenAI provider (any clone's `npm install` put them
-  // there); bounded either way.
-  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], {
+  // From npm's cache: any clone's `npm install` put zod and the OpenAI provider there.
+  const installed = await npmInstallCached([], {
     cwd: project,
     env: userEnv({}),
     timeout: 180_000,
   });
+  console.log(`[init-dev] npm install ${installed.offline ? 'offline' : 'asked the registry'}`);
 }, 240_000);
 
 afterAll(async () => {

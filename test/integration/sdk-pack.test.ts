@@ -11,6 +11,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { npmInstallCached } from '@baton/testing/npm-install';
 import { afterAll, expect, inject, it } from 'vitest';
 import { packPackages } from '../../scripts/pack-packages.ts';
 import { uniquePrefix } from '@baton/testing/redis';
@@ -126,12 +127,8 @@ it('packed protocol, core, client, runtime and worker install and run an agent i
     join(project, 'package.json'),
     JSON.stringify({ name: 'scratch', private: true, type: 'module' }),
   );
-  // The registry is reachable; --prefer-offline answers from the npm cache npm ci filled.
-  await run(
-    'npm',
-    ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', ...tarballs],
-    { cwd: project },
-  );
+  // From the npm cache npm ci filled (the registry only for what it lacks).
+  await npmInstallCached(['--ignore-scripts', ...tarballs], { cwd: project });
   await writeFile(join(project, 'agent.mjs'), AGENT);
   await writeFile(join(project, 'client.mjs'), CLIENT);
   const nodes = [process.execPath];
