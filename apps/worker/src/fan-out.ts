@@ -8,7 +8,8 @@ import type { WorkerDeps } from './worker-deps.ts';
 /**
  * 'children': this job became the round's parent and must wait for its children;
  * 'delegated': every call already has a job (or joined another parent); their results drive the run;
- * 'recorded': a call's job had failed for good, its failure is now the call's result: apply it.
+ * 'recorded': a call's result is on record now (its job had failed for good, and that failure is
+ * now the call's result; or its job completed after this pass read the mailbox): apply it.
  */
 export type FanOutOutcome = 'children' | 'delegated' | 'recorded';
 
@@ -32,7 +33,11 @@ export function failedToolJobResult(
       ? {
           kind: 'error',
           code: 'tool_crashed_worker',
-          message: `tool ${inv.toolName} did not finish: the worker running it died or stopped responding ${String(stalls)} times (crash, out of memory, kill); Baton stopped retrying it`,
+          // No death counted: BullMQ's backstop gave it up (StallAccounting.bullBackstop).
+          message:
+            stalls > 0
+              ? `tool ${inv.toolName} did not finish: the worker running it died or stopped responding ${String(stalls)} times (crash, out of memory, kill); Baton stopped retrying it`
+              : `tool ${inv.toolName} did not finish: its job lost its worker too many times before it could run (workers crashing or overloaded); Baton stopped retrying it`,
         }
       : {
           kind: 'error',
@@ -101,7 +106,8 @@ export async function fanOutToolCalls(
       ? undefined
       : await deps.queues.toolJob(job.queueName, identity.runId, inv.toolCallId, inv.attempt);
     if (existing) {
-      if ((await existing.getState()) === 'failed') {
+      const state = await existing.getState();
+      if (state === 'failed') {
         await deps.mailbox.record(
           identity.runId,
           failedToolJobResult(
@@ -119,7 +125,19 @@ export async function fanOutToolCalls(
         );
         return 'recorded';
       }
-      continue;
+      if (state !== 'completed') continue; // it runs, or will: its result drives the run
+      // A completed job means a result on record only if it recorded one: a job that ran while
+      // its call was not running at this attempt (a lost start job, a write Redis lost and a
+      // replayed add that was not) completed `stale` having done nothing, and the id is this
+      // attempt's for good. Left there it would answer every pass "delegated" for ever: it is
+      // replaced. The result may have landed since this pass read the mailbox: then apply it.
+      if (await deps.mailbox.get(identity.runId, inv.toolCallId, inv.attempt)) return 'recorded';
+      log.warn(
+        { jobId: existing.id, toolCallId: inv.toolCallId },
+        'tool job replaced: it completed without a result',
+      );
+      // Refused (BullMQ throws) if it is taken meanwhile: this pass fails and is retried.
+      await existing.remove();
     }
     await deps.queues.addToolChild(
       {

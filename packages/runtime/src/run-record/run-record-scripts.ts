@@ -171,7 +171,7 @@ export class RunRecordScripts {
     this.releaseReadScript = fixed('batonLeaseReleaseRead', 4, RELEASE_READ_LUA);
     this.releaseIfIdleScript = fixed('batonLeaseReleaseIfIdle', 2, RELEASE_IF_IDLE_LUA);
     this.renewScript = fixed('batonLeaseRenew', 1, RENEW_LUA);
-    this.recordScript = fixed('batonRecordToolResult', 1, RECORD_LUA);
+    this.recordScript = fixed('batonRecordToolResult', 2, RECORD_LUA);
     this.lookupScript = fixed('batonToolLookup', 2, LOOKUP_LUA);
   }
 
@@ -289,7 +289,7 @@ export class RunRecordScripts {
     json: string,
     ttlSeconds: number,
   ): Promise<string | null> {
-    return this.recordScript([k.results], [field, json, ttlSeconds]);
+    return this.recordScript([k.results, k.cp], [field, json, ttlSeconds]);
   }
 
   lookupResult(

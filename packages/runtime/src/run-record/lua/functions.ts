@@ -106,13 +106,23 @@ end
 
 /**
  * Records a tool result in the run's mailbox, first writer wins (a tool job that runs twice
- * yields one result).
+ * yields one result). The mailbox of a live run never expires: a result may wait for its pass as
+ * long as the run lives (a sibling call waiting for a human, a worker outage, a long deploy), and
+ * one that expired made its call run again. `persist` also clears the TTL an earlier release set
+ * on every record. The mailbox of a finished run (its commit gave every key the retention: NX
+ * keeps that) or of a run that is gone (a late child delivery, a stray tool job) expires after
+ * `ttlSeconds`, so nothing is left behind.
  * Returns: false when this one was recorded | the result already on record.
  */
 export const RECORD_RESULT = `
-local function record_result(results, field, json, ttlSeconds)
+local function record_result(results, cp, field, json, ttlSeconds)
   if redis.call('HSETNX', results, field, json) == 1 then
-    redis.call('EXPIRE', results, ttlSeconds)
+    local status = redis.call('HGET', cp, 'status')
+    if status and status ~= 'done' then
+      redis.call('PERSIST', results)
+    else
+      redis.call('EXPIRE', results, ttlSeconds, 'NX')
+    end
     return false
   end
   return redis.call('HGET', results, field)

@@ -41,7 +41,7 @@ return 0`;
 export const ACQUIRE_LOAD_LUA = `${RECORD_RESULT}${TAKE_LEASE}
 local results = KEYS[5]
 local onRecord = false
-if ARGV[5] ~= '' then onRecord = record_result(results, ARGV[5], ARGV[6], ARGV[7]) end
+if ARGV[5] ~= '' then onRecord = record_result(results, KEYS[3], ARGV[5], ARGV[6], ARGV[7]) end
 if ARGV[8] == '1' then
   local awaiting = redis.call('HGET', KEYS[3], 'awaiting')
   if awaiting then

@@ -2,11 +2,11 @@ import { RECORD_RESULT } from './functions.ts';
 
 /**
  * Records a tool result in the run's mailbox, first writer wins, in one round trip.
- * KEYS: results   ARGV: field, resultJson, ttlSeconds
+ * KEYS: results, cp   ARGV: field, resultJson, ttlSeconds (a finished or missing run's mailbox)
  * Reply: null recorded | the result on record
  */
 export const RECORD_LUA = `${RECORD_RESULT}
-return record_result(KEYS[1], ARGV[1], ARGV[2], ARGV[3])`;
+return record_result(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3])`;
 
 /**
  * What a tool job needs before it runs its call, in one round trip: the result already on
