@@ -22,6 +22,8 @@ export async function startChildCalls(
   cp: Checkpoint,
   invocations: readonly ToolInvocation[],
   log: WorkerDeps['logger'],
+  /** The commit just before started every call: no child of theirs can exist yet. */
+  startedHere = false,
 ): Promise<ChildCallsOutcome> {
   const rest: ToolInvocation[] = [];
   let recorded = false;
@@ -41,15 +43,20 @@ export async function startChildCalls(
       toolCallId: call.id,
       childRunId: call.child.runId,
     });
-    const outcome = await deps.children.start(cp, call);
+    const outcome = await deps.children.start(cp, call, startedHere);
     await deps.probe?.('after-child-start', {
       runId: cp.identity.runId,
       toolCallId: call.id,
       childRunId: call.child.runId,
       outcome: outcome.kind,
     });
-    if (outcome.kind === 'failed') {
-      log.warn({ child: call.child.runId, result: outcome.result.result }, 'child run not started');
+    if (outcome.kind === 'failed' || outcome.kind === 'finished') {
+      if (outcome.kind === 'failed')
+        log.warn(
+          { child: call.child.runId, result: outcome.result.result },
+          'child run not started',
+        );
+      // 'finished': the child ended and Redis let it go before its result reached us.
       await deps.mailbox.record(cp.identity.runId, outcome.result);
       recorded = true;
       continue;

@@ -294,7 +294,13 @@ export class StepProcessor {
           // Agent tools: their calls run as child runs (the links are written by the flush
           // above, before any child exists), which hold nothing of this job.
           const elog = slog();
-          const children = await startChildCalls(deps, prepared.checkpoint, t.invocations, elog);
+          const children = await startChildCalls(
+            deps,
+            prepared.checkpoint,
+            t.invocations,
+            elog,
+            startedHere,
+          );
           if (children.recorded) {
             await reload();
             break;

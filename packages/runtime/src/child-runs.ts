@@ -9,6 +9,7 @@ import {
   plan,
   runCommands,
   type Clock,
+  type RunArchive,
 } from '@baton/core';
 import type { Checkpoint, ToolCallState, ToolExecutionResult } from '@baton/protocol';
 import type { Logger } from 'pino';
@@ -33,15 +34,22 @@ export interface ChildRunsDeps {
   readonly committer: () => RunCommitter;
   readonly clock: Clock;
   readonly logger: Logger;
-  /** Seconds an undelivered result is kept in the parent's mailbox. */
+  /** Seconds a result delivered to a parent that has finished (or is gone) is kept. */
   readonly resultTtlSeconds: number;
+  /**
+   * ARCHIVE_URL's archive (a getter: built after this class), where a child that finished lives
+   * on once Redis let it go: asked before a child is created again.
+   */
+  readonly archive?: () => RunArchive | null;
 }
 
 /** What starting a call's child run came to. */
 export type ChildStart =
   | { readonly kind: 'created' | 'exists' }
   /** It cannot start (unknown agent, id taken): this is the call's result. */
-  | { readonly kind: 'failed'; readonly result: ToolExecutionResult };
+  | { readonly kind: 'failed'; readonly result: ToolExecutionResult }
+  /** It ran and ended already (only the archive still has it): this is the call's result. */
+  | { readonly kind: 'finished'; readonly result: ToolExecutionResult };
 
 /**
  * Agent-as-tool, the Redis half: creates a parent call's child run, delivers a finished child's
@@ -67,32 +75,42 @@ export class ChildRuns {
    * Creates the child run of a Running agent-tool call unless it exists: the same steps as
    * POST /v1/runs (index, create, first step job), with the link's id and thread. Run by the
    * parent's lease holder; a parent that ended meanwhile gets the child cancelled at once.
+   * `fresh`: the commit just before this call started the call, so no child can exist yet and
+   * the archive is not asked (it cannot have a run that never existed).
    */
-  async start(parent: Checkpoint, call: ToolCallState): Promise<ChildStart> {
+  async start(parent: Checkpoint, call: ToolCallState, fresh = false): Promise<ChildStart> {
     const { deps } = this;
     const ref = call.child;
     if (!ref)
       throw new Error(`call ${call.id} of run ${parent.identity.runId} is not an agent call`);
     const now = deps.clock.now();
     const origin = childParentOf(parent, call);
-    const existing = await deps.store.load(ref.runId);
-    if (existing) {
-      const p = existing.checkpoint.identity.parent;
-      const ours =
-        existing.checkpoint.identity.tenantId === parent.identity.tenantId &&
+    const ours = (cp: Checkpoint): boolean => {
+      const p = cp.identity.parent;
+      return (
+        cp.identity.tenantId === parent.identity.tenantId &&
         p?.runId === origin.runId &&
         p.toolCallId === origin.toolCallId &&
-        p.attempt === origin.attempt;
-      if (!ours)
-        return {
-          kind: 'failed',
-          result: childStartFailure(
-            call,
-            'child_run_conflict',
-            `run id ${ref.runId} is taken`,
-            now,
-          ),
-        };
+        p.attempt === origin.attempt
+      );
+    };
+    const existing = await deps.store.load(ref.runId);
+    // A child that finished and was archived is gone from Redis after the retention while its
+    // parent may still have to apply its result (its delivery was lost): created again under
+    // the same id it would run a second time, and reads of the id would flip between copies.
+    const archived = existing || fresh ? null : await this.archived(parent, ref.runId);
+    const taken = (): ChildStart => ({
+      kind: 'failed',
+      result: childStartFailure(call, 'child_run_conflict', `run id ${ref.runId} is taken`, now),
+    });
+    if (archived) {
+      if (!ours(archived)) return taken();
+      const result = childRunResult(archived);
+      // The archive holds finished runs only: never a reason to create the child again.
+      return result ? { kind: 'finished', result } : { kind: 'exists' };
+    }
+    if (existing) {
+      if (!ours(existing.checkpoint)) return taken();
       // Created but its first job lost (a crash between create and enqueue): enqueue it again.
       if (existing.checkpoint.status === 'created')
         await deps.queues.enqueueStep(existing.checkpoint.identity, 'start', existing.version);
@@ -161,6 +179,13 @@ export class ChildRuns {
     const parentMeta = await deps.store.meta(parent.identity.runId);
     if (!parentMeta || parentMeta.status === 'done') await this.cancel(ref.runId);
     return { kind: 'created' };
+  }
+
+  /** The finished child of this id in the archive (null without an archive, or none there). */
+  private async archived(parent: Checkpoint, runId: string): Promise<Checkpoint | null> {
+    const archive = this.deps.archive?.();
+    if (!archive) return null;
+    return (await archive.loadRun(parent.identity.tenantId, runId))?.checkpoint ?? null;
   }
 
   /**
@@ -259,9 +284,11 @@ export class ChildRuns {
     for (const id of parent.round) {
       const ref = parent.calls[id]?.status === 'running' ? parent.calls[id]?.child : undefined;
       if (!ref) continue;
-      const child = await this.deps.store.load(ref.runId);
+      const child =
+        (await this.deps.store.load(ref.runId))?.checkpoint ??
+        (await this.archived(parent, ref.runId));
       if (!child) return false;
-      if (child.checkpoint.status === 'done') await this.deliver(child.checkpoint);
+      if (child.status === 'done') await this.deliver(child);
       driven = true;
     }
     return driven;

@@ -219,6 +219,7 @@ export class BatonRuntime {
       clock,
       logger,
       resultTtlSeconds: config.EVENT_RETENTION_SECONDS,
+      archive: () => this.archive,
     });
     this.archive = config.ARCHIVE_URL ? new PgArchive({ url: config.ARCHIVE_URL, logger }) : null;
     this.archiver = this.archive
