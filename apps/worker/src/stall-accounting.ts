@@ -52,10 +52,13 @@ export function controlConnectionName(workerId: string): string {
  * few seconds, a process paused and resumed) counts like one that died, and enough of those give
  * up a job, and fail a tool call, that nothing was wrong with. So Baton keeps its own count: when
  * a job comes back after a lost lock, the worker that held it is asked whether it is alive, and
- * only a dead one counts. Dead: its control connection to Redis is gone (the kernel closes the
+ * only a dead one counts. Only an attempt that started counts at all: a job a worker fetched but
+ * held in its process gate behind others never ran, and its worker's death (caused by another
+ * job) is a requeue for it. Dead: its control connection to Redis is gone (the kernel closes the
  * sockets of a process that died, at once) or its heartbeat expired (AGENT_HEARTBEAT_TTL_MS: a
  * host that vanished, or a worker hung for that long). BullMQ's own limit stays as a backstop,
- * well above MAX_STALLS, for a job that keeps every live worker from renewing its lock.
+ * well above MAX_STALLS, for a job that keeps every live worker from renewing its lock, and for
+ * one requeued without end.
  */
 export class StallAccounting {
   private readonly redis: RedisClient;
@@ -109,13 +112,24 @@ export class StallAccounting {
     const [seenText, previous, deathsText] = reply;
     const seen = seenText === '' ? 0 : Number(seenText);
     if (stalls <= seen) return; // no lock was lost since the last attempt
-    // The previous attempt lost its lock. More losses than one mean attempts that never got to
-    // note their holder: their workers died at once.
-    let died = stalls - seen - 1;
-    if (previous === '' || !(await this.alive(previous))) died += 1;
+    // The attempt noted last (at stall count `seen`) lost its lock: a death if its worker is
+    // dead. Every other lost lock is an attempt that noted no holder: it never started (held in
+    // its worker's process gate behind other jobs, or fetched by a worker that died at once),
+    // so it is a requeue, not a death, whatever killed its worker: the innocent jobs a crash
+    // loop held must not be given up with the job that kills. BullMQ's own limit (bullBackstop)
+    // bounds the requeues. (A first attempt's note is not awaited: a job that killed its worker
+    // before that note landed counts one death fewer.)
+    const died = previous !== '' && !(await this.alive(previous)) ? 1 : 0;
+    const requeues = stalls - seen - died;
     let deaths = Number(deathsText);
     if (died > 0) deaths = await this.redis.hincrby(key, 'batonDeaths', died);
-    else this.logger.info({ jobId: job.id, holder: previous }, 'lock lost by a live worker');
+    if (requeues > 0)
+      this.logger.info(
+        { jobId: job.id, holder: previous, requeues },
+        previous !== '' && died === 0
+          ? 'lock lost by a live worker, or by an attempt that had not started'
+          : 'lock lost by an attempt that had not started',
+      );
     if (deaths > this.maxStalls) throw new UnrecoverableError(STALLED_TOO_OFTEN);
   }
 
