@@ -123,6 +123,8 @@ export class StallAccounting {
     const requeues = stalls - seen - died;
     let deaths = Number(deathsText);
     if (died > 0) deaths = await this.redis.hincrby(key, 'batonDeaths', died);
+    // Counted from now on, at 0: a job BullMQ's backstop gives up then says no worker died.
+    else if (deathsText === '0') await this.redis.hsetnx(key, 'batonDeaths', 0);
     if (requeues > 0)
       this.logger.info(
         { jobId: job.id, holder: previous, requeues },
