@@ -25,7 +25,10 @@ export class ToolResultMailbox {
   /** The mailbox's scripts (record, lookup) are in @baton/runtime's run-record module. */
   private readonly scripts: RunRecordScripts;
 
-  /** `ttlSeconds`: how long an unapplied result is kept (results are applied within moments). */
+  /**
+   * `ttlSeconds`: how long a result recorded for a finished (or missing) run is kept; a live
+   * run's mailbox never expires (record_result in run-record/lua/functions.ts).
+   */
   constructor(redis: RedisClient, keys: BatonKeys, ttlSeconds = 86_400) {
     this.redis = redis;
     this.keys = keys;
