@@ -125,19 +125,22 @@ export async function fanOutToolCalls(
         );
         return 'recorded';
       }
-      if (state !== 'completed') continue; // it runs, or will: its result drives the run
-      // A completed job means a result on record only if it recorded one: a job that ran while
-      // its call was not running at this attempt (a lost start job, a write Redis lost and a
-      // replayed add that was not) completed `stale` having done nothing, and the id is this
-      // attempt's for good. Left there it would answer every pass "delegated" for ever: it is
-      // replaced. The result may have landed since this pass read the mailbox: then apply it.
-      if (await deps.mailbox.get(identity.runId, inv.toolCallId, inv.attempt)) return 'recorded';
-      log.warn(
-        { jobId: existing.id, toolCallId: inv.toolCallId },
-        'tool job replaced: it completed without a result',
-      );
-      // Refused (BullMQ throws) if it is taken meanwhile: this pass fails and is retried.
-      await existing.remove();
+      if (state === 'completed') {
+        // A completed job means a result on record only if it recorded one: a job that ran
+        // while its call was not running at this attempt (a lost start job; an add that reached
+        // a Redis which had lost the commit before it) completed `stale` having done nothing,
+        // and the id is this attempt's for good. Left there it would answer every pass
+        // "delegated" for ever: it is replaced. A result recorded since this pass read the
+        // mailbox is applied instead.
+        if (await deps.mailbox.get(identity.runId, inv.toolCallId, inv.attempt)) return 'recorded';
+        log.warn(
+          { jobId: existing.id, toolCallId: inv.toolCallId },
+          'tool job replaced: it completed without a result',
+        );
+        // Refused (BullMQ throws) if it is taken meanwhile: this pass fails and is retried.
+        await existing.remove();
+      } else if (state !== 'unknown') continue; // it runs, or will: its result drives the run
+      // 'unknown': removed since it was read (its retention ran out): added again like a new one.
     }
     await deps.queues.addToolChild(
       {
