@@ -157,11 +157,10 @@ describe("the API's cluster connection pairs every reply with its own command", 
             // Keyless: any node's connection.
             expectReply(`ECHO ${id}`, await client.echo(id), id);
           } else {
-            const replies = (await client
-              .multi()
-              .set(`${key}:m`, id)
-              .get(`${key}:m`)
-              .exec()) as [Error | null, unknown][];
+            const replies = (await client.multi().set(`${key}:m`, id).get(`${key}:m`).exec()) as [
+              Error | null,
+              unknown,
+            ][];
             replies.forEach(([error, value], i) => {
               if (error) failedWith(error);
               else expectReply(`MULTI ${id}[${String(i)}]`, value, ['OK', id][i]);
