@@ -72,6 +72,8 @@ const OWN_CLUSTER_TESTS = [
   'test/cluster/bench-cluster.test.ts', // npm run bench -- --scenario=cluster, tiny knobs
   'test/cluster/cluster-durability.test.ts', // strict durability: every master, a replica each
   'test/cluster/cluster-idle-cost.test.ts', // an idle worker's connections and commands
+  'test/cluster/cluster-reply-pairing.test.ts', // every reply reaches its own command
+  'test/cluster/cluster-failover-creates.test.ts', // issue 32: creates across a failover
 ];
 
 const ROOT = fileURLToPath(new URL('.', import.meta.url));

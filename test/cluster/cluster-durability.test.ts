@@ -68,6 +68,66 @@ describe('strict durability on a Redis Cluster', () => {
     await cluster.restart(replica!.port);
   }, 90_000);
 
+  it('follows a failover: the promoted master (no replica yet) acknowledges on its own disk, then waits for the old master once it is back as its replica', async () => {
+    const client = await apiClient();
+    const durability = new Durability(client, 'strict');
+    await durability.check();
+    const key = '{durable-failover}:cp';
+    const old = await cluster.masterForKey(key);
+    const live = cluster.ports.filter((p) => p !== old);
+    await cluster.kill(old);
+    let restarted = false;
+    try {
+      // The replica is promoted, and every live node says cluster_state:ok again.
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const infos = await Promise.all(
+          live.map((p) => cluster.nodeCommand(p, 'CLUSTER', 'INFO').catch(() => '')),
+        );
+        const owner = await cluster.masterForKey(key).catch(() => old);
+        if (owner !== old && infos.every((i) => /^cluster_state:ok/m.test(String(i)))) break;
+        if (Date.now() > deadline) throw new Error('no promotion within 60 s');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const promoted = await cluster.masterForKey(key);
+      // A write there is acknowledged (it used to wait for a replica the master no longer has,
+      // and every strict write to it answered 503 until the old master came back).
+      const acknowledged = async (value: string): Promise<unknown> => {
+        for (let attempt = 0; ; attempt += 1) {
+          try {
+            await client.set(key, value);
+            return await durability.acknowledge().then(() => 'ok');
+          } catch (error) {
+            // The first commands after the promotion may still meet the old slot map.
+            if (attempt >= 20) return error;
+            await new Promise((r) => setTimeout(r, 100));
+          }
+        }
+      };
+      expect(await acknowledged('alone')).toBe('ok');
+      expect(await acknowledged('alone-2')).toBe('ok');
+      expect(durability.unreplicatedAcknowledgements).toBeGreaterThan(0);
+
+      // The old master comes back as the promoted one's replica: writes wait for it again.
+      await cluster.restart(old);
+      restarted = true;
+      const before = await waitCalls(promoted);
+      const until = Date.now() + 30_000;
+      let waited = false;
+      while (!waited && Date.now() < until) {
+        expect(await acknowledged(`paired-${String(Date.now())}`)).toBe('ok');
+        waited = (await waitCalls(promoted)) > before;
+        if (!waited) await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(waited).toBe(true);
+      const counted = durability.unreplicatedAcknowledgements;
+      expect(await acknowledged('paired-again')).toBe('ok');
+      expect(durability.unreplicatedAcknowledgements).toBe(counted);
+    } finally {
+      if (!restarted) await cluster.restart(old);
+    }
+  }, 150_000);
+
   it('refuses to start when one master does not fsync every write, naming it', async () => {
     const client = await apiClient();
     const masters = (await cluster.nodes()).filter((n) => n.role === 'master' && n.alive);

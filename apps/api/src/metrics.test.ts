@@ -4,7 +4,11 @@ import { describe, expect, it } from 'vitest';
 import { ApiMetrics, observeMessage } from './metrics.ts';
 
 // The gauges only touch Redis when scraped; the histograms under test never do.
-const runtime = { redis: {}, keys: {} } as unknown as BatonRuntime;
+const runtime = {
+  redis: {},
+  keys: {},
+  durability: { mode: 'relaxed' },
+} as unknown as BatonRuntime;
 
 function event(seq: number, type: string, at: number, extra: Record<string, unknown> = {}) {
   return { seq, runId: 'r1', threadId: 't1', turnId: 'turn-0', at, type, ...extra };

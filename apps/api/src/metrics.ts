@@ -220,6 +220,18 @@ export class ApiMetrics {
         },
       });
     }
+    const { durability } = runtime;
+    if (durability.mode === 'strict')
+      // A counter read from the runtime at each scrape (this API process's acknowledgements).
+      new Counter({
+        name: 'baton_strict_unreplicated_acks_total',
+        help: "Strict-mode writes acknowledged on a cluster master with no replica (after a failover, until the old master is back as its replica): on that master's disk only",
+        registers,
+        collect() {
+          this.reset();
+          this.inc(durability.unreplicatedAcknowledgements);
+        },
+      });
     new Gauge({
       name: 'baton_runs',
       help: 'Unfinished runs (all tenants): active ones should be moving, waiting ones wait for a decision or for their thread',

@@ -130,7 +130,7 @@ export class BatonRuntime {
     this.connection.on('error', (err) => {
       if (!outage.connectionError(err, 'bull')) logger.error({ err }, 'redis error (queues)');
     });
-    this.durability = new Durability(this.redis, config.BATON_DURABILITY);
+    this.durability = new Durability(this.redis, config.BATON_DURABILITY, logger);
     this.keys = new BatonKeys(config.BATON_PREFIX);
     const now = (): number => clock.now();
     // With an archive a finished run's keys are held until it is archived (the archiver then

@@ -1,4 +1,5 @@
 import { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { installCommandTimeoutAfterPoll } from './command-timeout.ts';
 import type { RedisClient } from './scripts.ts';
 
 /**
@@ -57,6 +58,8 @@ export function roleOptions(
   opts: { readonly cluster?: boolean; readonly bullmq?: boolean } = {},
 ): RedisOptions {
   const common: RedisOptions = { retryStrategy: reconnectDelay, connectTimeout: 2_000 };
+  // A command timeout is judged after the sockets were read (command-timeout.ts).
+  installCommandTimeoutAfterPoll();
   if (role === 'subscriber')
     return { ...common, maxRetriesPerRequest: null, enableOfflineQueue: true };
   if (role === 'worker') return { ...common, maxRetriesPerRequest: null };

@@ -1,4 +1,5 @@
 import { Cluster, type Redis } from 'ioredis';
+import type { Logger } from 'pino';
 import type { RedisClient } from './scripts.ts';
 import { DurabilityError } from '../errors/durability-error.ts';
 import { RedisVersionError } from '../errors/redis-version-error.ts';
@@ -12,8 +13,8 @@ export type DurabilityMode = 'relaxed' | 'strict';
  * - 'waitaof': Redis ≥ 7.2; Baton asks WAITAOF 1 0 before it answers 2xx.
  * - 'none': relaxed mode; whatever Redis is configured for (with appendfsync everysec the last
  *   second of acknowledged writes can be lost in a host crash).
- * On a Redis Cluster every master must qualify, and where masters have replicas a write is also
- * on a replica before 2xx (see Durability.acknowledge): a failover promotes a replica, and
+ * On a Redis Cluster every master must qualify, and a write to a master that has a replica is also
+ * on that replica before 2xx (see Durability.acknowledge): a failover promotes a replica, and
  * replication is asynchronous.
  */
 export type DurabilityStrategy = 'fsync-always' | 'waitaof' | 'none';
@@ -32,6 +33,11 @@ function atLeast(version: string, major: number, minor: number): boolean {
 const WAIT_MS = '2000';
 /** On a cluster, below the API's 500 ms command timeout there (connection.ts). */
 const CLUSTER_WAIT_MS = '400';
+/**
+ * While a cluster master has no replica, how often a write asks it again (without waiting for the
+ * answer): a replica that joins (the old master back after a failover) is waited for within it.
+ */
+const UNREPLICATED_RECHECK_MS = 1_000;
 
 interface NodeDurability {
   readonly aof: boolean;
@@ -73,13 +79,24 @@ function strategyOf(node: NodeDurability): DurabilityStrategy | null {
 export class Durability {
   private readonly redis: RedisClient;
   readonly mode: DurabilityMode;
+  private readonly logger: Logger | undefined;
   private strategyValue: DurabilityStrategy = 'none';
   /** On a cluster whose masters have replicas: each write waits for one (WAIT / WAITAOF). */
   private replicasValue = 0;
+  /**
+   * Cluster masters found to have no replica a failover could promote (the replica promoted in a
+   * failover, until the old master is back as its replica; a master whose replica the cluster
+   * marked failed), with when that was last checked. Waiting for a replica there refused every
+   * strict write to them until the old master returned (issue 32).
+   */
+  private readonly alone = new Map<string, number>();
+  private readonly checking = new Set<string>();
+  private unreplicatedValue = 0;
 
-  constructor(redis: RedisClient, mode: DurabilityMode) {
+  constructor(redis: RedisClient, mode: DurabilityMode, logger?: Logger) {
     this.redis = redis;
     this.mode = mode;
+    this.logger = logger;
   }
 
   get strategy(): DurabilityStrategy {
@@ -89,6 +106,14 @@ export class Durability {
   /** Replicas a write must reach before 2xx (a cluster with replicas: 1; otherwise 0). */
   get replicas(): number {
     return this.replicasValue;
+  }
+
+  /**
+   * Masters acknowledged on their own fsync alone, because the cluster knew no replica of
+   * theirs (after a failover, until the old master is back as a replica): a counter for metrics.
+   */
+  get unreplicatedAcknowledgements(): number {
+    return this.unreplicatedValue;
   }
 
   /**
@@ -152,9 +177,26 @@ export class Durability {
       );
   }
 
+  /**
+   * Strict mode on a cluster follows its topology: a write to a master waits for a replica as
+   * long as the master has one the cluster could promote (replication is asynchronous, and a
+   * failover would serve that copy). A master with none (the replica promoted in a failover,
+   * until the old master is back as its replica; a master whose replica the cluster marked
+   * failed) acknowledges once the write is on its own disk: no failover can then serve a copy
+   * without it. That is found when a replica does not confirm in time, rechecked at most every
+   * UNREPLICATED_RECHECK_MS while it lasts, counted and logged.
+   */
   private async waitOn(node: Redis | Cluster): Promise<void> {
-    const replicas = this.replicasValue;
-    const timeout = this.redis instanceof Cluster ? CLUSTER_WAIT_MS : WAIT_MS;
+    const cluster = this.redis instanceof Cluster;
+    const where = nodeKey(node);
+    let replicas = this.replicasValue;
+    const alone = cluster ? this.alone.get(where) : undefined;
+    if (alone !== undefined && replicas > 0) {
+      replicas = 0;
+      if (Date.now() - alone >= UNREPLICATED_RECHECK_MS) this.recheck(node, where);
+    }
+    const timeout = cluster ? CLUSTER_WAIT_MS : WAIT_MS;
+    let confirmed: number;
     if (this.strategyValue === 'waitaof') {
       const reply = (await node.call('WAITAOF', '1', String(replicas), timeout)) as [
         number,
@@ -162,15 +204,62 @@ export class Durability {
       ];
       if (reply[0] < 1)
         throw new DurabilityError('Redis did not confirm that the write reached its AOF in time');
-      if (reply[1] < replicas)
-        throw new DurabilityError('no replica confirmed the write in time (cluster failover?)');
+      confirmed = reply[1];
+    } else if (replicas > 0) {
+      // fsync-always: the write's reply already meant "on the master's disk".
+      confirmed = (await node.call('WAIT', String(replicas), timeout)) as number;
+    } else confirmed = 0;
+    if (confirmed >= replicas) {
+      if (replicas === 0 && alone !== undefined) this.unreplicatedValue += 1;
       return;
     }
-    if (replicas === 0) return; // fsync-always: the reply already meant "on disk"
-    const acked = (await node.call('WAIT', String(replicas), timeout)) as number;
-    if (acked < replicas)
+    if (!cluster || !(await hasNoPromotableReplica(node)))
       throw new DurabilityError('no replica confirmed the write in time (cluster failover?)');
+    this.alone.set(where, Date.now());
+    this.unreplicatedValue += 1;
+    this.logger?.warn(
+      { master: where },
+      'strict durability: this Redis Cluster master has no replica a failover could promote (a failover promoted it?); its writes are acknowledged once on its own disk until a replica joins',
+    );
   }
+
+  /** Asks a lone master again whether it has a replica (not waited for by the request). */
+  private recheck(node: Redis | Cluster, where: string): void {
+    if (this.checking.has(where)) return;
+    this.checking.add(where);
+    this.alone.set(where, Date.now());
+    hasNoPromotableReplica(node)
+      .then((stillAlone) => {
+        if (stillAlone || !this.alone.delete(where)) return;
+        this.logger?.info(
+          { master: where },
+          'strict durability: this Redis Cluster master has a replica again; its writes wait for it',
+        );
+      })
+      .catch(() => undefined)
+      .finally(() => this.checking.delete(where));
+  }
+}
+
+/**
+ * Whether every replica the cluster lists for this master is marked failed (or there is none):
+ * then no failover can promote a copy of its data. A replica only suspected ("fail?") still
+ * counts, and so does one still syncing.
+ */
+async function hasNoPromotableReplica(node: Redis | Cluster): Promise<boolean> {
+  try {
+    const id = String(await node.call('CLUSTER', 'MYID'));
+    const reply = (await node.call('CLUSTER', 'REPLICAS', id)) as string[] | string;
+    const lines = (Array.isArray(reply) ? reply : reply.split('\n')).filter((l) => l.trim());
+    return lines.every((line) => (line.split(' ')[2] ?? '').split(',').includes('fail'));
+  } catch {
+    return false;
+  }
+}
+
+function nodeKey(node: Redis | Cluster): string {
+  const { host, port } = (node as Redis).options;
+  return `${host ?? ''}:${String(port ?? '')}`;
 }
 
 /** Resolves once the Cluster has its slot map (the API's client queues no command before). */

@@ -30,13 +30,23 @@ function cannotServe(error: unknown): boolean {
  */
 export class FailFastCluster extends Cluster {
   private downUntil = 0;
+  /**
+   * The decision taken for each pipeline (ioredis hands every command of one pipeline send the
+   * same `stream`): a pipeline is refused whole or sent whole. ioredis queues each command of a
+   * pipeline on its node's reply queue as it is handed over, and writes their bytes only once
+   * the last one is: a pipeline refused from its middle on (the window ending or starting
+   * between two of its commands) left commands queued for replies that would never come, and
+   * every later reply on that connection went to the command before it (an acquire read a
+   * WAIT's `1`, a checkpoint read an HGETALL of another key) until the connection closed.
+   */
+  private readonly pipelines = new WeakMap<object, boolean>();
 
   override sendCommand(
     command: Parameters<Cluster['sendCommand']>[0],
     stream?: Parameters<Cluster['sendCommand']>[1],
     node?: unknown,
   ): unknown {
-    if (command.name !== 'cluster' && Date.now() < this.downUntil) {
+    if (command.name !== 'cluster' && this.refuses(stream)) {
       command.reject(
         new Error(
           // Not "CLUSTERDOWN …" at the start: ioredis would retry a pipeline refused so.
@@ -50,5 +60,15 @@ export class FailFastCluster extends Cluster {
       if (cannotServe(error)) this.downUntil = Date.now() + CLUSTER_DOWN_WINDOW_MS;
     });
     return sent;
+  }
+
+  private refuses(stream: object | undefined): boolean {
+    if (stream === undefined) return Date.now() < this.downUntil;
+    let refused = this.pipelines.get(stream);
+    if (refused === undefined) {
+      refused = Date.now() < this.downUntil;
+      this.pipelines.set(stream, refused);
+    }
+    return refused;
   }
 }
