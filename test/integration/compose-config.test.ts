@@ -5,6 +5,33 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { runtimeConfigShape } from '@baton/runtime/internal';
+
+/** A service's environment as compose resolves it (anchors and `<<` merges included). */
+function environmentOf(file: string, name: string): Record<string, string> {
+  const text = readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
+  const doc = parse(text, { merge: true }) as {
+    services: Record<string, { environment?: Record<string, unknown> }>;
+  };
+  const env = doc.services[name]?.environment;
+  expect(env, `${file}: service ${name} has an environment map`).toBeDefined();
+  return Object.fromEntries(Object.entries(env!).map(([k, v]) => [k, String(v)]));
+}
+
+/**
+ * Every setting the API and the workers share (runtimeConfigShape: both write the same keys
+ * and queues) that one service is given, the other is given too, with the same value.
+ */
+function expectSharedSettingsAgree(file: string): void {
+  const api = environmentOf(file, 'api');
+  const worker = environmentOf(file, 'worker');
+  const shared = Object.keys(runtimeConfigShape);
+  const pick = (env: Record<string, string>) =>
+    Object.fromEntries(shared.filter((k) => k in env).map((k) => [k, env[k]]));
+  expect(pick(api), `${file}: the API's shared settings are the worker's`).toEqual(pick(worker));
+  expect(Object.keys(pick(api))).toContain('REDIS_URL');
+}
 
 const compose = readFileSync(new URL('../../docker-compose.yml', import.meta.url), 'utf8');
 
@@ -26,6 +53,10 @@ describe('docker-compose.yml', () => {
 
   it('starts the API and the workers in strict durability mode', () => {
     for (const name of ['api', 'worker']) expect(service(name)).toMatch(/BATON_DURABILITY: strict/);
+  });
+
+  it('gives the API and the worker the same value of every setting they must agree on', () => {
+    expectSharedSettingsAgree('docker-compose.yml');
   });
 
   it('archives finished runs in its PostgreSQL, which API and workers wait for', () => {
@@ -62,6 +93,14 @@ describe('docker-compose.cluster.yml', () => {
       /redis-cluster-init:\n\s+condition: service_completed_successfully/g,
     );
     expect(waits).toHaveLength(2);
+  });
+
+  it('gives the API and the worker the same value of every setting they must agree on', () => {
+    expectSharedSettingsAgree('docker-compose.cluster.yml');
+    // Queue shards spread the queues over the masters: both sides must use them.
+    expect(environmentOf('docker-compose.cluster.yml', 'api')['BATON_QUEUE_SHARDS']).toBe(
+      '${BATON_QUEUE_SHARDS:-16}',
+    );
   });
 
   it('tells API and worker the cluster through REDIS_URL alone', () => {
