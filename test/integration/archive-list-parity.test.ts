@@ -17,8 +17,10 @@ import {
   type RunningApi,
 } from '@baton/api';
 import type { ArchivedRun } from '@baton/core';
+import { createDemoAgents } from '@baton/core/testing';
 import type { Checkpoint, RunIdentity, RunStatus } from '@baton/protocol';
-import { PgArchive, RedisRunStore } from '@baton/runtime/internal';
+import { systemClock } from '@baton/runtime';
+import { AgentRegistry, BatonKeys, PgArchive, RedisRunStore } from '@baton/runtime/internal';
 import { ApiClient, KEYS } from '@baton/testing/api-harness';
 import { createTestDatabase, type TestDatabase } from '@baton/testing/postgres';
 import { uniquePrefix } from '@baton/testing/redis';
@@ -42,6 +44,8 @@ let archive: PgArchive;
 let hotApi: RunningApi;
 let archivedApi: RunningApi;
 let prefix: string;
+/** A schedule of tenant-a whose run index names every run of tenant-a (GET /v1/schedules/:id/runs). */
+let scheduleId: string;
 const seeded: Seeded[] = [];
 
 function apiConfig(prefix: string, env: Record<string, string>) {
@@ -99,6 +103,28 @@ beforeAll(async () => {
     host: '127.0.0.1',
     logger: silentLogger,
   });
+  // The schedule's agent, as a worker would advertise it (no worker runs here: nothing fires).
+  await new AgentRegistry(createDemoAgents(systemClock)).advertise(
+    redis,
+    new BatonKeys(prefix),
+    'parity-worker',
+    Date.now(),
+  );
+  const schedule = await new ApiClient(hotApi.url, KEYS.a).post<{ scheduleId: string }>(
+    '/v1/schedules',
+    {
+      agent: 'assistant',
+      input: { messages: [{ role: 'user', content: 'never fires here' }] },
+      cron: '0 0 1 1 *',
+    },
+  );
+  if (schedule.status !== 201) throw new Error(`schedule: ${JSON.stringify(schedule.body)}`);
+  scheduleId = schedule.body.scheduleId;
+  const index = new BatonKeys(prefix).schedule('tenant-a', scheduleId).runs;
+  // Scored by when each firing was due: one run per firing, so no two alike.
+  for (const [i, { checkpoint }] of seeded.entries())
+    if (checkpoint.identity.tenantId === 'tenant-a')
+      await redis.zadd(index, 50_000 + i, checkpoint.identity.runId);
   archivedApi = await startApi({
     config: apiConfig(prefix, { ARCHIVE_URL: db.url }),
     port: 0,
@@ -238,7 +264,8 @@ describe('run lists with the archive on answer as Redis alone does', () => {
   });
 
   it('each filter, each page size, runs split between Redis and PostgreSQL: the same pages', async () => {
-    const cases = [...RUN_LIST_CASES, ...THREAD_RUN_CASES];
+    const scheduleRuns: Case = { key: 'a', path: `/v1/schedules/${scheduleId}/runs?` };
+    const cases = [...RUN_LIST_CASES, ...THREAD_RUN_CASES, scheduleRuns];
     const expected = await answers(hotApi.url, cases);
     const expectedRefusals = await refusals(hotApi.url);
     await splitBetweenStores();

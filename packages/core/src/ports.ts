@@ -139,6 +139,8 @@ export interface RunArchive {
   readEvents(tenantId: string, runId: string, afterSeq?: number): Promise<RunEvent[] | null>;
   /** At most `limit` runs after `after`, newest first. */
   listRuns(query: ArchiveListQuery): Promise<ArchivedRunSummary[]>;
+  /** The tenant's archived runs among `runIds` (any order; another tenant's are left out). */
+  summaries(tenantId: string, runIds: readonly string[]): Promise<ArchivedRunSummary[]>;
   /** Null when the archive holds no run of that thread. */
   loadThread(tenantId: string, threadId: string): Promise<ArchivedThread | null>;
   /** Removes the run, its events and its thread messages; false when there was none. */

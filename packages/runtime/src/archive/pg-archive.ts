@@ -259,15 +259,16 @@ export class PgArchive implements RunArchive {
        ORDER BY created_at DESC, run_id DESC LIMIT $${String(params.length)}`,
       params,
     );
-    return rows.map((r) => ({
-      runId: r.run_id,
-      tenantId: r.tenant_id,
-      agent: r.agent,
-      threadId: r.thread_id,
-      status: r.status as RunStatus,
-      createdAt: r.created_at,
-      updatedAt: r.updated_at,
-    }));
+    return rows.map(summaryOf);
+  }
+
+  async summaries(tenantId: string, runIds: readonly string[]): Promise<ArchivedRunSummary[]> {
+    if (runIds.length === 0) return [];
+    const rows = await this.query<SummaryRow>(
+      `SELECT ${SUMMARY_COLUMNS} FROM baton_runs WHERE tenant_id = $1 AND run_id = ANY($2::text[])`,
+      [tenantId, runIds],
+    );
+    return rows.map(summaryOf);
   }
 
   async loadThread(tenantId: string, threadId: string): Promise<ArchivedThread | null> {
@@ -354,6 +355,18 @@ export class PgArchive implements RunArchive {
 function guarded(client: PoolClient): PoolClient {
   if (client.listenerCount('error') === 0) client.on('error', () => undefined);
   return client;
+}
+
+function summaryOf(r: SummaryRow): ArchivedRunSummary {
+  return {
+    runId: r.run_id,
+    tenantId: r.tenant_id,
+    agent: r.agent,
+    threadId: r.thread_id,
+    status: r.status as RunStatus,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
 }
 
 /** The messages a run added to its thread (what its release appended there). */
