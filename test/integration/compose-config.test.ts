@@ -5,18 +5,44 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
 import { runtimeConfigShape } from '@baton/runtime/internal';
 
-/** A service's environment as compose resolves it (anchors and `<<` merges included). */
+/** `KEY: value` entries of the block whose lines start with `indent` spaces, from `from` on. */
+function entriesAt(lines: readonly string[], from: number, indent: number): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = from; i < lines.length; i += 1) {
+    const line = lines[i]!;
+    if (line.trim() === '' || line.trimStart().startsWith('#')) continue;
+    const depth = line.length - line.trimStart().length;
+    if (depth < indent) break;
+    if (depth > indent) continue;
+    const m = /^\s*([^:\s]+):\s*(.*)$/.exec(line);
+    if (m) out.push([m[1]!, m[2]!.replace(/^'(.*)'$/, '$1')]);
+  }
+  return out;
+}
+
+/**
+ * A service's environment as compose resolves it: its own entries, and those of an anchor it
+ * merges (`<<: *name`). The files' own layout only (a map, no lists): enough for these two.
+ */
 function environmentOf(file: string, name: string): Record<string, string> {
-  const text = readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
-  const doc = parse(text, { merge: true }) as {
-    services: Record<string, { environment?: Record<string, unknown> }>;
-  };
-  const env = doc.services[name]?.environment;
-  expect(env, `${file}: service ${name} has an environment map`).toBeDefined();
-  return Object.fromEntries(Object.entries(env!).map(([k, v]) => [k, String(v)]));
+  const lines = readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8').split('\n');
+  const start = lines.indexOf(`  ${name}:`);
+  expect(start, `${file}: service ${name}`).toBeGreaterThan(-1);
+  const envLine = lines.findIndex((l, i) => i > start && l === '    environment:');
+  expect(envLine, `${file}: service ${name} has an environment map`).toBeGreaterThan(start);
+  const env: Record<string, string> = {};
+  for (const [key, value] of entriesAt(lines, envLine + 1, 6)) {
+    if (key !== '<<') {
+      env[key] = value;
+      continue;
+    }
+    const anchor = lines.findIndex((l) => l.endsWith(`: &${value.replace(/^\*/, '')}`));
+    expect(anchor, `${file}: anchor ${value}`).toBeGreaterThan(-1);
+    for (const [k, v] of entriesAt(lines, anchor + 1, 2)) env[k] ??= v;
+  }
+  return env;
 }
 
 /**
