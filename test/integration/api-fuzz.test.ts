@@ -2,7 +2,9 @@
  * Fuzz: thousands of generated requests against every route of /openapi.json (plus Bull Board's
  * read API), on a real API server, real workers and a real Redis. Bodies, headers, ids, query
  * strings and encodings are generated; the only assertion is the contract for bad input: no 5xx,
- * every answer arrives, and the process still serves and still runs agents afterwards.
+ * every answer arrives, and the process still serves and still runs agents afterwards. Twice:
+ * on Redis alone, and with the archive on (ARCHIVE_URL, a finished run only PostgreSQL holds),
+ * where a value PostgreSQL refuses (a forged cursor, a NUL in a filter) once answered 500.
  */
 import { request } from 'node:http';
 import { deflateSync, gzipSync } from 'node:zlib';
@@ -12,8 +14,11 @@ import { createDemoAgents } from '@baton/core/testing';
 import type { RunSnapshot } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+import { createTestDatabase, type TestDatabase } from '@baton/testing/postgres';
+import { waitFor } from '@baton/testing/worker-harness';
 
-const NUM_REQUESTS = 2_400;
+/** Requests per variant: without the archive, and with it (PostgreSQL reads answer too). */
+const NUM_REQUESTS = { redis: 2_400, archive: 1_600 } as const;
 
 interface FuzzRequest {
   readonly method: string;
@@ -85,12 +90,37 @@ const ENCODING_HEADER: Readonly<Record<string, string>> = {
 const PROTOTYPE_NAMES = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf'];
 const ODD_RAW = ['%ZZ', '%', '%00', '%E0%A4%A', '%2F..%2F', '%C0%AF', '%FF%FE', '..', '.', '%20'];
 
-describe('fuzz: no bad input gets a 5xx', () => {
+/** Cursors of the right encoding no page handed out: values a store's columns refuse. */
+const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
+const FORGED_CURSORS = [
+  b64([1.5, 'x']),
+  b64([-1e308, '']),
+  b64([2 ** 63, 'x']),
+  b64([1e21, 'run-x']),
+  b64([1, 'a\0b']),
+  b64([1, 'run-x']),
+  b64(['1', 'x']),
+  String(2 ** 63),
+  '%00',
+];
+
+describe.each(['redis', 'archive'] as const)('fuzz (%s): no bad input gets a 5xx', (variant) => {
+  const numRequests = NUM_REQUESTS[variant];
   let c: ApiCluster;
+  let db: TestDatabase | undefined;
   let a: ApiClient;
   let paths: [string, string][];
-  let known: { runA: string; runB: string; threadA: string; call: string };
+  let known: {
+    runA: string;
+    runB: string;
+    threadA: string;
+    call: string;
+    /** A finished run only PostgreSQL still has (the redis variant: one Redis has). */
+    archived: string;
+    archivedThread: string;
+  };
   beforeAll(async () => {
+    if (variant === 'archive') db = await createTestDatabase('api_fuzz');
     c = await startApiCluster(inject('redisUrl'), createDemoAgents(systemClock), {
       env: {
         CORS_ORIGINS: 'https://app.example.com',
@@ -99,17 +129,40 @@ describe('fuzz: no bad input gets a 5xx', () => {
         BODY_LIMIT_BYTES: '65536',
         SSE_MAX_PER_TENANT: '1000',
       },
+      ...(db
+        ? {
+            shared: {
+              ARCHIVE_URL: db.url,
+              ARCHIVE_INTERVAL_MS: '50',
+              // finished runs leave Redis a second after the archive has them
+              EVENT_RETENTION_SECONDS: '1',
+            },
+          }
+        : {}),
     });
     a = new ApiClient(c.apis[0]!.url, KEYS.a);
     const runA = await a.createRun('assistant');
     const runB = await a.withKey(KEYS.b).createRun('assistant');
     await a.stream(`/v1/runs/${runA.runId}/events?until=suspended`);
     const snap = (await a.get<RunSnapshot>(`/v1/runs/${runA.runId}`)).body;
+    // A finished run (the assistant asks for no approval unless told to deploy), with a fairness key.
+    const done = await a.createRun('assistant', 'hello fuzz', {
+      options: { fairnessKey: 'user-1' },
+    });
+    await a.stream(`/v1/runs/${done.runId}/events`, { timeoutMs: 30_000 });
+    if (db)
+      await waitFor(
+        async () => (await c.h.client.redis.exists(c.h.client.keys.run(done.runId).cp)) === 0,
+        30_000,
+        `run ${done.runId} gone from Redis (archived)`,
+      );
     known = {
       runA: runA.runId,
       runB: runB.runId,
       threadA: runA.threadId,
       call: snap.await!.calls[0]!.toolCallId,
+      archived: done.runId,
+      archivedThread: done.threadId,
     };
     const doc = (await a.get<{ paths: Record<string, Record<string, unknown>> }>('/openapi.json'))
       .body;
@@ -123,15 +176,23 @@ describe('fuzz: no bad input gets a 5xx', () => {
     );
   });
   afterAll(async () => {
-    await c.stop();
+    await c?.stop();
+    await db?.drop();
   });
 
-  it(`${NUM_REQUESTS} generated requests across every route: 0 × 5xx, and the process stays live`, async () => {
+  it(`${numRequests} generated requests across every route: 0 × 5xx, and the process stays live`, async () => {
     expect(paths.length).toBeGreaterThanOrEqual(17);
     const base = c.apis[0]!.url;
 
     const idArb = fc.oneof(
-      fc.constantFrom(known.runA, known.runB, known.threadA, 'no-such-run'),
+      fc.constantFrom(
+        known.runA,
+        known.runB,
+        known.threadA,
+        known.archived,
+        known.archivedThread,
+        'no-such-run',
+      ),
       fc.constantFrom(...PROTOTYPE_NAMES).map(encodeURIComponent),
       fc.constantFrom(...ODD_RAW),
       fc.string({ maxLength: 40 }).map(encodeURIComponent),
@@ -151,7 +212,13 @@ describe('fuzz: no bad input gets a 5xx', () => {
         '1e9',
         '0',
         'steps',
+        'user-1',
+        'tenant-a',
+        'assistant',
+        '99999999999999999999',
+        String(2 ** 31),
       ),
+      fc.constantFrom(...FORGED_CURSORS),
       fc.integer().map(String),
     );
     const queryArb = fc
@@ -167,6 +234,8 @@ describe('fuzz: no bad input gets a 5xx', () => {
               'tenant',
               'after',
               'until',
+              'fairnessKey',
+              'children',
             ),
             fc.constantFrom('activeQueue', 'page', 'jobsPerPage', 'aiSdkMajor', '__proto__', '%ZZ'),
             fc.string({ maxLength: 8 }).map(encodeURIComponent),
@@ -394,11 +463,40 @@ describe('fuzz: no bad input gets a 5xx', () => {
         return { method: dice === 0 ? otherMethod : method, path, headers: out, body: buf };
       });
 
+    // Run lists with a valid key and only their own parameters, so values reach the stores
+    // (Redis's and the archive's) instead of stopping at a 401 or an unknown-field 400.
+    const listPath = fc.constantFrom(
+      '/v1/runs',
+      `/v1/threads/${known.threadA}/runs`,
+      `/v1/threads/${known.archivedThread}/runs`,
+    );
+    const listQuery = fc
+      .array(
+        fc.tuple(
+          fc.constantFrom('status', 'agent', 'thread', 'fairnessKey', 'cursor', 'limit', 'tenant'),
+          queryValue,
+        ),
+        { minLength: 1, maxLength: 3 },
+      )
+      .map((pairs) => `?${pairs.map(([k, v]) => `${k}=${v}`).join('&')}`);
+    const listArb: fc.Arbitrary<FuzzRequest> = fc
+      .tuple(listPath, listQuery, fc.constantFrom(KEYS.a, KEYS.b, KEYS.admin))
+      .map(([path, query, key]) => ({
+        method: 'GET',
+        path: path + query,
+        headers: { authorization: `Bearer ${key}` },
+        body: undefined,
+      }));
+    const anyRequest = fc.oneof(
+      { weight: 5, arbitrary: requestArb },
+      { weight: 1, arbitrary: listArb },
+    );
+
     const failures: string[] = [];
     const statuses = new Map<string, number>();
     let sent = 0;
     await fc.assert(
-      fc.asyncProperty(requestArb, async (r) => {
+      fc.asyncProperty(anyRequest, async (r) => {
         const outcome = await send(base, r);
         sent += 1;
         const key = String(outcome.status);
@@ -412,15 +510,15 @@ describe('fuzz: no bad input gets a 5xx', () => {
           );
         return !bad;
       }),
-      { numRuns: NUM_REQUESTS, endOnFailure: true },
+      { numRuns: numRequests, endOnFailure: true },
     );
     expect(failures).toEqual([]);
-    expect(sent).toBeGreaterThanOrEqual(NUM_REQUESTS);
+    expect(sent).toBeGreaterThanOrEqual(numRequests);
     // most requests must get past the front door, or the fuzzer tests nothing but 401s
     const ok4xx = [...statuses].filter(
       ([s]) => s.startsWith('2') || (s.startsWith('4') && s !== '401'),
     );
-    expect(ok4xx.reduce((n, [, count]) => n + count, 0)).toBeGreaterThan(NUM_REQUESTS / 3);
+    expect(ok4xx.reduce((n, [, count]) => n + count, 0)).toBeGreaterThan(numRequests / 3);
 
     // still live: health, and a run still goes through a worker to its approval
     expect((await a.get('/healthz')).status).toBe(200);

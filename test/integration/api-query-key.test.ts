@@ -14,6 +14,8 @@ const KEY = 'QueryKeyLeak7f3a9c21e5b84d06';
 const ADMIN = 'AdminQueryKey5e2d8b7a1c9f3046';
 /** The ways a client might put a key in a URL. */
 const PARAMS = ['api_key', 'apiKey', 'key', 'token', 'access_token', 'API%5FKEY', 'x-api-key'];
+/** Names that say nothing of a key, and none at all (`?<key>`): the key is known by its value. */
+const VALUE_ONLY = ['bearer', 'k', ''];
 
 let api: ApiProcess;
 let client: ApiClient;
@@ -53,7 +55,7 @@ async function send(
   if (opts.header) headers['authorization'] = `Bearer ${KEY}`;
   if (opts.body !== undefined) headers['content-type'] = 'application/json';
   if (opts.sse) headers['accept'] = 'text/event-stream';
-  const res = await fetch(`${api.url}${path}${sep}${param}=${KEY}`, {
+  const res = await fetch(`${api.url}${path}${sep}${param === '' ? KEY : `${param}=${KEY}`}`, {
     method,
     headers,
     ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
@@ -64,6 +66,14 @@ async function send(
 }
 
 describe('an API key in the query string', () => {
+  it('under a name that says nothing, or none, does not authenticate and is not echoed', async () => {
+    for (const param of VALUE_ONLY) {
+      const r = await send('GET', '/v1/agents', param);
+      expect({ param, status: r.status }).toEqual({ param, status: 401 });
+      expect(JSON.stringify(r.body)).not.toContain(KEY);
+    }
+  });
+
   it('does not authenticate: 401 saying where the key goes', async () => {
     for (const param of PARAMS) {
       const r = await send('GET', '/v1/agents', param);
@@ -91,7 +101,7 @@ describe('an API key in the query string', () => {
     );
     const ids: string[] = [];
     const statuses = new Set<number>();
-    for (const param of PARAMS) {
+    for (const param of [...PARAMS, ...VALUE_ONLY]) {
       const requests: [string, string, { header?: boolean; body?: unknown; sse?: boolean }][] = [
         ['GET', '/v1/agents', {}],
         ['GET', '/v1/agents', { header: true }],

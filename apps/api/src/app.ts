@@ -156,7 +156,10 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   // Tracing (OTEL_*): a server span per request, active while it is handled; nothing when off.
   const tracing = httpTracing();
   if (tracing) app.use(tracing);
-  app.use(httpLogger(logger));
+  // A configured key is a secret wherever a client put it in the URL (redactUrl).
+  const isSecret = (value: string): boolean =>
+    value.length >= 8 && (keys.verify(value) !== null || value === config.METRICS_KEY);
+  app.use(httpLogger(logger, isSecret));
   app.use(metrics.middleware());
   const corsHandler = corsMiddleware(parseCorsOrigins(config.CORS_ORIGINS), () =>
     routeMethods((app as unknown as { router: { stack: RouterLayer[] } }).router.stack),

@@ -84,4 +84,55 @@ describe('redactUrl', () => {
   ])('%s → %s', (url, expected) => {
     expect(redactUrl(url)).toBe(expected);
   });
+
+  // A key under a name that says nothing, or with no name at all: known by its value.
+  const KEY = 'tenant-a-secret-key';
+  const isSecret = (value: string): boolean => value === KEY;
+  it.each([
+    [`/v1/runs?bearer=${KEY}`, '/v1/runs?bearer=[redacted]'],
+    [`/v1/runs?k=${KEY}&limit=5`, '/v1/runs?k=[redacted]&limit=5'],
+    [`/v1/runs?${KEY}`, '/v1/runs?[redacted]'],
+    [`/v1/runs?limit=5&${KEY}=1`, '/v1/runs?limit=5&[redacted]=[redacted]'],
+    [`/v1/runs?k=${encodeURIComponent(KEY).replace('-', '%2D')}`, '/v1/runs?k=[redacted]'],
+    // Token shapes whatever the name: a JWT, a long random string; not a list cursor or an id.
+    ['/x?t=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl', '/x?t=[redacted]'],
+    ['/x?q=4f9c2b7e1a3d8f6b5c0e9a7d2b4f6e8a&limit=5', '/x?q=[redacted]&limit=5'],
+    ['/x?4f9c2b7e1a3d8f6b5c0e9a7d2b4f6e8a', '/x?[redacted]'],
+    [
+      '/v1/runs?cursor=WzE3MDAwMDAwMDAwMDAsInJ1bi0xMjM0NTY3ODkwYWJjZGVmIl0',
+      '/v1/runs?cursor=WzE3MDAwMDAwMDAwMDAsInJ1bi0xMjM0NTY3ODkwYWJjZGVmIl0',
+    ],
+    [
+      '/v1/runs?thread=thread-4f9c2b7e-1a3d-8f6b-5c0e-9a7d2b4f6e8a&agent=assistant',
+      '/v1/runs?thread=thread-4f9c2b7e-1a3d-8f6b-5c0e-9a7d2b4f6e8a&agent=assistant',
+    ],
+  ])('by value: %s → %s', (url, expected) => {
+    expect(redactUrl(url, isSecret)).toBe(expected);
+  });
+});
+
+describe('httpLogger with the keys it must not log', () => {
+  it('a configured key in the query string, under any name or none, never reaches the log', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(...chunk.toString().split('\n').filter(Boolean));
+        done();
+      },
+    });
+    const key = 'super-secret-key-9';
+    const app = express();
+    app.use(httpLogger(pino({ level: 'info' }, sink), (v) => v === key));
+    app.get('/x', (_req, res) => {
+      res.status(401).json({});
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    for (const query of [`bearer=${key}`, `k=${key}`, key])
+      await fetch(`http://127.0.0.1:${port}/x?${query}`);
+    server.close();
+    expect(lines).toHaveLength(3);
+    for (const line of lines) expect(line).not.toContain('super-secret');
+  });
 });

@@ -48,29 +48,62 @@ export function isCredentialParam(name: string): boolean {
   );
 }
 
-/** The names of the query parameters of `url` that may carry a secret. */
+/**
+ * The names of the query parameters of `url` that may carry a secret. A bare `?<name>` is left
+ * out: its name may be the key itself (`?<key>`), and these names are echoed to the client.
+ */
 export function credentialParams(url: string): string[] {
   const q = url.indexOf('?');
   if (q === -1) return [];
   return url
     .slice(q + 1)
     .split('&')
+    .filter((pair) => pair.includes('='))
     .map((pair) => pair.split('=')[0] ?? '')
-    .filter((name) => name !== '' && isCredentialParam(name))
+    .filter((name) => name !== '' && isCredentialParam(name) && !looksLikeToken(decodedName(name)))
     .map(decodedName);
 }
 
-/** `url` with the value of every credential-looking query parameter replaced by [redacted]. */
-export function redactUrl(url: string): string {
+/** Whether a decoded query value (or bare name) is a secret this process knows (a configured key). */
+export type SecretTest = (value: string) => boolean;
+
+/**
+ * Token shapes, whatever the parameter is called: a JWT, or a long run of a random alphabet
+ * (base64/hex: 32+ characters, letters and digits, no separators such as ids' dashes). A
+ * parameter's name says nothing about its value when a client puts a key in `?k=` or `?<key>`.
+ */
+const JWT_RE = /^eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+const RANDOM_RE = /^[A-Za-z0-9+/_=]{32,}$/;
+
+function looksLikeToken(value: string): boolean {
+  return JWT_RE.test(value) || (RANDOM_RE.test(value) && /\d/.test(value) && /[a-z]/i.test(value));
+}
+
+/**
+ * `url` with every query value that may be a secret replaced by [redacted]: the value of a
+ * credential-looking parameter, a value or bare name `isSecret` knows (the API's configured keys:
+ * `?bearer=<key>`, `?k=<key>`, `?<key>`), and one shaped like a token (except a list's
+ * `cursor`, which is one by design and no secret).
+ */
+export function redactUrl(url: string, isSecret: SecretTest = () => false): string {
   const q = url.indexOf('?');
   if (q === -1) return url;
+  const secret = (raw: string, shape: boolean): boolean => {
+    if (raw === '') return false;
+    const decoded = decodedName(raw);
+    return isSecret(decoded) || (shape && looksLikeToken(decoded));
+  };
   const query = url
     .slice(q + 1)
     .split('&')
     .map((pair) => {
       const eq = pair.indexOf('=');
       const name = eq === -1 ? pair : pair.slice(0, eq);
-      return eq !== -1 && isCredentialParam(name) ? `${name}=[redacted]` : pair;
+      if (secret(name, true)) return eq === -1 ? '[redacted]' : '[redacted]=[redacted]';
+      if (eq === -1) return pair;
+      const value = pair.slice(eq + 1);
+      const redact = isCredentialParam(name) || secret(value, decodedName(name) !== 'cursor');
+      return redact ? `${name}=[redacted]` : pair;
     })
     .join('&');
   return `${url.slice(0, q)}?${query}`;
@@ -113,7 +146,7 @@ function requestId(req: IncomingMessage, res: ServerResponse): string {
  * method and originalUrl are fixed once this middleware ran, and the bindings its custom props
  * gave at that moment are taken then.
  */
-export function httpLogger(logger: Logger): RequestHandler {
+export function httpLogger(logger: Logger, isSecret?: SecretTest): RequestHandler {
   const base = pinoHttp({
     logger,
     // A client's mistake is routine: info, and one short line (method, url, status, code).
@@ -122,7 +155,7 @@ export function httpLogger(logger: Logger): RequestHandler {
         id: req.id,
         method: req.method,
         // Redacted before the cut, so no part of a key survives at the edge.
-        url: typeof req.url === 'string' ? redactUrl(req.url).slice(0, 200) : req.url,
+        url: typeof req.url === 'string' ? redactUrl(req.url, isSecret).slice(0, 200) : req.url,
       }),
       res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),
     },

@@ -21,21 +21,31 @@ export {
 
 const limit = z.coerce.number().int().min(1).max(100).default(20);
 
+/**
+ * A free-text filter (an agent's or tenant's name). NUL is refused here: no name holds one, and
+ * PostgreSQL's text cannot, so the archive would answer a 500 where Redis answered an empty list.
+ */
+const nameFilter = z
+  .string()
+  .min(1)
+  .max(128)
+  .refine((s) => !s.includes('\0'), 'must not contain NUL (%00) characters');
+
 export const ListRunsQuerySchema = z.strictObject({
   status: RunStatusSchema.optional(),
-  agent: z.string().min(1).max(128).optional(),
+  agent: nameFilter.optional(),
   thread: IdSchema.optional(),
   /** Runs of this fairness key (a run without one has its tenant's). */
   fairnessKey: FairnessKeySchema.optional(),
   cursor: z.string().min(1).max(512).optional(),
   limit: limit.optional(),
   /** Admin keys only: list another tenant's runs. */
-  tenant: z.string().min(1).max(128).optional(),
+  tenant: nameFilter.optional(),
 });
 
 export const ThreadRunsQuerySchema = z.strictObject({
   status: RunStatusSchema.optional(),
-  agent: z.string().min(1).max(128).optional(),
+  agent: nameFilter.optional(),
   cursor: z.string().min(1).max(512).optional(),
   limit: limit.optional(),
 });

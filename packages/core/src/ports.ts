@@ -91,12 +91,22 @@ export interface ArchivedRunSummary {
   readonly updatedAt: number;
 }
 
-/** One page of archived runs, newest first (createdAt desc, then runId desc). */
-export interface ArchiveListQuery {
+/**
+ * What a run list is narrowed by. One type for Redis's list and the archive's, so a list read
+ * through both hands every filter to both (a filter one of them dropped showed a tenant's other
+ * users' runs on the archive path).
+ */
+export interface RunListFilters {
   readonly tenantId: string;
   readonly status?: RunStatus | undefined;
   readonly agent?: string | undefined;
   readonly threadId?: string | undefined;
+  /** Runs of this fairness key; a run without one has its tenant's (docs/fairness.md). */
+  readonly fairnessKey?: string | undefined;
+}
+
+/** One page of archived runs, newest first (createdAt desc, then runId desc). */
+export interface ArchiveListQuery extends RunListFilters {
   /** Only runs strictly after this position in the order (a page's last run). */
   readonly after?: { readonly createdAt: number; readonly runId: string } | null | undefined;
   readonly limit: number;
@@ -129,6 +139,8 @@ export interface RunArchive {
   readEvents(tenantId: string, runId: string, afterSeq?: number): Promise<RunEvent[] | null>;
   /** At most `limit` runs after `after`, newest first. */
   listRuns(query: ArchiveListQuery): Promise<ArchivedRunSummary[]>;
+  /** The tenant's archived runs among `runIds` (any order; another tenant's are left out). */
+  summaries(tenantId: string, runIds: readonly string[]): Promise<ArchivedRunSummary[]>;
   /** Null when the archive holds no run of that thread. */
   loadThread(tenantId: string, threadId: string): Promise<ArchivedThread | null>;
   /** Removes the run, its events and its thread messages; false when there was none. */

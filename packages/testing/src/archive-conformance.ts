@@ -157,6 +157,29 @@ export function archiveConformance(opts: ArchiveConformanceOptions): void {
       expect(await archive.listRuns({ tenantId: TENANT, status: 'running', limit: 10 })).toEqual(
         [],
       );
+      // By id (a schedule's runs): the tenant's only, each as the list shows it.
+      const ids = runs.map((r) => r.checkpoint.identity.runId);
+      const byId = await archive.summaries(TENANT, [...ids, 'no-such-run']);
+      expect(byId.map((r) => r.runId).sort()).toEqual(ids.slice(0, 4).sort());
+      expect(byId.find((r) => r.runId === order[0]!.id)).toEqual(all[0]);
+      expect(await archive.summaries(TENANT, [])).toEqual([]);
+    });
+
+    it('lists by fairness key: the one a run named, else its tenant', async () => {
+      const archive = await opts.open();
+      const named = (createdAt: number, fairnessKey: string | undefined): ArchivedRun => {
+        const run = finishedRun({ createdAt });
+        const identity = { ...run.checkpoint.identity };
+        if (fairnessKey !== undefined) identity.fairnessKey = fairnessKey;
+        return { ...run, checkpoint: { ...run.checkpoint, identity } };
+      };
+      const runs = [named(100, 'user-1'), named(200, undefined), named(300, 'user-1')];
+      await archive.putRuns([...runs, named(400, 'user-2')]);
+      const keyed = (fairnessKey: string) =>
+        archive.listRuns({ tenantId: TENANT, fairnessKey, limit: 10 });
+      expect((await keyed('user-1')).map((r) => r.createdAt)).toEqual([300, 100]);
+      expect((await keyed(TENANT)).map((r) => r.createdAt)).toEqual([200]);
+      expect(await keyed('nobody')).toEqual([]);
     });
 
     it("a thread is its runs' own messages in the order they finished, with the last state", async () => {

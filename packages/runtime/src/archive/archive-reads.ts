@@ -62,15 +62,10 @@ export class ArchiveReads {
     const hot = await this.deps.store.listRuns(query);
     // The archive holds finished runs only.
     if (query.status !== undefined && query.status !== 'done') return hot;
-    const after = query.cursor ? decodeCursor(query.cursor) : null;
-    const cold = await this.deps.archive.listRuns({
-      tenantId: query.tenantId,
-      status: query.status,
-      agent: query.agent,
-      threadId: query.threadId,
-      after,
-      limit: query.limit + 1,
-    });
+    // Every filter as it came (the rest is the page): one named here by hand was once left out.
+    const { cursor, limit, ...filters } = query;
+    const after = cursor ? decodeCursor(cursor) : null;
+    const cold = await this.deps.archive.listRuns({ ...filters, after, limit: limit + 1 });
     const seen = new Set(hot.runs.map((r) => r.runId));
     const merged = [...hot.runs, ...cold.filter((r: ArchivedRunSummary) => !seen.has(r.runId))];
     merged.sort(newestFirst);

@@ -67,6 +67,48 @@ CREATE TABLE baton_deleted_runs (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'fairness key of each run (GET /v1/runs?fairnessKey=)',
+    // Additive, for the release before and after: a nullable column the older release neither
+    // writes nor reads; the trigger fills it for every insert that leaves it out (that release's
+    // archiver during a rolling deploy, or after a rollback), and the UPDATE for the rows
+    // already here, both from the checkpoint's identity. The column holds the effective key (the
+    // tenant's when the run named none), so the filter is one indexed equality.
+    //
+    // A checkpoint is json text that may hold a \u0000 or surrogate escape (in a message),
+    // which PostgreSQL refuses to convert when any field is read out of it (22P05): those
+    // escapes are rewritten to \u0001 first, same length and shape, so the text stays valid
+    // JSON (a fairness key never holds them).
+    sql: `
+ALTER TABLE baton_runs ADD COLUMN fairness_key text;
+
+CREATE FUNCTION baton_fairness_key_of(checkpoint json, tenant_id text) RETURNS text
+  LANGUAGE sql IMMUTABLE AS $$
+    SELECT COALESCE(
+      regexp_replace(checkpoint::text, '\\\\u(0000|[dD][89a-fA-F][0-9a-fA-F]{2})', '\\\\u0001', 'g')
+        ::json -> 'identity' ->> 'fairnessKey',
+      tenant_id)
+  $$;
+
+CREATE FUNCTION baton_runs_fill_fairness_key() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    IF NEW.fairness_key IS NULL THEN
+      NEW.fairness_key := baton_fairness_key_of(NEW.checkpoint, NEW.tenant_id);
+    END IF;
+    RETURN NEW;
+  END
+$$;
+
+CREATE TRIGGER baton_runs_fill_fairness_key BEFORE INSERT ON baton_runs
+  FOR EACH ROW EXECUTE FUNCTION baton_runs_fill_fairness_key();
+
+UPDATE baton_runs SET fairness_key = baton_fairness_key_of(checkpoint, tenant_id);
+
+CREATE INDEX baton_runs_tenant_fairness
+  ON baton_runs (tenant_id, fairness_key, created_at DESC, run_id DESC);
+`,
+  },
 ];
 
 /** Any fixed number: the lock every process that migrates this database takes. */

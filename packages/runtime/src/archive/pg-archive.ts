@@ -14,10 +14,19 @@ import {
   ArchiveUnavailableError,
   isArchiveUnavailable,
 } from '../errors/archive-unavailable-error.ts';
+import {
+  ArchiveValueRefusedError,
+  isArchiveValueRefused,
+} from '../errors/archive-value-refused-error.ts';
 
-/** A connection-level failure as the typed 503 (a wrong query stays what it is). */
+/**
+ * A connection-level failure as the typed 503, a value PostgreSQL refused (22xxx) as the typed
+ * 400; any other error (a wrong query) stays what it is.
+ */
 function unavailable(error: unknown): never {
-  throw isArchiveUnavailable(error) ? new ArchiveUnavailableError(error) : error;
+  if (isArchiveUnavailable(error)) throw new ArchiveUnavailableError(error);
+  if (isArchiveValueRefused(error)) throw new ArchiveValueRefusedError(error);
+  throw error;
 }
 
 export interface PgArchiveOptions {
@@ -126,10 +135,11 @@ export class PgArchive implements RunArchive {
       );
       const { rows } = await client.query<{ run_id: string }>(
         `INSERT INTO baton_runs (run_id, tenant_id, agent, thread_id, status, termination,
-           created_at, updated_at, finished_at, version, last_seq, checkpoint, thread_state)
+           created_at, updated_at, finished_at, version, last_seq, checkpoint, thread_state,
+           fairness_key)
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
            $6::json[], $7::bigint[], $8::bigint[], $9::bigint[], $10::int[], $11::int[],
-           $12::json[], $13::json[]) AS r(run_id)
+           $12::json[], $13::json[], $14::text[]) AS r(run_id)
          WHERE NOT EXISTS (SELECT 1 FROM baton_deleted_runs d WHERE d.run_id = r.run_id)
          ON CONFLICT (run_id) DO NOTHING
          RETURNING run_id`,
@@ -150,6 +160,8 @@ export class PgArchive implements RunArchive {
             (r) => r.events.at(-1)?.seq ?? 0,
             (r) => JSON.stringify(r.checkpoint),
             (r) => JSON.stringify(r.threadState),
+            // The effective key, as Redis's list compares it (migration 2).
+            (r) => r.checkpoint.identity.fairnessKey ?? r.checkpoint.identity.tenantId,
           ],
         ),
       );
@@ -214,7 +226,11 @@ export class PgArchive implements RunArchive {
   }
 
   async readEvents(tenantId: string, runId: string, afterSeq = 0): Promise<RunEvent[] | null> {
-    if ((await this.lastSeq(tenantId, runId)) === null) return null;
+    const last = await this.lastSeq(tenantId, runId);
+    if (last === null) return null;
+    // Nothing after the end; and a client's seq past it (a tree cursor allows 15 digits) would
+    // not fit the integer column.
+    if (afterSeq >= last) return [];
     const rows = await this.query<{ event: RunEvent }>(
       'SELECT event FROM baton_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq',
       [runId, Math.max(0, Math.floor(afterSeq))],
@@ -232,6 +248,7 @@ export class PgArchive implements RunArchive {
     if (query.status !== undefined) add('status = ?', query.status);
     if (query.agent !== undefined) add('agent = ?', query.agent);
     if (query.threadId !== undefined) add('thread_id = ?', query.threadId);
+    if (query.fairnessKey !== undefined) add('fairness_key = ?', query.fairnessKey);
     if (query.after) {
       add('created_at <= ?', query.after.createdAt);
       add('(created_at < $' + String(params.length) + ' OR run_id < ?)', query.after.runId);
@@ -242,15 +259,16 @@ export class PgArchive implements RunArchive {
        ORDER BY created_at DESC, run_id DESC LIMIT $${String(params.length)}`,
       params,
     );
-    return rows.map((r) => ({
-      runId: r.run_id,
-      tenantId: r.tenant_id,
-      agent: r.agent,
-      threadId: r.thread_id,
-      status: r.status as RunStatus,
-      createdAt: r.created_at,
-      updatedAt: r.updated_at,
-    }));
+    return rows.map(summaryOf);
+  }
+
+  async summaries(tenantId: string, runIds: readonly string[]): Promise<ArchivedRunSummary[]> {
+    if (runIds.length === 0) return [];
+    const rows = await this.query<SummaryRow>(
+      `SELECT ${SUMMARY_COLUMNS} FROM baton_runs WHERE tenant_id = $1 AND run_id = ANY($2::text[])`,
+      [tenantId, runIds],
+    );
+    return rows.map(summaryOf);
   }
 
   async loadThread(tenantId: string, threadId: string): Promise<ArchivedThread | null> {
@@ -337,6 +355,18 @@ export class PgArchive implements RunArchive {
 function guarded(client: PoolClient): PoolClient {
   if (client.listenerCount('error') === 0) client.on('error', () => undefined);
   return client;
+}
+
+function summaryOf(r: SummaryRow): ArchivedRunSummary {
+  return {
+    runId: r.run_id,
+    tenantId: r.tenant_id,
+    agent: r.agent,
+    threadId: r.thread_id,
+    status: r.status as RunStatus,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
 }
 
 /** The messages a run added to its thread (what its release appended there). */

@@ -62,6 +62,11 @@
  *     p:{run:<runId>}:webhook-log  LIST   delivery log records (JSON), capped; expires with :webhook
  *     p:webhooks:runs               ZSET   runs whose webhooks the sweeper checks, score = when next
  *     p:webhooks:sweep-lock         STRING one sweeper at a time across workers (SET NX PX)
+ *   Fairness (admission: fairness/run-admission.ts; the user-facing layout is docs/fairness.md)
+ *     p:{fair:<t>}:where|busy|keys|dispatched, :q:<key>   a tenant's admission state (one slot)
+ *     p:fair:tenants                SET    tenants with admission state (the sweep and /metrics)
+ *     p:fair:sweep-cursor           HASH   tenant -> HSCAN cursor of its :where, where the
+ *                                          reconciler's leak sweep resumes ('0' = from the start)
  *   Archive (ARCHIVE_URL; see archive/archiver.ts)
  *     p:archive:pending             ZSET   finished runs not archived yet, score = finishedAt (ms)
  *     p:archive:lock                STRING one archiver at a time across workers (SET NX PX)

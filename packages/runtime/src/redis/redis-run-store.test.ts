@@ -553,6 +553,21 @@ describe('RedisRunStore', () => {
     await expect(
       store.listRuns({ tenantId: 'tenant-a', cursor: 'garbage!', limit: 5 }),
     ).rejects.toBeInstanceOf(InvalidCursorError);
+    // JSON of the right shape that no page handed out, and the archive's columns would refuse
+    // (bigint created_at, text run_id): refused here, on both list paths alike.
+    for (const forged of [
+      [1.5, 'x'],
+      [-1e308, ''],
+      [2 ** 63, 'x'],
+      [-1, 'x'],
+      [1, 'a\0b'],
+    ]) {
+      const cursor = Buffer.from(JSON.stringify(forged)).toString('base64url');
+      await expect(
+        store.listRuns({ tenantId: 'tenant-a', cursor, limit: 5 }),
+        JSON.stringify(forged),
+      ).rejects.toBeInstanceOf(InvalidCursorError);
+    }
   });
 
   it('listRuns drops index entries of expired runs', async () => {

@@ -146,7 +146,15 @@ export class ScheduleService {
     cursor: string | null,
   ): Promise<RunPage> {
     await this.get(tenantId, scheduleId);
-    return this.store.runs(tenantId, scheduleId, limit, cursor);
+    const { archive } = this.rt;
+    // Runs Redis let go of are listed from the archive, as GET /v1/runs lists them.
+    return this.store.runs(
+      tenantId,
+      scheduleId,
+      limit,
+      cursor,
+      archive ? (ids) => archive.summaries(tenantId, ids) : undefined,
+    );
   }
 
   async list(tenantId: string, limit: number, cursor: string | null): Promise<SchedulePageOf> {

@@ -307,12 +307,16 @@ export class RedisScheduleStore {
     };
   }
 
-  /** The runs a schedule created, newest first; runs whose retention ended are dropped. */
+  /**
+   * The runs a schedule created, newest first; runs whose retention ended are dropped, unless
+   * `archived` (the archive's summaries of those of them it holds) still has them.
+   */
   async runs(
     tenantId: string,
     scheduleId: string,
     limit: number,
     cursor: string | null,
+    archived?: (runIds: string[]) => Promise<readonly RunSummary[]>,
   ): Promise<RunPage> {
     const k = this.k(tenantId, scheduleId);
     const after = cursor === null ? null : decodeCursor(cursor);
@@ -348,12 +352,18 @@ export class RedisScheduleStore {
         ),
       ),
     );
+    const expired = page.filter((_, i) => (fields[i]?.[0] ?? null) === null).map((e) => e.runId);
+    const cold = new Map(
+      (expired.length > 0 && archived ? await archived(expired) : []).map((r) => [r.runId, r]),
+    );
     const runs: RunSummary[] = [];
     const gone: string[] = [];
     page.forEach((e, i) => {
       const [tenant, status, agent, threadId, createdAt, updatedAt] = fields[i] ?? [];
       if (tenant === null || tenant === undefined) {
-        gone.push(e.runId);
+        const kept = cold.get(e.runId);
+        if (kept) runs.push(kept);
+        else gone.push(e.runId);
         return;
       }
       if (tenant !== tenantId) return;
