@@ -125,6 +125,16 @@ export class ArchiveReads {
     };
   }
 
+  /**
+   * What the archive knows of a run Redis does not have: its checkpoint, 'deleted' (a
+   * tombstone), or null (never archived).
+   */
+  async gone(tenantId: string, runId: string): Promise<StoredCheckpoint | 'deleted' | null> {
+    const archived = await this.deps.archive.loadRun(tenantId, runId);
+    if (archived) return archived;
+    return (await this.deps.archive.deleted([runId])).has(runId) ? 'deleted' : null;
+  }
+
   /** Tombstones the run in the archive (see RunArchive.deleteRun). */
   async deleteRun(cp: Checkpoint): Promise<void> {
     await this.deps.archive.deleteRun(cp.identity.tenantId, cp.identity.runId);
