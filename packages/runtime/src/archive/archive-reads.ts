@@ -132,7 +132,8 @@ export class ArchiveReads {
   async gone(tenantId: string, runId: string): Promise<StoredCheckpoint | 'deleted' | null> {
     const archived = await this.deps.archive.loadRun(tenantId, runId);
     if (archived) return archived;
-    return (await this.deps.archive.deleted([runId])).has(runId) ? 'deleted' : null;
+    const deleted = (await this.deps.archive.deleted?.([runId])) ?? new Set<string>();
+    return deleted.has(runId) ? 'deleted' : null;
   }
 
   /** Tombstones the run in the archive (see RunArchive.deleteRun). */
