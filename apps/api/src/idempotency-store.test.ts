@@ -30,6 +30,21 @@ describe('IdempotencyStore (real Redis)', () => {
     expect(again).toEqual({ response: { runId: 'r1' }, replayed: true });
   });
 
+  it('a retry waiting on an attempt that fails takes the key and runs', async () => {
+    const keys = new BatonKeys(uniquePrefix('idem'));
+    const store = new IdempotencyStore(redis, keys, 3600, 5_000, 60);
+    let fail: (() => void) | undefined;
+    const first = store.run('t', 'create-run', 'k6', { a: 1 }, async () => {
+      await new Promise<void>((resolve) => (fail = resolve));
+      throw new Error('first failed');
+    });
+    await expect.poll(() => fail !== undefined).toBe(true);
+    const retry = store.run('t', 'create-run', 'k6', { a: 1 }, () => Promise.resolve('second'));
+    fail?.();
+    await expect(first).rejects.toThrow('first failed');
+    expect(await retry).toEqual({ response: 'second', replayed: false });
+  });
+
   it('a claim whose request never finished lapses, and a retry runs the request', async () => {
     const keys = new BatonKeys(uniquePrefix('idem'));
     const store = new IdempotencyStore(redis, keys, 3600, 200, 1);
