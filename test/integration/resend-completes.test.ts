@@ -6,7 +6,7 @@
  * reconciler to rescue it (RECONCILER=0, as in the benches), and records nothing twice.
  */
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { ScheduleFirer, type BatonQueues } from '@baton/runtime/internal';
+import { RunIndex, ScheduleFirer, type BatonQueues } from '@baton/runtime/internal';
 import type {
   Checkpoint,
   CreateRunResponse,
@@ -357,5 +357,71 @@ describe('a schedule create that failed after the schedule was created', () => {
     expect(named.map((x) => x.scheduleId)).toEqual([again.body.scheduleId]);
     expect(again.body.nextFireAt).toEqual(expect.any(Number));
     await s.client.request('DELETE', `/v1/schedules/${again.body.scheduleId}`);
+  });
+});
+
+describe('a delete that failed part way, resent', () => {
+  const runtime = () => s.api.api.context.runtime;
+
+  /** A finished run of `threadId` (created through the service, as the API does). */
+  async function finishedOn(threadId: string, content: string): Promise<string> {
+    const { runId } = await s.api.api.context.service.createRun(TENANT, {
+      agent: 'child-answer',
+      threadId,
+      input: { messages: [{ role: 'user', content }] },
+    });
+    await s.waitDone(runId);
+    // Its thread released (the worker does it right after the final commit).
+    await expect
+      .poll(async () => (await s.rt.threads.load(TENANT, threadId)).activeRunId, {
+        timeout: 10_000,
+      })
+      .toBeNull();
+    return runId;
+  }
+
+  async function listedOn(threadId: string): Promise<string[]> {
+    const page = await s.client.get<{ runs: { runId: string }[] }>(
+      `/v1/runs?thread=${threadId}&limit=100`,
+    );
+    return page.body.runs.map((r) => r.runId);
+  }
+
+  it('DELETE /v1/threads/:id failing at its second run: the resend deletes what is left', async () => {
+    const threadId = `thread-${s.prefix}-deleted`;
+    const first = await finishedOn(threadId, 'first turn');
+    const second = await finishedOn(threadId, 'second turn');
+    let calls = 0;
+    const fault = failOnce(runtime().store, 'deleteRun', () => (calls += 1) === 2, 'unsent');
+    let cut;
+    try {
+      cut = await s.client.request('DELETE', `/v1/threads/${threadId}`);
+    } finally {
+      fault.restore();
+    }
+    expect(fault.fired()).toBe(true);
+    expect(cut.status).toBeGreaterThanOrEqual(500);
+    const again = await s.client.request('DELETE', `/v1/threads/${threadId}`);
+    expect(again.status).toBe(200);
+    expect(await listedOn(threadId)).toEqual([]);
+    expect(await s.load(first)).toBeNull();
+    expect(await s.load(second)).toBeNull();
+  });
+
+  it('DELETE /v1/runs/:id failing after its thread let it go: the resend deletes the run (204)', async () => {
+    const threadId = `thread-${s.prefix}-run-deleted`;
+    const runId = await finishedOn(threadId, 'only turn');
+    // Its entry in the expiring-runs index, the last step before its keys go.
+    const fault = failOnce(RunIndex.prototype, 'forgetExpiring', () => true, 'unsent');
+    let cut;
+    try {
+      cut = await s.client.request('DELETE', `/v1/runs/${runId}`);
+    } finally {
+      fault.restore();
+    }
+    expect(cut.status).toBeGreaterThanOrEqual(500);
+    expect((await s.client.request('DELETE', `/v1/runs/${runId}`)).status).toBe(204);
+    expect(await s.load(runId)).toBeNull();
+    expect(await listedOn(threadId)).toEqual([]);
   });
 });

@@ -620,8 +620,9 @@ export class RunService {
   }
 
   /**
-   * The thread first, then the run: a crash in between leaves the run (a retried DELETE finishes
-   * the job), never a run that is gone while its messages stay in the thread.
+   * The thread first, then what else holds the run, the run's own keys last: an error anywhere
+   * leaves the run, so a retried DELETE finds it and finishes the job (each step is idempotent);
+   * never a run that is gone while its messages, its webhooks or its index entries stay.
    */
   private async purgeRun(cp: Checkpoint): Promise<void> {
     const { tenantId, threadId, runId } = cp.identity;
@@ -633,48 +634,53 @@ export class RunService {
       throw new BatonError('conflict', `run ${runId} still holds its thread; retry the delete`, {
         runId,
       });
-    const outcome = await this.deps.store.deleteRun(runId, tenantId);
-    if (outcome === 'not_found') return;
+    await this.forgetFinished(cp);
+    await this.deps.store.deleteRun(runId, tenantId);
+  }
+
+  /** What holds a finished run besides its keys and its thread (idempotent). */
+  private async forgetFinished(cp: Checkpoint): Promise<void> {
     await new RunIndex(this.deps.redis, this.deps.keys).forgetExpiring(expiringMember(cp));
-    await this.deps.webhooks?.forget(runId);
+    await this.deps.webhooks?.forget(cp.identity.runId);
   }
 
   /**
    * Deletes a thread and its (finished) runs. Refused with 409 thread_busy while a run is active
-   * or queued on it.
+   * or queued on it. The runs go first, the thread last: an error in between leaves the thread
+   * with the runs not deleted yet, and a retried DELETE deletes them (a thread deleted first left
+   * them listed for good: the retry found no thread).
    */
   async deleteThread(tenantId: string, threadId: string): Promise<{ runs: number }> {
+    const hot = await this.deps.threads.load(tenantId, threadId);
+    const busy = hot.activeRunId ?? hot.queued[0];
+    if (busy !== undefined) throw threadBusy(threadId, busy);
     let archivedRuns: string[] = [];
     if (this.archived) {
-      // The archive first (as deleteRun), once the thread is known not to be busy.
-      const hot = await this.deps.threads.load(tenantId, threadId);
-      const busy = hot.activeRunId ?? hot.queued[0];
-      if (busy !== undefined) throw threadBusy(threadId, busy);
+      // The archive first (as deleteRun); its tombstones also stop an archiver holding them.
       await this.archived.forgetRuns(tenantId, hot.runIds);
       archivedRuns = await this.archived.deleteThread(tenantId, threadId);
     }
+    for (const runId of hot.runIds) await this.deleteThreadRun(tenantId, threadId, runId);
     const outcome = await this.deps.threads.delete(tenantId, threadId);
-    if (outcome.kind === 'missing') {
-      if (archivedRuns.length > 0) {
-        await this.deps.durability.acknowledge();
-        return { runs: archivedRuns.length };
-      }
-      throw new ThreadNotFoundError(threadId);
-    }
     if (outcome.kind === 'busy') throw threadBusy(threadId, outcome.runId);
-    // Runs the archiver may hold in memory: tombstoned before their Redis keys go.
-    await this.archived?.forgetRuns(tenantId, outcome.runIds);
-    for (const runId of outcome.runIds) {
-      const loaded = await this.deps.store.loadForTenant(runId, tenantId);
-      if (loaded)
-        await new RunIndex(this.deps.redis, this.deps.keys).forgetExpiring(
-          expiringMember(loaded.checkpoint),
-        );
-      await this.deps.store.deleteRun(runId, tenantId);
-      await this.deps.webhooks?.forget(runId);
-    }
+    // Runs that joined (and finished) since the thread was read.
+    const late =
+      outcome.kind === 'deleted' ? outcome.runIds.filter((id) => !hot.runIds.includes(id)) : [];
+    await this.archived?.forgetRuns(tenantId, late);
+    for (const runId of late) await this.deleteThreadRun(tenantId, threadId, runId);
+    const runs = new Set([...hot.runIds, ...late, ...archivedRuns]).size;
+    if (outcome.kind === 'missing' && runs === 0) throw new ThreadNotFoundError(threadId);
     await this.deps.durability.acknowledge();
-    return { runs: new Set([...outcome.runIds, ...archivedRuns]).size };
+    return { runs };
+  }
+
+  /** One finished run of a thread being deleted: 409 thread_busy for one that has not finished. */
+  private async deleteThreadRun(tenantId: string, threadId: string, runId: string): Promise<void> {
+    const loaded = await this.deps.store.loadForTenant(runId, tenantId);
+    if (loaded) await this.forgetFinished(loaded.checkpoint);
+    else await this.deps.webhooks?.forget(runId);
+    const outcome = await this.deps.store.deleteRun(runId, tenantId);
+    if (outcome === 'active') throw threadBusy(threadId, runId);
   }
 
   /*
