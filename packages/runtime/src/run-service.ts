@@ -362,7 +362,10 @@ export class RunService {
     runId: string,
     request: CreateRunRequest,
   ): Promise<CreatedRun | null> {
-    const gone = (await this.archived?.gone(tenantId, runId)) ?? null;
+    // Asked of every keyed create (a first attempt looks the same as a resend after its key
+    // expired). An archive that cannot answer does not block creates: the run is created as
+    // without an archive (a resend after its key expired, in a PostgreSQL outage, may run again).
+    const gone = this.archived ? await this.archived.gone(tenantId, runId).catch(() => null) : null;
     if (gone === null) return null;
     if (gone === 'deleted') throw spentKey(runId, 'was deleted');
     const { threadId, turnId } = gone.checkpoint.identity;

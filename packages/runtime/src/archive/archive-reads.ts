@@ -130,10 +130,12 @@ export class ArchiveReads {
    * tombstone), or null (never archived).
    */
   async gone(tenantId: string, runId: string): Promise<StoredCheckpoint | 'deleted' | null> {
-    const archived = await this.deps.archive.loadRun(tenantId, runId);
+    const [archived, deleted] = await Promise.all([
+      this.deps.archive.loadRun(tenantId, runId),
+      this.deps.archive.deleted?.([runId]),
+    ]);
     if (archived) return archived;
-    const deleted = (await this.deps.archive.deleted?.([runId])) ?? new Set<string>();
-    return deleted.has(runId) ? 'deleted' : null;
+    return deleted?.has(runId) === true ? 'deleted' : null;
   }
 
   /** Tombstones the run in the archive (see RunArchive.deleteRun). */
