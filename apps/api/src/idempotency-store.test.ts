@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 import { uniquePrefix } from '@baton/testing/redis';
 import { BatonKeys } from '@baton/runtime/internal';
 import { IdempotencyStore } from './idempotency.ts';
@@ -124,6 +124,34 @@ describe('IdempotencyStore when Redis refuses the settling of a claim', () => {
       );
       expect(again).toEqual({ response: 'first', replayed: true });
     } finally {
+      await client.quit();
+    }
+  });
+
+  it('a claim written with its reply lost is released, and a retry runs', async () => {
+    const client = await ownClient();
+    const keys = new BatonKeys(uniquePrefix('idem'));
+    const store = new IdempotencyStore(client, keys, 3600, 5_000, 60);
+    const other = new IdempotencyStore(redis, keys, 3600, 5_000, 60);
+    const key = keys.idempotency('t', 'create-run', 'k7');
+    const set = client.set.bind(client) as (...args: unknown[]) => Promise<unknown>;
+    const spy = vi
+      .spyOn(client as unknown as { set: (...args: unknown[]) => Promise<unknown> }, 'set')
+      .mockImplementationOnce(async (...args: unknown[]) => {
+        await set(...args);
+        throw new Error('Command timed out');
+      });
+    try {
+      await expect(
+        store.run('t', 'create-run', 'k7', { a: 1 }, () => Promise.resolve('never')),
+      ).rejects.toThrow('Command timed out');
+      expect(await redis.exists(key)).toBe(1);
+      const retried = await other.run('t', 'create-run', 'k7', { a: 1 }, () =>
+        Promise.resolve('second'),
+      );
+      expect(retried).toEqual({ response: 'second', replayed: false });
+    } finally {
+      spy.mockRestore();
       await client.quit();
     }
   });

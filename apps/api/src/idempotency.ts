@@ -71,6 +71,8 @@ const SETTLE_RETRY_MS = 200;
 
 /** A claim whose attempt ended while Redis could not take its release or its answer. */
 interface Unsettled {
+  /** The record's key. */
+  readonly key: string;
   readonly claim: string;
   /** '' = release the key; else the answer to record. */
   readonly next: string;
@@ -100,7 +102,7 @@ export class IdempotencyStore {
   private readonly pendingWaitMs: number;
   private readonly pendingTtlSeconds: number;
   private readonly settleScript: SettleClaim;
-  /** Claims to settle once Redis answers, by record key. */
+  /** Claims to settle once Redis answers, by claim (each attempt's is its own). */
   private readonly unsettled = new Map<string, Unsettled>();
   private retryTimer: NodeJS.Timeout | null = null;
 
@@ -152,7 +154,14 @@ export class IdempotencyStore {
         state: 'pending',
         attempt: randomUUID(),
       } satisfies Record_<T>);
-      const claimed = await this.redis.set(key, claim, 'EX', this.pendingTtlSeconds, 'NX');
+      const claimed = await this.redis
+        .set(key, claim, 'EX', this.pendingTtlSeconds, 'NX')
+        .catch((error: unknown) => {
+          // It may have applied with its reply lost (a command timeout, a failover): released
+          // once Redis answers, like a failed attempt's (a claim that never landed is no-op).
+          this.keepUnsettled(key, { claim, next: '', ttl: 0 });
+          throw error;
+        });
       if (claimed !== null)
         return { response: await this.attempt(key, claim, hash, execute), replayed: false };
       const existing = await this.awaitExisting<T>(key, hash, deadline);
@@ -192,9 +201,17 @@ export class IdempotencyStore {
     try {
       await this.settleScript([key], [outcome.claim, outcome.next, outcome.ttl]);
     } catch {
-      this.unsettled.set(key, { ...outcome, until: Date.now() + this.pendingTtlSeconds * 1000 });
-      this.scheduleRetry();
+      this.keepUnsettled(key, outcome);
     }
+  }
+
+  private keepUnsettled(key: string, outcome: { claim: string; next: string; ttl: number }): void {
+    this.unsettled.set(outcome.claim, {
+      key,
+      ...outcome,
+      until: Date.now() + this.pendingTtlSeconds * 1000,
+    });
+    this.scheduleRetry();
   }
 
   private scheduleRetry(): void {
@@ -212,14 +229,14 @@ export class IdempotencyStore {
   private async retryUnsettled(): Promise<void> {
     const now = Date.now();
     await Promise.all(
-      [...this.unsettled].map(async ([key, u]) => {
+      [...this.unsettled.values()].map(async (u) => {
         if (now > u.until) {
-          this.unsettled.delete(key);
+          this.unsettled.delete(u.claim);
           return;
         }
         try {
-          await this.settleScript([key], [u.claim, u.next, u.ttl]);
-          if (this.unsettled.get(key) === u) this.unsettled.delete(key);
+          await this.settleScript([u.key], [u.claim, u.next, u.ttl]);
+          this.unsettled.delete(u.claim);
         } catch {
           // Redis still refuses: tried again at the next round.
         }
