@@ -6,7 +6,7 @@
  * reconciler to rescue it (RECONCILER=0, as in the benches), and records nothing twice.
  */
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { ScheduleFirer, type BatonQueues } from '@baton/runtime/internal';
+import { RunIndex, ScheduleFirer, type BatonQueues } from '@baton/runtime/internal';
 import type {
   Checkpoint,
   CreateRunResponse,
@@ -14,6 +14,7 @@ import type {
   ScheduleDetail,
   SchedulePage,
 } from '@baton/protocol';
+import { idempotentRunIds } from '@baton/api';
 import { startChildStack, finalAnswer, type ChildStack } from '@baton/testing/child-stack';
 import { stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
@@ -106,18 +107,18 @@ describe('a decision resent after its commit applied and its scheduling failed',
   });
 });
 
-describe('a run create that failed after the run was created', () => {
-  /** The tenant's runs whose input is `content` (each test uses its own). */
-  async function runsWithInput(content: string): Promise<Checkpoint[]> {
-    const page = await s.rt.store.listRuns({ tenantId: TENANT, cursor: null, limit: 1000 });
-    const out: Checkpoint[] = [];
-    for (const run of page.runs) {
-      const cp = await s.load(run.runId);
-      if (cp?.messages.some((m) => m.role === 'user' && m.content === content)) out.push(cp);
-    }
-    return out;
+/** The tenant's runs whose input is `content` (each test uses its own). */
+async function runsWithInput(content: string): Promise<Checkpoint[]> {
+  const page = await s.rt.store.listRuns({ tenantId: TENANT, cursor: null, limit: 1000 });
+  const out: Checkpoint[] = [];
+  for (const run of page.runs) {
+    const cp = await s.load(run.runId);
+    if (cp?.messages.some((m) => m.role === 'user' && m.content === content)) out.push(cp);
   }
+  return out;
+}
 
+describe('a run create that failed after the run was created', () => {
   it('resent with the same Idempotency-Key answers the same run, which finishes', async () => {
     const content = `answer once ${Date.now()}`;
     const body = { agent: 'child-answer', input: { messages: [{ role: 'user', content }] } };
@@ -144,20 +145,137 @@ describe('a run create that failed after the run was created', () => {
       threadId,
       input: { messages: [{ role: 'user' as const, content }] },
     };
-    await expect(withEnqueueFailingOnce(() => service.createRun(TENANT, request))).rejects.toThrow(
-      'Command timed out',
-    );
-    const [created] = await runsWithInput(content);
-    const runId = created!.identity.runId;
-    expect((await s.rt.threads.load(TENANT, threadId)).activeRunId).toBe(runId);
-    await expect(
-      service.createRun(TENANT, {
-        ...request,
-        input: { messages: [{ role: 'user', content: 'next' }] },
-      }),
-    ).rejects.toMatchObject({ code: 'thread_busy' });
-    await service.cancel(TENANT, runId);
+    // The start keeps failing (Redis refuses) while the thread is checked: the run holds it.
+    const spy = vi
+      .spyOn(apiQueues(), 'enqueueStep')
+      .mockRejectedValue(new Error('Command timed out'));
+    let runId: string;
+    try {
+      await expect(service.createRun(TENANT, request)).rejects.toThrow('Command timed out');
+      const [created] = await runsWithInput(content);
+      runId = created!.identity.runId;
+      expect((await s.rt.threads.load(TENANT, threadId)).activeRunId).toBe(runId);
+      await expect(
+        service.createRun(TENANT, {
+          ...request,
+          input: { messages: [{ role: 'user', content: 'next' }] },
+        }),
+      ).rejects.toMatchObject({ code: 'thread_busy' });
+    } finally {
+      spy.mockRestore();
+    }
+    // Once Redis answers, the run whose start was lost is started with no resend and no
+    // reconciler (RECONCILER=0): in the background by the API that failed to start it.
+    expect((await s.waitDone(runId)).status).toBe('done');
   });
+
+  it('with a key, whose start was lost, starts with no resend once Redis answers', async () => {
+    const content = `start me ${Date.now()}`;
+    const body = { agent: 'child-answer', input: { messages: [{ role: 'user', content }] } };
+    const key = `unsent-${s.prefix}`;
+    const first = await withEnqueueFailingOnce(() =>
+      s.client.post('/v1/runs', body, { 'idempotency-key': key }),
+    );
+    expect(first.status).toBeGreaterThanOrEqual(500);
+    const { runId } = idempotentRunIds(TENANT, key, body);
+    expect((await s.waitDone(runId)).status).toBe('done');
+    expect((await runsWithInput(content)).map((cp) => cp.identity.runId)).toEqual([runId]);
+  });
+});
+
+/**
+ * Fails one call of `obj[method]` whose arguments `match`, as a Redis command does that times
+ * out: 'unsent' (it never reached Redis) or 'lost' (it applied and its reply was lost).
+ */
+function failOnce(
+  obj: object,
+  method: string,
+  match: (args: unknown[]) => boolean,
+  mode: 'unsent' | 'lost',
+): { restore: () => void; fired: () => boolean } {
+  const target = obj as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  const original = target[method]!.bind(obj);
+  let fired = false;
+  const spy = vi.spyOn(target, method).mockImplementation(async (...args: unknown[]) => {
+    if (fired || !match(args)) return original(...args);
+    fired = true;
+    if (mode === 'lost') await original(...args);
+    throw new Error('Command timed out');
+  });
+  return { restore: () => spy.mockRestore(), fired: () => fired };
+}
+
+describe('a keyed run create that failed at any one of its writes, resent', () => {
+  const runtime = () => s.api.api.context.runtime;
+  /** Each write of the create path, in order, and how its failure is injected. */
+  const faults: [string, (runId: string) => ReturnType<typeof failOnce>][] = [
+    [
+      "the run's entry in the active index (before the run)",
+      () => failOnce(runtime().redis, 'zadd', (a) => a[0] === runtime().keys.activeRuns, 'unsent'),
+    ],
+    [
+      'the thread acquire (applied, reply lost)',
+      () => failOnce(runtime().threads, 'acquire', () => true, 'lost'),
+    ],
+    ['the run write (never sent)', () => failOnce(runtime().store, 'create', () => true, 'unsent')],
+    [
+      'the run write (applied, reply lost)',
+      () => failOnce(runtime().store, 'create', () => true, 'lost'),
+    ],
+    [
+      "the run's fairness fields (after the run)",
+      (runId) =>
+        failOnce(runtime().redis, 'hset', (a) => a[0] === runtime().keys.run(runId).cp, 'unsent'),
+    ],
+    [
+      "the tenant's run index (after the run)",
+      () =>
+        failOnce(
+          runtime().redis,
+          'zadd',
+          (a) => a[0] === runtime().keys.tenantRuns(TENANT),
+          'unsent',
+        ),
+    ],
+    ["the run's start", () => failOnce(apiQueues(), 'enqueueStep', () => true, 'unsent')],
+  ];
+
+  it.each(faults)(
+    'after %s: the resend answers the run, listed, started, run once',
+    async (what, inject) => {
+      const content = `heal ${what} ${Date.now()}`;
+      const body = {
+        agent: 'child-answer',
+        input: { messages: [{ role: 'user', content }] },
+        options: { fairnessKey: 'user-1' },
+      };
+      const key = `fault-${s.prefix}-${faults.findIndex(([w]) => w === what)}`;
+      const headers = { 'idempotency-key': key };
+      const { runId } = idempotentRunIds(TENANT, key, body);
+      const fault = inject(runId);
+      let first;
+      try {
+        first = await s.client.post('/v1/runs', body, headers);
+      } finally {
+        fault.restore();
+      }
+      expect(fault.fired()).toBe(true);
+      expect(first.status).toBeGreaterThanOrEqual(500);
+      const again = await s.client.post<CreateRunResponse>('/v1/runs', body, headers);
+      expect(again.status).toBe(202);
+      expect(again.body.runId).toBe(runId);
+      expect((await s.waitDone(runId)).status).toBe('done');
+      // Listed (GET /v1/runs reads the tenant's index), with its fairness key, and one run only.
+      const listed = await s.client.get<{ runs: { runId: string; fairnessKey?: string }[] }>(
+        '/v1/runs?fairnessKey=user-1&limit=100',
+      );
+      expect(listed.body.runs.filter((r) => r.runId === runId)).toHaveLength(1);
+      expect((await runsWithInput(content)).map((cp) => cp.identity.runId)).toEqual([runId]);
+      expect(await s.rt.redis.hget(s.rt.keys.run(runId).cp, 'fkey')).toBe('user-1');
+      const finished = (await s.events(runId)).filter((e) => e.type === 'run.finished');
+      expect(finished).toHaveLength(1);
+    },
+  );
 });
 
 describe('a schedule firing delivered again after its run was created and its start failed', () => {
@@ -183,6 +301,32 @@ describe('a schedule firing delivered again after its run was created and its st
       `/v1/schedules/${scheduleId}/runs`,
     );
     expect(runs.body.runs.map((r) => r.runId)).toEqual([runId]);
+    await s.client.request('DELETE', `/v1/schedules/${scheduleId}`);
+  });
+});
+
+describe('a schedule firing delivered again after its create failed before the run existed', () => {
+  it('creates the run (the first delivery left nothing that blocks it): it finishes', async () => {
+    const created = await s.client.post<ScheduleDetail>('/v1/schedules', {
+      agent: 'child-answer',
+      cron: '0 0 1 1 *',
+      input: { messages: [{ role: 'user', content: 'once a year, again' }] },
+    });
+    expect(created.status).toBe(201);
+    const { scheduleId } = created.body;
+    const { runtime, schedules } = s.api.api.context;
+    const firer = new ScheduleFirer(runtime, schedules);
+    const at = Math.floor(Date.now() / 1000) * 1000;
+    const fault = failOnce(runtime.store, 'create', () => true, 'unsent');
+    try {
+      await expect(firer.fire(TENANT, scheduleId, at)).rejects.toThrow('Command timed out');
+    } finally {
+      fault.restore();
+    }
+    const again = await firer.fire(TENANT, scheduleId, at);
+    expect(again).toMatchObject({ kind: 'fired', firing: { outcome: 'created' } });
+    const runId = `${scheduleId}.${at}`;
+    expect((await s.waitDone(runId)).status).toBe('done');
     await s.client.request('DELETE', `/v1/schedules/${scheduleId}`);
   });
 });
@@ -213,5 +357,71 @@ describe('a schedule create that failed after the schedule was created', () => {
     expect(named.map((x) => x.scheduleId)).toEqual([again.body.scheduleId]);
     expect(again.body.nextFireAt).toEqual(expect.any(Number));
     await s.client.request('DELETE', `/v1/schedules/${again.body.scheduleId}`);
+  });
+});
+
+describe('a delete that failed part way, resent', () => {
+  const runtime = () => s.api.api.context.runtime;
+
+  /** A finished run of `threadId` (created through the service, as the API does). */
+  async function finishedOn(threadId: string, content: string): Promise<string> {
+    const { runId } = await s.api.api.context.service.createRun(TENANT, {
+      agent: 'child-answer',
+      threadId,
+      input: { messages: [{ role: 'user', content }] },
+    });
+    await s.waitDone(runId);
+    // Its thread released (the worker does it right after the final commit).
+    await expect
+      .poll(async () => (await s.rt.threads.load(TENANT, threadId)).activeRunId, {
+        timeout: 10_000,
+      })
+      .toBeNull();
+    return runId;
+  }
+
+  async function listedOn(threadId: string): Promise<string[]> {
+    const page = await s.client.get<{ runs: { runId: string }[] }>(
+      `/v1/runs?thread=${threadId}&limit=100`,
+    );
+    return page.body.runs.map((r) => r.runId);
+  }
+
+  it('DELETE /v1/threads/:id failing at its second run: the resend deletes what is left', async () => {
+    const threadId = `thread-${s.prefix}-deleted`;
+    const first = await finishedOn(threadId, 'first turn');
+    const second = await finishedOn(threadId, 'second turn');
+    let calls = 0;
+    const fault = failOnce(runtime().store, 'deleteRun', () => (calls += 1) === 2, 'unsent');
+    let cut;
+    try {
+      cut = await s.client.request('DELETE', `/v1/threads/${threadId}`);
+    } finally {
+      fault.restore();
+    }
+    expect(fault.fired()).toBe(true);
+    expect(cut.status).toBeGreaterThanOrEqual(500);
+    const again = await s.client.request('DELETE', `/v1/threads/${threadId}`);
+    expect(again.status).toBe(200);
+    expect(await listedOn(threadId)).toEqual([]);
+    expect(await s.load(first)).toBeNull();
+    expect(await s.load(second)).toBeNull();
+  });
+
+  it('DELETE /v1/runs/:id failing after its thread let it go: the resend deletes the run (204)', async () => {
+    const threadId = `thread-${s.prefix}-run-deleted`;
+    const runId = await finishedOn(threadId, 'only turn');
+    // Its entry in the expiring-runs index, the last step before its keys go.
+    const fault = failOnce(RunIndex.prototype, 'forgetExpiring', () => true, 'unsent');
+    let cut;
+    try {
+      cut = await s.client.request('DELETE', `/v1/runs/${runId}`);
+    } finally {
+      fault.restore();
+    }
+    expect(cut.status).toBeGreaterThanOrEqual(500);
+    expect((await s.client.request('DELETE', `/v1/runs/${runId}`)).status).toBe(204);
+    expect(await s.load(runId)).toBeNull();
+    expect(await listedOn(threadId)).toEqual([]);
   });
 });

@@ -132,6 +132,11 @@ export interface RunArchive {
   putRuns(runs: readonly ArchivedRun[]): Promise<void>;
   /** Which of these runs the archive holds (whatever their tenant). */
   holds(runIds: readonly string[]): Promise<Set<string>>;
+  /**
+   * Which of these runs were deleted (deleteRun, deleteThread left a tombstone). Optional for
+   * archives written before it: without it a resent create cannot tell a deleted run.
+   */
+  deleted?(runIds: readonly string[]): Promise<Set<string>>;
   loadRun(tenantId: string, runId: string): Promise<StoredCheckpoint | null>;
   /** Seq of the run's last event; null when the archive has no such run of this tenant. */
   lastSeq(tenantId: string, runId: string): Promise<number | null>;

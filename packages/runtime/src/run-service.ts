@@ -38,6 +38,7 @@ import {
   type SubmittedDecisions,
 } from './decision-routing.ts';
 import { RunNotFoundError } from './errors/run-not-found-error.ts';
+import { RunAlreadyReleasedError } from './errors/run-already-released-error.ts';
 import type { RunAdmission } from './fairness/run-admission.ts';
 import { ThreadNotFoundError } from './errors/thread-not-found-error.ts';
 
@@ -105,6 +106,23 @@ function threadBusy(threadId: string, runId: string): BatonError {
   );
 }
 
+/** healLater: its first try, the longest wait between tries, and how long it keeps trying. */
+const HEAL_FIRST_DELAY_MS = 100;
+const HEAL_MAX_DELAY_MS = 2_000;
+const HEAL_FOR_MS = 120_000;
+
+/**
+ * A create resent under an id whose run ran once and is no longer there to answer (deleted, or
+ * let go with no archive to read it from): refused rather than run a second time.
+ */
+function spentKey(runId: string, what = 'has ended and is no longer kept'): BatonError {
+  return new BatonError(
+    'idempotency_conflict',
+    `this request already created run ${runId}, which ${what}; send it with a new Idempotency-Key to run it again`,
+    { runId },
+  );
+}
+
 /** What a thread that nobody has written yet loads as. */
 const EMPTY_THREAD: Pick<ThreadSnapshot, 'messages' | 'state' | 'runIds'> & {
   readonly reference?: undefined;
@@ -143,7 +161,9 @@ export class RunService {
     const { deps } = this;
     const answerExisting = opts.onExisting === 'answer';
     if (answerExisting && opts.runId !== undefined) {
-      const existing = await this.resumeCreated(tenantId, opts.runId, request);
+      const existing =
+        (await this.resumeCreated(tenantId, opts.runId, request)) ??
+        (await this.answerArchived(tenantId, opts.runId, request));
       if (existing) return existing;
     }
     const descriptor = await this.catalog.advert(request.agent);
@@ -171,7 +191,14 @@ export class RunService {
     // run never came to be, which the reconciler drops.
     const indexing = request.threadId === undefined ? index.add('active', runId, createdAt) : null;
     void indexing?.catch(() => undefined);
-    const acquired = await deps.threads.acquire(tenantId, threadId, runId, strategy, createdAt);
+    const acquired = await deps.threads
+      .acquire(tenantId, threadId, runId, strategy, createdAt)
+      .catch((error: unknown) => {
+        // The thread remembers the run's release: it existed, ended and is kept no more (Redis
+        // let it go, no archive has it). Run again it would execute twice under one id.
+        if (answerExisting && error instanceof RunAlreadyReleasedError) throw spentKey(runId);
+        throw error;
+      });
     if (acquired.kind === 'busy')
       throw new BatonError(
         'thread_busy',
@@ -262,21 +289,23 @@ export class RunService {
         const existing = await this.resumeCreated(tenantId, runId, request);
         if (existing) return existing;
       }
-      // Only a run known never to have come to be gives its thread and webhooks back. One that
-      // was created (its start, or a reply, failed after) keeps them: releasing the thread would
-      // let a later run of the thread run beside it. It is driven all the same: it is in the
-      // active index (added before the create), where the reconciler finds a run with work and no
-      // job and schedules it; and a resend under the same derived runId starts it at once
-      // (resumeCreated). A failed read (null) leaves both: a thread held by a run that never came
-      // to be is released by the next create on it (settleActiveRun).
+      // Only a run known never to have come to be gives its thread and webhooks back, abandoned
+      // rather than released: nothing remembers it, so a resend of the request (the same derived
+      // runId) acquires the thread again and creates it. One that was created (its start, or a
+      // write or reply after its own, failed) keeps them: releasing the thread would let a later
+      // run of the thread run beside it. It is completed in the background as soon as Redis
+      // answers (healLater), by a resend under the same derived runId (resumeCreated), and else
+      // by the reconciler (it is in the active index, added before the create). A failed read
+      // (null) may be either: healed if it exists; a thread held by a run that never came to be
+      // is given back by the next create on it (settleActiveRun).
       const exists = await deps.store.meta(runId).then(
         (meta) => meta !== null,
         () => null,
       );
       if (exists === false) {
-        await deps.threads.release(tenantId, threadId, runId, [], null).catch(() => undefined);
+        await this.abandon(tenantId, threadId, runId).catch(() => undefined);
         await deps.webhooks?.forget(runId).catch(() => undefined);
-      }
+      } else this.healLater(tenantId, runId, request);
       throw error;
     }
   }
@@ -298,6 +327,9 @@ export class RunService {
     if (!stored) return null;
     const { checkpoint: cp } = stored;
     const { threadId, turnId } = cp.identity;
+    // What the create writes after the run's own (its listing, its fairness fields): the first
+    // attempt may have failed before any of it. Its thread index was written by its acquire.
+    await deps.store.completeCreate(cp, true);
     const webhook = await deps.webhooks?.createdWebhook(runId, request.webhook);
     const answer = { runId, threadId, turnId, status: cp.status, ...(webhook ? { webhook } : {}) };
     if (cp.status === 'done') return answer;
@@ -318,6 +350,70 @@ export class RunService {
       meta?.activity === 'active' ? await this.start(cp.identity, 'start', meta.version) : null;
     await deps.durability.acknowledge();
     return { ...answer, ...(queued ? { queued } : {}) };
+  }
+
+  /**
+   * A create sent again whose run Redis no longer has: the archived run as it stands (done), a
+   * 409 for one that was deleted, null when the archive knows nothing of it (or there is none).
+   * Never created again: it ran once under this id already.
+   */
+  private async answerArchived(
+    tenantId: string,
+    runId: string,
+    request: CreateRunRequest,
+  ): Promise<CreatedRun | null> {
+    // Asked of every keyed create (a first attempt looks the same as a resend after its key
+    // expired). An archive that cannot answer does not block creates: the run is created as
+    // without an archive (a resend after its key expired, in a PostgreSQL outage, may run again).
+    const gone = this.archived ? await this.archived.gone(tenantId, runId).catch(() => null) : null;
+    if (gone === null) return null;
+    if (gone === 'deleted') throw spentKey(runId, 'was deleted');
+    const { threadId, turnId } = gone.checkpoint.identity;
+    const webhook = await this.deps.webhooks?.createdWebhook(runId, request.webhook);
+    return {
+      runId,
+      threadId,
+      turnId,
+      status: gone.checkpoint.status,
+      ...(webhook ? { webhook } : {}),
+    };
+  }
+
+  /**
+   * Gives the thread back from a run that never came to be (RedisThreadStore.abandon), and
+   * starts the run promoted in its place, as a release would.
+   */
+  private async abandon(tenantId: string, threadId: string, runId: string): Promise<void> {
+    const promoted = await this.deps.threads.abandon(tenantId, threadId, runId);
+    if (promoted === null) return;
+    const next = await this.deps.store.load(promoted);
+    if (!next) return;
+    await new RunIndex(this.deps.redis, this.deps.keys).move(
+      'active',
+      promoted,
+      this.deps.clock.now(),
+    );
+    await this.start(next.checkpoint.identity, 'start', next.version);
+  }
+
+  /**
+   * A create that failed after its run may have been written: what it owed the run (its
+   * listing, its start) is done in the background as soon as Redis answers again, so the run
+   * moves within moments of an outage's end even when its client never resends (it would wait
+   * for the reconciler: twice the lease TTL and more). Tried with a growing delay for
+   * HEAL_FOR_MS; a resend or the reconciler does it after that. A spare start is harmless (see
+   * resumeCreated).
+   */
+  private healLater(tenantId: string, runId: string, request: CreateRunRequest): void {
+    const until = Date.now() + HEAL_FOR_MS;
+    const attempt = (delayMs: number): void => {
+      setTimeout(() => {
+        this.resumeCreated(tenantId, runId, request).catch(() => {
+          if (Date.now() < until) attempt(Math.min(delayMs * 2, HEAL_MAX_DELAY_MS));
+        });
+      }, delayMs).unref();
+    };
+    attempt(HEAL_FIRST_DELAY_MS);
   }
 
   /** The run's next job, or its place in its key's backlog when it has no slot (admission). */
@@ -351,7 +447,9 @@ export class RunService {
     if (meta && meta.status !== 'done') return;
     const loaded = meta ? await deps.store.load(active) : null;
     if (loaded) await deps.committer.finished(loaded.checkpoint);
-    else await deps.threads.release(tenantId, threadId, active, [], null);
+    // A holder that never came to be (its create failed): abandoned, not released, so that a
+    // resend of its request can still create it.
+    else await this.abandon(tenantId, threadId, active);
   }
 
   async load(tenantId: string, runId: string): Promise<Loaded> {
@@ -525,8 +623,9 @@ export class RunService {
   }
 
   /**
-   * The thread first, then the run: a crash in between leaves the run (a retried DELETE finishes
-   * the job), never a run that is gone while its messages stay in the thread.
+   * The thread first, then what else holds the run, the run's own keys last: an error anywhere
+   * leaves the run, so a retried DELETE finds it and finishes the job (each step is idempotent);
+   * never a run that is gone while its messages, its webhooks or its index entries stay.
    */
   private async purgeRun(cp: Checkpoint): Promise<void> {
     const { tenantId, threadId, runId } = cp.identity;
@@ -538,48 +637,53 @@ export class RunService {
       throw new BatonError('conflict', `run ${runId} still holds its thread; retry the delete`, {
         runId,
       });
-    const outcome = await this.deps.store.deleteRun(runId, tenantId);
-    if (outcome === 'not_found') return;
+    await this.forgetFinished(cp);
+    await this.deps.store.deleteRun(runId, tenantId);
+  }
+
+  /** What holds a finished run besides its keys and its thread (idempotent). */
+  private async forgetFinished(cp: Checkpoint): Promise<void> {
     await new RunIndex(this.deps.redis, this.deps.keys).forgetExpiring(expiringMember(cp));
-    await this.deps.webhooks?.forget(runId);
+    await this.deps.webhooks?.forget(cp.identity.runId);
   }
 
   /**
    * Deletes a thread and its (finished) runs. Refused with 409 thread_busy while a run is active
-   * or queued on it.
+   * or queued on it. The runs go first, the thread last: an error in between leaves the thread
+   * with the runs not deleted yet, and a retried DELETE deletes them (a thread deleted first left
+   * them listed for good: the retry found no thread).
    */
   async deleteThread(tenantId: string, threadId: string): Promise<{ runs: number }> {
+    const hot = await this.deps.threads.load(tenantId, threadId);
+    const busy = hot.activeRunId ?? hot.queued[0];
+    if (busy !== undefined) throw threadBusy(threadId, busy);
     let archivedRuns: string[] = [];
     if (this.archived) {
-      // The archive first (as deleteRun), once the thread is known not to be busy.
-      const hot = await this.deps.threads.load(tenantId, threadId);
-      const busy = hot.activeRunId ?? hot.queued[0];
-      if (busy !== undefined) throw threadBusy(threadId, busy);
+      // The archive first (as deleteRun); its tombstones also stop an archiver holding them.
       await this.archived.forgetRuns(tenantId, hot.runIds);
       archivedRuns = await this.archived.deleteThread(tenantId, threadId);
     }
+    for (const runId of hot.runIds) await this.deleteThreadRun(tenantId, threadId, runId);
     const outcome = await this.deps.threads.delete(tenantId, threadId);
-    if (outcome.kind === 'missing') {
-      if (archivedRuns.length > 0) {
-        await this.deps.durability.acknowledge();
-        return { runs: archivedRuns.length };
-      }
-      throw new ThreadNotFoundError(threadId);
-    }
     if (outcome.kind === 'busy') throw threadBusy(threadId, outcome.runId);
-    // Runs the archiver may hold in memory: tombstoned before their Redis keys go.
-    await this.archived?.forgetRuns(tenantId, outcome.runIds);
-    for (const runId of outcome.runIds) {
-      const loaded = await this.deps.store.loadForTenant(runId, tenantId);
-      if (loaded)
-        await new RunIndex(this.deps.redis, this.deps.keys).forgetExpiring(
-          expiringMember(loaded.checkpoint),
-        );
-      await this.deps.store.deleteRun(runId, tenantId);
-      await this.deps.webhooks?.forget(runId);
-    }
+    // Runs that joined (and finished) since the thread was read.
+    const late =
+      outcome.kind === 'deleted' ? outcome.runIds.filter((id) => !hot.runIds.includes(id)) : [];
+    await this.archived?.forgetRuns(tenantId, late);
+    for (const runId of late) await this.deleteThreadRun(tenantId, threadId, runId);
+    const runs = new Set([...hot.runIds, ...late, ...archivedRuns]).size;
+    if (outcome.kind === 'missing' && runs === 0) throw new ThreadNotFoundError(threadId);
     await this.deps.durability.acknowledge();
-    return { runs: new Set([...outcome.runIds, ...archivedRuns]).size };
+    return { runs };
+  }
+
+  /** One finished run of a thread being deleted: 409 thread_busy for one that has not finished. */
+  private async deleteThreadRun(tenantId: string, threadId: string, runId: string): Promise<void> {
+    const loaded = await this.deps.store.loadForTenant(runId, tenantId);
+    if (loaded) await this.forgetFinished(loaded.checkpoint);
+    else await this.deps.webhooks?.forget(runId);
+    const outcome = await this.deps.store.deleteRun(runId, tenantId);
+    if (outcome === 'active') throw threadBusy(threadId, runId);
   }
 
   /*

@@ -254,6 +254,12 @@ export function archiveConformance(opts: ArchiveConformanceOptions): void {
       expect(await archive.loadThread(TENANT, threadId)).toBeNull();
       await archive.putRuns([keep]);
       expect(await archive.listRuns({ tenantId: TENANT, threadId, limit: 10 })).toEqual([]);
+      // Both left a tombstone (a create resent under a deleted run's id is refused, not re-run).
+      const never = `run-${globalThis.crypto.randomUUID()}`;
+      if (archive.deleted)
+        expect(await archive.deleted([runId, keep.checkpoint.identity.runId, never])).toEqual(
+          new Set([runId, keep.checkpoint.identity.runId]),
+        );
     });
   });
 }

@@ -120,6 +120,19 @@ export class ArchiveReads {
     };
   }
 
+  /**
+   * What the archive knows of a run Redis does not have: its checkpoint, 'deleted' (a
+   * tombstone), or null (never archived).
+   */
+  async gone(tenantId: string, runId: string): Promise<StoredCheckpoint | 'deleted' | null> {
+    const [archived, deleted] = await Promise.all([
+      this.deps.archive.loadRun(tenantId, runId),
+      this.deps.archive.deleted?.([runId]),
+    ]);
+    if (archived) return archived;
+    return deleted?.has(runId) === true ? 'deleted' : null;
+  }
+
   /** Tombstones the run in the archive (see RunArchive.deleteRun). */
   async deleteRun(cp: Checkpoint): Promise<void> {
     await this.deps.archive.deleteRun(cp.identity.tenantId, cp.identity.runId);

@@ -208,6 +208,15 @@ export class PgArchive implements RunArchive {
     return new Set(rows.map((r) => r.run_id));
   }
 
+  async deleted(runIds: readonly string[]): Promise<Set<string>> {
+    if (runIds.length === 0) return new Set();
+    const rows = await this.query<{ run_id: string }>(
+      'SELECT run_id FROM baton_deleted_runs WHERE run_id = ANY($1::text[])',
+      [runIds],
+    );
+    return new Set(rows.map((r) => r.run_id));
+  }
+
   async loadRun(tenantId: string, runId: string): Promise<StoredCheckpoint | null> {
     const rows = await this.query<{ checkpoint: Checkpoint; version: number }>(
       'SELECT checkpoint, version FROM baton_runs WHERE run_id = $1 AND tenant_id = $2',

@@ -201,17 +201,7 @@ export class RedisRunStore implements RunStore {
     if (reply[0] !== WRITTEN && reply[0] !== CREATE_RESENT)
       throw new VersionConflictError(id.runId, 0, reply[1]);
     if (reply[0] === WRITTEN) this.metrics.record(id.runId, at, events);
-    // Read with the meta by whoever enqueues the run's jobs without its checkpoint (fairness).
-    // Written apart from the create script: a crash in between costs the run its priority on
-    // those jobs (the default level), never the run.
-    if (id.priority !== undefined || id.fairnessKey !== undefined)
-      await this.redis.hset(k.cp, {
-        ...(id.priority === undefined ? {} : { priority: id.priority }),
-        ...(id.fairnessKey === undefined ? {} : { fkey: id.fairnessKey }),
-      });
-    // Indexes live in other slots (tenant, thread), so they are written after the run exists.
-    // ZADD is idempotent; a crash in between leaves an unlisted (but fully working) run.
-    await this.index.listCreated(checkpoint, opts.threadIndexed === true);
+    await this.completeCreate(checkpoint, opts.threadIndexed === true);
     const payload = reply[2];
     return {
       version: 1,
@@ -222,6 +212,31 @@ export class RedisRunStore implements RunStore {
             : decodeEventPayload(payload)
           : parseEvents(reply),
     };
+  }
+
+  /**
+   * The writes of a create that follow the run's own, each idempotent: done by create, and again
+   * by a resend of a create that failed after the run was written (RunService.resumeCreated), so
+   * no error in between leaves a run without them. `threadIndexed`: as for create.
+   */
+  async completeCreate(
+    checkpoint: Pick<Checkpoint, 'identity' | 'createdAt' | 'status'>,
+    threadIndexed = false,
+  ): Promise<void> {
+    const id = checkpoint.identity;
+    // Read with the meta by whoever enqueues the run's jobs without its checkpoint (fairness).
+    // Written apart from the create script: a crash in between costs the run its priority on
+    // those jobs (the default level) until a resend writes it, never the run. Not for a finished
+    // run (none of its jobs is to come).
+    if (checkpoint.status !== 'done' && (id.priority !== undefined || id.fairnessKey !== undefined))
+      await this.redis.hset(this.keys.run(id.runId).cp, {
+        ...(id.priority === undefined ? {} : { priority: id.priority }),
+        ...(id.fairnessKey === undefined ? {} : { fkey: id.fairnessKey }),
+      });
+    // Indexes live in other slots (tenant, thread), so they are written after the run exists.
+    // ZADD is idempotent; a crash in between leaves an unlisted (but fully working) run, listed
+    // by the resend of its request.
+    await this.index.listCreated(checkpoint, threadIndexed);
   }
 
   async load(runId: string): Promise<StoredCheckpoint | null> {

@@ -109,6 +109,21 @@ describe('RedisThreadStore', () => {
     expect(await threads.release(T, TH, 'q1', [], null)).toBeNull();
   });
 
+  it('abandon gives the thread back unmarked: the same run acquires it again', async () => {
+    await threads.acquire(T, TH, 'never', 'reject');
+    await threads.acquire(T, TH, 'next', 'enqueue');
+    expect(await threads.abandon(T, TH, 'never')).toBe('next');
+    expect(await threads.load(T, TH)).toMatchObject({ activeRunId: 'next', runIds: ['next'] });
+    // Its resend (the same derived id) queues behind the promoted run instead of `released`.
+    expect(await threads.acquire(T, TH, 'never', 'enqueue')).toMatchObject({ kind: 'queued' });
+    // A run that existed and was released stays released.
+    await threads.release(T, TH, 'next', [], null);
+    expect(await threads.abandon(T, TH, 'next')).toBeNull();
+    await expect(threads.acquire(T, TH, 'next', 'reject')).rejects.toBeInstanceOf(
+      RunAlreadyReleasedError,
+    );
+  });
+
   it('release is idempotent per run: appends once and returns the same promotion', async () => {
     await threads.acquire(T, TH, 'r1', 'enqueue');
     await threads.acquire(T, TH, 'r2', 'enqueue');

@@ -115,6 +115,37 @@ return {1, nextRun}
 `;
 
 /**
+ * A run that never came to be (its create failed before the run was written) gives the thread
+ * back as if it had never asked: active or queued, it leaves the thread and its run index, the
+ * next queued run is promoted, and, unlike RELEASE_LUA, nothing marks it released: a resend of
+ * the same request (the same derived run id) acquires the thread again. A run released already
+ * (it existed and ended) is left as it is.
+ * KEYS: meta, queue, runs, released, messages, state
+ * ARGV: runId, ttl
+ * Reply: {abandoned (1|0), next ('' = none)}
+ */
+const ABANDON_LUA = `
+local meta, queue, runs, released = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local runId, ttl = ARGV[1], ARGV[2]
+if redis.call('HEXISTS', released, runId) == 1 then return {0, ''} end
+local nextRun = ''
+if redis.call('HGET', meta, 'activeRunId') == runId then
+  local n = redis.call('LPOP', queue)
+  if n then
+    nextRun = n
+    redis.call('HSET', meta, 'activeRunId', n)
+  else
+    redis.call('HDEL', meta, 'activeRunId')
+  end
+else
+  redis.call('LREM', queue, 0, runId)
+end
+redis.call('ZREM', runs, runId)
+${THREAD_TTL_LUA}
+return {1, nextRun}
+`;
+
+/**
  * Deletes a thread that has no active or queued run (DELETE /v1/threads/:id).
  * KEYS: meta, queue, runs, released, messages, state
  * Reply: {'deleted', runId…} | {'busy', activeRunId} | {'missing'}
@@ -232,6 +263,7 @@ type ThreadRelease = LuaScript<
   [runId: string, setState: '1' | '0', stateJson: string, ttl: number, ...messages: string[]],
   [number, string]
 >;
+type ThreadAbandon = LuaScript<ThreadDataKeys, [runId: string, ttl: number], [number, string]>;
 type ThreadDelete = LuaScript<ThreadDataKeys, [], string[]>;
 type ThreadSeed = LuaScript<
   ThreadDataKeys,
@@ -271,6 +303,7 @@ export class RedisThreadStore {
   private readonly now: () => number;
   private readonly acquireScript: ThreadAcquire;
   private readonly releaseScript: ThreadRelease;
+  private readonly abandonScript: ThreadAbandon;
   private readonly deleteScript: ThreadDelete;
   private readonly historyScript: ThreadHistory;
   private readonly forgetRunScript: ThreadForgetRun;
@@ -284,6 +317,7 @@ export class RedisThreadStore {
     this.ttlSeconds = opts.ttlSeconds ?? 7 * 86_400;
     this.acquireScript = defineScript(this.redis, 'batonThreadAcquire2', 6, ACQUIRE_LUA);
     this.releaseScript = defineScript(this.redis, 'batonThreadRelease2', 6, RELEASE_LUA);
+    this.abandonScript = defineScript(this.redis, 'batonThreadAbandon', 6, ABANDON_LUA);
     this.deleteScript = defineScript(this.redis, 'batonThreadDelete', 6, DELETE_LUA);
     this.historyScript = defineScript(this.redis, 'batonThreadHistory3', 3, HISTORY_LUA);
     this.forgetRunScript = defineScript(this.redis, 'batonThreadForgetRun2', 6, FORGET_RUN_LUA);
@@ -364,6 +398,20 @@ export class RedisThreadStore {
       threadState === null ? '' : JSON.stringify(threadState),
       this.ttlSeconds,
       ...appendMessages.map((m) => JSON.stringify(m)),
+    ]);
+    return reply[1] === '' ? null : reply[1];
+  }
+
+  /**
+   * Gives the thread back from a run that never came to be (see ABANDON_LUA): the run a resend
+   * of the same request creates under the same id acquires it again. Answers the run promoted in
+   * its place (null = none). Only for a run known not to exist: a run that exists and abandons
+   * its thread would run beside the next one.
+   */
+  async abandon(tenantId: string, threadId: string, runId: string): Promise<string | null> {
+    const reply = await this.abandonScript(this.scriptKeys(tenantId, threadId), [
+      runId,
+      this.ttlSeconds,
     ]);
     return reply[1] === '' ? null : reply[1];
   }

@@ -60,7 +60,10 @@ export class RunIndex {
   }
 
   /** A created run in its tenant's index and, unless `threadIndexed`, its thread's. */
-  async listCreated(cp: Checkpoint, threadIndexed: boolean): Promise<void> {
+  async listCreated(
+    cp: Pick<Checkpoint, 'identity' | 'createdAt'>,
+    threadIndexed: boolean,
+  ): Promise<void> {
     const id = cp.identity;
     await Promise.all([
       this.redis.zadd(this.keys.tenantRuns(id.tenantId), cp.createdAt, id.runId),
