@@ -10,21 +10,32 @@ import { defineScript, type LuaScript, type RedisClient } from '../redis/scripts
  * Layout: `where` HASH runId -> "a\t<key>" (admitted: holds a slot) | "p\t<key>" (parked in
  * the key's backlog); `busy` HASH key -> runs in progress, "*" -> the tenant's; `queue` ZSET the
  * key's backlog, score = priority × 1e13 + arrival ms; `keys` SET keys with a backlog;
- * `dispatched` HASH key -> runs admitted since ever (the dispatch share).
+ * `dispatched` HASH "*" -> the tenant's runs admitted since ever, key -> the same for a tracked
+ * key only (FairnessPolicy.tracked: keys the operator named, never one a tenant invents).
+ * Nothing else is kept per key once it is idle: `busy` fields, backlogs and `keys` members go
+ * with the key's last run.
+ *
+ * Contract across releases: the layout is shared; each release calls its own scripts (their names
+ * carry their source's hash, command-name.ts), so an old and a new process running side by side
+ * each run the version they know on the same data. What the previous release's scripts do that
+ * these do not (a `dispatched` field for every key, no tenant window by default) only makes the
+ * old process admit beyond the tenant window, and leave `dispatched` fields that the new sweep
+ * deletes; `busy`, `where`, the backlogs and `keys` mean the same to both.
  */
 
 /**
  * Admits a run if nothing of its key is ahead of it and both limits allow, else parks it (once;
  * a parked run asking again keeps its place).
  * KEYS: where, busy, queue, keys, dispatched
- * ARGV: runId, key, score, keyLimit (-1: none), tenantLimit (-1: none)
+ * ARGV: runId, key, score, keyLimit (-1: none), tenantLimit (-1: none), tracked (1: count the
+ *   key's dispatches on its own)
  * Reply: {1} admitted (now or before) | {0, reason, position, backlog, inProgress}
  *   reason: 1 key limit, 2 tenant limit, 3 behind the key's backlog
  */
 const ADMIT_LUA = `
 local where, busy, queue, keys, disp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local runId, key, score = ARGV[1], ARGV[2], ARGV[3]
-local keyLimit, tenantLimit = tonumber(ARGV[4]), tonumber(ARGV[5])
+local keyLimit, tenantLimit, tracked = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
 local st = redis.call('HGET', where, runId)
 if st and string.sub(st, 1, 2) == 'a\t' then return {1} end
 local inKey = tonumber(redis.call('HGET', busy, key) or '0')
@@ -38,7 +49,8 @@ if ahead == 0 and not keyFull and not tenantFull then
   redis.call('HSET', where, runId, 'a\t' .. key)
   redis.call('HINCRBY', busy, key, 1)
   redis.call('HINCRBY', busy, '*', 1)
-  redis.call('HINCRBY', disp, key, 1)
+  redis.call('HINCRBY', disp, '*', 1)
+  if tracked then redis.call('HINCRBY', disp, key, 1) end
   if st then
     redis.call('ZREM', queue, runId)
     if redis.call('ZCARD', queue) == 0 then redis.call('SREM', keys, key) end
@@ -82,26 +94,31 @@ return 2
 /**
  * Admits the head runs of a key's backlog while its window and the tenant's limit allow.
  * KEYS: where, busy, queue, keys, dispatched
- * ARGV: key, keyLimit (-1: none), tenantLimit (-1: none), max
- * Reply: the admitted run ids, in order
+ * ARGV: key, keyLimit (-1: none), tenantLimit (-1: none), max, tracked (as ADMIT's)
+ * Reply: {tenantFull (1: the tenant's limit is reached, no other key can be admitted from),
+ *   the admitted run ids, in order...}
  */
 const FILL_LUA = `
 local where, busy, queue, keys, disp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local key, keyLimit, tenantLimit, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local out = {}
-while #out < max do
+local tracked = ARGV[5] == '1'
+local out = {0}
+while #out <= max do
   local inKey = tonumber(redis.call('HGET', busy, key) or '0')
   local total = tonumber(redis.call('HGET', busy, '*') or '0')
-  if (keyLimit >= 0 and inKey >= keyLimit) or (tenantLimit >= 0 and total >= tenantLimit) then
+  if tenantLimit >= 0 and total >= tenantLimit then
+    out[1] = 1
     break
   end
+  if keyLimit >= 0 and inKey >= keyLimit then break end
   local head = redis.call('ZRANGE', queue, 0, 0)[1]
   if not head then break end
   redis.call('ZREM', queue, head)
   redis.call('HSET', where, head, 'a\t' .. key)
   redis.call('HINCRBY', busy, key, 1)
   redis.call('HINCRBY', busy, '*', 1)
-  redis.call('HINCRBY', disp, key, 1)
+  redis.call('HINCRBY', disp, '*', 1)
+  if tracked then redis.call('HINCRBY', disp, key, 1) end
   out[#out + 1] = head
 end
 if redis.call('ZCARD', queue) == 0 then redis.call('SREM', keys, key) end
@@ -113,7 +130,7 @@ export type AdmitReply = [1] | [0, 1 | 2 | 3, number, number, number];
 export interface AdmissionScripts {
   readonly admit: LuaScript<
     readonly [string, string, string, string, string],
-    readonly [string, string, number, number, number],
+    readonly [string, string, number, number, number, 0 | 1],
     AdmitReply
   >;
   readonly release: LuaScript<
@@ -123,8 +140,8 @@ export interface AdmissionScripts {
   >;
   readonly fill: LuaScript<
     readonly [string, string, string, string, string],
-    readonly [string, number, number, number],
-    string[]
+    readonly [string, number, number, number, 0 | 1],
+    [0 | 1, ...string[]]
   >;
 }
 
