@@ -182,36 +182,42 @@ describe('fairness', () => {
     expect(await redis.hkeys(`${keys.prefix}:{fair:tenant-m}:dispatched`)).toEqual(['*']);
   }, 120_000);
 
-  it('two flooding keys with weights 2:1 get dispatch shares of 2:1 (±10 %)', async () => {
-    const fairness = {
-      window: 3,
-      tenantWindow: 9,
-      tenants: { '*': { weights: { heavy: 2, light: 1 } } },
-    };
-    h = await startHarness(inject('redisUrl'), [napper], {
-      overrides: { BATON_FAIRNESS: JSON.stringify(fairness) },
-    });
-    const harness = h;
-    const heavy = flood(harness, 'tenant-w', 150, ask('napper', 'x', { fairnessKey: 'heavy' }));
-    const light = flood(harness, 'tenant-w', 150, ask('napper', 'x', { fairnessKey: 'light' }));
-    const [heavyIds, lightIds] = await Promise.all([heavy, light]);
-    // While both keys have a backlog: until one third of the heavy key's runs are done.
-    const doneOf = async (ids: string[]): Promise<number> => {
-      let n = 0;
-      for (const id of ids) if ((await harness.client.store.meta(id))?.status === 'done') n += 1;
-      return n;
-    };
-    await waitFor(async () => (await doneOf(heavyIds)) >= 100, 60_000, '100 heavy runs done');
-    const stats = await harness.client.admission.stats();
-    const of = (key: string) => stats.find((s) => s.key === key)!;
-    expect(of('heavy').limit).toBe(6);
-    expect(of('light').limit).toBe(3);
-    const ratio = of('heavy').dispatched / of('light').dispatched;
-    expect(ratio).toBeGreaterThanOrEqual(1.8);
-    expect(ratio).toBeLessThanOrEqual(2.2);
-    expect(of('light').backlog).toBeGreaterThan(0);
-    expect(await doneOf(lightIds)).toBeLessThan(100);
-  }, 90_000);
+  for (const variant of [
+    { binds: 'their windows', window: 3, tenantWindow: 9 },
+    { binds: "their tenant's window (the default, = window)", window: 6 },
+  ])
+    it(`two flooding keys with weights 2:1 get dispatch shares of 2:1 (±10 %) when ${variant.binds} bind`, async () => {
+      const { window } = variant;
+      const fairness = {
+        window,
+        ...(variant.tenantWindow === undefined ? {} : { tenantWindow: variant.tenantWindow }),
+        tenants: { '*': { weights: { heavy: 2, light: 1 } } },
+      };
+      h = await startHarness(inject('redisUrl'), [napper], {
+        overrides: { BATON_FAIRNESS: JSON.stringify(fairness) },
+      });
+      const harness = h;
+      const heavy = flood(harness, 'tenant-w', 150, ask('napper', 'x', { fairnessKey: 'heavy' }));
+      const light = flood(harness, 'tenant-w', 150, ask('napper', 'x', { fairnessKey: 'light' }));
+      const [heavyIds, lightIds] = await Promise.all([heavy, light]);
+      // While both keys have a backlog: until one third of the heavy key's runs are done.
+      const doneOf = async (ids: string[]): Promise<number> => {
+        let n = 0;
+        for (const id of ids) if ((await harness.client.store.meta(id))?.status === 'done') n += 1;
+        return n;
+      };
+      await waitFor(async () => (await doneOf(heavyIds)) >= 100, 60_000, '100 heavy runs done');
+      const stats = await harness.client.admission.stats();
+      const of = (key: string) => stats.find((s) => s.key === key)!;
+      expect(of('heavy').limit).toBe(2 * window);
+      expect(of('light').limit).toBe(window);
+      expect(of('*').limit).toBe(variant.tenantWindow ?? window);
+      const ratio = of('heavy').dispatched / of('light').dispatched;
+      expect(ratio).toBeGreaterThanOrEqual(1.8);
+      expect(ratio).toBeLessThanOrEqual(2.2);
+      expect(of('light').backlog).toBeGreaterThan(0);
+      expect(await doneOf(lightIds)).toBeLessThan(100);
+    }, 90_000);
 
   it('a priority-1 run overtakes a priority-3 backlog', async () => {
     // No admission: the backlog sits in BullMQ's queue (4 jobs run at a time, 40 wait).

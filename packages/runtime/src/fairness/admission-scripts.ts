@@ -1,5 +1,10 @@
 import { commandName } from '../run-record/command-name.ts';
-import { defineScript, type LuaScript, type RedisClient } from '../redis/scripts.ts';
+import {
+  defineScript,
+  defineVariadicScript,
+  type LuaScript,
+  type RedisClient,
+} from '../redis/scripts.ts';
 
 /**
  * The admission scripts. Every key is one tenant's (hash tag `{fair:<tenant>}`, see
@@ -92,38 +97,45 @@ return 2
 `;
 
 /**
- * Admits the head runs of a key's backlog while its window and the tenant's limit allow.
- * KEYS: where, busy, queue, keys, dispatched
- * ARGV: key, keyLimit (-1: none), tenantLimit (-1: none), max, tracked (as ADMIT's)
- * Reply: {tenantFull (1: the tenant's limit is reached, no other key can be admitted from),
- *   the admitted run ids, in order...}
+ * Admits the head run of the candidate key furthest below its weighted share (fewest runs in
+ * progress per weight, read here, atomically: two fills racing on stale counts would both give
+ * their slot to the same key), if the tenant's limit and that key's window allow.
+ * KEYS: where, busy, keys, dispatched, then the candidates' backlogs (queue of key i = KEYS[4+i])
+ * ARGV: tenantLimit (-1: none), then per candidate: key, weight, keyLimit (-1: none), tracked
+ *   (1: count the key's dispatches on its own)
+ * Reply: {1} the tenant's limit is reached | {0} no candidate can take a run (at its window or
+ *   without a backlog) | {0, i, runId} candidate i's head was admitted
  */
 const FILL_LUA = `
-local where, busy, queue, keys, disp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local key, keyLimit, tenantLimit, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local tracked = ARGV[5] == '1'
-local out = {0}
-while #out <= max do
+local where, busy, keys, disp = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local tenantLimit = tonumber(ARGV[1])
+local total = tonumber(redis.call('HGET', busy, '*') or '0')
+if tenantLimit >= 0 and total >= tenantLimit then return {1} end
+local best, bestLoad
+for i = 1, #KEYS - 4 do
+  local a = 2 + (i - 1) * 4
+  local key, weight, keyLimit = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local inKey = tonumber(redis.call('HGET', busy, key) or '0')
-  local total = tonumber(redis.call('HGET', busy, '*') or '0')
-  if tenantLimit >= 0 and total >= tenantLimit then
-    out[1] = 1
-    break
+  if (keyLimit < 0 or inKey < keyLimit) and redis.call('ZCARD', KEYS[4 + i]) > 0 then
+    local load = inKey / weight
+    if not best or load < bestLoad then best, bestLoad = i, load end
   end
-  if keyLimit >= 0 and inKey >= keyLimit then break end
-  local head = redis.call('ZRANGE', queue, 0, 0)[1]
-  if not head then break end
-  redis.call('ZREM', queue, head)
-  redis.call('HSET', where, head, 'a\t' .. key)
-  redis.call('HINCRBY', busy, key, 1)
-  redis.call('HINCRBY', busy, '*', 1)
-  redis.call('HINCRBY', disp, '*', 1)
-  if tracked then redis.call('HINCRBY', disp, key, 1) end
-  out[#out + 1] = head
 end
+if not best then return {0} end
+local a = 2 + (best - 1) * 4
+local key, queue = ARGV[a], KEYS[4 + best]
+local head = redis.call('ZRANGE', queue, 0, 0)[1]
+redis.call('ZREM', queue, head)
+redis.call('HSET', where, head, 'a\t' .. key)
+redis.call('HINCRBY', busy, key, 1)
+redis.call('HINCRBY', busy, '*', 1)
+redis.call('HINCRBY', disp, '*', 1)
+if ARGV[a + 3] == '1' then redis.call('HINCRBY', disp, key, 1) end
 if redis.call('ZCARD', queue) == 0 then redis.call('SREM', keys, key) end
-return out
+return {0, best, head}
 `;
+
+export type FillReply = [1] | [0] | [0, number, string];
 
 export type AdmitReply = [1] | [0, 1 | 2 | 3, number, number, number];
 
@@ -138,17 +150,13 @@ export interface AdmissionScripts {
     readonly [string, string],
     number
   >;
-  readonly fill: LuaScript<
-    readonly [string, string, string, string, string],
-    readonly [string, number, number, number, 0 | 1],
-    [0 | 1, ...string[]]
-  >;
+  readonly fill: LuaScript<readonly string[], readonly (string | number)[], FillReply>;
 }
 
 export function admissionScripts(redis: RedisClient): AdmissionScripts {
   return {
     admit: defineScript(redis, commandName('batonFairAdmit', ADMIT_LUA), 5, ADMIT_LUA),
     release: defineScript(redis, commandName('batonFairRelease', RELEASE_LUA), 4, RELEASE_LUA),
-    fill: defineScript(redis, commandName('batonFairFill', FILL_LUA), 5, FILL_LUA),
+    fill: defineVariadicScript(redis, commandName('batonFairFill', FILL_LUA), FILL_LUA),
   };
 }

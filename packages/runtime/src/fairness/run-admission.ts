@@ -52,6 +52,9 @@ const REASONS: Record<1 | 2 | 3, QueuedReason> = {
  */
 const LIVENESS_TTL_MS = 2_000;
 
+/** Keys one fill script chooses among (the ones furthest below their share, as last read). */
+const FILL_CANDIDATES = 16;
+
 /** Orders a key's backlog: priority first, then arrival (ms since 1970 stay below 1e13). */
 const PRIORITY_SCALE = 1e13;
 
@@ -206,31 +209,57 @@ export class RunAdmission {
 
   /**
    * Admits what the tenant's limits allow from its keys' backlogs, and gives each admitted run
-   * its job. The keys are visited from a rotating start, so under the tenant's limit no key
-   * always comes first; once the tenant's limit is reached no other key is visited (a tenant
-   * with thousands of backlogged keys costs one script per admitted run, not one per key).
+   * its job. Keys are visited fewest runs in progress per weight first (ties from a rotating
+   * start): under the tenant's limit a freed slot goes to the key furthest below its weighted
+   * share, so weights still set the keys' shares when the tenant's limit binds before their
+   * windows do, and a key that floods does not keep its tenant's other keys waiting. Once the
+   * tenant's limit is reached no other key is visited (a tenant with thousands of backlogged keys
+   * costs one script per admitted run, not one per key).
    */
   async fill(tenantId: string): Promise<number> {
     const k = this.tenantKeys(tenantId);
     const backlogged = await this.deps.redis.smembers(k.keys);
     if (backlogged.length === 0) return 0;
+    const busy = await this.deps.redis.hmget(k.busy, ...backlogged);
     this.rotation = (this.rotation + 1) % backlogged.length;
-    const order = [...backlogged.slice(this.rotation), ...backlogged.slice(0, this.rotation)];
+    const n = backlogged.length;
+    const candidates = backlogged.map((key, i) => ({
+      key,
+      busy: Number(busy[i] ?? 0),
+      ...this.deps.policy.limits(tenantId, key),
+      turn: (i - this.rotation + n) % n,
+    }));
+    const before = (a: (typeof candidates)[number], b: (typeof candidates)[number]) =>
+      a.busy / a.weight - b.busy / b.weight || a.turn - b.turn;
     let admitted = 0;
-    for (const key of order) {
-      const { keyLimit, tenantLimit } = this.deps.policy.limits(tenantId, key);
-      const [tenantFull, ...runs] = await this.scripts.fill(
-        [k.where, k.busy, k.queue(key), k.keys, k.dispatched],
+    // One run at a time, so several free slots (concurrent releases, a sweep) are spread by
+    // weight. The script picks among the FILL_CANDIDATES keys that look furthest below their
+    // share here, by their counts at that instant (concurrent fills read stale ones here).
+    while (candidates.length > 0) {
+      candidates.sort(before);
+      const batch = candidates.slice(0, FILL_CANDIDATES);
+      const reply = await this.scripts.fill(
+        [k.where, k.busy, k.keys, k.dispatched, ...batch.map((c) => k.queue(c.key))],
         [
-          key,
-          finite(keyLimit),
-          finite(tenantLimit),
-          Number.isFinite(keyLimit) ? keyLimit : 1000,
-          this.trackedFlag(tenantId, key),
+          finite(batch[0]!.tenantLimit),
+          ...batch.flatMap((c) => [
+            c.key,
+            c.weight,
+            finite(c.keyLimit),
+            this.trackedFlag(tenantId, c.key),
+          ]),
         ],
       );
-      for (const runId of runs) if (await this.dispatch(tenantId, key, runId)) admitted += 1;
-      if (tenantFull === 1) break;
+      if (reply[0] === 1) break;
+      if (reply.length === 1) {
+        // None of these can take a run now: at their windows, or their backlogs are empty.
+        candidates.splice(0, batch.length);
+        continue;
+      }
+      const [, index, runId] = reply;
+      const chosen = batch[index - 1]!;
+      chosen.busy += 1;
+      if (await this.dispatch(tenantId, chosen.key, runId)) admitted += 1;
     }
     return admitted;
   }
