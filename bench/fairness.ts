@@ -86,7 +86,9 @@ function slowRun(ms: number, options: Record<string, unknown>) {
 const NO_ADMISSION = { BATON_FAIRNESS: 'off' };
 
 function fairnessEnv(window: number): Record<string, string> {
-  const settings = { window, tenants: { '*': { weights: { heavy: 2, light: 1 } } } };
+  // Keys named in the configuration are the ones /metrics reports on their own (A's backlog).
+  const weights = { heavy: 2, light: 1, A: 1, B: 1, C: 1 };
+  const settings = { window, tenants: { '*': { weights } } };
   return { BATON_FAIRNESS: JSON.stringify(settings) };
 }
 

@@ -1,10 +1,11 @@
 /**
  * What holds a fairness slot (docs/fairness.md), with a window of 1 so that one slot held
- * wrongly parks the key's next run for good: a tree whose child waits for a human holds none,
- * nor does a run of an agent that no live worker serves.
+ * wrongly parks the key's next run for good: a tree whose child waits for a human holds none
+ * (nor after a crash lost its release), nor does a run of an agent that no live worker serves.
  */
 import type { CreateRunResponse, RunSnapshot } from '@baton/protocol';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { fairnessKeyOf, keyPart } from '@baton/runtime/internal';
 import { startChildStack, type ChildStack } from '@baton/testing/child-stack';
 import { waitFor } from '@baton/testing/worker-harness';
 import { spawnWorker, stopAllWorkerProcesses } from '@baton/testing/worker-process';
@@ -53,6 +54,35 @@ describe('fairness slots', () => {
     // The tree still waits: nobody answered it.
     expect((await s.load(tree.body.runId))?.status).not.toBe('done');
     // Answered, it finishes without a slot of its own (its next step was queued by its child).
+    const decided = await s.client.post(`/v1/runs/${tree.body.runId}/decisions`, {
+      decisions: [{ toolCallId: call.toolCallId, action: 'resume' }],
+    });
+    expect(decided.status).toBe(202);
+    expect((await s.waitDone(tree.body.runId)).termination).toEqual({ kind: 'natural_end' });
+  }, 90_000);
+
+  it("a root slot whose release a crash lost after its child's waiting commit is given back by the sweep", async () => {
+    const tree = await create('tree-sequential', 'call approval');
+    const call = await awaitedCall(tree.body.runId);
+    // The state a worker killed between the child's waiting commit and the root's release
+    // leaves: the root still holds its key's only slot while its tree waits for a human.
+    const { identity } = (await s.load(tree.body.runId))!;
+    const key = fairnessKeyOf(identity);
+    const base = `${s.prefix}:{fair:${keyPart(identity.tenantId)}}`;
+    await s.rt.redis
+      .multi()
+      .hset(`${base}:where`, tree.body.runId, `a\t${key}`)
+      .hincrby(`${base}:busy`, key, 1)
+      .hincrby(`${base}:busy`, '*', 1)
+      .exec();
+    const next = await create('tree-sequential', 'nothing');
+    expect(next.body.queued).toMatchObject({ reason: 'fairness_key_limit', inProgress: 1 });
+    // The sweep sees the root's tree wait for a human and gives its slot to the next run.
+    expect((await s.waitDone(next.body.runId, 30_000)).termination).toEqual({
+      kind: 'natural_end',
+    });
+    expect(await s.rt.redis.hget(`${base}:where`, tree.body.runId)).toBeNull();
+    expect((await s.load(tree.body.runId))?.status).not.toBe('done');
     const decided = await s.client.post(`/v1/runs/${tree.body.runId}/decisions`, {
       decisions: [{ toolCallId: call.toolCallId, action: 'resume' }],
     });

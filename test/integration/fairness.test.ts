@@ -126,32 +126,98 @@ describe('fairness', () => {
     expect(queued!.backlog).toBeGreaterThanOrEqual(queued!.position);
   }, 60_000);
 
-  it('two flooding keys with weights 2:1 get dispatch shares of 2:1 (±10 %)', async () => {
-    const fairness = { window: 3, tenants: { '*': { weights: { heavy: 2, light: 1 } } } };
-    h = await startHarness(inject('redisUrl'), [napper], {
-      overrides: { BATON_FAIRNESS: JSON.stringify(fairness) },
-    });
+  it("a tenant minting a fairness key per run holds no more than its tenant window; another tenant's run is not held back; no state per key is left", async () => {
+    h = await startHarness(inject('redisUrl'), [assistant!], { overrides: DEFAULTS });
     const harness = h;
-    const heavy = flood(harness, 'tenant-w', 150, ask('napper', 'x', { fairnessKey: 'heavy' }));
-    const light = flood(harness, 'tenant-w', 150, ask('napper', 'x', { fairnessKey: 'light' }));
-    const [heavyIds, lightIds] = await Promise.all([heavy, light]);
-    // While both keys have a backlog: until one third of the heavy key's runs are done.
-    const doneOf = async (ids: string[]): Promise<number> => {
-      let n = 0;
-      for (const id of ids) if ((await harness.client.store.meta(id))?.status === 'done') n += 1;
-      return n;
-    };
-    await waitFor(async () => (await doneOf(heavyIds)) >= 100, 60_000, '100 heavy runs done');
-    const stats = await harness.client.admission.stats();
-    const of = (key: string) => stats.find((s) => s.key === key)!;
-    expect(of('heavy').limit).toBe(6);
-    expect(of('light').limit).toBe(3);
-    const ratio = of('heavy').dispatched / of('light').dispatched;
-    expect(ratio).toBeGreaterThanOrEqual(1.8);
-    expect(ratio).toBeLessThanOrEqual(2.2);
-    expect(of('light').backlog).toBeGreaterThan(0);
-    expect(await doneOf(lightIds)).toBeLessThan(100);
-  }, 90_000);
+    const created: { runId: string; queued?: { reason: string } }[] = [];
+    for (let i = 0; i < 400; i += 25)
+      created.push(
+        ...(await Promise.all(
+          Array.from({ length: 25 }, (_, j) =>
+            harness.client.service.createRun(
+              'tenant-m',
+              ask('assistant', 'report on uptime', { fairnessKey: `user-${String(i + j)}` }),
+            ),
+          ),
+        )),
+      );
+    const minted = created.map((c) => c.runId);
+    const tenantRow = async () =>
+      (await harness.client.admission.stats()).find(
+        (s) => s.tenantId === 'tenant-m' && s.key === '*',
+      );
+    // Every key had room; the tenant did not: the rest wait, and say why.
+    const parked = created.filter((c) => c.queued !== undefined);
+    expect(parked.length).toBeGreaterThan(200);
+    for (const c of parked) expect(c.queued?.reason).toBe('tenant_limit');
+    const row = await tenantRow();
+    expect(row?.limit).toBe(DEFAULT_WINDOW);
+    expect(row?.inProgress).toBeLessThanOrEqual(DEFAULT_WINDOW);
+    expect(row?.backlog).toBeGreaterThan(200);
+    const other = await harness.client.service.createRun(
+      'tenant-n',
+      ask('assistant', 'what is the weather in Oslo'),
+    );
+    expect(other.queued).toBeUndefined();
+    await waitForStatus(harness, other.runId, ['done'], 20_000);
+    let finished = 0;
+    for (const id of minted)
+      if ((await harness.client.store.meta(id))?.status === 'done') finished += 1;
+    expect(finished).toBeLessThan(200);
+    // The minted keys are one tenant's total in the stats (and /metrics), not 400 rows.
+    expect(
+      (await harness.client.admission.stats()).filter((s) => s.tenantId === 'tenant-m'),
+    ).toHaveLength(1);
+    // Never more in progress than the tenant's window, until every run is done.
+    for (const id of minted) {
+      expect((await tenantRow())!.inProgress).toBeLessThanOrEqual(DEFAULT_WINDOW);
+      await waitForStatus(harness, id, ['done'], 60_000);
+    }
+    expect(await tenantRow()).toMatchObject({ inProgress: 0, backlog: 0, dispatched: 400 });
+    // Nothing is kept per key once its runs are done.
+    const { redis, keys } = harness.client;
+    const fair = await redis.keys(`${keys.prefix}:{fair:tenant-m}:*`);
+    expect(fair.filter((k) => k.includes(':q:'))).toEqual([]);
+    expect(await redis.hlen(`${keys.prefix}:{fair:tenant-m}:busy`)).toBe(0);
+    expect(await redis.hkeys(`${keys.prefix}:{fair:tenant-m}:dispatched`)).toEqual(['*']);
+  }, 120_000);
+
+  for (const variant of [
+    { binds: 'their windows', window: 3, tenantWindow: 9 },
+    { binds: "their tenant's window (the default, = window)", window: 6 },
+  ])
+    it(`two flooding keys with weights 2:1 get dispatch shares of 2:1 (±10 %) when ${variant.binds} bind`, async () => {
+      const { window } = variant;
+      const fairness = {
+        window,
+        ...(variant.tenantWindow === undefined ? {} : { tenantWindow: variant.tenantWindow }),
+        tenants: { '*': { weights: { heavy: 2, light: 1 } } },
+      };
+      h = await startHarness(inject('redisUrl'), [napper], {
+        overrides: { BATON_FAIRNESS: JSON.stringify(fairness) },
+      });
+      const harness = h;
+      const heavy = flood(harness, 'tenant-w', 150, ask('napper', 'x', { fairnessKey: 'heavy' }));
+      const light = flood(harness, 'tenant-w', 150, ask('napper', 'x', { fairnessKey: 'light' }));
+      const [heavyIds, lightIds] = await Promise.all([heavy, light]);
+      // While both keys have a backlog: until one third of the heavy key's runs are done.
+      const doneOf = async (ids: string[]): Promise<number> => {
+        let n = 0;
+        for (const id of ids) if ((await harness.client.store.meta(id))?.status === 'done') n += 1;
+        return n;
+      };
+      await waitFor(async () => (await doneOf(heavyIds)) >= 100, 60_000, '100 heavy runs done');
+      const stats = await harness.client.admission.stats();
+      const of = (key: string) => stats.find((s) => s.key === key)!;
+      expect(of('heavy').limit).toBe(2 * window);
+      expect(of('light').limit).toBe(window);
+      expect(of('*').limit).toBe(variant.tenantWindow ?? window);
+      const ratio = of('heavy').dispatched / of('light').dispatched;
+      expect(ratio).toBeGreaterThanOrEqual(1.8);
+      expect(ratio).toBeLessThanOrEqual(2.2);
+      expect(of('light').backlog).toBeGreaterThan(0);
+      expect(await doneOf(lightIds)).toBeLessThan(100);
+    }, 90_000);
 
   it('a priority-1 run overtakes a priority-3 backlog', async () => {
     // No admission: the backlog sits in BullMQ's queue (4 jobs run at a time, 40 wait).
@@ -256,9 +322,11 @@ describe('fairness over HTTP', () => {
       );
       expect((await api.get<RunPage>('/v1/runs?fairnessKey=tenant-a')).body.runs).toEqual([]);
       const metrics = await api.withKey(KEYS.admin).get('/metrics');
+      // "alice" is the tenant's own key, not the operator's: the tenant's total shows it.
       expect(metrics.body).toContain(
-        'baton_fairness_runs{tenant="tenant-a",key="alice",state="backlog"} 1',
+        'baton_fairness_runs{tenant="tenant-a",key="*",state="backlog"} 1',
       );
+      expect(metrics.body).not.toContain('key="alice"');
       // A queued run cancelled leaves its key's backlog and ends, never having had a slot.
       const third = await api.post<CreateRunResponse>('/v1/runs', body({ fairnessKey: 'alice' }));
       expect(third.body.queued).toMatchObject({ position: 2, backlog: 2 });

@@ -4,8 +4,10 @@
  * attempt is signed (Standard Webhooks, checked with the standardwebhooks library) under one
  * stable webhook id, and the delivery log says so through the API. Internal targets are refused
  * at registration and again at delivery, and a worker killed -9 between committing run.finished
- * and enqueueing its webhook loses nothing.
+ * and enqueueing its webhook loses nothing. One tenant's endpoint that never answers holds only
+ * its own delivery slots.
  */
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { loadApiConfig, startApi, type RunningApi } from '@baton/api';
@@ -423,4 +425,67 @@ describe('webhooks under kill -9', () => {
       await rx.close();
     }
   });
+});
+
+describe("webhooks: one tenant's endpoint that never answers", () => {
+  it("another tenant's delivery to a healthy endpoint arrives while the flood's deliveries are all still pending", async () => {
+    // Accepts every connection and never answers: each attempt holds its slot for the timeout.
+    const sockets = new Set<Socket>();
+    const blackhole = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      socket.on('close', () => sockets.delete(socket));
+    });
+    let accepted = 0;
+    blackhole.on('connection', () => (accepted += 1));
+    await new Promise<void>((resolve) => blackhole.listen(0, '127.0.0.1', resolve));
+    const port = (blackhole.address() as AddressInfo).port;
+    const rx = await startWebhookReceiver(() => 204);
+    try {
+      const s = await startStack({ BATON_WEBHOOK_ALLOW_PRIVATE: '1' });
+      // Longer than the test: no attempt of the flood may end (time out) before it is over.
+      await worker(s, { BATON_WEBHOOK_ALLOW_PRIVATE: '1', WEBHOOK_TIMEOUT_MS: '120000' });
+      const events = ['run.finished'];
+      const flood: string[] = [];
+      for (let i = 0; i < 40; i += 10)
+        flood.push(
+          ...(
+            await Promise.all(
+              Array.from({ length: 10 }, (_, j) =>
+                createRun(s.a, `weather in Oslo ${String(i + j)}`, {
+                  url: `http://127.0.0.1:${String(port)}/hook/${String(i + j)}`,
+                  events,
+                }),
+              ),
+            )
+          ).map((c) => c.runId),
+        );
+      // Every delivery of the flood is enqueued (ahead of B's, in the one FIFO queue).
+      for (const runId of flood) await deliveriesWhen(s.a, runId, (d) => d.length === 1);
+      await poll(async () => accepted >= 2, 'the flood to reach the blackhole');
+      const asked = Date.now();
+      const other = await createRun(s.b, 'weather in Paris', { url: rx.url('/b'), events });
+      const hit = await poll(async () => rx.on('/b')[0], "tenant B's delivery", 60_000);
+      measured['otherTenantBehindBlackholeMs'] = hit.at - asked;
+      expect(messageOf(hit)).toMatchObject({
+        type: 'run.finished',
+        data: { runId: other.runId, tenantId: 'beta' },
+      });
+      // Meanwhile no attempt of the flood ended: all 40 are pending, and only the target's own
+      // slots (WEBHOOK_TARGET_CONCURRENCY) ever held a connection to it.
+      for (const runId of flood) {
+        const log = RunWebhooksResponseSchema.parse(
+          (await s.a.get(`/v1/runs/${runId}/webhooks`)).body,
+        );
+        expect(log.deliveries[0]?.status).toBe('pending');
+        expect(log.deliveries[0]?.attempts).toEqual([]);
+      }
+      expect(accepted).toBe(2);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      blackhole.close();
+      await rx.close();
+      await stopAllWorkerProcesses();
+    }
+  }, 120_000);
 });

@@ -264,17 +264,17 @@ export class ApiMetrics {
     new Gauge({
       name: 'baton_fairness_runs',
       help:
-        'Runs per fairness key with runs in progress or waiting (unless BATON_FAIRNESS=off): ' +
-        'backlog (waiting for a slot), in_progress (holding one), limit (its window), ' +
-        "dispatched (admitted since ever: rate() of it is the key's dispatch share)",
+        'Runs per tenant (key="*": all its keys) and per tracked fairness key (the tenant\'s ' +
+        'default key and keys named in BATON_FAIRNESS) (unless BATON_FAIRNESS=off): ' +
+        'backlog (waiting for a slot), in_progress (holding one), limit (its window; for "*" the ' +
+        "tenant's), dispatched (admitted since ever: rate() of it is the dispatch share)",
       labelNames: ['tenant', 'key', 'state'],
       registers,
       async collect() {
         this.reset();
+        // Keys may be end users a tenant invents: only the operator's (tracked) keys get series
+        // of their own, so the series are as many as the configuration makes them.
         for (const s of await runtime.admission.stats()) {
-          // Admission is on by default and keys may be end users: only the keys busy now, so
-          // the series stay as many as the keys that matter at the moment, not every key ever.
-          if (s.backlog === 0 && s.inProgress === 0) continue;
           const labels = { tenant: s.tenantId, key: s.key };
           this.set({ ...labels, state: 'backlog' }, s.backlog);
           this.set({ ...labels, state: 'in_progress' }, s.inProgress);

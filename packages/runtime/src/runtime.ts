@@ -15,6 +15,7 @@ import { RunCommitter } from './run-committer.ts';
 import { ChildRuns } from './child-runs.ts';
 import { RunService } from './run-service.ts';
 import { FairnessPolicy, parseFairness } from './fairness/fairness-config.ts';
+import { treeWaitsOnHuman } from './fairness/tree-waits.ts';
 import { RunAdmission } from './fairness/run-admission.ts';
 import { TENANT_LIMIT_DEFAULTS, type RuntimeConfig, type TenantLimits } from './runtime-config.ts';
 import { systemClock } from './system-clock.ts';
@@ -189,6 +190,7 @@ export class BatonRuntime {
       queues: this.queues,
       policy: new FairnessPolicy(parseFairness(config.BATON_FAIRNESS)),
       meta: (runId) => this.store.meta(runId),
+      treeWaits: (tenantId, runId) => treeWaitsOnHuman(this.store, tenantId, runId),
       now,
       logger,
     });

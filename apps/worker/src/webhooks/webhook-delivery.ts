@@ -1,4 +1,4 @@
-import { UnrecoverableError, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { parseRetryAfter } from '@baton/protocol';
 import {
   webhookHeaders,
@@ -9,6 +9,7 @@ import {
   type WebhookOutbox,
 } from '@baton/runtime/internal';
 import type { Logger } from 'pino';
+import { deliveryTarget, type DeliveryGate } from './delivery-gate.ts';
 import { postWebhook, type PostOutcome } from './webhook-http.ts';
 import { WebhookAttemptError } from './webhook-attempt-error.ts';
 
@@ -18,6 +19,8 @@ export interface WebhookDeliveryDeps {
   readonly now: () => number;
   readonly backoff: WebhookBackoffOptions;
   readonly timeoutMs: number;
+  /** This process's per-tenant and per-target limits and breakers (delivery-gate.ts). */
+  readonly gate: DeliveryGate;
   readonly random?: () => number;
 }
 
@@ -33,6 +36,8 @@ function describe(outcome: PostOutcome): string {
  * the attempt in the run's delivery log, and tell BullMQ what comes next. 2xx: delivered. 410:
  * the receiver is gone for good, stop. A refused target: stop. Anything else (other statuses,
  * timeouts, connection errors) is retried with backoff until the job's attempts are used up.
+ * The gate comes first: a delivery over its tenant's or target's limit goes back to the queue
+ * (no attempt spent), and one to a target whose breaker is open fails at once.
  */
 export class WebhookDeliveryProcessor {
   private readonly deps: WebhookDeliveryDeps;
@@ -47,7 +52,7 @@ export class WebhookDeliveryProcessor {
       ? err.delayMs
       : webhookRetryDelay(attemptsMade, this.deps.backoff, this.deps.random);
 
-  async process(job: Job<WebhookJob>): Promise<AttemptOutcome | 'expired'> {
+  async process(job: Job<WebhookJob>, token?: string): Promise<AttemptOutcome | 'expired'> {
     const data = job.data;
     if (data?.kind !== 'webhook' || data.v !== 1)
       throw new UnrecoverableError('not a webhook delivery job of this version');
@@ -59,16 +64,40 @@ export class WebhookDeliveryProcessor {
     const attempt = job.attemptsMade + 1;
     const maxAttempts = job.opts.attempts ?? 1;
     const startedAt = now();
-    const headers = webhookHeaders(
-      endpoint.secret,
-      data.webhookId,
-      Math.floor(startedAt / 1000),
-      data.body,
+    const gate = this.deps.gate.enter(
+      data.tenantId,
+      deliveryTarget(data.tenantId, endpoint.url),
+      startedAt,
     );
-    const posted = await postWebhook(endpoint.url, headers, data.body, {
-      timeoutMs: this.deps.timeoutMs,
-      policy: outbox.policy,
-    });
+    if (gate.kind === 'defer') {
+      await job.moveToDelayed(startedAt + gate.delayMs, token);
+      throw new DelayedError();
+    }
+    let posted: PostOutcome;
+    if (gate.kind === 'open')
+      posted = {
+        error:
+          `circuit open: ${String(gate.failures)} attempts in a row to this endpoint's host got ` +
+          `no answer; not called until ${new Date(gate.untilMs).toISOString()}`,
+      };
+    else {
+      let answered = false;
+      try {
+        const headers = webhookHeaders(
+          endpoint.secret,
+          data.webhookId,
+          Math.floor(startedAt / 1000),
+          data.body,
+        );
+        posted = await postWebhook(endpoint.url, headers, data.body, {
+          timeoutMs: this.deps.timeoutMs,
+          policy: outbox.policy,
+        });
+        answered = posted.statusCode !== undefined || posted.refused !== undefined;
+      } finally {
+        gate.done(answered, now());
+      }
+    }
     const finishedAt = now();
     const code = posted.statusCode;
     let outcome: AttemptOutcome;

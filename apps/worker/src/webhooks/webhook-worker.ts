@@ -3,6 +3,7 @@ import { bullPrefix, type BatonRuntime } from '@baton/runtime';
 import { WEBHOOK_QUEUE, workerBackend, type WebhookJob } from '@baton/runtime/internal';
 import type { Logger } from 'pino';
 import type { WorkerConfig } from '../config.ts';
+import { DeliveryGate } from './delivery-gate.ts';
 import { WebhookDeliveryProcessor } from './webhook-delivery.ts';
 
 export interface WebhookDelivery {
@@ -28,10 +29,19 @@ export function startWebhookDelivery(
     now: () => rt.clock.now(),
     backoff: { baseMs: config.WEBHOOK_BACKOFF_MS, maxMs: config.WEBHOOK_BACKOFF_MAX_MS },
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    gate: new DeliveryGate(
+      {
+        perTenant: config.WEBHOOK_TENANT_CONCURRENCY,
+        perTarget: config.WEBHOOK_TARGET_CONCURRENCY,
+        breakerFailures: config.WEBHOOK_BREAKER_FAILURES,
+        breakerCooldownMs: config.WEBHOOK_BREAKER_COOLDOWN_MS,
+      },
+      config.WEBHOOK_TIMEOUT_MS,
+    ),
   });
   const worker = new Worker<WebhookJob>(
     WEBHOOK_QUEUE,
-    (job) => processor.process(job),
+    (job, token) => processor.process(job, token),
     {
       connection: rt.connection,
       prefix: bullPrefix(config.BATON_PREFIX),

@@ -1,5 +1,10 @@
 import { commandName } from '../run-record/command-name.ts';
-import { defineScript, type LuaScript, type RedisClient } from '../redis/scripts.ts';
+import {
+  defineScript,
+  defineVariadicScript,
+  type LuaScript,
+  type RedisClient,
+} from '../redis/scripts.ts';
 
 /**
  * The admission scripts. Every key is one tenant's (hash tag `{fair:<tenant>}`, see
@@ -10,21 +15,32 @@ import { defineScript, type LuaScript, type RedisClient } from '../redis/scripts
  * Layout: `where` HASH runId -> "a\t<key>" (admitted: holds a slot) | "p\t<key>" (parked in
  * the key's backlog); `busy` HASH key -> runs in progress, "*" -> the tenant's; `queue` ZSET the
  * key's backlog, score = priority × 1e13 + arrival ms; `keys` SET keys with a backlog;
- * `dispatched` HASH key -> runs admitted since ever (the dispatch share).
+ * `dispatched` HASH "*" -> the tenant's runs admitted since ever, key -> the same for a tracked
+ * key only (FairnessPolicy.tracked: keys the operator named, never one a tenant invents).
+ * Nothing else is kept per key once it is idle: `busy` fields, backlogs and `keys` members go
+ * with the key's last run.
+ *
+ * Contract across releases: the layout is shared; each release calls its own scripts (their names
+ * carry their source's hash, command-name.ts), so an old and a new process running side by side
+ * each run the version they know on the same data. What the previous release's scripts do that
+ * these do not (a `dispatched` field for every key, no tenant window by default) only makes the
+ * old process admit beyond the tenant window, and leave `dispatched` fields that the new sweep
+ * deletes; `busy`, `where`, the backlogs and `keys` mean the same to both.
  */
 
 /**
  * Admits a run if nothing of its key is ahead of it and both limits allow, else parks it (once;
  * a parked run asking again keeps its place).
  * KEYS: where, busy, queue, keys, dispatched
- * ARGV: runId, key, score, keyLimit (-1: none), tenantLimit (-1: none)
+ * ARGV: runId, key, score, keyLimit (-1: none), tenantLimit (-1: none), tracked (1: count the
+ *   key's dispatches on its own)
  * Reply: {1} admitted (now or before) | {0, reason, position, backlog, inProgress}
  *   reason: 1 key limit, 2 tenant limit, 3 behind the key's backlog
  */
 const ADMIT_LUA = `
 local where, busy, queue, keys, disp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local runId, key, score = ARGV[1], ARGV[2], ARGV[3]
-local keyLimit, tenantLimit = tonumber(ARGV[4]), tonumber(ARGV[5])
+local keyLimit, tenantLimit, tracked = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
 local st = redis.call('HGET', where, runId)
 if st and string.sub(st, 1, 2) == 'a\t' then return {1} end
 local inKey = tonumber(redis.call('HGET', busy, key) or '0')
@@ -38,7 +54,8 @@ if ahead == 0 and not keyFull and not tenantFull then
   redis.call('HSET', where, runId, 'a\t' .. key)
   redis.call('HINCRBY', busy, key, 1)
   redis.call('HINCRBY', busy, '*', 1)
-  redis.call('HINCRBY', disp, key, 1)
+  redis.call('HINCRBY', disp, '*', 1)
+  if tracked then redis.call('HINCRBY', disp, key, 1) end
   if st then
     redis.call('ZREM', queue, runId)
     if redis.call('ZCARD', queue) == 0 then redis.call('SREM', keys, key) end
@@ -80,40 +97,52 @@ return 2
 `;
 
 /**
- * Admits the head runs of a key's backlog while its window and the tenant's limit allow.
- * KEYS: where, busy, queue, keys, dispatched
- * ARGV: key, keyLimit (-1: none), tenantLimit (-1: none), max
- * Reply: the admitted run ids, in order
+ * Admits the head run of the candidate key furthest below its weighted share (fewest runs in
+ * progress per weight, read here, atomically: two fills racing on stale counts would both give
+ * their slot to the same key), if the tenant's limit and that key's window allow.
+ * KEYS: where, busy, keys, dispatched, then the candidates' backlogs (queue of key i = KEYS[4+i])
+ * ARGV: tenantLimit (-1: none), then per candidate: key, weight, keyLimit (-1: none), tracked
+ *   (1: count the key's dispatches on its own)
+ * Reply: {1} the tenant's limit is reached | {0} no candidate can take a run (at its window or
+ *   without a backlog) | {0, i, runId} candidate i's head was admitted
  */
 const FILL_LUA = `
-local where, busy, queue, keys, disp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local key, keyLimit, tenantLimit, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local out = {}
-while #out < max do
+local where, busy, keys, disp = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local tenantLimit = tonumber(ARGV[1])
+local total = tonumber(redis.call('HGET', busy, '*') or '0')
+if tenantLimit >= 0 and total >= tenantLimit then return {1} end
+local best, bestLoad
+for i = 1, #KEYS - 4 do
+  local a = 2 + (i - 1) * 4
+  local key, weight, keyLimit = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local inKey = tonumber(redis.call('HGET', busy, key) or '0')
-  local total = tonumber(redis.call('HGET', busy, '*') or '0')
-  if (keyLimit >= 0 and inKey >= keyLimit) or (tenantLimit >= 0 and total >= tenantLimit) then
-    break
+  if (keyLimit < 0 or inKey < keyLimit) and redis.call('ZCARD', KEYS[4 + i]) > 0 then
+    local load = inKey / weight
+    if not best or load < bestLoad then best, bestLoad = i, load end
   end
-  local head = redis.call('ZRANGE', queue, 0, 0)[1]
-  if not head then break end
-  redis.call('ZREM', queue, head)
-  redis.call('HSET', where, head, 'a\t' .. key)
-  redis.call('HINCRBY', busy, key, 1)
-  redis.call('HINCRBY', busy, '*', 1)
-  redis.call('HINCRBY', disp, key, 1)
-  out[#out + 1] = head
 end
+if not best then return {0} end
+local a = 2 + (best - 1) * 4
+local key, queue = ARGV[a], KEYS[4 + best]
+local head = redis.call('ZRANGE', queue, 0, 0)[1]
+redis.call('ZREM', queue, head)
+redis.call('HSET', where, head, 'a\t' .. key)
+redis.call('HINCRBY', busy, key, 1)
+redis.call('HINCRBY', busy, '*', 1)
+redis.call('HINCRBY', disp, '*', 1)
+if ARGV[a + 3] == '1' then redis.call('HINCRBY', disp, key, 1) end
 if redis.call('ZCARD', queue) == 0 then redis.call('SREM', keys, key) end
-return out
+return {0, best, head}
 `;
+
+export type FillReply = [1] | [0] | [0, number, string];
 
 export type AdmitReply = [1] | [0, 1 | 2 | 3, number, number, number];
 
 export interface AdmissionScripts {
   readonly admit: LuaScript<
     readonly [string, string, string, string, string],
-    readonly [string, string, number, number, number],
+    readonly [string, string, number, number, number, 0 | 1],
     AdmitReply
   >;
   readonly release: LuaScript<
@@ -121,17 +150,13 @@ export interface AdmissionScripts {
     readonly [string, string],
     number
   >;
-  readonly fill: LuaScript<
-    readonly [string, string, string, string, string],
-    readonly [string, number, number, number],
-    string[]
-  >;
+  readonly fill: LuaScript<readonly string[], readonly (string | number)[], FillReply>;
 }
 
 export function admissionScripts(redis: RedisClient): AdmissionScripts {
   return {
     admit: defineScript(redis, commandName('batonFairAdmit', ADMIT_LUA), 5, ADMIT_LUA),
     release: defineScript(redis, commandName('batonFairRelease', RELEASE_LUA), 4, RELEASE_LUA),
-    fill: defineScript(redis, commandName('batonFairFill', FILL_LUA), 5, FILL_LUA),
+    fill: defineVariadicScript(redis, commandName('batonFairFill', FILL_LUA), FILL_LUA),
   };
 }

@@ -2,13 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_WINDOW, FairnessPolicy, parseFairness } from './fairness-config.ts';
 
 describe('BATON_FAIRNESS', () => {
-  it('unset: admission on, every key a window of DEFAULT_WINDOW; off: no admission', () => {
+  it('unset: admission on, every key and every tenant a window of DEFAULT_WINDOW; off: no admission', () => {
     for (const raw of [undefined, ' ', '{}']) {
       const policy = new FairnessPolicy(parseFairness(raw));
       expect(policy.enabled).toBe(true);
       expect(policy.limits('any', 'key')).toEqual({
         keyLimit: DEFAULT_WINDOW,
-        tenantLimit: Infinity,
+        tenantLimit: DEFAULT_WINDOW,
         weight: 1,
       });
     }
@@ -51,6 +51,33 @@ describe('BATON_FAIRNESS', () => {
       tenantLimit: Infinity,
       weight: 1,
     });
+  });
+
+  it("a tenant's keys together are bounded by tenantWindow (default: window) unless it has maxRuns", () => {
+    const windowed = new FairnessPolicy(parseFairness('{"window":8}'));
+    for (const key of ['k1', 'k2', 'minted-9999'])
+      expect(windowed.limits('acme', key).tenantLimit).toBe(8);
+    const policy = new FairnessPolicy(
+      parseFairness('{"window":8,"tenantWindow":20,"tenants":{"big":{"maxRuns":500}}}'),
+    );
+    expect(policy.limits('acme', 'k')).toMatchObject({ keyLimit: 8, tenantLimit: 20 });
+    expect(policy.limits('big', 'k')).toMatchObject({ keyLimit: 8, tenantLimit: 500 });
+    const keysOnly = new FairnessPolicy(parseFairness('{"window":8,"tenantWindow":0}'));
+    expect(keysOnly.limits('acme', 'k').tenantLimit).toBe(Infinity);
+    expect(new FairnessPolicy(parseFairness('{"window":0,"tenantWindow":5}')).enabled).toBe(true);
+  });
+
+  it('tracks the default key and the keys the configuration names, never a key a tenant invents', () => {
+    const policy = new FairnessPolicy(
+      parseFairness('{"tenants":{"*":{"weights":{"gold":2,"*":1}},"acme":{"maxRuns":3}}}'),
+    );
+    expect(policy.tracked('globex', 'globex')).toBe(true);
+    expect(policy.tracked('globex', 'gold')).toBe(true);
+    expect(policy.tracked('globex', 'user-1')).toBe(false);
+    expect(policy.tracked('globex', '*')).toBe(false);
+    expect(policy.tracked('acme', 'gold')).toBe(false);
+    expect(policy.namedKeys('globex')).toEqual(['gold']);
+    expect(policy.namedKeys('acme')).toEqual([]);
   });
 
   it('says what to fix', () => {

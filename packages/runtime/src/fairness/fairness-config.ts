@@ -13,7 +13,11 @@ import { z } from 'zod';
  * the tenant's maxRunsPerKey. "*" is the entry of a tenant (or key) not named. `window: 0`: keys
  * have no window (only the tenants' limits hold runs back).
  *
- * Unset: DEFAULT_WINDOW per key, no tenant limit. The API cannot see the pool, so the default is
+ * A tenant's runs in progress over all its keys are at most its maxRuns, else `tenantWindow`
+ * (default: `window`). Fairness keys are the tenant's to invent (often its end users): a window
+ * per key alone bounds nothing once a tenant spreads its runs over as many keys as it likes.
+ *
+ * Unset: DEFAULT_WINDOW per key and per tenant. The API cannot see the pool, so the default is
  * sized for the smallest default pool, one worker: a quarter of its WORKER_CONCURRENCY (256 on
  * 64-bit Node), where model calls and sequential tools run. A flooding key then holds at most a
  * quarter of one worker's step slots and queues no step ahead of another key's, and one key alone
@@ -39,6 +43,11 @@ const TenantEntrySchema = z.strictObject({
 const FairnessSettingsSchema = z.strictObject({
   /** Runs in progress a key of weight 1 may have (its admission window); 0: no window. */
   window: z.number().int().min(0).max(100_000).default(DEFAULT_WINDOW),
+  /**
+   * Runs in progress a tenant whose entry sets no maxRuns may have over all its keys; default:
+   * `window`; 0: none.
+   */
+  tenantWindow: z.number().int().min(0).max(1_000_000).optional(),
   tenants: z.record(z.string(), TenantEntrySchema).default({}),
 });
 export type FairnessSettings = z.infer<typeof FairnessSettingsSchema> & {
@@ -49,7 +58,8 @@ export type FairnessSettings = z.infer<typeof FairnessSettingsSchema> & {
 /** The settings of BATON_FAIRNESS (unset or empty: the defaults; `off`: none); throws what to fix. */
 export function parseFairness(raw: string | undefined): FairnessSettings {
   if (raw === undefined || raw.trim() === '') return FairnessSettingsSchema.parse({});
-  if (raw.trim().toLowerCase() === OFF) return { window: 0, tenants: {}, off: true };
+  if (raw.trim().toLowerCase() === OFF)
+    return { window: 0, tenantWindow: 0, tenants: {}, off: true };
   let json: unknown;
   try {
     json = JSON.parse(raw);
@@ -85,6 +95,7 @@ export class FairnessPolicy {
     this.limited =
       settings.off !== true &&
       (settings.window > 0 ||
+        this.tenantWindow > 0 ||
         Object.values(settings.tenants).some(
           (t) => t.maxRuns !== undefined || t.maxRunsPerKey !== undefined,
         ));
@@ -95,15 +106,40 @@ export class FairnessPolicy {
     return this.limited;
   }
 
+  /** Runs in progress of a tenant without maxRuns over all its keys (0: no limit). */
+  private get tenantWindow(): number {
+    return this.settings.tenantWindow ?? this.settings.window;
+  }
+
   limits(tenantId: string, key: string): KeyLimits {
     const { tenants, window } = this.settings;
     const entry = tenants[tenantId] ?? tenants['*'] ?? {};
     const weight = entry.weights?.[key] ?? entry.weights?.['*'] ?? 1;
     const windowed = window > 0 ? Math.max(1, Math.round(weight * window)) : Infinity;
+    const tenantWindow = this.tenantWindow > 0 ? this.tenantWindow : Infinity;
     return {
       keyLimit: Math.min(windowed, entry.maxRunsPerKey ?? Infinity),
-      tenantLimit: entry.maxRuns ?? Infinity,
+      tenantLimit: entry.maxRuns ?? tenantWindow,
       weight,
     };
+  }
+
+  /**
+   * Whether a key gets series of its own in /metrics (and its own dispatch counter): the
+   * tenant's default key and the keys its entry names. Every other key is one the tenant
+   * invented, counted under "*" only, so neither Redis nor a scrape grows with them.
+   */
+  tracked(tenantId: string, key: string): boolean {
+    if (key === tenantId) return true;
+    const { tenants } = this.settings;
+    const weights = (tenants[tenantId] ?? tenants['*'])?.weights;
+    return key !== '*' && weights !== undefined && Object.hasOwn(weights, key);
+  }
+
+  /** The tracked keys of a tenant besides its default key (its entry's weights). */
+  namedKeys(tenantId: string): string[] {
+    const { tenants } = this.settings;
+    const weights = (tenants[tenantId] ?? tenants['*'])?.weights ?? {};
+    return Object.keys(weights).filter((k) => k !== '*' && k !== tenantId);
   }
 }

@@ -26,13 +26,14 @@ interface TenantKeys {
   queue(key: string): string;
 }
 
-/** One fairness key's numbers (GET /metrics). */
+/** One fairness key's numbers, or a tenant's (key "*") (GET /metrics). */
 export interface FairnessKeyStats {
   readonly tenantId: string;
+  /** A tracked key (FairnessPolicy.tracked), or "*": the tenant, all its keys together. */
   readonly key: string;
   readonly backlog: number;
   readonly inProgress: number;
-  /** Null: the key has no window (only the tenant's limit holds it back). */
+  /** Null: the key has no window (only the tenant's limit holds it back); "*": no tenant limit. */
   readonly limit: number | null;
   readonly weight: number;
   /** Runs admitted since the state was created (a counter: rate() of it is the dispatch share). */
@@ -51,6 +52,9 @@ const REASONS: Record<1 | 2 | 3, QueuedReason> = {
  */
 const LIVENESS_TTL_MS = 2_000;
 
+/** Keys one fill script chooses among (the ones furthest below their share, as last read). */
+const FILL_CANDIDATES = 16;
+
 /** Orders a key's backlog: priority first, then arrival (ms since 1970 stay below 1e13). */
 const PRIORITY_SCALE = 1e13;
 
@@ -65,6 +69,11 @@ export interface RunAdmissionDeps {
   readonly queues: BatonQueues;
   readonly policy: FairnessPolicy;
   readonly meta: (runId: string) => Promise<RunMeta | null>;
+  /**
+   * Whether an active run waits on a descendant waiting for a human (tree-waits.ts): the sweep
+   * gives such a run's slot back. Absent: the sweep cannot tell.
+   */
+  readonly treeWaits?: (tenantId: string, runId: string) => Promise<boolean>;
   readonly now: () => number;
   readonly logger: Logger;
 }
@@ -100,6 +109,8 @@ export class RunAdmission {
   private rotation = 0;
   private readonly liveness: AgentLiveness;
   private readonly served = new Map<string, { live: boolean; at: number }>();
+  /** Where forgetUntracked's scan of each tenant's dispatch counters resumes. */
+  private readonly dispatchedCursors = new Map<string, string>();
 
   constructor(deps: RunAdmissionDeps) {
     this.deps = deps;
@@ -164,7 +175,14 @@ export class RunAdmission {
     const score = (run.priority ?? DEFAULT_PRIORITY) * PRIORITY_SCALE + this.deps.now();
     const reply = await this.scripts.admit(
       [k.where, k.busy, k.queue(key), k.keys, k.dispatched],
-      [run.runId, key, score, finite(keyLimit), finite(tenantLimit)],
+      [
+        run.runId,
+        key,
+        score,
+        finite(keyLimit),
+        finite(tenantLimit),
+        this.trackedFlag(run.tenantId, key),
+      ],
     );
     if (reply[0] === 1) {
       await this.deps.queues.enqueueStep(run, reason, version);
@@ -191,23 +209,57 @@ export class RunAdmission {
 
   /**
    * Admits what the tenant's limits allow from its keys' backlogs, and gives each admitted run
-   * its job. The keys are visited from a rotating start, so under the tenant's limit no key
-   * always comes first.
+   * its job. Keys are visited fewest runs in progress per weight first (ties from a rotating
+   * start): under the tenant's limit a freed slot goes to the key furthest below its weighted
+   * share, so weights still set the keys' shares when the tenant's limit binds before their
+   * windows do, and a key that floods does not keep its tenant's other keys waiting. Once the
+   * tenant's limit is reached no other key is visited (a tenant with thousands of backlogged keys
+   * costs one script per admitted run, not one per key).
    */
   async fill(tenantId: string): Promise<number> {
     const k = this.tenantKeys(tenantId);
     const backlogged = await this.deps.redis.smembers(k.keys);
     if (backlogged.length === 0) return 0;
+    const busy = await this.deps.redis.hmget(k.busy, ...backlogged);
     this.rotation = (this.rotation + 1) % backlogged.length;
-    const order = [...backlogged.slice(this.rotation), ...backlogged.slice(0, this.rotation)];
+    const n = backlogged.length;
+    const candidates = backlogged.map((key, i) => ({
+      key,
+      busy: Number(busy[i] ?? 0),
+      ...this.deps.policy.limits(tenantId, key),
+      turn: (i - this.rotation + n) % n,
+    }));
+    const before = (a: (typeof candidates)[number], b: (typeof candidates)[number]) =>
+      a.busy / a.weight - b.busy / b.weight || a.turn - b.turn;
     let admitted = 0;
-    for (const key of order) {
-      const { keyLimit, tenantLimit } = this.deps.policy.limits(tenantId, key);
-      const runs = await this.scripts.fill(
-        [k.where, k.busy, k.queue(key), k.keys, k.dispatched],
-        [key, finite(keyLimit), finite(tenantLimit), Number.isFinite(keyLimit) ? keyLimit : 1000],
+    // One run at a time, so several free slots (concurrent releases, a sweep) are spread by
+    // weight. The script picks among the FILL_CANDIDATES keys that look furthest below their
+    // share here, by their counts at that instant (concurrent fills read stale ones here).
+    while (candidates.length > 0) {
+      candidates.sort(before);
+      const batch = candidates.slice(0, FILL_CANDIDATES);
+      const reply = await this.scripts.fill(
+        [k.where, k.busy, k.keys, k.dispatched, ...batch.map((c) => k.queue(c.key))],
+        [
+          finite(batch[0]!.tenantLimit),
+          ...batch.flatMap((c) => [
+            c.key,
+            c.weight,
+            finite(c.keyLimit),
+            this.trackedFlag(tenantId, c.key),
+          ]),
+        ],
       );
-      for (const runId of runs) if (await this.dispatch(tenantId, key, runId)) admitted += 1;
+      if (reply[0] === 1) break;
+      if (reply.length === 1) {
+        // None of these can take a run now: at their windows, or their backlogs are empty.
+        candidates.splice(0, batch.length);
+        continue;
+      }
+      const [, index, runId] = reply;
+      const chosen = batch[index - 1]!;
+      chosen.busy += 1;
+      if (await this.dispatch(tenantId, chosen.key, runId)) admitted += 1;
     }
     return admitted;
   }
@@ -225,6 +277,10 @@ export class RunAdmission {
         ? run
         : { runId: run.parent.rootRunId, tenantId: run.tenantId, fairnessKey: run.fairnessKey },
     );
+  }
+
+  private trackedFlag(tenantId: string, key: string): 0 | 1 {
+    return this.deps.policy.tracked(tenantId, key) ? 1 : 0;
   }
 
   /** Gives an admitted run its job; one that ended meanwhile gives its slot back. */
@@ -277,10 +333,12 @@ export class RunAdmission {
 
   /**
    * Leak safety (the reconciler, each scan): slots and backlog places whose run finished, is
-   * gone, or waits for a human are given back, and so are the slots of runs whose agent has no
-   * live worker any more (their job waits in the agent's queue without one), then each tenant's backlogs are admitted from (a
-   * release that crashed before its fill admitted nobody). Bounded: `batch` entries per tenant
-   * per call, resumed where the last call stopped.
+   * gone, or waits for a human, directly or through a descendant (its tree holds no slot then;
+   * a crash between the child's waiting commit and the root's release would otherwise leave the
+   * root's slot held until the tree ends), are given back, and so are the slots of runs whose
+   * agent has no live worker any more (their job waits in the agent's queue without one); then
+   * each tenant's backlogs are admitted from (a release that crashed before its fill admitted
+   * nobody). Bounded: `batch` entries per tenant per call, resumed where the last call stopped.
    */
   async sweep(batch: number): Promise<{ released: number; admitted: number }> {
     if (!this.enabled) return { released: 0, admitted: 0 };
@@ -306,42 +364,89 @@ export class RunAdmission {
         const idle =
           admittedRun &&
           !gone &&
-          (meta.activity === 'waiting' || !(await this.isServed(meta.agent)));
+          (meta.activity === 'waiting' ||
+            !(await this.isServed(meta.agent)) ||
+            (meta.activity === 'active' &&
+              ((await this.deps.treeWaits?.(tenantId, runId)) ?? false)));
         if (gone || idle) {
           await this.release({ runId, tenantId, fairnessKey: st.slice(2) });
           released += 1;
         }
       }
       admitted += await this.fill(tenantId);
+      await this.forgetUntracked(tenantId, batch);
     }
     return { released, admitted };
   }
 
-  /** Every key of every tenant with fairness state (GET /metrics). */
+  /**
+   * Deletes the per-key dispatch counters of keys that are not tracked: the release before
+   * this one kept one for every key ever used (and does while it runs beside this one), and
+   * nothing else ever deletes them. `batch` fields per tenant per sweep, resumed where it stopped.
+   */
+  private async forgetUntracked(tenantId: string, batch: number): Promise<void> {
+    const { redis, policy } = this.deps;
+    const k = this.tenantKeys(tenantId);
+    const [next, fields] = await redis.hscan(
+      k.dispatched,
+      this.dispatchedCursors.get(tenantId) ?? '0',
+      'COUNT',
+      batch,
+    );
+    this.dispatchedCursors.set(tenantId, next);
+    const stale = fields.filter(
+      (field, i) => i % 2 === 0 && field !== '*' && !policy.tracked(tenantId, field),
+    );
+    if (stale.length > 0) await redis.hdel(k.dispatched, ...stale);
+  }
+
+  /**
+   * Each tenant with fairness state: its total (key "*": every key's runs, the tenant's limit)
+   * and its tracked keys that have any (GET /metrics). Keys a tenant invents are in the total
+   * only: the rows, like the series they become, are as many as the operator's configuration
+   * makes them, whatever keys the tenants send. A scrape costs a few commands per tenant.
+   */
   async stats(): Promise<FairnessKeyStats[]> {
     if (!this.enabled) return [];
-    const { redis } = this.deps;
+    const { redis, policy } = this.deps;
     const rows: FairnessKeyStats[] = [];
     for (const tenantId of (await redis.smembers(this.tenantsKey)).sort()) {
       const k = this.tenantKeys(tenantId);
-      const [busy, dispatched, backlogged] = await Promise.all([
-        redis.hgetall(k.busy),
-        redis.hgetall(k.dispatched),
-        redis.smembers(k.keys),
+      const keys = [tenantId, ...policy.namedKeys(tenantId)].sort();
+      const [busy, dispatched, runs, backlogs] = await Promise.all([
+        redis.hmget(k.busy, '*', ...keys),
+        redis.hmget(k.dispatched, '*', ...keys),
+        redis.hlen(k.where),
+        Promise.all(keys.map((key) => redis.zcard(k.queue(key)))),
       ]);
-      const keys = new Set([...Object.keys(dispatched), ...backlogged]);
-      for (const key of [...keys].sort()) {
-        const { keyLimit, weight } = this.deps.policy.limits(tenantId, key);
+      const inProgress = Number(busy[0] ?? 0);
+      const { tenantLimit } = policy.limits(tenantId, tenantId);
+      rows.push({
+        tenantId,
+        key: '*',
+        // `where` holds the tenant's admitted and parked runs; `busy` counts the admitted.
+        backlog: Math.max(0, runs - inProgress),
+        inProgress,
+        limit: Number.isFinite(tenantLimit) ? tenantLimit : null,
+        weight: 1,
+        dispatched: Number(dispatched[0] ?? 0),
+      });
+      keys.forEach((key, i) => {
+        const row = {
+          backlog: backlogs[i] ?? 0,
+          inProgress: Number(busy[i + 1] ?? 0),
+          dispatched: Number(dispatched[i + 1] ?? 0),
+        };
+        if (row.backlog === 0 && row.inProgress === 0 && row.dispatched === 0) return;
+        const { keyLimit, weight } = policy.limits(tenantId, key);
         rows.push({
           tenantId,
           key,
-          backlog: await redis.zcard(k.queue(key)),
-          inProgress: Number(busy[key] ?? 0),
+          ...row,
           limit: Number.isFinite(keyLimit) ? keyLimit : null,
           weight,
-          dispatched: Number(dispatched[key] ?? 0),
         });
-      }
+      });
     }
     return rows;
   }

@@ -22,6 +22,17 @@ export const webhookConfigShape = {
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(50).max(120_000).default(10_000),
   /** Deliveries one worker process runs at once (0 = this process delivers none). */
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(0).max(1000).default(8),
+  /**
+   * Attempts of one tenant in flight at once per worker process, and to one target (a tenant's
+   * endpoint origin): a tenant's slow endpoints occupy these slots, never the others' (docs:
+   * http-api.md#webhooks, "Fairness").
+   */
+  WEBHOOK_TENANT_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(4),
+  WEBHOOK_TARGET_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(2),
+  /** Attempts in a row without an answer that open a target's circuit breaker (0: none). */
+  WEBHOOK_BREAKER_FAILURES: z.coerce.number().int().min(0).max(1000).default(5),
+  /** How long an open breaker fails a target's attempts at once before one probes it. */
+  WEBHOOK_BREAKER_COOLDOWN_MS: z.coerce.number().int().min(100).default(60_000),
   /** How often a worker sweeps for deliveries a crash kept from being enqueued. */
   WEBHOOK_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(10_000),
 };
