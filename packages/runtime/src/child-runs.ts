@@ -127,7 +127,8 @@ export class ChildRuns {
         identity: {
           runId: ref.runId,
           threadId: ref.threadId,
-          turnId: ref.thread === 'inherit' ? parent.identity.turnId : 'turn-0',
+          // A thread of its own: its first run, as every thread's first run is (turn-1).
+          turnId: ref.thread === 'inherit' ? parent.identity.turnId : 'turn-1',
           tenantId,
           agent: ref.agent,
           parent: origin,
