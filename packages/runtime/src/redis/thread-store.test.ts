@@ -302,13 +302,13 @@ describe('RedisThreadStore', () => {
 
     it('refuses a new run past the message limit (nothing written), answers its resends as before', async () => {
       await turn('r1', Array.from({ length: 9 }, (_, i) => user(`m${String(i)}`)));
-      const before = await redis.zrange(limited.keys.thread(T, TH).runs, 0, -1);
+      const before = await redis.zrange(limited.keys.thread(T, TH).runs, '0', '-1');
       expect(await limited.acquire(T, TH, 'r2', 'reject', 1, [user('x'), user('y')])).toEqual({
         kind: 'too_large',
         messages: 9,
         bytes: bytesOf(Array.from({ length: 9 }, (_, i) => user(`m${String(i)}`))),
       });
-      expect(await redis.zrange(limited.keys.thread(T, TH).runs, 0, -1)).toEqual(before);
+      expect(await redis.zrange(limited.keys.thread(T, TH).runs, '0', '-1')).toEqual(before);
       expect(await redis.hget(limited.keys.thread(T, TH).meta, 'activeRunId')).toBeNull();
       // one more fits; the run that holds the thread is answered as before, whatever the size
       expect(await limited.acquire(T, TH, 'r2', 'reject', 1, [user('x')])).toEqual({
