@@ -149,15 +149,21 @@ describe('bounded threads through the API', () => {
     }
     expect((await api.get(`/v1/threads/${threadId}?limit=1001`)).status).toBe(400);
 
-    // turn ids: the first run of a made-up thread and of a named one alike, then one more a run
-    const named = await api.createRun('tooler', 'hello', { threadId: `named-${threadId}` });
-    await waitForStatus(cluster.h, named.runId, ['done'], 30_000);
-    const firstCp = await waitForStatus(cluster.h, first.runId, ['done']);
-    const namedCp = await waitForStatus(cluster.h, named.runId, ['done']);
-    expect(firstCp.identity.turnId).toBe('turn-1');
-    expect(namedCp.identity.turnId).toBe('turn-1');
     expect(tenthCp.identity.turnId).toBe('turn-10');
   }, 180_000);
+
+  it('turn ids (item 15): the first run of a made-up thread and of a named one are both turn-1', async () => {
+    const made = await api.createRun('tooler', 'hello');
+    const named = await api.createRun('tooler', 'hello', { threadId: `named-${made.threadId}` });
+    const madeCp = await waitForStatus(cluster.h, made.runId, ['done'], 30_000);
+    const namedCp = await waitForStatus(cluster.h, named.runId, ['done'], 30_000);
+    expect(madeCp.identity.turnId).toBe('turn-1');
+    expect(namedCp.identity.turnId).toBe('turn-1');
+    const second = await api.createRun('tooler', 'again', { threadId: made.threadId });
+    expect((await waitForStatus(cluster.h, second.runId, ['done'], 30_000)).identity.turnId).toBe(
+      'turn-2',
+    );
+  });
 
   it('an input over the limits alone is refused before anything is written', async () => {
     const before = await api.get('/v1/runs?limit=100');
