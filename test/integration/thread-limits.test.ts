@@ -9,6 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
+import { BatonClient } from '@baton/client';
 import { ScriptedModel, defineTool, toolResult, type AgentDefinition } from '@baton/core';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
 import { monitorCommands } from '@baton/testing/redis-monitor';
@@ -148,6 +149,15 @@ describe('bounded threads through the API', () => {
       expect(r.status).toBe(400);
     }
     expect((await api.get(`/v1/threads/${threadId}?limit=1001`)).status).toBe(400);
+
+    // @baton/client: get() is a page, history() follows the cursors to the first message
+    const client = new BatonClient({ baseUrl: cluster.apis[0]!.url, apiKey: KEYS.a });
+    const newest = await client.threads.get(threadId, {}, { limit: 15 });
+    expect(newest.messages.map((m) => m.id)).toEqual(whole.slice(-15));
+    expect(typeof newest.nextCursor).toBe('string');
+    const history = await client.threads.history(threadId);
+    expect(history.messages.map((m) => m.id)).toEqual(whole);
+    expect(history.nextCursor).toBeNull();
 
     expect(tenthCp.identity.turnId).toBe('turn-10');
   }, 180_000);
