@@ -16,6 +16,18 @@ import { monitorCommands } from '@baton/testing/redis-monitor';
 import { waitForStatus } from '@baton/testing/worker-harness';
 
 const TENANT = 'tenant-a';
+
+interface ThreadBody {
+  readonly messages: { readonly id: string }[];
+  readonly runIds: string[];
+  readonly nextCursor: string | null;
+}
+interface ErrorReply {
+  readonly error: { readonly code: string; readonly details?: unknown };
+}
+interface RunsBody {
+  readonly runs: unknown[];
+}
 const MAX_MESSAGES = 38;
 const WINDOW = 7;
 
@@ -34,7 +46,10 @@ const tooler: AgentDefinition = {
   name: 'tooler',
   model: new ScriptedModel((request) => {
     const list = requests.get(request.runId) ?? [];
-    list.push({ roles: request.messages.map((m) => m.role), ids: request.messages.map((m) => m.id) });
+    list.push({
+      roles: request.messages.map((m) => m.role),
+      ids: request.messages.map((m) => m.id),
+    });
     requests.set(request.runId, list);
     return request.step === 1
       ? { text: 'noting', toolCalls: [{ name: 'note', arguments: {} }] }
@@ -90,7 +105,10 @@ describe('bounded threads through the API', () => {
     const reads = commands.filter((l) => l.includes('"lrange"') && l.includes(key));
     expect(reads.length).toBeGreaterThan(0);
     for (const line of reads) {
-      const [start, stop] = line.slice(line.indexOf(key) + key.length).trim().split(' ');
+      const [start, stop] = line
+        .slice(line.indexOf(key) + key.length)
+        .trim()
+        .split(' ');
       const from = Number(JSON.parse(start!));
       const to = Number(JSON.parse(stop!));
       expect(line).not.toMatch(/"0" "-1"/);
@@ -112,7 +130,7 @@ describe('bounded threads through the API', () => {
 
     // Over the limit now: the next run is refused, and nothing of it is written.
     const listed = await api.get(`/v1/runs?thread=${threadId}&limit=100`);
-    const refused = await api.post('/v1/runs', {
+    const refused = await api.post<ErrorReply>('/v1/runs', {
       agent: 'tooler',
       threadId,
       input: { messages: [{ role: 'user', content: 'turn 11' }] },
@@ -126,25 +144,29 @@ describe('bounded threads through the API', () => {
     // Pages: the newest first, older ones by cursor; together the whole history in order.
     const whole = (await cluster.h.client.threads.load(TENANT, threadId)).messages.map((m) => m.id);
     expect(whole.length).toBe(40);
-    const all = await api.get(`/v1/threads/${threadId}`);
+    const all = await api.get<ThreadBody>(`/v1/threads/${threadId}`);
     expect(all.status).toBe(200);
     expect(all.body.messages.length).toBe(40);
     expect(all.body.nextCursor).toBeNull();
     expect(all.body.runIds).toEqual(runIds);
     const pages: string[][] = [];
-    let page = await api.get(`/v1/threads/${threadId}?limit=15`);
-    pages.unshift(page.body.messages.map((m: { id: string }) => m.id));
+    let page = await api.get<ThreadBody>(`/v1/threads/${threadId}?limit=15`);
+    pages.unshift(page.body.messages.map((m) => m.id));
     while (page.body.nextCursor !== null) {
       expect(page.body.messages.length).toBe(15);
-      page = await api.get(
-        `/v1/threads/${threadId}?limit=15&cursor=${encodeURIComponent(page.body.nextCursor as string)}`,
+      page = await api.get<ThreadBody>(
+        `/v1/threads/${threadId}?limit=15&cursor=${encodeURIComponent(page.body.nextCursor)}`,
       );
       expect(page.status).toBe(200);
-      pages.unshift(page.body.messages.map((m: { id: string }) => m.id));
+      pages.unshift(page.body.messages.map((m) => m.id));
     }
     expect(pages.map((p) => p.length)).toEqual([10, 15, 15]);
     expect(pages.flat()).toEqual(whole);
-    for (const bad of ['nope', Buffer.from('m0').toString('base64url'), 'bTE5OTk5OTk5OTk5OTk5OTk5']) {
+    for (const bad of [
+      'nope',
+      Buffer.from('m0').toString('base64url'),
+      'bTE5OTk5OTk5OTk5OTk5OTk5',
+    ]) {
       const r = await api.get(`/v1/threads/${threadId}?cursor=${bad}`);
       expect(r.status).toBe(400);
     }
@@ -176,13 +198,13 @@ describe('bounded threads through the API', () => {
   });
 
   it('an input over the limits alone is refused before anything is written', async () => {
-    const before = await api.get('/v1/runs?limit=100');
-    const r = await api.post('/v1/runs', {
+    const before = await api.get<RunsBody>('/v1/runs?limit=100');
+    const r = await api.post<ErrorReply>('/v1/runs', {
       agent: 'tooler',
       input: { messages: [{ role: 'user', content: 'x'.repeat(70_000) }] },
     });
     expect(r.status).toBe(413);
     expect(r.body.error.code).toBe('thread_too_large');
-    expect((await api.get('/v1/runs?limit=100')).body.runs).toEqual(before.body.runs);
+    expect((await api.get<RunsBody>('/v1/runs?limit=100')).body.runs).toEqual(before.body.runs);
   });
 });

@@ -21,7 +21,7 @@ interface Entry {
 }
 
 /** MESSAGE_CACHE_MAX_BYTES' default: what the kept lists of one worker process may add up to. */
-export const MESSAGE_CACHE_DEFAULT_BYTES = 64 * 1024 * 1024;
+const MESSAGE_CACHE_DEFAULT_BYTES = 64 * 1024 * 1024;
 
 /**
  * The messages of the runs this worker passed over lately, by the name of the list they came

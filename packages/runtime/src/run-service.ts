@@ -721,7 +721,11 @@ export class RunService {
   async thread(
     tenantId: string,
     threadId: string,
-    at: ThreadPageAt = { before: null, limit: THREAD_PAGE_DEFAULT, maxBytes: THREAD_PAGE_MAX_BYTES },
+    at: ThreadPageAt = {
+      before: null,
+      limit: THREAD_PAGE_DEFAULT,
+      maxBytes: THREAD_PAGE_MAX_BYTES,
+    },
   ): Promise<ThreadPage> {
     await this.settleActiveRun(tenantId, threadId, '');
     const hot = await this.deps.threads.page(tenantId, threadId, at);

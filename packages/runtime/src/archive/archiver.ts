@@ -140,7 +140,9 @@ export class Archiver {
     // can be long.
     const thread = await threads.stateOf(tenantId, threadId);
     const threadState =
-      thread.empty && Object.keys(thread.state).length === 0 ? checkpoint.state.thread : thread.state;
+      thread.empty && Object.keys(thread.state).length === 0
+        ? checkpoint.state.thread
+        : thread.state;
     // A child run that inherited its parent's thread never held it: nothing of it is there.
     const parent = checkpoint.identity.parent;
     const addsToThread =

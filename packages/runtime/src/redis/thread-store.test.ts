@@ -301,7 +301,10 @@ describe('RedisThreadStore', () => {
     }
 
     it('refuses a new run past the message limit (nothing written), answers its resends as before', async () => {
-      await turn('r1', Array.from({ length: 9 }, (_, i) => user(`m${String(i)}`)));
+      await turn(
+        'r1',
+        Array.from({ length: 9 }, (_, i) => user(`m${String(i)}`)),
+      );
       const before = await redis.zrange(limited.keys.thread(T, TH).runs, '0', '-1');
       expect(await limited.acquire(T, TH, 'r2', 'reject', 1, [user('x'), user('y')])).toEqual({
         kind: 'too_large',
@@ -395,9 +398,9 @@ describe('RedisThreadStore', () => {
       const limits = { windowMessages: 3, windowBytes: 1_000_000 };
       // the last 3 start with two tool results: both go, their call is out of the window
       expect(windowOf(entries, 10, limits)).toEqual({ messages: [user('u2')], start: 14 });
-      expect(windowOf(entries, 0, { ...limits, windowMessages: 4 }).messages.map((m) => m.id)).toEqual(
-        ['a1', 't1', 't1b', 'u2'],
-      );
+      expect(
+        windowOf(entries, 0, { ...limits, windowMessages: 4 }).messages.map((m) => m.id),
+      ).toEqual(['a1', 't1', 't1b', 'u2']);
       // bytes: only what fits, whole messages
       const last = Buffer.byteLength(entries[4]!);
       expect(windowOf(entries, 0, { windowMessages: 10, windowBytes: last })).toEqual({

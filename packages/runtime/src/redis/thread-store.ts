@@ -55,7 +55,7 @@ export interface ThreadLimits {
   readonly windowBytes: number;
 }
 
-export const DEFAULT_THREAD_LIMITS: ThreadLimits = {
+const DEFAULT_THREAD_LIMITS: ThreadLimits = {
   maxMessages: 5_000,
   maxBytes: 8 * 1024 * 1024,
   windowMessages: 500,
