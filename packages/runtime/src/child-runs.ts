@@ -107,7 +107,8 @@ export class ChildRuns {
     const { tenantId } = parent.identity;
     if (ref.thread === 'new') {
       const acquired = await deps.threads.acquire(tenantId, ref.threadId, ref.runId, 'reject');
-      if (acquired.kind === 'busy' || acquired.kind === 'queued')
+      // (a thread of its own is new: 'too_large' would mean it is not, like 'busy')
+      if (acquired.kind !== 'acquired')
         return {
           kind: 'failed',
           result: childStartFailure(
