@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { Message } from '@baton/protocol';
 import { uniquePrefix } from '@baton/testing/redis';
+import { monitorCommands } from '@baton/testing/redis-monitor';
 import { createdRun } from '@baton/testing/redis-runs';
 import { RedisThreadStore, RunAlreadyReleasedError, windowOf } from './thread-store.ts';
 import { RedisRunStore } from './redis-run-store.ts';
@@ -388,6 +389,35 @@ describe('RedisThreadStore', () => {
         'a2',
         't2',
         'a3',
+      ]);
+    });
+
+    it("reads about the window's bytes, not its entries: large messages are read from the end in chunks", async () => {
+      const fat = (id: string): Message => user(id, 'x'.repeat(9_000));
+      const byBytes = new RedisThreadStore({
+        redis,
+        prefix,
+        limits: { windowMessages: 500, windowBytes: 20_000 },
+      });
+      await byBytes.acquire(T, TH, 'r1', 'reject');
+      await byBytes.release(
+        T,
+        TH,
+        'r1',
+        Array.from({ length: 200 }, (_, i) => fat(`f${String(i)}`)),
+        null,
+      );
+      await byBytes.acquire(T, TH, 'r2', 'reject');
+      let run: Awaited<ReturnType<RedisThreadStore['loadForRun']>> | undefined;
+      const lines = await monitorCommands(inject('redisUrl'), async () => {
+        run = await byBytes.loadForRun(T, TH);
+      });
+      expect(run?.messages.map((m) => m.id)).toEqual(['f198', 'f199']);
+      expect(run?.reference).toMatchObject({ listLength: 200, count: 2, start: 198 });
+      const key = `"${byBytes.keys.thread(T, TH).messages.toLowerCase()}"`;
+      const reads = lines.filter((l) => l.includes('"lrange"') && l.includes(key));
+      expect(reads.map((l) => l.slice(l.indexOf(key) + key.length).trim())).toEqual([
+        '"150" "199"',
       ]);
     });
 

@@ -322,25 +322,75 @@ type ThreadForgetRun = LuaScript<
 >;
 
 /**
+ * Lua: `window_of(list, maxEntries, maxBytes)` → n (the list's length), the list's last entries
+ * newest first: at most maxEntries, and no more once their live messages (not `~` tombstones)
+ * passed maxBytes (the entry that passed it is included: windowOf drops it). Read from the end in
+ * chunks, so a run on a long thread of large messages reads about its window's bytes, not
+ * maxEntries of them.
+ */
+const WINDOW_LUA = `
+local function window_of(list, maxEntries, maxBytes)
+  local n = redis.call('LLEN', list)
+  local out, bytes = {}, 0
+  local lowest = math.max(0, n - maxEntries)
+  local stop = n - 1
+  while stop >= lowest do
+    local start = math.max(lowest, stop - 49)
+    local chunk = redis.call('LRANGE', list, start, stop)
+    for i = #chunk, 1, -1 do
+      local entry = chunk[i]
+      out[#out + 1] = entry
+      if string.sub(entry, 1, 1) ~= '~' then
+        bytes = bytes + #entry
+        if bytes > maxBytes then return n, out end
+      end
+    end
+    stop = start - 1
+  end
+  return n, out
+end
+`;
+
+/**
  * The thread's history window (see windowOf) and state. A reader that holds the window its run
  * was created with (`expected` messages, ending with the run's last known message) gets only the
  * list's last entry while nothing was ever removed from the list (a removal leaves a tombstone in
  * place: see FORGET_RUN_LUA) and the list is no shorter: lists only grow, and only the run that
  * holds the thread appends, so the same last message means the same history.
- * KEYS: messages, state, meta   ARGV: expected (0 = read the window), window (entries)
- * Reply: {'same', lastJson, stateJson|false} | {'all', {messageJson…}, stateJson|false, listLength}
+ * KEYS: messages, state, meta   ARGV: expected (0 = read the window), window entries, window bytes
+ * Reply: {'same', lastJson, stateJson|false}
+ *      | {'all', {messageJson…} (newest first), stateJson|false, listLength}
  */
-const HISTORY_LUA = `
+const HISTORY_LUA = `${WINDOW_LUA}
 local expected = tonumber(ARGV[1])
 local n = redis.call('LLEN', KEYS[1])
 if expected > 0 and n >= expected and redis.call('HEXISTS', KEYS[3], 'fgen') == 0 then
   return {'same', redis.call('LINDEX', KEYS[1], -1), redis.call('GET', KEYS[2])}
 end
-return {'all', redis.call('LRANGE', KEYS[1], -tonumber(ARGV[2]), -1), redis.call('GET', KEYS[2]), n}`;
+local length, entries = window_of(KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
+return {'all', entries, redis.call('GET', KEYS[2]), length}`;
 type ThreadHistory = LuaScript<
   [messages: string, state: string, meta: string],
-  [expected: number, window: number],
+  [expected: number, windowMessages: number, windowBytes: number],
   ['same', string, string | null] | ['all', string[], string | null, number]
+>;
+
+/**
+ * What a run created on the thread starts from, consistent, in one script: the thread's active
+ * run and removal generation, its history window (WINDOW_LUA), state, queue and runs.
+ * KEYS: meta, queue, runs, released, messages, state   ARGV: window entries, window bytes
+ * Reply: {active|false, fgen|false, listLength, {entry…} (newest first), state|false, {queued…},
+ *         {runId…}}
+ */
+const LOAD_FOR_RUN_LUA = `${WINDOW_LUA}
+local n, entries = window_of(KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]))
+local meta = redis.call('HMGET', KEYS[1], 'activeRunId', 'fgen')
+return {meta[1], meta[2], n, entries, redis.call('GET', KEYS[6]),
+  redis.call('LRANGE', KEYS[2], 0, -1), redis.call('ZRANGE', KEYS[3], 0, -1)}`;
+type ThreadLoadForRun = LuaScript<
+  ThreadDataKeys,
+  [windowMessages: number, windowBytes: number],
+  [string | null, string | null, number, string[], string | null, string[], string[]]
 >;
 
 export class RedisThreadStore {
@@ -351,6 +401,7 @@ export class RedisThreadStore {
   private readonly releaseScript: ThreadRelease;
   private readonly deleteScript: ThreadDelete;
   private readonly historyScript: ThreadHistory;
+  private readonly loadForRunScript: ThreadLoadForRun;
   private readonly forgetRunScript: ThreadForgetRun;
   private readonly seedScript: ThreadSeed;
   private readonly ttlSeconds: number;
@@ -366,6 +417,7 @@ export class RedisThreadStore {
     this.releaseScript = defineScript(this.redis, 'batonThreadRelease2', 6, RELEASE_LUA);
     this.deleteScript = defineScript(this.redis, 'batonThreadDelete', 6, DELETE_LUA);
     this.historyScript = defineScript(this.redis, 'batonThreadHistory4', 3, HISTORY_LUA);
+    this.loadForRunScript = defineScript(this.redis, 'batonThreadLoadForRun', 6, LOAD_FOR_RUN_LUA);
     this.forgetRunScript = defineScript(this.redis, 'batonThreadForgetRun2', 6, FORGET_RUN_LUA);
     this.seedScript = defineScript(this.redis, 'batonThreadSeed', 6, SEED_LUA);
   }
@@ -514,16 +566,17 @@ export class RedisThreadStore {
   ): Promise<Pick<ThreadSnapshot, 'messages' | 'state'>> {
     const k = this.keys.thread(tenantId, threadId);
     const keys: [string, string, string] = [k.messages, k.state, k.meta];
-    const window = this.limits.windowMessages;
-    let reply = await this.historyScript(keys, [known.length, window]);
+    const { windowMessages, windowBytes } = this.limits;
+    let reply = await this.historyScript(keys, [known.length, windowMessages, windowBytes]);
     if (reply[0] === 'same') {
       const last = JSON.parse(reply[1]) as Message;
       if (last.id === known.at(-1)?.id)
         return { messages: [...known], state: parseState(reply[2]) };
-      reply = await this.historyScript(keys, [0, window]);
+      reply = await this.historyScript(keys, [0, windowMessages, windowBytes]);
     }
     if (reply[0] !== 'all') throw new Error('thread history: unexpected reply');
-    const [, entries, state, listLength] = reply;
+    const [, newestFirst, state, listLength] = reply;
+    const entries = [...newestFirst].reverse();
     const { messages } = windowOf(entries, Number(listLength) - entries.length, this.limits);
     return { messages, state: parseState(state) };
   }
@@ -631,21 +684,12 @@ export class RedisThreadStore {
    * (history-reference.ts).
    */
   async loadForRun(tenantId: string, threadId: string): Promise<ThreadSnapshotForRun> {
-    const k = this.keys.thread(tenantId, threadId);
-    const results = await this.redis
-      .multi()
-      .hmget(k.meta, 'activeRunId', 'fgen')
-      .llen(k.messages)
-      .lrange(k.messages, -this.limits.windowMessages, -1)
-      .get(k.state)
-      .lrange(k.queue, 0, -1)
-      .zrange(k.runs, '0', '-1')
-      .exec();
-    if (!results) throw new Error('thread load: transaction aborted');
-    for (const [err] of results) if (err) throw err;
-    const [[active, fgen], listLength, entries, state, queued, runIds] = results.map(
-      ([, v]) => v,
-    ) as [[string | null, string | null], number, string[], string | null, string[], string[]];
+    const [active, fgen, listLength, newestFirst, state, queued, runIds] =
+      await this.loadForRunScript(this.scriptKeys(tenantId, threadId), [
+        this.limits.windowMessages,
+        this.limits.windowBytes,
+      ]);
+    const entries = [...newestFirst].reverse();
     const window = windowOf(entries, listLength - entries.length, this.limits);
     return {
       messages: window.messages,
