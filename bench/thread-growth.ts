@@ -74,12 +74,20 @@ async function seedThread(
     have += users + 1;
   }
   if (length === 0) return 0;
-  const thread = await mustGet<{ messages: unknown[] }>(
-    c,
-    `/v1/threads/${encodeURIComponent(threadId)}`,
-    timeoutMs,
-  );
-  return thread.messages.length;
+  // GET /v1/threads/:id answers pages: counted over all of them
+  let count = 0;
+  let cursor: string | null | undefined = undefined;
+  do {
+    const query: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
+    const page: { messages: unknown[]; nextCursor?: string | null } = await mustGet(
+      c,
+      `/v1/threads/${encodeURIComponent(threadId)}?limit=1000${query}`,
+      timeoutMs,
+    );
+    count += page.messages.length;
+    cursor = page.nextCursor;
+  } while (typeof cursor === 'string');
+  return count;
 }
 
 /** MEMORY USAGE of every key of one run (its hash tag), layout-independent. */

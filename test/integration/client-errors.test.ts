@@ -46,7 +46,7 @@ describe('client: every error code the API answers becomes a typed BatonApiError
       inject('redisUrl'),
       [...createDemoAgents(systemClock), ...matrixAgents()],
       {
-        env: { BODY_LIMIT_BYTES: '4096', SCHEDULES_MAX_PER_TENANT: '1' },
+        env: { BODY_LIMIT_BYTES: '4096', SCHEDULES_MAX_PER_TENANT: '1', THREAD_MAX_MESSAGES: '2' },
       },
     );
     limited = await startApiCluster(inject('redisUrl'), createDemoAgents(systemClock), {
@@ -91,6 +91,15 @@ describe('client: every error code the API answers becomes a typed BatonApiError
         input: { messages: [{ role: 'user', content: 'x'.repeat(5000) }] },
       }),
     );
+    const tooLong = await expectCode(
+      'thread_too_large',
+      413,
+      a.runs.create({
+        agent: 'assistant',
+        input: { messages: ['one', 'two', 'three'].map((content) => ({ role: 'user', content })) },
+      }),
+    );
+    expect(tooLong.message).toContain('limit of 2 messages');
     await expectCode('unknown_agent', 422, a.runs.create({ ...deploy, agent: 'nobody' }));
     const l = new BatonClient({ baseUrl: limited.apis[0]!.url, apiKey: KEYS.a });
     await l.agents.list();

@@ -489,6 +489,31 @@ describe('overlapping firings on a thread', () => {
     expect(t.body.runIds).toEqual([head.runId]);
   });
 
+  it('a firing on a thread over THREAD_MAX_MESSAGES is recorded as failed (thread_too_large), not retried', async () => {
+    const thread = `sched-full-${prefix}`;
+    // A thread at the default limit (5,000 messages), written as a run's release would.
+    await rt.threads.acquire('sched-a', thread, 'seed', 'reject');
+    const full = Array.from({ length: 5_000 }, (_, i) => ({
+      id: `m${String(i)}`,
+      role: 'user' as const,
+      content: 'x',
+    }));
+    await rt.threads.release('sched-a', thread, 'seed', full, null);
+    const created = await create(a, {
+      agent: 'assistant',
+      threadId: thread,
+      input: { messages: [{ role: 'user', content: 'deploy please' }] },
+      everyMs: 60_000,
+      limit: 1,
+    });
+    const s = await firings(created.scheduleId, 1);
+    expect(s.recentFirings[0]).toMatchObject({
+      outcome: 'failed',
+      error: { code: 'thread_too_large' },
+    });
+    expect(s.recentFirings[0]?.runId).toBeUndefined();
+  });
+
   it('enqueue: later firings queue behind the active run and run after it', async () => {
     const thread = `sched-enqueue-${prefix}`;
     const created = await create(a, {

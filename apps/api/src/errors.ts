@@ -43,6 +43,7 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   unavailable: 503,
   webhook_target_refused: 400,
   quota_exceeded: 409,
+  thread_too_large: 413,
 };
 
 export function statusFor(code: ErrorCode): number {

@@ -50,6 +50,13 @@ export const ThreadRunsQuerySchema = z.strictObject({
   limit: limit.optional(),
 });
 
+export const ThreadQuerySchema = z.strictObject({
+  /** Messages of the page (at most; fewer past 1 MiB of JSON): the newest before the cursor. */
+  limit: z.coerce.number().int().min(1).max(1_000).default(100).optional(),
+  /** A previous page's nextCursor: the messages before that page. */
+  cursor: z.string().min(1).max(64).optional(),
+});
+
 export const EventsQuerySchema = z.strictObject({
   /** Replay events with seq > after (the Last-Event-ID header wins when both are sent). */
   after: z.coerce.number().int().min(0).optional(),

@@ -23,6 +23,12 @@ export const WorkerConfigSchema = z.object({
    */
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(defaultWorkerConcurrency),
   TOOL_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
+  /** Bytes (JSON) of runs' message lists one worker process keeps between passes (message-cache.ts). */
+  MESSAGE_CACHE_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(64 * 1024 * 1024),
   /** How long a crashed holder keeps a run (and BullMQ keeps a job) before another worker takes over. */
   LEASE_TTL_MS: z.coerce.number().int().min(200).default(15_000),
   JOB_LOCK_MS: z.coerce.number().int().min(200).default(15_000),

@@ -72,3 +72,43 @@ describe('MessageCache', () => {
     expect(cache.outdated(cache.known('r')!)).toBe(false);
   });
 });
+
+describe('MessageCache byte bound', () => {
+  const big = (id: string, size: number): string =>
+    JSON.stringify({ id, role: 'user', content: 'x'.repeat(size) });
+
+  it('keeps at most maxBytes of JSON, the least recently used going first', () => {
+    const cache = new MessageCache(100, 10_000);
+    cache.resolve('a', undefined, 'n', 0, [big('a1', 4_000)]);
+    cache.resolve('b', undefined, 'n', 0, [big('b1', 4_000)]);
+    expect(cache.size.runs).toBe(2);
+    // a grows past the bound with b: b, least recently used, goes
+    cache.resolve('a', cache.known('a'), 'n', 1, [big('a2', 4_000)]);
+    expect(cache.known('b')).toBeUndefined();
+    expect(cache.known('a')).toMatchObject({ count: 2 });
+    expect(cache.size.bytes).toBeLessThanOrEqual(10_000);
+    expect(cache.size.bytes).toBe(cache.known('a')!.bytes);
+    // a list over the bound alone is not kept, and pushes nothing else out
+    cache.resolve('c', undefined, 'n', 0, [big('c1', 6_000)]);
+    cache.resolve('huge', undefined, 'n', 0, [big('h1', 20_000)]);
+    expect(cache.known('huge')).toBeUndefined();
+    expect(cache.known('c')).toBeDefined();
+    expect(cache.size.bytes).toBeLessThanOrEqual(10_000);
+  });
+
+  it('counts a referenced history, forgets bytes with runs, and starts over on invalidate', () => {
+    const cache = new MessageCache(100, 1_000_000);
+    const history = [m('h1'), m('h2')];
+    const tail = json('a');
+    cache.resolve('r', undefined, 'n', 0, tail, history);
+    const expected =
+      history.reduce((n, x) => n + Buffer.byteLength(JSON.stringify(x)), 0) +
+      Buffer.byteLength(tail[0]!);
+    expect(cache.size).toEqual({ runs: 1, bytes: expected });
+    cache.forget('r');
+    expect(cache.size).toEqual({ runs: 0, bytes: 0 });
+    cache.resolve('r', undefined, 'n', 0, tail);
+    cache.invalidate();
+    expect(cache.size).toEqual({ runs: 0, bytes: 0 });
+  });
+});

@@ -101,7 +101,7 @@ export class BatonWorker {
   async start(): Promise<void> {
     const { config } = this.opts;
     const rt = this.runtime;
-    const messages = new MessageCache();
+    const messages = new MessageCache(undefined, config.MESSAGE_CACHE_MAX_BYTES);
     // Whatever this process kept of the runs' message lists may be ahead of a Redis that comes
     // back (a restart from a truncated AOF, a failover): a dropped connection forgets it all.
     rt.redis.on('close', () => messages.invalidate());

@@ -58,6 +58,7 @@ const BY_API_CODE: Readonly<Record<ErrorCode, ExitCode>> = {
   unavailable: EXIT.unavailable,
   webhook_target_refused: EXIT.refused,
   quota_exceeded: EXIT.refused,
+  thread_too_large: EXIT.refused,
 };
 
 /** The exit code for an error thrown by the client (or anything else). */

@@ -173,10 +173,37 @@ export class ThreadsApi {
     this.t = transport;
   }
 
-  /** `GET /v1/threads/:id`: messages of finished runs, the active run, queued runs, state. */
-  async get(threadId: string, opts: RequestOptions = {}): Promise<ThreadResponse> {
-    return (await this.t.json('GET', `/v1/threads/${enc(threadId)}`, ThreadResponseSchema, opts))
-      .body;
+  /**
+   * `GET /v1/threads/:id`: a page of the history (messages of finished runs: the newest, or
+   * those before `page.cursor`, a previous page's `nextCursor`), the active run, queued runs,
+   * runs, state. `history` reads every page.
+   */
+  async get(
+    threadId: string,
+    opts: RequestOptions = {},
+    page: { readonly cursor?: string; readonly limit?: number } = {},
+  ): Promise<ThreadResponse> {
+    return (
+      await this.t.json('GET', `/v1/threads/${enc(threadId)}`, ThreadResponseSchema, {
+        ...opts,
+        query: { ...page },
+      })
+    ).body;
+  }
+
+  /**
+   * The whole history of the thread, oldest first, page by page (a long thread is many
+   * requests: prefer `get` and its pages where the newest messages suffice).
+   */
+  async history(threadId: string, opts: RequestOptions = {}): Promise<ThreadResponse> {
+    let page = await this.get(threadId, opts, { limit: 1_000 });
+    const pages = [page.messages];
+    const first = page;
+    while (typeof page.nextCursor === 'string') {
+      page = await this.get(threadId, opts, { cursor: page.nextCursor, limit: 1_000 });
+      pages.unshift(page.messages);
+    }
+    return { ...first, messages: pages.flat(), nextCursor: null };
   }
 
   /**

@@ -120,6 +120,8 @@ export interface ArchivedThread {
   readonly state: Record<string, JsonValue>;
   /** Its archived runs, oldest first (by createdAt). */
   readonly runIds: string[];
+  /** The same runs with their createdAt (to order them among the runs Redis still has). */
+  readonly runs: { readonly runId: string; readonly createdAt: number }[];
 }
 
 /**

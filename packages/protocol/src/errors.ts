@@ -30,6 +30,8 @@ export const ErrorCodeSchema = z.enum([
   'webhook_target_refused',
   /** A per-tenant quota (e.g. SCHEDULES_MAX_PER_TENANT) is used up; the message says how to raise it. */
   'quota_exceeded',
+  /** The thread holds, or with this run would hold, more than THREAD_MAX_MESSAGES / _BYTES. */
+  'thread_too_large',
 ]);
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
 

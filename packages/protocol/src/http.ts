@@ -87,9 +87,16 @@ export const ThreadResponseSchema = z.object({
   threadId: z.string(),
   activeRunId: z.string().nullable(),
   queued: z.array(z.string()),
+  /** Every run of the thread, oldest first (createdAt, then id), archived ones included. */
   runIds: z.array(z.string()),
+  /** A page of the history, oldest first: the newest messages before the cursor (or of all). */
   messages: z.array(MessageSchema),
   state: z.record(z.string(), JsonValueSchema),
+  /**
+   * The cursor of the page of older messages (`?cursor=`); null when this page begins the
+   * history. Absent from servers before thread pages (their `messages` is the whole history).
+   */
+  nextCursor: z.string().nullable().optional(),
 });
 export type ThreadResponse = z.infer<typeof ThreadResponseSchema>;
 

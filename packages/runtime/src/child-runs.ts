@@ -125,7 +125,8 @@ export class ChildRuns {
     const { tenantId } = parent.identity;
     if (ref.thread === 'new') {
       const acquired = await deps.threads.acquire(tenantId, ref.threadId, ref.runId, 'reject');
-      if (acquired.kind === 'busy' || acquired.kind === 'queued')
+      // (a thread of its own is new: 'too_large' would mean it is not, like 'busy')
+      if (acquired.kind !== 'acquired')
         return {
           kind: 'failed',
           result: childStartFailure(
@@ -145,7 +146,8 @@ export class ChildRuns {
         identity: {
           runId: ref.runId,
           threadId: ref.threadId,
-          turnId: ref.thread === 'inherit' ? parent.identity.turnId : 'turn-0',
+          // A thread of its own: its first run, as every thread's first run is (turn-1).
+          turnId: ref.thread === 'inherit' ? parent.identity.turnId : 'turn-1',
           tenantId,
           agent: ref.agent,
           parent: origin,

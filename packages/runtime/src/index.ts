@@ -7,7 +7,12 @@
 export { BatonRuntime } from './runtime.ts';
 /** @public BatonRuntime's configuration; nothing in this repository names the type. */
 export type { BatonRuntimeOptions, RuntimeOptions } from './runtime.ts';
-export { RunService, type CreatedRun } from './run-service.ts';
+export {
+  RunService,
+  THREAD_PAGE_DEFAULT,
+  THREAD_PAGE_MAX_BYTES,
+  type CreatedRun,
+} from './run-service.ts';
 /** @public What RunService.follow answers (the run-tree stream's view of a run). */
 export type { RunFollowState } from './run-service.ts';
 /** @public What RunService.submitDecisions answers, and where it routed child runs' calls. */

@@ -27,7 +27,12 @@ import type { BatonKeys } from './redis/keys.ts';
 import type { ListRunsQuery, RedisRunStore, RunPage } from './redis/redis-run-store.ts';
 import { ArchiveReads } from './archive/archive-reads.ts';
 import type { RedisClient } from './redis/scripts.ts';
-import type { RedisThreadStore, ThreadSnapshot } from './redis/thread-store.ts';
+import {
+  jsonBytes,
+  type RedisThreadStore,
+  type ThreadPage,
+  type ThreadSnapshot,
+} from './redis/thread-store.ts';
 import type { Durability } from './redis/durability.ts';
 import type { RunCommitter, Loaded } from './run-committer.ts';
 import { RunIndex, expiringMember } from './run-record/run-index.ts';
@@ -41,6 +46,7 @@ import { RunNotFoundError } from './errors/run-not-found-error.ts';
 import { RunAlreadyReleasedError } from './errors/run-already-released-error.ts';
 import type { RunAdmission } from './fairness/run-admission.ts';
 import { ThreadNotFoundError } from './errors/thread-not-found-error.ts';
+import { ThreadTooLargeError } from './errors/thread-too-large-error.ts';
 
 export interface RunServiceDeps {
   readonly redis: RedisClient;
@@ -123,6 +129,18 @@ function spentKey(runId: string, what = 'has ended and is no longer kept'): Bato
   );
 }
 
+/** Which page of a thread to read (RedisThreadStore.page). */
+export interface ThreadPageAt {
+  readonly before: number | null;
+  readonly limit: number;
+  readonly maxBytes: number;
+}
+
+/** Messages of a thread page (GET /v1/threads/:id) unless `limit` says otherwise; at most 1,000. */
+export const THREAD_PAGE_DEFAULT = 100;
+/** A page's messages stop short of this many bytes of JSON (one message at least). */
+export const THREAD_PAGE_MAX_BYTES = 1024 * 1024;
+
 /** What a thread that nobody has written yet loads as. */
 const EMPTY_THREAD: Pick<ThreadSnapshot, 'messages' | 'state' | 'runIds'> & {
   readonly reference?: undefined;
@@ -177,6 +195,17 @@ export class RunService {
       endpoints: [],
     };
     const webhook = hooks.created ? { webhook: hooks.created } : {};
+    const input = request.input.messages;
+    const inputSize = { messages: input.length, bytes: jsonBytes(input) };
+    const { limits } = deps.threads;
+    // An input over the limits alone is refused before anything is written (no index entry).
+    if (inputSize.messages > limits.maxMessages || inputSize.bytes > limits.maxBytes)
+      throw new ThreadTooLargeError(
+        request.threadId ?? 'new',
+        { messages: 0, bytes: 0 },
+        limits,
+        inputSize,
+      );
     const runId = opts.runId ?? this.ids();
     const threadId = request.threadId ?? opts.threadId ?? this.ids();
     const strategy = request.options?.multitask ?? 'reject';
@@ -192,13 +221,15 @@ export class RunService {
     const indexing = request.threadId === undefined ? index.add('active', runId, createdAt) : null;
     void indexing?.catch(() => undefined);
     const acquired = await deps.threads
-      .acquire(tenantId, threadId, runId, strategy, createdAt)
+      .acquire(tenantId, threadId, runId, strategy, createdAt, input)
       .catch((error: unknown) => {
         // The thread remembers the run's release: it existed, ended and is kept no more (Redis
         // let it go, no archive has it). Run again it would execute twice under one id.
         if (answerExisting && error instanceof RunAlreadyReleasedError) throw spentKey(runId);
         throw error;
       });
+    if (acquired.kind === 'too_large')
+      throw new ThreadTooLargeError(threadId, acquired, limits, inputSize);
     if (acquired.kind === 'busy')
       throw new BatonError(
         'thread_busy',
@@ -216,7 +247,9 @@ export class RunService {
           : this.archived
             ? await this.archived.threadForRun(tenantId, threadId)
             : await deps.threads.loadForRun(tenantId, threadId);
-      const turnId = `turn-${thread.runIds.length}`;
+      // The run's turn counts it among the thread's runs: the acquire listed it in the thread's
+      // index already; a thread made up here has it as its only run.
+      const turnId = `turn-${String(request.threadId === undefined ? 1 : thread.runIds.length)}`;
       const t = runCommands.create(
         specOf(descriptor),
         {
@@ -654,7 +687,12 @@ export class RunService {
    * them listed for good: the retry found no thread).
    */
   async deleteThread(tenantId: string, threadId: string): Promise<{ runs: number }> {
-    const hot = await this.deps.threads.load(tenantId, threadId);
+    // Only who holds the thread and its run ids: no message is read (before 0).
+    const hot = await this.deps.threads.page(tenantId, threadId, {
+      before: 0,
+      limit: 0,
+      maxBytes: 0,
+    });
     const busy = hot.activeRunId ?? hot.queued[0];
     if (busy !== undefined) throw threadBusy(threadId, busy);
     let archivedRuns: string[] = [];
@@ -777,9 +815,17 @@ export class RunService {
    * messages in, even when its worker has not released the thread yet (done right after the
    * final commit, so a read can come in between).
    */
-  async thread(tenantId: string, threadId: string): Promise<ThreadSnapshot> {
+  async thread(
+    tenantId: string,
+    threadId: string,
+    at: ThreadPageAt = {
+      before: null,
+      limit: THREAD_PAGE_DEFAULT,
+      maxBytes: THREAD_PAGE_MAX_BYTES,
+    },
+  ): Promise<ThreadPage> {
     await this.settleActiveRun(tenantId, threadId, '');
-    const hot = await this.deps.threads.load(tenantId, threadId);
-    return this.archived ? this.archived.thread(tenantId, threadId, hot) : hot;
+    const hot = await this.deps.threads.page(tenantId, threadId, at);
+    return this.archived ? this.archived.thread(tenantId, threadId, hot, at) : hot;
   }
 }

@@ -65,6 +65,22 @@ export const runtimeConfigShape = {
     .int()
     .min(1)
     .default(7 * 86_400),
+  /** A thread's list holds at most this many messages: a run that would pass it gets 413. */
+  THREAD_MAX_MESSAGES: z.coerce.number().int().min(1).default(5_000),
+  /** A thread's list holds at most this many bytes of message JSON (413 past it). */
+  THREAD_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1_024)
+    .default(8 * 1024 * 1024),
+  /** A run on a thread is given at most this many of its newest messages as history. */
+  THREAD_HISTORY_MAX_MESSAGES: z.coerce.number().int().min(1).default(500),
+  /** A run's thread history is at most this many bytes of message JSON. */
+  THREAD_HISTORY_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1_024)
+    .default(1024 * 1024),
   /** How long finished BullMQ jobs stay visible (Bull Board) before they are removed. */
   JOB_RETENTION_SECONDS: z.coerce.number().int().min(1).default(3_600),
   TOOL_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),

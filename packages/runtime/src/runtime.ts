@@ -153,6 +153,12 @@ export class BatonRuntime {
       prefix: config.BATON_PREFIX,
       now,
       ttlSeconds: config.THREAD_TTL_SECONDS,
+      limits: {
+        maxMessages: config.THREAD_MAX_MESSAGES,
+        maxBytes: config.THREAD_MAX_BYTES,
+        windowMessages: config.THREAD_HISTORY_MAX_MESSAGES,
+        windowBytes: config.THREAD_HISTORY_MAX_BYTES,
+      },
     });
     this.queues = new BatonQueues({
       connection: this.connection,

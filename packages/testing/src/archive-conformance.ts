@@ -206,6 +206,10 @@ export function archiveConformance(opts: ArchiveConformanceOptions): void {
         messages: userMessages(1, 5),
         state: { n: '2' },
         runIds: [first.checkpoint.identity.runId, second.checkpoint.identity.runId],
+        runs: [
+          { runId: first.checkpoint.identity.runId, createdAt: 100 },
+          { runId: second.checkpoint.identity.runId, createdAt: 200 },
+        ],
       });
     });
 

@@ -223,7 +223,9 @@ export const runsPaths: OpenApiPaths = {
           'validation_failed, bad_request, or webhook_target_refused (webhook.url resolves to a loopback, private, link-local … address, or does not resolve)',
         ),
         '409': error('thread_busy or idempotency_conflict'),
-        '413': error('Body or message count over the limit'),
+        '413': error(
+          'payload_too_large (body or message count over the limit) or thread_too_large (the thread with this input would pass THREAD_MAX_MESSAGES / THREAD_MAX_BYTES)',
+        ),
         '422': error('unknown_agent'),
       },
     },

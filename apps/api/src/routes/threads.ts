@@ -1,8 +1,9 @@
 import { Router } from 'express';
 import { principalOf } from '../auth.ts';
 import type { ApiContext } from '../context.ts';
-import { notFound } from '../errors.ts';
-import { ThreadRunsQuerySchema } from '../schemas.ts';
+import { badRequest, notFound } from '../errors.ts';
+import { THREAD_PAGE_DEFAULT, THREAD_PAGE_MAX_BYTES } from '@baton/runtime';
+import { ThreadQuerySchema, ThreadRunsQuerySchema } from '../schemas.ts';
 import { parseId, parseQuery } from '../validation.ts';
 import {
   commonErrors,
@@ -16,14 +17,30 @@ import {
 export function threadsRouter(ctx: ApiContext): Router {
   const router = Router();
 
-  /** History (messages of finished runs), active run, queued runs. Threads are per tenant. */
+  /**
+   * A page of the history (messages of finished runs; the newest first page, older ones by
+   * cursor), active run, queued runs, runs. Threads are per tenant.
+   */
   router.get('/threads/:id', async (req, res) => {
     const { tenantId } = principalOf(req);
     const threadId = parseId(req.params['id'], 'thread id');
-    const thread = await ctx.service.thread(tenantId, threadId);
+    const query = parseQuery(ThreadQuerySchema, req);
+    const thread = await ctx.service.thread(tenantId, threadId, {
+      before: query.cursor === undefined ? null : decodeThreadCursor(query.cursor),
+      limit: query.limit ?? THREAD_PAGE_DEFAULT,
+      maxBytes: THREAD_PAGE_MAX_BYTES,
+    });
     if (thread.runIds.length === 0 && thread.activeRunId === null)
       throw notFound(`thread ${threadId} was not found`);
-    res.json({ threadId, ...thread });
+    res.json({
+      threadId,
+      activeRunId: thread.activeRunId,
+      queued: thread.queued,
+      runIds: thread.runIds,
+      messages: thread.messages,
+      state: thread.state,
+      nextCursor: thread.before === null ? null : encodeThreadCursor(thread.before),
+    });
   });
 
   /** Deletes the thread and its finished runs (409 thread_busy while a run is active or queued). */
@@ -56,14 +73,29 @@ export function threadsRouter(ctx: ApiContext): Router {
   return router;
 }
 
+/** A page cursor: the list position the page ends before, opaque to clients. */
+function encodeThreadCursor(before: number): string {
+  return Buffer.from(`m${String(before)}`).toString('base64url');
+}
+
+function decodeThreadCursor(cursor: string): number {
+  const match = /^m([1-9][0-9]{0,14})$/.exec(Buffer.from(cursor, 'base64url').toString());
+  if (!match?.[1])
+    throw badRequest('cursor is invalid: pass the nextCursor of a previous page, unchanged', {
+      param: 'cursor',
+    });
+  return Number(match[1]);
+}
+
 /** OpenAPI paths of threadsRouter. */
 export const threadsPaths: OpenApiPaths = {
   '/v1/threads/{id}': {
     get: {
       tags: ['threads'],
       operationId: 'getThread',
-      summary: 'Thread history, active run and queued runs',
-      parameters: [threadIdParam],
+      summary:
+        'A page of the thread history (newest first page; older pages by nextCursor), active run, queued runs',
+      parameters: [threadIdParam, ...queryParameters(ThreadQuerySchema)],
       responses: {
         '200': json('Thread', 'Thread'),
         ...commonErrors,

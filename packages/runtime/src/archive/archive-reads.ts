@@ -1,5 +1,5 @@
 import type { ArchivedRunSummary, RunArchive, StoredCheckpoint } from '@baton/core';
-import type { Checkpoint, RunEvent } from '@baton/protocol';
+import type { Checkpoint, Message, RunEvent } from '@baton/protocol';
 import {
   decodeCursor,
   encodeCursor,
@@ -10,7 +10,8 @@ import {
 } from '../redis/redis-run-store.ts';
 import type {
   RedisThreadStore,
-  ThreadSnapshot,
+  ThreadPage,
+  ThreadRun,
   ThreadSnapshotForRun,
 } from '../redis/thread-store.ts';
 
@@ -76,25 +77,30 @@ export class ArchiveReads {
   }
 
   /**
-   * The thread as Redis has it; once Redis forgot it, as the archive has it. Runs Redis let go
-   * of are listed from the archive (they come before the ones it still has).
+   * A page of the thread as Redis has it; once Redis forgot it, as the archive has it (the same
+   * page of its messages). Its runs are those of both, in one order (createdAt, then runId: the
+   * order of either store's), whichever holds each.
    */
-  async thread(tenantId: string, threadId: string, hot: ThreadSnapshot): Promise<ThreadSnapshot> {
+  async thread(
+    tenantId: string,
+    threadId: string,
+    hot: ThreadPage,
+    at: { readonly before: number | null; readonly limit: number; readonly maxBytes: number },
+  ): Promise<ThreadPage> {
     const archived = await this.deps.archive.loadThread(tenantId, threadId);
     if (!archived) return hot;
-    const forgotten =
-      hot.runIds.length === 0 && hot.activeRunId === null && hot.messages.length === 0;
-    const known = new Set(hot.runIds);
-    const runIds = [...archived.runIds.filter((id) => !known.has(id)), ...hot.runIds];
+    const forgotten = hot.runs.length === 0 && hot.activeRunId === null && hot.listLength === 0;
+    const runs = mergeRuns(archived.runs, hot.runs);
     return forgotten
       ? {
-          messages: archived.messages,
+          ...pageOf(archived.messages, at),
           state: archived.state,
           activeRunId: null,
           queued: [],
-          runIds,
+          runIds: runs.map((r) => r.runId),
+          runs,
         }
-      : { ...hot, runIds };
+      : { ...hot, runIds: runs.map((r) => r.runId), runs };
   }
 
   /**
@@ -107,7 +113,7 @@ export class ArchiveReads {
     const hot = await threads.loadForRun(tenantId, threadId);
     // Every finished run left at least its input in the history: an empty one is a new thread
     // or one Redis forgot (other runs may have acquired it since, queued behind this one).
-    if (hot.messages.length > 0 || Object.keys(hot.state).length > 0) return hot;
+    if (hot.reference.listLength > 0 || Object.keys(hot.state).length > 0) return hot;
     const archived = await archive.loadThread(tenantId, threadId);
     if (!archived) return hot;
     // Seeded here or by a concurrent run first: either way the run references the list as it
@@ -145,4 +151,39 @@ export class ArchiveReads {
   deleteThread(tenantId: string, threadId: string): Promise<string[]> {
     return this.deps.archive.deleteThread(tenantId, threadId);
   }
+}
+
+/** Both stores' runs of a thread, each once, oldest first (createdAt, then runId). */
+function mergeRuns(archived: readonly ThreadRun[], hot: readonly ThreadRun[]): ThreadRun[] {
+  const byId = new Map<string, ThreadRun>();
+  for (const run of [...archived, ...hot]) byId.set(run.runId, run);
+  return [...byId.values()].sort((a, b) =>
+    a.createdAt !== b.createdAt
+      ? a.createdAt - b.createdAt
+      : a.runId < b.runId
+        ? -1
+        : a.runId > b.runId
+          ? 1
+          : 0,
+  );
+}
+
+/** RedisThreadStore.page over an archived thread's messages (their positions: the array's). */
+function pageOf(
+  messages: readonly Message[],
+  at: { readonly before: number | null; readonly limit: number; readonly maxBytes: number },
+): Pick<ThreadPage, 'messages' | 'before' | 'listLength'> {
+  const end = Math.min(messages.length, at.before ?? messages.length);
+  let start = end;
+  let bytes = 0;
+  while (start > 0 && end - start < at.limit) {
+    bytes += Buffer.byteLength(JSON.stringify(messages[start - 1]));
+    if (bytes > at.maxBytes && start < end) break;
+    start -= 1;
+  }
+  return {
+    messages: messages.slice(start, end),
+    before: start > 0 && end > start ? start : null,
+    listLength: messages.length,
+  };
 }

@@ -136,11 +136,11 @@ export class Archiver {
     if (checkpoint.status !== 'done') return null;
     const events = await store.readEvents(runId);
     const { tenantId, threadId } = checkpoint.identity;
-    // The thread's state now (the run handed on its persistent keys); `known` spares reading the
-    // history again when the thread still ends with this run.
-    const thread = await threads.history(tenantId, threadId, checkpoint.messages);
+    // The thread's state now (the run handed on its persistent keys); not its history, which
+    // can be long.
+    const thread = await threads.stateOf(tenantId, threadId);
     const threadState =
-      thread.messages.length === 0 && Object.keys(thread.state).length === 0
+      thread.empty && Object.keys(thread.state).length === 0
         ? checkpoint.state.thread
         : thread.state;
     // A child run that inherited its parent's thread never held it: nothing of it is there.

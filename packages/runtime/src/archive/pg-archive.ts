@@ -293,8 +293,8 @@ export class PgArchive implements RunArchive {
        ORDER BY r.finished_at, r.run_id, m.idx`,
       [tenantId, threadId],
     );
-    const created = await this.query<{ run_id: string }>(
-      `SELECT run_id FROM baton_runs WHERE tenant_id = $1 AND thread_id = $2
+    const created = await this.query<{ run_id: string; created_at: string }>(
+      `SELECT run_id, created_at FROM baton_runs WHERE tenant_id = $1 AND thread_id = $2
        ORDER BY created_at, run_id`,
       [tenantId, threadId],
     );
@@ -302,6 +302,7 @@ export class PgArchive implements RunArchive {
       messages: messages.map((m) => m.message),
       state: runs.at(-1)!.thread_state,
       runIds: created.map((r) => r.run_id),
+      runs: created.map((r) => ({ runId: r.run_id, createdAt: Number(r.created_at) })),
     };
   }
 

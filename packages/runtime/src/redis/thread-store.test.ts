@@ -2,8 +2,9 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { Message } from '@baton/protocol';
 import { uniquePrefix } from '@baton/testing/redis';
+import { monitorCommands } from '@baton/testing/redis-monitor';
 import { createdRun } from '@baton/testing/redis-runs';
-import { RedisThreadStore, RunAlreadyReleasedError } from './thread-store.ts';
+import { RedisThreadStore, RunAlreadyReleasedError, windowOf } from './thread-store.ts';
 import { RedisRunStore } from './redis-run-store.ts';
 
 const url = inject('redisUrl');
@@ -287,6 +288,180 @@ describe('RedisThreadStore', () => {
       const t = await threads.load(T, TH);
       expect(t.activeRunId).toBe('r2');
       expect(t.messages).toEqual([]);
+    });
+  });
+
+  describe('limits, pages and the history window (issue 32 item 7)', () => {
+    const tool = (id: string): Message => ({
+      id,
+      role: 'tool',
+      toolCallId: `c-${id}`,
+      toolName: 't',
+      content: 'ok',
+      isError: false,
+    });
+    const bytesOf = (ms: readonly Message[]): number =>
+      ms.reduce((n, m) => n + Buffer.byteLength(JSON.stringify(m)), 0);
+    let limited: RedisThreadStore;
+    beforeEach(() => {
+      limited = new RedisThreadStore({
+        redis,
+        prefix,
+        now: () => clock++,
+        limits: { maxMessages: 10, maxBytes: 4_000, windowMessages: 4, windowBytes: 100_000 },
+      });
+    });
+    async function turn(runId: string, messages: Message[]): Promise<void> {
+      expect(await limited.acquire(T, TH, runId, 'reject')).toEqual({ kind: 'acquired' });
+      await limited.release(T, TH, runId, messages, null);
+    }
+
+    it('refuses a new run past the message limit (nothing written), answers its resends as before', async () => {
+      await turn(
+        'r1',
+        Array.from({ length: 9 }, (_, i) => user(`m${String(i)}`)),
+      );
+      const before = await redis.zrange(limited.keys.thread(T, TH).runs, '0', '-1');
+      expect(await limited.acquire(T, TH, 'r2', 'reject', 1, [user('x'), user('y')])).toEqual({
+        kind: 'too_large',
+        messages: 9,
+        bytes: bytesOf(Array.from({ length: 9 }, (_, i) => user(`m${String(i)}`))),
+      });
+      expect(await redis.zrange(limited.keys.thread(T, TH).runs, '0', '-1')).toEqual(before);
+      expect(await redis.hget(limited.keys.thread(T, TH).meta, 'activeRunId')).toBeNull();
+      // one more fits; the run that holds the thread is answered as before, whatever the size
+      expect(await limited.acquire(T, TH, 'r2', 'reject', 1, [user('x')])).toEqual({
+        kind: 'acquired',
+      });
+      expect(await limited.acquire(T, TH, 'r2', 'reject', 1, [user('x'), user('y')])).toEqual({
+        kind: 'acquired',
+      });
+      // its release appends all it has, past the limit: the next run is refused
+      await limited.release(T, TH, 'r2', [user('x'), assistant('x2')], null);
+      expect((await limited.acquire(T, TH, 'r3', 'reject')).kind).toBe('too_large');
+    });
+
+    it('refuses past the byte limit, measuring only what was appended since it last measured', async () => {
+      const fat = (id: string): Message => user(id, 'x'.repeat(900));
+      await turn('r1', [fat('a'), fat('b')]);
+      await turn('r2', [fat('c')]);
+      const meta = limited.keys.thread(T, TH).meta;
+      expect(await redis.hmget(meta, 'blen', 'bytes')).toEqual([
+        '2',
+        String(bytesOf([fat('a'), fat('b')])),
+      ]);
+      const held = bytesOf([fat('a'), fat('b'), fat('c')]);
+      expect(await limited.acquire(T, TH, 'r3', 'reject', 1, [fat('d'), fat('e')])).toEqual({
+        kind: 'too_large',
+        messages: 3,
+        bytes: held,
+      });
+      expect(await redis.hmget(meta, 'blen', 'bytes')).toEqual(['3', String(held)]);
+      expect((await limited.acquire(T, TH, 'r3', 'reject', 1, [fat('d')])).kind).toBe('acquired');
+    });
+
+    it('pages: the newest first, older ones by position, whole messages within the byte bound', async () => {
+      const all = Array.from({ length: 9 }, (_, i) => user(`m${String(i)}`));
+      await turn('r1', all);
+      const big = { before: null, limit: 4, maxBytes: 1_000_000 };
+      const p1 = await limited.page(T, TH, big);
+      expect(p1.messages.map((m) => m.id)).toEqual(['m5', 'm6', 'm7', 'm8']);
+      expect(p1.before).toBe(5);
+      expect(p1.listLength).toBe(9);
+      const p2 = await limited.page(T, TH, { ...big, before: 5 });
+      expect(p2.messages.map((m) => m.id)).toEqual(['m1', 'm2', 'm3', 'm4']);
+      const p3 = await limited.page(T, TH, { ...big, before: 1 });
+      expect(p3.messages.map((m) => m.id)).toEqual(['m0']);
+      expect(p3.before).toBeNull();
+      // a position before the first (or a bogus one past the end) reads nothing, never the list
+      expect((await limited.page(T, TH, { ...big, before: 0 })).messages).toEqual([]);
+      expect((await limited.page(T, TH, { ...big, before: 50 })).messages).toEqual([]);
+      // the byte bound keeps whole messages, and at least the newest one
+      const one = bytesOf([all[8]!]);
+      const tight = await limited.page(T, TH, { before: null, limit: 4, maxBytes: one * 2 + 1 });
+      expect(tight.messages.map((m) => m.id)).toEqual(['m7', 'm8']);
+      expect(tight.before).toBe(7);
+      const tiny = await limited.page(T, TH, { before: null, limit: 4, maxBytes: 1 });
+      expect(tiny.messages.map((m) => m.id)).toEqual(['m8']);
+      expect(tiny.runs).toEqual([{ runId: 'r1', createdAt: expect.any(Number) as number }]);
+    });
+
+    it('a run is given the window: the newest messages, never a tool result without its call', async () => {
+      await turn('r1', [user('u1'), assistant('a1'), user('u2'), assistant('a2'), tool('t2')]);
+      await turn('r2', [assistant('a3')]);
+      await limited.acquire(T, TH, 'r3', 'reject');
+      const run = await limited.loadForRun(T, TH);
+      // the last 4 are a2 t2 a3 … : t2's call a2 is in; window 4 = [u2, a2, t2, a3]
+      expect(run.messages.map((m) => m.id)).toEqual(['u2', 'a2', 't2', 'a3']);
+      expect(run.reference).toEqual({ listLength: 6, generation: 0, count: 4, start: 2 });
+      expect(run.runIds).toEqual(['r1', 'r2', 'r3']);
+      // The run that holds it reads the same window again (it was not read anew).
+      const again = await limited.history(T, TH, run.messages);
+      expect(again.messages[0]).toBe(run.messages[0]);
+      // a queued run (nothing known) reads the window, not the list
+      expect((await limited.history(T, TH)).messages.map((m) => m.id)).toEqual([
+        'u2',
+        'a2',
+        't2',
+        'a3',
+      ]);
+    });
+
+    it("reads about the window's bytes, not its entries: large messages are read from the end in chunks", async () => {
+      const fat = (id: string): Message => user(id, 'x'.repeat(9_000));
+      const byBytes = new RedisThreadStore({
+        redis,
+        prefix,
+        limits: { windowMessages: 500, windowBytes: 20_000 },
+      });
+      await byBytes.acquire(T, TH, 'r1', 'reject');
+      await byBytes.release(
+        T,
+        TH,
+        'r1',
+        Array.from({ length: 200 }, (_, i) => fat(`f${String(i)}`)),
+        null,
+      );
+      await byBytes.acquire(T, TH, 'r2', 'reject');
+      let run: Awaited<ReturnType<RedisThreadStore['loadForRun']>> | undefined;
+      const lines = await monitorCommands(inject('redisUrl'), async () => {
+        run = await byBytes.loadForRun(T, TH);
+      });
+      expect(run?.messages.map((m) => m.id)).toEqual(['f198', 'f199']);
+      expect(run?.reference).toMatchObject({ listLength: 200, count: 2, start: 198 });
+      const key = `"${byBytes.keys.thread(T, TH).messages.toLowerCase()}"`;
+      const reads = lines.filter((l) => l.includes('"lrange"') && l.includes(key));
+      expect(reads.map((l) => l.slice(l.indexOf(key) + key.length).trim())).toEqual([
+        '"150" "199"',
+      ]);
+    });
+
+    it('windowOf: budgets in messages and bytes, tool results at its start dropped, removed entries skipped', () => {
+      const entries = [user('u1'), assistant('a1'), tool('t1'), tool('t1b'), user('u2')].map((m) =>
+        JSON.stringify(m),
+      );
+      const limits = { windowMessages: 3, windowBytes: 1_000_000 };
+      // the last 3 start with two tool results: both go, their call is out of the window
+      expect(windowOf(entries, 10, limits)).toEqual({ messages: [user('u2')], start: 14 });
+      expect(
+        windowOf(entries, 0, { ...limits, windowMessages: 4 }).messages.map((m) => m.id),
+      ).toEqual(['a1', 't1', 't1b', 'u2']);
+      // bytes: only what fits, whole messages
+      const last = Buffer.byteLength(entries[4]!);
+      expect(windowOf(entries, 0, { windowMessages: 10, windowBytes: last })).toEqual({
+        messages: [user('u2')],
+        start: 4,
+      });
+      expect(windowOf(entries, 0, { windowMessages: 10, windowBytes: last - 1 })).toEqual({
+        messages: [],
+        start: 5,
+      });
+      // removed entries (tombstones) count for nothing and never start the window
+      const removed = [`~1~${entries[0]!}`, entries[1]!, `~1~${entries[4]!}`, entries[4]!];
+      expect(windowOf(removed, 0, { windowMessages: 2, windowBytes: 1_000_000 })).toEqual({
+        messages: [assistant('a1'), user('u2')],
+        start: 1,
+      });
     });
   });
 });

@@ -2,10 +2,12 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { Checkpoint, Message } from '@baton/protocol';
 import { uniquePrefix } from '@baton/testing/redis';
+import { monitorCommands } from '@baton/testing/redis-monitor';
 import { createdRun, nextCheckpoint } from '@baton/testing/redis-runs';
 import { RedisRunStore } from '../redis/redis-run-store.ts';
 import { RedisThreadStore } from '../redis/thread-store.ts';
 import { RunLeases } from '../run-lease.ts';
+import { decodeReference } from './history-reference.ts';
 
 const redis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 1 });
 afterAll(async () => {
@@ -17,8 +19,9 @@ const TH = 'thread-1';
 let store: RedisRunStore;
 let threads: RedisThreadStore;
 let leases: RunLeases;
+let prefix: string;
 beforeEach(() => {
-  const prefix = uniquePrefix('histref');
+  prefix = uniquePrefix('histref');
   store = new RedisRunStore({ redis, prefix, now: () => 1_000, retentionSeconds: 60 });
   threads = new RedisThreadStore({ redis, prefix });
   leases = new RunLeases(redis, store.keys, 5_000, store);
@@ -97,6 +100,42 @@ describe('a run references its thread history instead of copying it', () => {
     expect(await threads.forgetRun(T, TH, 'r1', ['c', 'd'])).toMatchObject({ removedMessages: 2 });
     expect(ids((await threads.load(T, TH)).messages)).toEqual(['e']);
     expect(ids((await store.load('r3'))!.checkpoint.messages)).toEqual(ids(later.messages));
+  });
+
+  it('a run on a thread longer than the window references the window: reads, commits and leases only it', async () => {
+    threads = new RedisThreadStore({
+      redis,
+      prefix,
+      limits: { windowMessages: 30 },
+    });
+    const history = Array.from({ length: 200 }, (_, i) => user(`h${String(i)}`));
+    await turn('r0', history);
+    const cp = await startOnThread('r1');
+    expect(ids(cp.messages.slice(0, cp.historyLength))).toEqual(ids(history.slice(-30)));
+    expect(await redis.hget(store.keys.run('r1').cp, 'hist')).toBe('30:200:0:170');
+    expect(decodeReference('30:200:0:170')).toEqual({
+      count: 30,
+      listLength: 200,
+      generation: 0,
+      start: 170,
+    });
+    expect(ids((await store.load('r1'))!.checkpoint.messages)).toEqual(ids(cp.messages));
+    const next = { ...nextCheckpoint(cp), messages: [...cp.messages, user('reply')] };
+    await store.commit('r1', 1, next, [], null, { base: cp });
+    const leased = await leases.acquireDecoded('r1', { driver: '' });
+    if (!leased.acquired || 'failed' in leased.acquired) throw new Error('not acquired');
+    expect(ids(leased.acquired.state!.checkpoint.messages)).toEqual(ids(next.messages));
+    await leased.acquired.lease.release();
+    // what the run's loads read of the thread: its window, never the list from its start
+    const reads = (
+      await monitorCommands(inject('redisUrl'), async () => {
+        await store.load('r1');
+      })
+    ).filter((l) => l.includes('"lrange"'));
+    const threadKey = threads.keys.thread(T, TH).messages.toLowerCase();
+    const ofThread = reads.filter((l) => l.includes(threadKey));
+    expect(ofThread.length).toBe(1);
+    expect(ofThread[0]).toContain(`"${threadKey}" "170" "199"`);
   });
 
   it('a commit that rewrites the history stores the whole list and drops the reference', async () => {

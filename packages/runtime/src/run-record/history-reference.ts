@@ -20,19 +20,30 @@ export interface HistoryReference {
   readonly generation: number;
   /** Messages of the history: the run's historyLength. */
   readonly count: number;
+  /**
+   * The list position the history starts at (the thread's history window: thread-store.ts
+   * windowOf); 0 or absent: the list's start.
+   */
+  readonly start?: number;
 }
 
-/** The `hist` field: `<count>:<listLength>:<generation>` (the scripts read the count only). */
+/**
+ * The `hist` field: `<count>:<listLength>:<generation>[:<start>]` (the scripts read the count
+ * only). `start` only when the history is a window that does not begin at the list's start: a
+ * release of Baton before windows reads the first three fields and the list from its start, so
+ * such a run needs workers of this release (docs/deployment-and-scaling.md, "Upgrading").
+ */
 export function encodeReference(ref: HistoryReference): string {
-  return `${String(ref.count)}:${String(ref.listLength)}:${String(ref.generation)}`;
+  const head = `${String(ref.count)}:${String(ref.listLength)}:${String(ref.generation)}`;
+  return ref.start === undefined || ref.start === 0 ? head : `${head}:${String(ref.start)}`;
 }
 
 export function decodeReference(field: string | null | undefined): HistoryReference | null {
   if (field === null || field === undefined || field === '') return null;
-  const [count, listLength, generation] = field.split(':').map(Number);
+  const [count, listLength, generation, start = 0] = field.split(':').map(Number);
   if (count === undefined || listLength === undefined || generation === undefined) return null;
-  if (![count, listLength, generation].every(Number.isInteger)) return null;
-  return { count, listLength, generation };
+  if (![count, listLength, generation, start].every(Number.isInteger)) return null;
+  return start === 0 ? { count, listLength, generation } : { count, listLength, generation, start };
 }
 
 /** The history a reference stands for, from the thread list's first entries (JSON each). */
@@ -62,10 +73,11 @@ export async function readReferencedHistory(
   threadId: string,
   ref: HistoryReference,
 ): Promise<Message[]> {
-  if (ref.listLength === 0) return [];
+  const start = ref.start ?? 0;
+  if (ref.listLength <= start) return [];
   const entries = await redis.lrange(
     keys.thread(tenantId, threadId).messages,
-    0,
+    start,
     ref.listLength - 1,
   );
   return referencedMessages(entries, ref);

@@ -50,6 +50,7 @@ type Consume = LuaScript<
 /** Errors of run creation that another attempt would not fix: recorded, not retried. */
 const PERMANENT_CODES: ReadonlySet<string> = new Set<ErrorCode>([
   'thread_busy',
+  'thread_too_large',
   'unknown_agent',
   'validation_failed',
   'conflict',
