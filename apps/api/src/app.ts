@@ -213,7 +213,22 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
       await gate.drain(2_000);
       context.sseLimiter.close();
       await subscriber.close().catch(() => undefined);
-      if (ownsRuntime) await runtime.close();
+      if (!ownsRuntime) return;
+      // A quit waits for Redis' reply: with Redis gone a stop would wait for ever, so past a
+      // short wait the connections are dropped (issue 32).
+      let timer: NodeJS.Timeout | undefined;
+      const stuck = await Promise.race([
+        runtime.close().then(
+          () => false,
+          () => false,
+        ),
+        new Promise<boolean>((resolve) => (timer = setTimeout(resolve, 2_000, true))),
+      ]);
+      clearTimeout(timer);
+      if (stuck) {
+        logger.warn('Redis connections did not close; disconnecting them');
+        runtime.disconnect();
+      }
     },
   };
 }

@@ -37,6 +37,27 @@ import { RunJobs } from './run-jobs.ts';
 import { startWebhookDelivery } from './webhooks/webhook-worker.ts';
 import { startArchiving } from './archive-loop.ts';
 
+/** How long a stop waits for connections to close after the grace period before it cuts them. */
+const CLOSE_WAIT_MS = 2_000;
+
+/** Whether `work` is still unfinished after `ms` (it goes on; its failure is ignored). */
+async function outlasts(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      work.then(
+        () => false,
+        () => false,
+      ),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(resolve, ms, true);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** How often an idle Worker on a run queue polls (seconds); see runQueueWorker. */
 const IDLE_POLL_SECONDS = 30;
 
@@ -387,6 +408,9 @@ export class BatonWorker {
    * checkpoint is untouched by the aborted attempt.
    */
   async stop(graceMs = this.opts.config.SHUTDOWN_GRACE_MS): Promise<void> {
+    // The grace counts from here: the whole stop ends within it plus two short waits below
+    // (CLOSE_WAIT_MS), inside main.ts' hard limit of grace + SHUTDOWN_MARGIN_MS.
+    const started = Date.now();
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
     this.schedules?.stopTimers();
@@ -403,32 +427,32 @@ export class BatonWorker {
       new Promise<void>((resolve) => setTimeout(resolve, 1_000).unref()),
     ]);
     const workers = this.bullWorkers;
-    const closing = Promise.all(workers.map((w) => w.close()));
-    const timedOut = await Promise.race([
-      closing.then(() => false),
-      new Promise<boolean>((resolve) => setTimeout(resolve, graceMs, true).unref()),
-    ]);
-    if (timedOut) {
+    const finishing = Promise.all(workers.map((w) => w.close()));
+    if (await outlasts(finishing, Math.max(0, graceMs - (Date.now() - started)))) {
       this.logger.warn({ graceMs }, 'grace period over; aborting in-flight work');
       this.aborts.abortAll('worker shutting down');
       // A forced close can wait forever on a blocking connection that Redis dropped (seen right
-      // after a Redis restart): a stop must end, so after another grace period the connections
-      // are cut. Nothing is lost: unfinished jobs are redelivered once their locks expire.
+      // after a Redis restart, and for good when Redis is gone): a stop must end, so after a
+      // short fixed wait the connections are cut. Nothing is lost: unfinished jobs are
+      // redelivered once their locks expire.
       const forced = Promise.all(workers.map((w) => w.close(true)));
-      const stuck = await Promise.race([
-        forced.then(() => false),
-        new Promise<boolean>((resolve) =>
-          setTimeout(resolve, Math.max(graceMs, 1_000), true).unref(),
-        ),
-      ]);
-      if (stuck) {
+      if (await outlasts(forced, CLOSE_WAIT_MS)) {
         // Not awaited: disconnecting can hang the same way; the process is leaving anyway.
         this.logger.warn('queue connections did not close; disconnecting them');
         for (const w of workers) void w.disconnect().catch(() => undefined);
       }
     }
-    await this.controlSubscriber?.quit().catch(() => undefined);
-    await this.runtime.close();
+    // A quit waits for Redis' reply: with Redis gone it would wait for ever (issue 32: workers
+    // stayed alive an hour after SIGTERM), so past a short wait the connections are dropped.
+    const closing = Promise.all([
+      this.controlSubscriber?.quit().catch(() => undefined),
+      this.runtime.close(),
+    ]);
+    if (await outlasts(closing, CLOSE_WAIT_MS)) {
+      this.logger.warn('Redis connections did not close; disconnecting them');
+      this.controlSubscriber?.disconnect();
+      this.runtime.disconnect();
+    }
     this.logger.info('worker stopped');
   }
 }

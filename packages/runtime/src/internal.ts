@@ -66,7 +66,7 @@ export {
   ScheduleService,
   type ScheduleJobData,
 } from './schedules/schedule-service.ts';
-export { exitOnSignals } from './shutdown.ts';
+export { SHUTDOWN_MARGIN_MS, exitOnSignals } from './shutdown.ts';
 export { BLOCKING_RECONNECTED, workerBackend } from './worker-backend.ts';
 export { traceLogOptions } from './telemetry/trace-log.ts';
 export { batonTracer, bullTelemetryOption, tracingActive } from './telemetry/tracing-state.ts';
