@@ -1,5 +1,10 @@
 import { BatonRuntime, type BatonLogger, type RedisClient } from '@baton/runtime';
-import { RunEventSubscriber, ScheduleService, toPino } from '@baton/runtime/internal';
+import {
+  RunEventSubscriber,
+  ScheduleService,
+  duplicateClient,
+  toPino,
+} from '@baton/runtime/internal';
 import type { Clock } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
 import express, { type Express, type RequestHandler, type Router } from 'express';
@@ -142,6 +147,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
       runtime.keys,
       config.SSE_MAX_PER_TENANT,
       config.SSE_LEASE_MS,
+      (connectionName) => duplicateClient(runtime.redis, { connectionName }),
     ),
     idempotency: new IdempotencyStore(runtime.redis, runtime.keys, config.IDEMPOTENCY_TTL_SECONDS),
     streams: new Set(),

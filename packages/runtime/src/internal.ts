@@ -30,7 +30,12 @@ export {
   shardQueueName,
   shardQueueNames,
 } from './queue-shards.ts';
-export { SUBSCRIBER_OPTIONS, duplicateClient, isRedisUnavailable } from './redis/connection.ts';
+export {
+  SUBSCRIBER_OPTIONS,
+  duplicateClient,
+  isRedisUnavailable,
+  redisClientNames,
+} from './redis/connection.ts';
 export { Durability } from './redis/durability.ts';
 export { decodeEventPayload } from './redis/event-payload.ts';
 export {

@@ -291,6 +291,11 @@ export class BatonKeys {
     return `${this.prefix}:{sse:${keyPart(tenantId)}}:leases`;
   }
 
+  /** Live API instances (their SSE leases): ZSET instance id -> heartbeat expiry (ms). */
+  get sseInstances(): string {
+    return `${this.prefix}:sse:instances`;
+  }
+
   /** One Idempotency-Key record. */
   idempotency(tenantId: string, scope: string, idemKey: string): string {
     return `${this.prefix}:{idem:${keyPart(tenantId)}}:${scope}:${keyPart(idemKey)}`;
