@@ -10,6 +10,7 @@ import {
   AgentRegistry,
   RunLeases,
   STEP_QUEUE,
+  TaskQueuePool,
   SUBSCRIBER_OPTIONS,
   TOOL_QUEUE,
   coalesceWrites,
@@ -90,6 +91,8 @@ export class BatonWorker {
   readonly runtime: BatonRuntime;
   readonly registry: AgentRegistry;
   readonly aborts = new AbortRegistry();
+  /** The task queue this worker serves (BATON_TASK_QUEUE, or its pool's own; see start()). */
+  taskQueue: string;
   private readonly opts: BatonWorkerOptions;
   private readonly logger: Logger;
   /**
@@ -99,6 +102,7 @@ export class BatonWorker {
   private bullWorkers: Worker[] = [];
   private drain?: QueueDrain;
   private liveness?: AgentLiveness;
+  private pool?: TaskQueuePool;
   private controlSubscriber?: RedisClient;
   private timers: NodeJS.Timeout[] = [];
   private reconciler?: Reconciler;
@@ -107,6 +111,7 @@ export class BatonWorker {
   constructor(opts: BatonWorkerOptions) {
     this.opts = opts;
     this.id = opts.config.WORKER_ID ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+    this.taskQueue = opts.config.BATON_TASK_QUEUE;
     this.logger = opts.logger.child({ workerId: this.id });
     this.runtime = new BatonRuntime({
       config: opts.config,
@@ -151,14 +156,29 @@ export class BatonWorker {
     const liveness = new AgentLiveness(rt.redis, rt.keys);
     this.liveness = liveness;
     const ttl = config.AGENT_HEARTBEAT_TTL_MS;
-    const advertise = async (): Promise<void> => {
-      await this.registry.advertise(
-        rt.redis,
-        rt.keys,
-        this.id,
-        rt.clock.now(),
-        config.BATON_TASK_QUEUE,
+    // Every worker of a task queue must run the same agents: a worker whose agents differ from
+    // those of the workers already on BATON_TASK_QUEUE serves them on a queue of its own.
+    const pool = new TaskQueuePool(rt.redis, rt.keys, config.BATON_TASK_QUEUE, agentNames, ttl);
+    this.pool = pool;
+    const taskQueue = await pool.resolve();
+    this.taskQueue = taskQueue;
+    if (pool.moved)
+      this.logger.warn(
+        { configured: pool.base, taskQueue, agents: agentNames },
+        `task queue ${pool.base} is served by workers of other agents: this worker serves its ` +
+          `agents on task queue ${taskQueue}, so no job reaches a worker that cannot run it ` +
+          '(give each pool its own BATON_TASK_QUEUE to choose the name)',
       );
+    let warnedLost = false;
+    const advertise = async (): Promise<void> => {
+      if (!(await pool.refresh()) && !warnedLost) {
+        warnedLost = true;
+        this.logger.warn(
+          { taskQueue },
+          `workers of other agents took task queue ${taskQueue} while this pool's claim had lapsed; restart this pool's workers to move them to a queue of their own`,
+        );
+      }
+      await this.registry.advertise(rt.redis, rt.keys, this.id, rt.clock.now(), taskQueue);
       await liveness.heartbeat(this.id, agentNames, ttl);
     };
     await advertise();
@@ -194,7 +214,6 @@ export class BatonWorker {
       maxStalledCount: StallAccounting.bullBackstop(config.MAX_STALLS),
       ...bullTelemetryOption(),
     };
-    const taskQueue = config.BATON_TASK_QUEUE;
     // This worker's agents' runs go to its own task queue, with no lookup (its advert says so
     // to every other producer).
     rt.queues.taskQueues.serve(agentNames, taskQueue);
@@ -279,6 +298,7 @@ export class BatonWorker {
       redis: rt.redis,
       queues: rt.queues,
       taskQueue,
+      family: () => pool.drainable(),
       agents: agentNames,
       legacy: config.LEGACY_QUEUES,
       serving: new Set(serving),
@@ -372,7 +392,7 @@ export class BatonWorker {
       {
         agents: this.registry.list().map((a) => a.name),
         concurrency: config.WORKER_CONCURRENCY,
-        taskQueue: config.BATON_TASK_QUEUE,
+        taskQueue,
         shards: rt.queues.shards,
       },
       'worker started',
@@ -416,11 +436,15 @@ export class BatonWorker {
     this.schedules?.stopTimers();
     // Gone from GET /v1/agents at once: new runs show that they wait for a worker. Bounded: with
     // Redis away this would wait for it (the heartbeat expires on its own anyway).
+    const agents = this.registry.list().map((a) => a.name);
     const leaving = this.liveness
-      ?.leave(
-        this.id,
-        this.registry.list().map((a) => a.name),
-      )
+      ?.leave(this.id, agents)
+      .then(async () => {
+        // The last live worker of this agent set frees its task queue (see TaskQueuePool).
+        const live = await this.liveness?.workers(agents);
+        if (live && [...live.values()].every((workers) => workers.length === 0))
+          await this.pool?.release();
+      })
       .catch((err: unknown) => this.logger.warn({ err }, 'could not withdraw the advert'));
     await Promise.race([
       leaving,

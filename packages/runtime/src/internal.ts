@@ -8,6 +8,7 @@
 export { AgentLiveness } from './agent-liveness.ts';
 export { PgArchive } from './archive/pg-archive.ts';
 export { AgentRegistry } from './agent-registry.ts';
+export { TaskQueuePool } from './task-queue-pools.ts';
 export { ChildRuns } from './child-runs.ts';
 export { AbortRegistry, listenForControl } from './control-channel.ts';
 export { LeaseLostError } from './errors/lease-lost-error.ts';
@@ -71,7 +72,7 @@ export {
   ScheduleService,
   type ScheduleJobData,
 } from './schedules/schedule-service.ts';
-export { SHUTDOWN_MARGIN_MS, exitOnSignals } from './shutdown.ts';
+export { exitOnSignals } from './shutdown.ts';
 export { BLOCKING_RECONNECTED, workerBackend } from './worker-backend.ts';
 export { traceLogOptions } from './telemetry/trace-log.ts';
 export { batonTracer, bullTelemetryOption, tracingActive } from './telemetry/tracing-state.ts';

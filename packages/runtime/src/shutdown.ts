@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
  * before the process exits anyway. Fixed, so that an orchestrator's kill timeout (or npm start's
  * supervisor) can be set to the grace plus this and a little more.
  */
-export const SHUTDOWN_MARGIN_MS = 5_000;
+const SHUTDOWN_MARGIN_MS = 5_000;
 
 /**
  * Stops the process once on SIGTERM/SIGINT: runs `stop`, then exits 0 (or 1 if stopping failed).

@@ -332,6 +332,11 @@ export class BatonKeys {
     return `${this.prefix}:workers:live`;
   }
 
+  /** Which agent set serves a task queue (see task-queue-pools.ts): its signature, with a TTL. */
+  taskQueuePool(taskQueue: string): string {
+    return `${this.prefix}:task-queue:${keyPart(taskQueue)}:pool`;
+  }
+
   /** Workers of one agent (see agent-liveness): ZSET worker id -> membership expiry (ms). */
   agentWorkers(agent: string): string {
     return `${this.prefix}:agents:live:${keyPart(agent)}`;
