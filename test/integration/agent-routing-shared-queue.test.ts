@@ -14,6 +14,7 @@ import { BatonRuntime } from '@baton/runtime';
 import { BatonWorker } from '@baton/worker';
 import { ApiClient } from '@baton/testing/api-harness';
 import { silentLogger, testConfig, testPrefix, waitFor } from '@baton/testing/worker-harness';
+import { spawnWorker, stopAllWorkerProcesses } from '@baton/testing/worker-process';
 
 const KEY = 'shared-queue-key-123';
 const PER_AGENT = 100;
@@ -157,6 +158,62 @@ describe('two pools with different agents on one task queue (issue 32 item 14)',
         'beta runs to finish',
       );
       expect(warnings.filter((w) => w.msg.includes('does not run it'))).toEqual([]);
+    },
+  );
+});
+
+describe('two worker PROCESSES with different agents, both on `default` (issue 32 item 14)', () => {
+  afterAll(() => stopAllWorkerProcesses());
+
+  it(
+    'every run finishes and no worker puts back a job it cannot run',
+    { timeout: 120_000 },
+    async () => {
+      const redisUrl = inject('redisUrl');
+      const prefix = testPrefix();
+      const client = new BatonRuntime({
+        config: testConfig(redisUrl, prefix),
+        logger: silentLogger,
+      });
+      try {
+        // LOG_LEVEL warn: a job put back says so ("... does not run it ...").
+        const demo = await spawnWorker({ redisUrl, prefix, agents: 'demo', probes: false });
+        const echo = await spawnWorker({
+          redisUrl,
+          prefix,
+          agents: './examples/my-agents.ts:echo',
+          probes: false,
+        });
+        const create = (agent: string, content: string) =>
+          client.service.createRun('t-shared', {
+            agent,
+            input: { messages: [{ role: 'user', content }] },
+          });
+        const runs = await Promise.all([
+          ...Array.from({ length: 30 }, (_, i) => create('echo', `count ${String(i)} words`)),
+          ...Array.from({ length: 30 }, (_, i) =>
+            create('assistant', `weather in city ${String(i)}?`),
+          ),
+        ]);
+        await waitFor(
+          async () => {
+            const metas = await Promise.all(runs.map((r) => client.store.meta(r.runId)));
+            return metas.every((m) => m?.status === 'done');
+          },
+          90_000,
+          'every run to finish',
+        );
+        const putBack = [demo, echo].flatMap((w) =>
+          w
+            .output()
+            .split('\n')
+            .filter((l) => l.includes('does not run it')),
+        );
+        expect(putBack).toEqual([]);
+        expect(echo.output()).toContain('served by workers of other agents');
+      } finally {
+        await client.close();
+      }
     },
   );
 });
