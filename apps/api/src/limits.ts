@@ -208,6 +208,8 @@ export class SseConnectionLimiter {
   private readonly liveness: RedisClient | undefined;
   private clients: { at: number; names: Promise<Set<string> | null> } | undefined;
   private readonly sweeps = new Map<string, Promise<number>>();
+  /** A heartbeat landed: until then this instance's leases would look like a dead one's. */
+  private beating = false;
 
   constructor(
     redis: RedisClient,
@@ -227,6 +229,7 @@ export class SseConnectionLimiter {
     this.timer.unref();
     this.liveness = livenessConnection?.(livenessConnectionName(this.instance));
     this.liveness?.on('error', () => undefined);
+    this.liveness?.on('ready', () => void this.liveness?.ping().catch(() => undefined));
     const heartbeat = (): void => void this.heartbeat().catch(() => undefined);
     heartbeat();
     this.beat = setInterval(heartbeat, INSTANCE_TTL_MS / 3);
@@ -234,12 +237,17 @@ export class SseConnectionLimiter {
   }
 
   private async heartbeat(): Promise<void> {
-    const [seconds, micros] = await this.redis.time();
+    // A Cluster client opens a node's connection only to send a command there: the liveness
+    // connection pings so that Redis sees it.
+    void this.liveness?.ping().catch(() => undefined);
+    const redis = this.redis;
+    const [seconds, micros] = await redis.time();
     const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     const key = this.keys.sseInstances;
-    await this.redis.zadd(key, now + INSTANCE_TTL_MS, this.instance);
-    await this.redis.zremrangebyscore(key, '-inf', now - INSTANCE_TTL_MS);
-    await this.redis.pexpire(key, INSTANCE_TTL_MS * 10);
+    await redis.zadd(key, now + INSTANCE_TTL_MS, this.instance);
+    await redis.zremrangebyscore(key, '-inf', now - INSTANCE_TTL_MS);
+    await redis.pexpire(key, INSTANCE_TTL_MS * 10);
+    this.beating = true;
   }
 
   private key(tenantId: string): string {
@@ -253,6 +261,7 @@ export class SseConnectionLimiter {
 
   /** Takes a lease or throws 429; the returned function gives it back (idempotent). */
   async acquire(tenantId: string): Promise<() => void> {
+    if (!this.beating) await this.heartbeat();
     const id = `${this.instance}/${randomUUID()}`;
     const take = (): Promise<number> =>
       this.acquireScript([this.key(tenantId)], [this.leaseMs, id, this.max]);
