@@ -103,6 +103,21 @@ describe('routing to a task queue advertised a moment ago (issue 32 item 20)', (
   );
 
   it(
+    'a run created right after its agent moved to another task queue goes to the new one',
+    { timeout: 60_000 },
+    async () => {
+      await advertise('mover', 'default');
+      // The API has the agent cached on `default` now (it routed a run there).
+      const first = await create('mover');
+      expect(await waitingJobsOf(queueOf('default'), first)).toBe(1);
+      await advertise('mover', 'mover-q');
+      const runId = await create('mover');
+      expect(await waitingJobsOf(queueOf('mover-q'), runId)).toBe(1);
+      expect(await waitingJobsOf(queueOf('default'), runId)).toBe(0);
+    },
+  );
+
+  it(
     'a step job left in a queue nobody serves is removed when the reconciler reroutes its run',
     { timeout: 60_000 },
     async () => {

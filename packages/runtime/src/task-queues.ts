@@ -48,6 +48,19 @@ export class TaskQueueDirectory {
     return taskQueue;
   }
 
+  /**
+   * An advert the caller has just read (creating a run reads its agent's): what it names is the
+   * newest there is, so the run's first job goes where the agent is served now, not where a
+   * cached lookup of up to 3 s ago said (the agent may have moved to another task queue).
+   */
+  learn(agent: string, taskQueue: string | undefined): void {
+    if (this.local.has(agent)) return;
+    this.known.set(
+      agent,
+      taskQueue !== undefined && TASK_QUEUE_NAME.test(taskQueue) ? taskQueue : DEFAULT_TASK_QUEUE,
+    );
+  }
+
   /** The task queue the adverts name for the agent now (read again), ignoring this process. */
   async advertised(agent: string): Promise<string> {
     await this.refresh(true);
