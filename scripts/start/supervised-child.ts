@@ -32,9 +32,17 @@ export interface ChildOptions {
   readonly cwd: string;
   readonly hooks: ChildHooks;
   readonly budget?: RestartBudget;
-  /** How long a stopping child gets before SIGKILL (the worker finishes its jobs first). */
+  /**
+   * How long a stopping child gets before SIGKILL (the worker finishes its jobs first). Default:
+   * the child's own limit (SHUTDOWN_GRACE_MS in its environment, default 10 s, plus the fixed
+   * 5 s margin after which it exits by itself: SHUTDOWN_MARGIN_MS) and 2 s more, so a child is
+   * killed only when even its own hard exit did not happen.
+   */
   readonly stopGraceMs?: number;
 }
+
+/** SHUTDOWN_MARGIN_MS of @baton/runtime (not imported: the supervisor loads none of it). */
+const CHILD_EXIT_MARGIN_MS = 5_000;
 
 const describeExit = (code: number | null, signal: NodeJS.Signals | null): string =>
   signal ? `signal ${signal}` : `code ${code ?? 'none'}`;
@@ -137,6 +145,12 @@ export class SupervisedChild {
     }, decision.delayMs);
   }
 
+  private get stopGraceMs(): number {
+    if (this.options.stopGraceMs !== undefined) return this.options.stopGraceMs;
+    const grace = Number(this.options.env['SHUTDOWN_GRACE_MS'] ?? 10_000);
+    return (Number.isFinite(grace) && grace >= 0 ? grace : 10_000) + CHILD_EXIT_MARGIN_MS + 2_000;
+  }
+
   /** SIGTERM, then SIGKILL after the grace period; resolves when the process is gone. */
   private async terminate(): Promise<void> {
     const child = this.child;
@@ -147,7 +161,12 @@ export class SupervisedChild {
     this.child = undefined;
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), this.options.stopGraceMs ?? 12_000);
+    const timer = setTimeout(() => {
+      this.options.hooks.say(
+        `the ${this.spec.name} did not exit ${String(Math.round(this.stopGraceMs / 1000))} s after SIGTERM; killing it`,
+      );
+      child.kill('SIGKILL');
+    }, this.stopGraceMs);
     await exited;
     clearTimeout(timer);
   }

@@ -12,7 +12,7 @@ import { ScriptedModel } from '@baton/core';
 import { createDemoAgents } from '@baton/core/testing';
 import { BatonRuntime, systemClock } from '@baton/runtime';
 import { BatonWorker } from '@baton/worker';
-import { shardQueueNames, stepQueueName } from '@baton/runtime/internal';
+import { AgentRegistry, shardQueueNames, stepQueueName } from '@baton/runtime/internal';
 import { JOB_PAYLOAD_VERSION } from '@baton/protocol';
 import {
   silentLogger,
@@ -224,9 +224,15 @@ describe('a job in a task queue whose workers do not run its agent', () => {
     // A pool on `default` without the agent, and the agent's own pool on `answers`.
     const bystander = await startStack(redisUrl, prefix, 2);
     const client = bystander.client;
-    // The producer looked the agents up before the agent's pool advertised (a cached answer
-    // a few seconds old): the run goes to `default`.
-    expect(await client.queues.taskQueues.of('answerer')).toBe('default');
+    // The run is created while the agent is advertised on `default` (its workers were there),
+    // and they move to `answers` before the job is taken: it is in a queue whose workers do not
+    // run its agent.
+    await new AgentRegistry([
+      { name: 'answerer', model: new ScriptedModel([{ text: 'never' }]), tools: [] },
+    ]).advertise(client.redis, client.keys, 'earlier-worker', Date.now(), 'default');
+    const created = await client.service.createRun(TENANT, { agent: 'answerer', input: weather });
+    const queue = await client.queues.runQueue({ runId: created.runId, agent: 'answerer' });
+    expect(queue.name).toMatch(/^default\./);
     const answerer = new BatonWorker({
       config: testConfig(redisUrl, prefix, {
         BATON_QUEUE_SHARDS: '2',
@@ -239,9 +245,6 @@ describe('a job in a task queue whose workers do not run its agent', () => {
     });
     await answerer.start();
     try {
-      const created = await client.service.createRun(TENANT, { agent: 'answerer', input: weather });
-      const queue = await client.queues.runQueue({ runId: created.runId, agent: 'answerer' });
-      expect(queue.name).toMatch(/^default\./);
       await expectFinishedOnce(client, [created.runId]);
       const jobs = await queue.getJobs(['completed'], 0, -1);
       const moved = jobs.filter(

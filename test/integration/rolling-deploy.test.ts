@@ -78,6 +78,9 @@ describe('rolling deploy: jobs in the legacy shared queues', () => {
     // Only a worker of another agent drains the legacy queue at first.
     const bystander = h.workers[0]!;
     expect(bystander.registry.engine('other')).toBeUndefined();
+    // Where 'other' is served now (its worker may serve it on a task queue of its own: the
+    // worker of 'old-style' holds `default`), read afresh.
+    await h.client.queues.taskQueues.advertised('other');
     const queue = await h.client.queues.runQueue({ runId, agent: 'other' });
     await waitFor(
       async () => {
@@ -114,6 +117,9 @@ describe('rolling deploy: jobs in the legacy shared queues', () => {
       },
       { jobId },
     );
+    // Where 'other' is served now (its worker may serve it on a task queue of its own: the
+    // worker of 'old-style' holds `default`), read afresh.
+    await h.client.queues.taskQueues.advertised('other');
     const queue = await h.client.queues.runQueue({ runId, agent: 'other' });
     const moved = await waitFor(
       () => queue.getJob(jobId),

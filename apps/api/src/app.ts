@@ -1,5 +1,10 @@
 import { BatonRuntime, type BatonLogger, type RedisClient } from '@baton/runtime';
-import { RunEventSubscriber, ScheduleService, toPino } from '@baton/runtime/internal';
+import {
+  RunEventSubscriber,
+  ScheduleService,
+  duplicateClient,
+  toPino,
+} from '@baton/runtime/internal';
 import type { Clock } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
 import express, { type Express, type RequestHandler, type Router } from 'express';
@@ -142,6 +147,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
       runtime.keys,
       config.SSE_MAX_PER_TENANT,
       config.SSE_LEASE_MS,
+      (connectionName) => duplicateClient(runtime.redis, { connectionName }),
     ),
     idempotency: new IdempotencyStore(runtime.redis, runtime.keys, config.IDEMPOTENCY_TTL_SECONDS),
     streams: new Set(),
@@ -216,7 +222,22 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
       await gate.drain(2_000);
       context.sseLimiter.close();
       await subscriber.close().catch(() => undefined);
-      if (ownsRuntime) await runtime.close();
+      if (!ownsRuntime) return;
+      // A quit waits for Redis' reply: with Redis gone a stop would wait for ever, so past a
+      // short wait the connections are dropped (issue 32).
+      let timer: NodeJS.Timeout | undefined;
+      const stuck = await Promise.race([
+        runtime.close().then(
+          () => false,
+          () => false,
+        ),
+        new Promise<boolean>((resolve) => (timer = setTimeout(resolve, 2_000, true))),
+      ]);
+      clearTimeout(timer);
+      if (stuck) {
+        logger.warn('Redis connections did not close; disconnecting them');
+        runtime.disconnect();
+      }
     },
   };
 }

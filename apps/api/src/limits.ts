@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { keyPart } from '@baton/runtime/internal';
 import type { RequestHandler } from 'express';
 import { type RedisClient } from '@baton/runtime';
-import { defineScript, type BatonKeys, type LuaScript } from '@baton/runtime/internal';
+import {
+  defineScript,
+  redisClientNames,
+  type BatonKeys,
+  type LuaScript,
+} from '@baton/runtime/internal';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { RateLimitedError } from './errors.ts';
 
@@ -109,9 +114,12 @@ export class AuthFailureLimiter {
   }
 }
 
-// Leases live in a ZSET per tenant: member = stream id, score = expiry (Redis server time, ms).
-// Acquire drops expired leases first, so the streams of a crashed instance stop counting once
-// their lease runs out; live instances refresh theirs on every heartbeat.
+// Leases live in a ZSET per tenant: member = '<instance>/<stream id>', score = expiry (Redis
+// server time, ms). Acquire drops expired leases first, so the streams of a crashed instance stop
+// counting once their lease runs out; live instances refresh theirs on every heartbeat. A refused
+// acquire also frees the leases of instances known to be dead (see SseConnectionLimiter), so a
+// restarted API's reconnecting followers do not wait SSE_LEASE_MS. Members of releases before
+// that are plain stream ids: counted, refreshed by their instance, and left to expire.
 
 /** KEYS: leases   ARGV: leaseMs, streamId, max   Reply: -1 acquired | n open streams (refused) */
 type SseAcquire = LuaScript<
@@ -158,20 +166,58 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 return redis.call('ZCARD', KEYS[1])
 `;
 
-/** Concurrent SSE streams per tenant across all API instances; over the limit is a 429. */
+/** How long an instance's heartbeat in the instances ZSET lasts (it beats every third of it). */
+const INSTANCE_TTL_MS = 9_000;
+/** How long one CLIENT LIST answer is reused by the sweeps of refused acquires. */
+const CLIENTS_REUSE_MS = 1_000;
+
+/** The Redis client name of an API instance's liveness connection. */
+function livenessConnectionName(instance: string): string {
+  return `baton-sse:${instance}`;
+}
+
+/**
+ * Concurrent SSE streams per tenant across all API instances; over the limit is a 429.
+ *
+ * A crashed instance's leases would count until SSE_LEASE_MS ran out (30 s): the followers
+ * reconnecting to the restarted API got 429 meanwhile (issue 32). So each instance has an id,
+ * its leases carry it, and it is seen alive two ways, as workers are (StallAccounting): a
+ * heartbeat in `<prefix>:sse:instances` every 3 s, and a connection to Redis named after it (the
+ * kernel closes a dead process's sockets at once, and Redis forgets the connection). A refused
+ * acquire looks at the instances holding the tenant's leases and removes the leases of those
+ * that are dead (no heartbeat, or no connection), then tries again. Where CLIENT LIST is refused
+ * (ACL, a managed Redis) the heartbeat alone decides, within INSTANCE_TTL_MS. Not atomic across
+ * the two keys: an instance wrongly taken for dead (its heartbeat late by 9 s) loses only the
+ * count of its open streams, which go on.
+ */
 export class SseConnectionLimiter {
+  /** This API instance (process): the first part of its leases' members. */
+  readonly instance = randomUUID();
   private readonly redis: RedisClient;
   private readonly keys: BatonKeys;
   private readonly max: number;
   private readonly leaseMs: number;
-  /** This instance's open leases: tenant -> stream ids. */
+  /** This instance's open leases: tenant -> lease members. */
   private readonly open = new Map<string, Set<string>>();
   private readonly timer: NodeJS.Timeout;
+  private readonly beat: NodeJS.Timeout;
   private readonly acquireScript: SseAcquire;
   private readonly refreshScript: SseRefresh;
   private readonly countScript: SseCount;
+  /** Seen by other instances while it is connected; none when the caller brings no factory. */
+  private readonly liveness: RedisClient | undefined;
+  private clients: { at: number; names: Promise<Set<string> | null> } | undefined;
+  private readonly sweeps = new Map<string, Promise<number>>();
+  /** A heartbeat landed: until then this instance's leases would look like a dead one's. */
+  private beating = false;
 
-  constructor(redis: RedisClient, keys: BatonKeys, max: number, leaseMs = 30_000) {
+  constructor(
+    redis: RedisClient,
+    keys: BatonKeys,
+    max: number,
+    leaseMs = 30_000,
+    livenessConnection?: (name: string) => RedisClient,
+  ) {
     this.redis = redis;
     this.keys = keys;
     this.max = max;
@@ -181,6 +227,27 @@ export class SseConnectionLimiter {
     this.countScript = defineScript(redis, 'batonSseCount', 1, COUNT);
     this.timer = setInterval(() => void this.refresh().catch(() => undefined), leaseMs / 3);
     this.timer.unref();
+    this.liveness = livenessConnection?.(livenessConnectionName(this.instance));
+    this.liveness?.on('error', () => undefined);
+    this.liveness?.on('ready', () => void this.liveness?.ping().catch(() => undefined));
+    const heartbeat = (): void => void this.heartbeat().catch(() => undefined);
+    heartbeat();
+    this.beat = setInterval(heartbeat, INSTANCE_TTL_MS / 3);
+    this.beat.unref();
+  }
+
+  private async heartbeat(): Promise<void> {
+    // A Cluster client opens a node's connection only to send a command there: the liveness
+    // connection pings so that Redis sees it.
+    void this.liveness?.ping().catch(() => undefined);
+    const redis = this.redis;
+    const [seconds, micros] = await redis.time();
+    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    const key = this.keys.sseInstances;
+    await redis.zadd(key, now + INSTANCE_TTL_MS, this.instance);
+    await redis.zremrangebyscore(key, '-inf', now - INSTANCE_TTL_MS);
+    await redis.pexpire(key, INSTANCE_TTL_MS * 10);
+    this.beating = true;
   }
 
   private key(tenantId: string): string {
@@ -194,8 +261,12 @@ export class SseConnectionLimiter {
 
   /** Takes a lease or throws 429; the returned function gives it back (idempotent). */
   async acquire(tenantId: string): Promise<() => void> {
-    const id = randomUUID();
-    const result = await this.acquireScript([this.key(tenantId)], [this.leaseMs, id, this.max]);
+    if (!this.beating) await this.heartbeat();
+    const id = `${this.instance}/${randomUUID()}`;
+    const take = (): Promise<number> =>
+      this.acquireScript([this.key(tenantId)], [this.leaseMs, id, this.max]);
+    let result = await take();
+    if (result >= 0 && (await this.sweep(tenantId)) > 0) result = await take();
     if (result >= 0)
       throw new RateLimitedError(
         `tenant ${tenantId} already has ${result} open event streams (limit ${this.max}); close one or retry later`,
@@ -224,8 +295,65 @@ export class SseConnectionLimiter {
     );
   }
 
-  /** Stops refreshing (the instance's leases expire unless released). */
+  /**
+   * Removes the tenant's leases of dead instances; how many. One sweep per tenant at a time:
+   * a hundred followers refused at once share it.
+   */
+  private sweep(tenantId: string): Promise<number> {
+    let pending = this.sweeps.get(tenantId);
+    if (!pending) {
+      pending = this.sweepNow(tenantId)
+        .catch(() => 0)
+        .finally(() => this.sweeps.delete(tenantId));
+      this.sweeps.set(tenantId, pending);
+    }
+    return pending;
+  }
+
+  private async sweepNow(tenantId: string): Promise<number> {
+    const key = this.key(tenantId);
+    const byInstance = new Map<string, string[]>();
+    for (const member of await this.redis.zrange(key, '0', '-1')) {
+      const at = member.indexOf('/');
+      if (at <= 0) continue;
+      const instance = member.slice(0, at);
+      if (instance === this.instance) continue;
+      byInstance.set(instance, [...(byInstance.get(instance) ?? []), member]);
+    }
+    if (byInstance.size === 0) return 0;
+    const instances = [...byInstance.keys()];
+    const [[seconds, micros], scores, names] = await Promise.all([
+      this.redis.time(),
+      this.redis.zmscore(this.keys.sseInstances, ...instances),
+      this.clientNames(),
+    ]);
+    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    const dead = instances.filter(
+      (instance, i) =>
+        Number(scores[i] ?? 0) <= now ||
+        (names !== null && !names.has(livenessConnectionName(instance))),
+    );
+    const members = dead.flatMap((instance) => byInstance.get(instance) ?? []);
+    return members.length === 0 ? 0 : this.redis.zrem(key, ...members);
+  }
+
+  /**
+   * The client names Redis knows of (every node of a Cluster), reused for a second; null when
+   * CLIENT LIST is refused or this instance has no liveness connection (the heartbeat decides).
+   */
+  private clientNames(): Promise<Set<string> | null> {
+    if (this.clients && Date.now() - this.clients.at < CLIENTS_REUSE_MS) return this.clients.names;
+    const names = this.liveness
+      ? redisClientNames(this.redis).catch(() => null)
+      : Promise.resolve(null);
+    this.clients = { at: Date.now(), names };
+    return names;
+  }
+
+  /** Stops refreshing (the instance's leases expire unless released) and leaves. */
   close(): void {
     clearInterval(this.timer);
+    clearInterval(this.beat);
+    this.liveness?.disconnect();
   }
 }

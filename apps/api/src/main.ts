@@ -46,11 +46,15 @@ logger.info(
 );
 // Before the LISTENING line: a supervisor may signal as soon as it reads it (writing to its pipe
 // wakes it, and it may run before this process goes on).
-exitOnSignals(logger, async () => {
-  try {
-    await api.close();
-  } finally {
-    await tracing?.shutdown().catch(() => undefined);
-  }
-});
+exitOnSignals(
+  logger,
+  async () => {
+    try {
+      await api.close();
+    } finally {
+      await tracing?.shutdown().catch(() => undefined);
+    }
+  },
+  config.SHUTDOWN_GRACE_MS,
+);
 process.stdout.write(`LISTENING ${publicUrl}\n`);

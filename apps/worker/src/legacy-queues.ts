@@ -23,6 +23,8 @@ export class LegacyQueueForwarder {
     const data = StepJobSchema.parse(job.data);
     const meta = await this.deps.store.meta(data.runId);
     if (!meta) return 'missing';
+    // Rare: a fresh read of where the agent is served (a cached one may be seconds old).
+    await this.deps.queues.taskQueues.advertised(meta.agent);
     await this.deps.queues.enqueueStep(
       { runId: data.runId, tenantId: data.tenantId, agent: meta.agent, priority: meta.priority },
       data.reason,
@@ -42,6 +44,7 @@ export class LegacyQueueForwarder {
     const data = ToolJobSchema.parse(job.data);
     const meta = await this.deps.store.meta(data.runId);
     if (!meta) return 'missing';
+    await this.deps.queues.taskQueues.advertised(meta.agent);
     await this.deps.queues.addToolChild(data, meta.agent);
     this.deps.logger.debug({ runId: data.runId, jobId: job.id }, 'legacy tool job forwarded');
     return 'forwarded';

@@ -50,12 +50,16 @@ await worker.start().catch(async (error: unknown) => {
 logger.info({ redis: safeUrl(config.REDIS_URL) }, 'ready');
 // Before the READY line: a supervisor may signal as soon as it reads it. MCP connections close
 // after the worker stopped: jobs still finishing may call their tools.
-exitOnSignals(logger, async () => {
-  try {
-    await worker.stop();
-  } finally {
-    await loaded.close();
-    await tracing?.shutdown().catch(() => undefined);
-  }
-});
+exitOnSignals(
+  logger,
+  async () => {
+    try {
+      await worker.stop();
+    } finally {
+      await loaded.close();
+      await tracing?.shutdown().catch(() => undefined);
+    }
+  },
+  config.SHUTDOWN_GRACE_MS,
+);
 process.stdout.write(`READY ${worker.id}\n`);

@@ -17,6 +17,11 @@ export interface QueueDrainOptions {
   readonly redis: RedisClient;
   readonly queues: BatonQueues;
   readonly taskQueue: string;
+  /**
+   * Other task queues of this worker's agent set, whose shards it drains too (see
+   * TaskQueuePool.drainable), asked at every check.
+   */
+  readonly family?: () => Promise<readonly string[]>;
   /** The agents this worker runs (their queues of the per-agent layout are drained). */
   readonly agents: readonly string[];
   /** Also the legacy shared `steps` / `tools` pair (LEGACY_QUEUES). */
@@ -76,9 +81,12 @@ export class QueueDrain {
 
   private async candidates(): Promise<string[]> {
     const { queues, taskQueue, agents, legacy, serving } = this.opts;
+    const mine = new Set([taskQueue, ...((await this.opts.family?.()) ?? [])]);
     const names = new Set<string>();
-    for (const name of await queues.registered())
-      if (parseShardQueueName(name)?.taskQueue === taskQueue) names.add(name);
+    for (const name of await queues.registered()) {
+      const shard = parseShardQueueName(name);
+      if (shard && mine.has(shard.taskQueue)) names.add(name);
+    }
     for (const agent of agents) {
       names.add(stepQueueName(agent));
       names.add(toolQueueName(agent));

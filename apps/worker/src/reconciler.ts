@@ -176,6 +176,13 @@ export class Reconciler {
         meta.version,
         true,
       );
+      // Its lost job may be waiting in another task queue's queue that nobody serves.
+      const strays = await queues.removeStrayStepJobs(runId, meta.agent, meta.version);
+      if (strays > 0)
+        this.deps.logger.info(
+          { runId, agent: meta.agent, removed: strays },
+          "a run's step job waiting in another task queue was removed; it runs on its agent's",
+        );
       rescheduled.push(runId);
     }
     return { rescheduled, parked };

@@ -84,8 +84,8 @@ export class RunJobs {
   }
 
   /**
-   * A job of an agent this worker does not run (two pools share a task queue with different
-   * agents, or the agent moved): never the run's failure. A step job goes to the agent's current
+   * A job of an agent this worker does not run (the agent moved, or its workers' set lost the
+   * task queue to another set; TaskQueuePool keeps sets apart otherwise): never the run's failure. A step job goes to the agent's current
    * task queue when that is another one; otherwise (or a tool job, which must stay beside its
    * parent) it waits and is offered again, with a warning that says what to fix.
    */
@@ -113,8 +113,8 @@ export class RunJobs {
     }
     deps.logger.warn(
       { jobId: job.id, agent, taskQueue },
-      `a job of agent ${agent} reached a worker that does not run it on task queue ${taskQueue}: ` +
-        'workers with different agents should have different BATON_TASK_QUEUE values; it waits for a worker that runs it',
+      `a job of agent ${agent} reached a worker that does not run it on task queue ${taskQueue} ` +
+        '(its agent moved, or no live worker runs it); it waits for a worker that runs it',
     );
     await job.moveToDelayed(Date.now() + NOT_HERE_DELAY_MS, token);
     throw new DelayedError();

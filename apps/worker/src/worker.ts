@@ -10,6 +10,7 @@ import {
   AgentRegistry,
   RunLeases,
   STEP_QUEUE,
+  TaskQueuePool,
   SUBSCRIBER_OPTIONS,
   TOOL_QUEUE,
   coalesceWrites,
@@ -36,6 +37,27 @@ import { releaseOrphanedJobs } from './orphaned-jobs.ts';
 import { RunJobs } from './run-jobs.ts';
 import { startWebhookDelivery } from './webhooks/webhook-worker.ts';
 import { startArchiving } from './archive-loop.ts';
+
+/** How long a stop waits for connections to close after the grace period before it cuts them. */
+const CLOSE_WAIT_MS = 2_000;
+
+/** Whether `work` is still unfinished after `ms` (it goes on; its failure is ignored). */
+async function outlasts(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      work.then(
+        () => false,
+        () => false,
+      ),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(resolve, ms, true);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** How often an idle Worker on a run queue polls (seconds); see runQueueWorker. */
 const IDLE_POLL_SECONDS = 30;
@@ -69,6 +91,8 @@ export class BatonWorker {
   readonly runtime: BatonRuntime;
   readonly registry: AgentRegistry;
   readonly aborts = new AbortRegistry();
+  /** The task queue this worker serves (BATON_TASK_QUEUE, or its pool's own; see start()). */
+  taskQueue: string;
   private readonly opts: BatonWorkerOptions;
   private readonly logger: Logger;
   /**
@@ -78,6 +102,7 @@ export class BatonWorker {
   private bullWorkers: Worker[] = [];
   private drain?: QueueDrain;
   private liveness?: AgentLiveness;
+  private pool?: TaskQueuePool;
   private controlSubscriber?: RedisClient;
   private timers: NodeJS.Timeout[] = [];
   private reconciler?: Reconciler;
@@ -86,6 +111,7 @@ export class BatonWorker {
   constructor(opts: BatonWorkerOptions) {
     this.opts = opts;
     this.id = opts.config.WORKER_ID ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+    this.taskQueue = opts.config.BATON_TASK_QUEUE;
     this.logger = opts.logger.child({ workerId: this.id });
     this.runtime = new BatonRuntime({
       config: opts.config,
@@ -130,14 +156,29 @@ export class BatonWorker {
     const liveness = new AgentLiveness(rt.redis, rt.keys);
     this.liveness = liveness;
     const ttl = config.AGENT_HEARTBEAT_TTL_MS;
-    const advertise = async (): Promise<void> => {
-      await this.registry.advertise(
-        rt.redis,
-        rt.keys,
-        this.id,
-        rt.clock.now(),
-        config.BATON_TASK_QUEUE,
+    // Every worker of a task queue must run the same agents: a worker whose agents differ from
+    // those of the workers already on BATON_TASK_QUEUE serves them on a queue of its own.
+    const pool = new TaskQueuePool(rt.redis, rt.keys, config.BATON_TASK_QUEUE, agentNames, ttl);
+    this.pool = pool;
+    const taskQueue = await pool.resolve();
+    this.taskQueue = taskQueue;
+    if (pool.moved)
+      this.logger.warn(
+        { configured: pool.base, taskQueue, agents: agentNames },
+        `task queue ${pool.base} is served by workers of other agents: this worker serves its ` +
+          `agents on task queue ${taskQueue}, so no job reaches a worker that cannot run it ` +
+          '(give each pool its own BATON_TASK_QUEUE to choose the name)',
       );
+    let warnedLost = false;
+    const advertise = async (): Promise<void> => {
+      if (!(await pool.refresh()) && !warnedLost) {
+        warnedLost = true;
+        this.logger.warn(
+          { taskQueue },
+          `workers of other agents took task queue ${taskQueue} while this pool's claim had lapsed; restart this pool's workers to move them to a queue of their own`,
+        );
+      }
+      await this.registry.advertise(rt.redis, rt.keys, this.id, rt.clock.now(), taskQueue);
       await liveness.heartbeat(this.id, agentNames, ttl);
     };
     await advertise();
@@ -173,7 +214,6 @@ export class BatonWorker {
       maxStalledCount: StallAccounting.bullBackstop(config.MAX_STALLS),
       ...bullTelemetryOption(),
     };
-    const taskQueue = config.BATON_TASK_QUEUE;
     // This worker's agents' runs go to its own task queue, with no lookup (its advert says so
     // to every other producer).
     rt.queues.taskQueues.serve(agentNames, taskQueue);
@@ -258,6 +298,7 @@ export class BatonWorker {
       redis: rt.redis,
       queues: rt.queues,
       taskQueue,
+      family: () => pool.drainable(),
       agents: agentNames,
       legacy: config.LEGACY_QUEUES,
       serving: new Set(serving),
@@ -351,7 +392,7 @@ export class BatonWorker {
       {
         agents: this.registry.list().map((a) => a.name),
         concurrency: config.WORKER_CONCURRENCY,
-        taskQueue: config.BATON_TASK_QUEUE,
+        taskQueue,
         shards: rt.queues.shards,
       },
       'worker started',
@@ -387,48 +428,55 @@ export class BatonWorker {
    * checkpoint is untouched by the aborted attempt.
    */
   async stop(graceMs = this.opts.config.SHUTDOWN_GRACE_MS): Promise<void> {
+    // The grace counts from here: the whole stop ends within it plus two short waits below
+    // (CLOSE_WAIT_MS), inside main.ts' hard limit of grace + SHUTDOWN_MARGIN_MS.
+    const started = Date.now();
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
     this.schedules?.stopTimers();
     // Gone from GET /v1/agents at once: new runs show that they wait for a worker. Bounded: with
     // Redis away this would wait for it (the heartbeat expires on its own anyway).
+    const agents = this.registry.list().map((a) => a.name);
     const leaving = this.liveness
-      ?.leave(
-        this.id,
-        this.registry.list().map((a) => a.name),
-      )
+      ?.leave(this.id, agents)
+      .then(async () => {
+        // The last live worker of this agent set frees its task queue (see TaskQueuePool).
+        const live = await this.liveness?.workers(agents);
+        if (live && [...live.values()].every((workers) => workers.length === 0))
+          await this.pool?.release();
+      })
       .catch((err: unknown) => this.logger.warn({ err }, 'could not withdraw the advert'));
     await Promise.race([
       leaving,
       new Promise<void>((resolve) => setTimeout(resolve, 1_000).unref()),
     ]);
     const workers = this.bullWorkers;
-    const closing = Promise.all(workers.map((w) => w.close()));
-    const timedOut = await Promise.race([
-      closing.then(() => false),
-      new Promise<boolean>((resolve) => setTimeout(resolve, graceMs, true).unref()),
-    ]);
-    if (timedOut) {
+    const finishing = Promise.all(workers.map((w) => w.close()));
+    if (await outlasts(finishing, Math.max(0, graceMs - (Date.now() - started)))) {
       this.logger.warn({ graceMs }, 'grace period over; aborting in-flight work');
       this.aborts.abortAll('worker shutting down');
       // A forced close can wait forever on a blocking connection that Redis dropped (seen right
-      // after a Redis restart): a stop must end, so after another grace period the connections
-      // are cut. Nothing is lost: unfinished jobs are redelivered once their locks expire.
+      // after a Redis restart, and for good when Redis is gone): a stop must end, so after a
+      // short fixed wait the connections are cut. Nothing is lost: unfinished jobs are
+      // redelivered once their locks expire.
       const forced = Promise.all(workers.map((w) => w.close(true)));
-      const stuck = await Promise.race([
-        forced.then(() => false),
-        new Promise<boolean>((resolve) =>
-          setTimeout(resolve, Math.max(graceMs, 1_000), true).unref(),
-        ),
-      ]);
-      if (stuck) {
+      if (await outlasts(forced, CLOSE_WAIT_MS)) {
         // Not awaited: disconnecting can hang the same way; the process is leaving anyway.
         this.logger.warn('queue connections did not close; disconnecting them');
         for (const w of workers) void w.disconnect().catch(() => undefined);
       }
     }
-    await this.controlSubscriber?.quit().catch(() => undefined);
-    await this.runtime.close();
+    // A quit waits for Redis' reply: with Redis gone it would wait for ever (issue 32: workers
+    // stayed alive an hour after SIGTERM), so past a short wait the connections are dropped.
+    const closing = Promise.all([
+      this.controlSubscriber?.quit().catch(() => undefined),
+      this.runtime.close(),
+    ]);
+    if (await outlasts(closing, CLOSE_WAIT_MS)) {
+      this.logger.warn('Redis connections did not close; disconnecting them');
+      this.controlSubscriber?.disconnect();
+      this.runtime.disconnect();
+    }
     this.logger.info('worker stopped');
   }
 }

@@ -8,6 +8,7 @@
 export { AgentLiveness } from './agent-liveness.ts';
 export { PgArchive } from './archive/pg-archive.ts';
 export { AgentRegistry } from './agent-registry.ts';
+export { TaskQueuePool } from './task-queue-pools.ts';
 export { ChildRuns } from './child-runs.ts';
 export { AbortRegistry, listenForControl } from './control-channel.ts';
 export { LeaseLostError } from './errors/lease-lost-error.ts';
@@ -30,7 +31,12 @@ export {
   shardQueueName,
   shardQueueNames,
 } from './queue-shards.ts';
-export { SUBSCRIBER_OPTIONS, duplicateClient, isRedisUnavailable } from './redis/connection.ts';
+export {
+  SUBSCRIBER_OPTIONS,
+  duplicateClient,
+  isRedisUnavailable,
+  redisClientNames,
+} from './redis/connection.ts';
 export { Durability } from './redis/durability.ts';
 export { decodeEventPayload } from './redis/event-payload.ts';
 export {

@@ -304,6 +304,37 @@ export class BatonQueues {
     return null;
   }
 
+  /**
+   * Removes the run's step job for `version` from the shard queues of other task queues, where
+   * it waits and is not being run: what a producer left in the wrong queue (its view of the
+   * agents' task queues was stale, or the agent moved) while the run is rescheduled on the right
+   * one. Without this, the job stayed in a queue no worker serves. A job already taken (active)
+   * is left to the worker that holds it. Returns how many were removed.
+   */
+  async removeStrayStepJobs(runId: string, agent: string, version: number): Promise<number> {
+    const current = (await this.runQueue({ runId, agent })).name;
+    const dedupId = stepDedupId(runId, version);
+    let removed = 0;
+    for (const name of await this.registered()) {
+      if (name === current || parseShardQueueName(name) === null) continue;
+      const queue = this.queue(name);
+      const jobId = await queue.getDeduplicationJobId(dedupId);
+      if (!jobId) continue;
+      const job = await Job.fromId(queue, jobId);
+      const state = job ? await job.getState() : 'unknown';
+      if (!job || !['waiting', 'prioritized', 'delayed'].includes(state)) continue;
+      // Removing a job that a worker takes meanwhile fails (it is locked): that is fine.
+      if (
+        await job.remove().then(
+          () => true,
+          () => false,
+        )
+      )
+        removed += 1;
+    }
+    return removed;
+  }
+
   /** The queue named by a '<queue>:<jobId>' entry (lease drivers, failed-job lists). */
   private entry(entry: string): { queue: Queue; jobId: string } | null {
     // Shard queue names hold no ':' either; the job id may.

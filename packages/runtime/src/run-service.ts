@@ -190,6 +190,7 @@ export class RunService {
         request.agent,
         (await this.catalog.list()).map((a) => a.name),
       );
+    deps.queues.taskQueues.learn(request.agent, descriptor.taskQueue);
     // Checked (a webhook target must be public) before anything is written.
     const hooks = (await deps.webhooks?.endpointsFor(tenantId, request.webhook)) ?? {
       endpoints: [],

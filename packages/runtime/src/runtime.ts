@@ -302,4 +302,14 @@ export class BatonRuntime {
     await this.connection.quit().catch(() => undefined);
     if (this.ownsClient) await this.redis.quit().catch(() => undefined);
   }
+
+  /**
+   * Drops the Redis connections without a goodbye: for a stop whose close() waits on a Redis
+   * that is gone (a quit waits for its reply). Commands still queued fail.
+   */
+  disconnect(): void {
+    this.outage.close();
+    this.connection.disconnect();
+    if (this.ownsClient) this.redis.disconnect();
+  }
 }

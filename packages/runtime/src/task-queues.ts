@@ -29,12 +29,36 @@ export class TaskQueueDirectory {
     for (const agent of agents) this.local.set(agent, taskQueue);
   }
 
-  /** The task queue of an agent's runs. */
+  /**
+   * The task queue of an agent's runs. An agent the last lookup did not know is read from Redis
+   * at once (one HGET): its first advert may be newer than the lookup, and answering `default`
+   * for it put its first runs in a queue no worker of it serves (issue 32). An agent with no
+   * advert at all pays that read on every call; producers only route agents that advertised.
+   */
   async of(agent: string): Promise<string> {
     const mine = this.local.get(agent);
     if (mine !== undefined) return mine;
     if (Date.now() - this.fetchedAt > REFRESH_MS) await this.refresh();
-    return this.known.get(agent) ?? DEFAULT_TASK_QUEUE;
+    const known = this.known.get(agent);
+    if (known !== undefined) return known;
+    const raw = await this.redis.hget(this.keys.agentsKey(), agent);
+    if (raw === null) return DEFAULT_TASK_QUEUE;
+    const taskQueue = taskQueueOfAdvert(raw) ?? DEFAULT_TASK_QUEUE;
+    this.known.set(agent, taskQueue);
+    return taskQueue;
+  }
+
+  /**
+   * An advert the caller has just read (creating a run reads its agent's): what it names is the
+   * newest there is, so the run's first job goes where the agent is served now, not where a
+   * cached lookup of up to 3 s ago said (the agent may have moved to another task queue).
+   */
+  learn(agent: string, taskQueue: string | undefined): void {
+    if (this.local.has(agent)) return;
+    this.known.set(
+      agent,
+      taskQueue !== undefined && TASK_QUEUE_NAME.test(taskQueue) ? taskQueue : DEFAULT_TASK_QUEUE,
+    );
   }
 
   /** The task queue the adverts name for the agent now (read again), ignoring this process. */
@@ -55,8 +79,9 @@ export class TaskQueueDirectory {
     const all = await this.redis.hgetall(this.keys.agentsKey());
     const next = new Map<string, string>();
     for (const [agent, raw] of Object.entries(all)) {
-      const taskQueue = taskQueueOfAdvert(raw);
-      if (taskQueue !== null) next.set(agent, taskQueue);
+      // An advert without a task queue (a worker of a version before routing) is `default`:
+      // known, so that its agent is not read again on every call.
+      next.set(agent, taskQueueOfAdvert(raw) ?? DEFAULT_TASK_QUEUE);
     }
     this.known = next;
     this.fetchedAt = Date.now();

@@ -153,3 +153,20 @@ export function duplicateClient(client: RedisClient, overrides: RedisOptions): R
   }
   return client.duplicate(overrides);
 }
+
+/**
+ * The names of the clients (normal connections) Redis knows of, on every node of a Cluster: how
+ * a process tells that another one is still connected. Fails where CLIENT LIST is refused (ACL,
+ * a managed Redis) or a node is down.
+ */
+export async function redisClientNames(redis: RedisClient): Promise<Set<string>> {
+  const nodes = redis instanceof Cluster ? redis.nodes('all') : [redis];
+  const lists = await Promise.all(
+    nodes.map((node) => node.call('CLIENT', 'LIST', 'TYPE', 'normal') as Promise<string>),
+  );
+  const names = new Set<string>();
+  for (const line of lists.join('\n').split('\n'))
+    for (const field of line.split(' '))
+      if (field.startsWith('name=')) names.add(field.slice('name='.length));
+  return names;
+}

@@ -296,6 +296,11 @@ export class BatonKeys {
     return `${this.prefix}:{sse:${keyPart(tenantId)}}:leases`;
   }
 
+  /** Live API instances (their SSE leases): ZSET instance id -> heartbeat expiry (ms). */
+  get sseInstances(): string {
+    return `${this.prefix}:sse:instances`;
+  }
+
   /** One Idempotency-Key record. */
   idempotency(tenantId: string, scope: string, idemKey: string): string {
     return `${this.prefix}:{idem:${keyPart(tenantId)}}:${scope}:${keyPart(idemKey)}`;
@@ -330,6 +335,11 @@ export class BatonKeys {
   /** Live workers (see agent-liveness): ZSET worker id -> heartbeat expiry (ms). */
   get liveWorkers(): string {
     return `${this.prefix}:workers:live`;
+  }
+
+  /** Which agent set serves a task queue (see task-queue-pools.ts): its signature, with a TTL. */
+  taskQueuePool(taskQueue: string): string {
+    return `${this.prefix}:task-queue:${keyPart(taskQueue)}:pool`;
   }
 
   /** Workers of one agent (see agent-liveness): ZSET worker id -> membership expiry (ms). */
