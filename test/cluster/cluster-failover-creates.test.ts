@@ -17,6 +17,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatonRuntime } from '@baton/runtime';
 import { spawnApi, stopAllApiProcesses, type ApiProcess } from '@baton/testing/api-process';
+import { busiestQueueMaster, clusterOkAgain } from '@baton/testing/cluster-failover';
 import { FAILOVER_AGENTS_MODULE } from '@baton/testing/failover-agents';
 import { startRedisCluster, type RedisCluster } from '@baton/testing/redis-cluster';
 import { silentLogger, testConfig, testPrefix, waitFor } from '@baton/testing/worker-harness';
@@ -133,49 +134,6 @@ describe('a Redis Cluster master failover with runs created before, during and a
     }
   }
 
-  /** When every live node says cluster_state:ok again after the kill (null: never saw fail). */
-  async function clusterOkAgain(killed: number, stop: { done: boolean }): Promise<number | null> {
-    const ports = cluster.ports.filter((p) => p !== killed);
-    let sawFail = false;
-    while (!stop.done) {
-      const states = await Promise.all(
-        ports.map(async (port) => {
-          const info = String(await cluster.nodeCommand(port, 'CLUSTER', 'INFO').catch(() => ''));
-          return /^cluster_state:(\w+)/m.exec(info)?.[1] ?? 'unknown';
-        }),
-      );
-      if (states.some((s) => s !== 'ok')) sawFail = true;
-      else if (sawFail) return Date.now();
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    return null;
-  }
-
-  /** The live master holding the most BullMQ keys of this prefix. */
-  async function busiestQueueMaster(): Promise<number> {
-    let best = { port: 0, n: -1 };
-    for (const node of await cluster.nodes()) {
-      if (node.role !== 'master' || !node.alive) continue;
-      let cursor = '0';
-      let n = 0;
-      do {
-        const [next, keys] = (await cluster.nodeCommand(
-          node.port,
-          'SCAN',
-          cursor,
-          'MATCH',
-          `*${prefix}*bull*`,
-          'COUNT',
-          1000,
-        )) as [string, string[]];
-        cursor = next;
-        n += keys.length;
-      } while (cursor !== '0');
-      if (n > best.n) best = { port: node.port, n };
-    }
-    return best.port;
-  }
-
   /** Every run id GET /v1/runs lists for the tenant (all pages). */
   async function listed(): Promise<Set<string>> {
     const ids = new Set<string>();
@@ -225,9 +183,9 @@ describe('a Redis Cluster master failover with runs created before, during and a
       60_000,
       'the first runs to reach their tools',
     );
-    const target = await busiestQueueMaster();
+    const { port: target } = await busiestQueueMaster(cluster, prefix);
     const stopWatching = { done: false };
-    const okWatch = clusterOkAgain(target, stopWatching);
+    const okWatch = clusterOkAgain(cluster, target, stopWatching);
     const killedAt = Date.now();
     await cluster.kill(target);
 

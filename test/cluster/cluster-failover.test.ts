@@ -13,6 +13,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatonRuntime } from '@baton/runtime';
 import { spawnApi, stopAllApiProcesses, type ApiProcess } from '@baton/testing/api-process';
+import { busiestQueueMaster, clusterOkAgain } from '@baton/testing/cluster-failover';
 import { FAILOVER_AGENTS_MODULE } from '@baton/testing/failover-agents';
 import { startRedisCluster, type RedisCluster } from '@baton/testing/redis-cluster';
 import { silentLogger, testConfig, testPrefix, waitFor } from '@baton/testing/worker-harness';
@@ -195,55 +196,6 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
     return out;
   }
 
-  /** The live master holding the most BullMQ keys of this prefix (its queue shard(s)). */
-  async function busiestQueueMaster(): Promise<{ port: number; share: number }> {
-    const counts = new Map<number, number>();
-    for (const node of await cluster.nodes()) {
-      if (node.role !== 'master' || !node.alive) continue;
-      let cursor = '0';
-      let n = 0;
-      do {
-        const [next, keys] = (await cluster.nodeCommand(
-          node.port,
-          'SCAN',
-          cursor,
-          'MATCH',
-          `*${prefix}*bull*`,
-          'COUNT',
-          1000,
-        )) as [string, string[]];
-        cursor = next;
-        n += keys.length;
-      } while (cursor !== '0');
-      counts.set(node.port, n);
-    }
-    const total = [...counts.values()].reduce((a, b) => a + b, 0);
-    const [port, n] = [...counts.entries()].sort((a, b) => b[1] - a[1])[0] ?? [0, 0];
-    return { port, share: total === 0 ? 0 : n / total };
-  }
-
-  /**
-   * When every live node says cluster_state:ok again after the kill: the cluster first goes to
-   * fail (the dead master's slots unserved), then back to ok once its replica is promoted.
-   * Resolves with that time (ms since the epoch), or null if no node ever said fail.
-   */
-  async function clusterOkAgain(killed: number, stop: { done: boolean }): Promise<number | null> {
-    const ports = (await cluster.nodes()).map((n) => n.port).filter((p) => p !== killed);
-    let sawFail = false;
-    while (!stop.done) {
-      const states = await Promise.all(
-        ports.map(async (port) => {
-          const info = String(await cluster.nodeCommand(port, 'CLUSTER', 'INFO').catch(() => ''));
-          return /^cluster_state:(\w+)/m.exec(info)?.[1] ?? 'unknown';
-        }),
-      );
-      if (states.some((s) => s !== 'ok')) sawFail = true;
-      else if (sawFail) return Date.now();
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    return null;
-  }
-
   it(
     `loses, strands, duplicates and fails no run, and the API never answers 500 (${REPEATS} repeat(s))`,
     async () => {
@@ -272,12 +224,12 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
               { cause: err },
             );
           });
-          const target = await busiestQueueMaster();
+          const target = await busiestQueueMaster(cluster, prefix);
           // Runs already done when the master dies do not count for resumption.
           const doneBefore = new Set<string>();
           for (const id of runIds)
             if ((await rt.store.load(id))?.checkpoint.status === 'done') doneBefore.add(id);
-          const okWatch = clusterOkAgain(target.port, stopWatching);
+          const okWatch = clusterOkAgain(cluster, target.port, stopWatching);
           const killedAt = Date.now();
           await cluster.kill(target.port);
           const healthy = cluster.waitHealthy(60_000).then(() => Date.now() - killedAt);

@@ -1,0 +1,65 @@
+import type { RedisCluster } from './redis-cluster.ts';
+
+/**
+ * What the failover tests kill and wait for, shared so that every failover test picks its victim
+ * and reads the cluster's recovery the same way.
+ */
+
+/**
+ * The live master holding the most BullMQ keys of this prefix (its queue shard(s)), and the share
+ * of those keys it holds: killing it is the failover that hurts the queues most.
+ */
+export async function busiestQueueMaster(
+  cluster: RedisCluster,
+  prefix: string,
+): Promise<{ port: number; share: number }> {
+  const counts = new Map<number, number>();
+  for (const node of await cluster.nodes()) {
+    if (node.role !== 'master' || !node.alive) continue;
+    let cursor = '0';
+    let n = 0;
+    do {
+      const [next, keys] = (await cluster.nodeCommand(
+        node.port,
+        'SCAN',
+        cursor,
+        'MATCH',
+        `*${prefix}*bull*`,
+        'COUNT',
+        1000,
+      )) as [string, string[]];
+      cursor = next;
+      n += keys.length;
+    } while (cursor !== '0');
+    counts.set(node.port, n);
+  }
+  const total = [...counts.values()].reduce((a, b) => a + b, 0);
+  const [port, n] = [...counts.entries()].sort((a, b) => b[1] - a[1])[0] ?? [0, 0];
+  return { port, share: total === 0 ? 0 : n / total };
+}
+
+/**
+ * When every live node says cluster_state:ok again after the kill: the cluster first goes to
+ * fail (the dead master's slots unserved), then back to ok once its replica is promoted.
+ * Resolves with that time (ms since the epoch), or null if no node ever said fail before `stop`.
+ */
+export async function clusterOkAgain(
+  cluster: RedisCluster,
+  killed: number,
+  stop: { done: boolean },
+): Promise<number | null> {
+  const ports = (await cluster.nodes()).map((n) => n.port).filter((p) => p !== killed);
+  let sawFail = false;
+  while (!stop.done) {
+    const states = await Promise.all(
+      ports.map(async (port) => {
+        const info = String(await cluster.nodeCommand(port, 'CLUSTER', 'INFO').catch(() => ''));
+        return /^cluster_state:(\w+)/m.exec(info)?.[1] ?? 'unknown';
+      }),
+    );
+    if (states.some((s) => s !== 'ok')) sawFail = true;
+    else if (sawFail) return Date.now();
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return null;
+}
