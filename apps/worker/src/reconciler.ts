@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { RunDoneError, activityOf, runCommands } from '@baton/core';
 import { Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
@@ -14,6 +13,7 @@ import {
   type RunMeta,
   RunIndex,
   type RunAdmission,
+  withSingletonLock,
 } from '@baton/runtime/internal';
 import { keepFailedJob } from './job-failures.ts';
 
@@ -99,48 +99,48 @@ export class Reconciler {
   /** One scan (skipped, with an empty report, while another worker is scanning). */
   async scan(): Promise<ScanReport> {
     const { redis, keys } = this.deps;
-    const token = randomUUID();
-    const lockKey = keys.reconcilerLock;
-    const got = await redis.set(lockKey, token, 'PX', this.deps.lockMs ?? 30_000, 'NX');
-    if (got === null)
-      return {
-        rescheduled: [],
-        parked: 0,
-        revived: 0,
-        expired: [],
-        collected: 0,
-        failedRemoved: 0,
-        cleanedJobs: 0,
-      };
-    try {
-      const active = await this.scanActive();
-      const waiting = await this.sweepWaiting();
-      const fairness = await this.deps.admission?.sweep(this.batch);
-      if (fairness && fairness.released > 0)
-        this.deps.logger.info(fairness, 'fairness slots of finished or waiting runs given back');
-      const agents = await redis.hkeys(keys.agentsKey());
-      const queues = await this.deps.queues.listQueues(agents);
-      const collected = await this.collect();
-      let cleanedJobs = 0;
-      if (this.deps.now() - this.lastClean >= (this.deps.cleanEveryMs ?? 0)) {
-        this.lastClean = this.deps.now();
-        cleanedJobs = await this.cleanJobs(queues);
-      }
-      const failedRemoved = await this.sweepFailed(queues);
-      const report = { ...active, ...waiting, collected, failedRemoved, cleanedJobs };
-      if (report.rescheduled.length + report.revived + report.expired.length > 0)
-        this.deps.logger.info(
-          {
-            rescheduled: report.rescheduled.length,
-            revived: report.revived,
-            expired: report.expired.length,
-          },
-          'reconciler acted',
-        );
-      return report;
-    } finally {
-      if ((await redis.get(lockKey)) === token) await redis.del(lockKey);
+    const lock = { key: keys.reconcilerLock, ttlMs: this.deps.lockMs ?? 30_000 };
+    const run = await withSingletonLock(redis, lock, () => this.scanHeld());
+    if (run.acquired) return run.value;
+    return {
+      rescheduled: [],
+      parked: 0,
+      revived: 0,
+      expired: [],
+      collected: 0,
+      failedRemoved: 0,
+      cleanedJobs: 0,
+    };
+  }
+
+  /** The scan, under the lock. */
+  private async scanHeld(): Promise<ScanReport> {
+    const { redis, keys } = this.deps;
+    const active = await this.scanActive();
+    const waiting = await this.sweepWaiting();
+    const fairness = await this.deps.admission?.sweep(this.batch);
+    if (fairness && fairness.released > 0)
+      this.deps.logger.info(fairness, 'fairness slots of finished or waiting runs given back');
+    const agents = await redis.hkeys(keys.agentsKey());
+    const queues = await this.deps.queues.listQueues(agents);
+    const collected = await this.collect();
+    let cleanedJobs = 0;
+    if (this.deps.now() - this.lastClean >= (this.deps.cleanEveryMs ?? 0)) {
+      this.lastClean = this.deps.now();
+      cleanedJobs = await this.cleanJobs(queues);
     }
+    const failedRemoved = await this.sweepFailed(queues);
+    const report = { ...active, ...waiting, collected, failedRemoved, cleanedJobs };
+    if (report.rescheduled.length + report.revived + report.expired.length > 0)
+      this.deps.logger.info(
+        {
+          rescheduled: report.rescheduled.length,
+          revived: report.revived,
+          expired: report.expired.length,
+        },
+        'reconciler acted',
+      );
+    return report;
   }
 
   private async scanActive(): Promise<{ rescheduled: string[]; parked: number }> {

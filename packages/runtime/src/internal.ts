@@ -51,6 +51,7 @@ export { RunEventSubscriber } from './redis/event-subscriber.ts';
 export { BatonKeys, keyPart, mailboxField } from './redis/keys.ts';
 export { RedisRunStore } from './redis/redis-run-store.ts';
 export { defineScript, type LuaScript } from './redis/scripts.ts';
+export { withSingletonLock } from './redis/singleton-lock.ts';
 export { RedisThreadStore } from './redis/thread-store.ts';
 export { coalesceWrites } from './redis/write-coalescing.ts';
 export { RunCommitter, type FencedCommitOptions, type Loaded } from './run-committer.ts';

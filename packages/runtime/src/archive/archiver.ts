@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import type { ArchivedRun, RunArchive } from '@baton/core';
 import type { Checkpoint } from '@baton/protocol';
 import type { Logger } from 'pino';
 import { runDataKeys, type BatonKeys } from '../redis/keys.ts';
 import type { RedisRunStore } from '../redis/redis-run-store.ts';
 import type { RedisClient } from '../redis/scripts.ts';
+import { withSingletonLock } from '../redis/singleton-lock.ts';
 import type { RedisThreadStore } from '../redis/thread-store.ts';
 import { RunIndex, expiringMember } from '../run-record/run-index.ts';
 
@@ -80,13 +80,10 @@ export class Archiver {
    */
   async pump(lockMs = 15_000): Promise<ArchivePass | null> {
     const { redis, keys } = this.deps;
-    const token = randomUUID();
-    if ((await redis.set(keys.archiveLock, token, 'PX', lockMs, 'NX')) === null) return null;
-    try {
-      return await this.pass();
-    } finally {
-      if ((await redis.get(keys.archiveLock)) === token) await redis.del(keys.archiveLock);
-    }
+    const run = await withSingletonLock(redis, { key: keys.archiveLock, ttlMs: lockMs }, () =>
+      this.pass(),
+    );
+    return run.acquired ? run.value : null;
   }
 
   private async pass(): Promise<ArchivePass> {

@@ -8,6 +8,7 @@ import {
 } from '@baton/protocol';
 import { Job, type Queue } from 'bullmq';
 import type { BatonRuntime } from '../runtime.ts';
+import { withSingletonLock } from '../redis/singleton-lock.ts';
 import { schedulerIdOf, type ScheduleRecord, type StoredSchedule } from './schedule-record.ts';
 import { RedisScheduleStore, type SchedulePageOf } from './schedule-store.ts';
 import { checkTiming, repeatOptions } from './schedule-timing.ts';
@@ -325,12 +326,9 @@ export class ScheduleService {
     opts: { batch?: number; all?: boolean } = {},
   ): Promise<{ checked: number; repaired: number }> {
     const { redis, keys } = this.rt;
-    const token = randomUUID();
-    const got = await redis.set(keys.scheduleRepairLock, token, 'PX', 60_000, 'NX');
-    if (got === null) return { checked: 0, repaired: 0 };
     let checked = 0;
     let repaired = 0;
-    try {
+    await withSingletonLock(redis, { key: keys.scheduleRepairLock, ttlMs: 60_000 }, async () => {
       let cursor = opts.all ? '0' : ((await redis.get(keys.scheduleRepairCursor)) ?? '0');
       do {
         const { next, entries } = await this.store.scanAll(cursor, opts.batch ?? 200);
@@ -343,10 +341,7 @@ export class ScheduleService {
         cursor = next;
       } while (opts.all && cursor !== '0');
       await redis.set(keys.scheduleRepairCursor, cursor, 'EX', 86_400);
-    } finally {
-      if ((await redis.get(keys.scheduleRepairLock)) === token)
-        await redis.del(keys.scheduleRepairLock);
-    }
+    });
     return { checked, repaired };
   }
 }

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { BatonError } from '@baton/core';
 import {
   WEBHOOK_EVENT_TYPES,
@@ -14,6 +13,7 @@ import type { BatonQueues } from '../queues.ts';
 import type { BatonKeys } from '../redis/keys.ts';
 import type { RedisRunStore } from '../redis/redis-run-store.ts';
 import type { RedisClient } from '../redis/scripts.ts';
+import { withSingletonLock } from '../redis/singleton-lock.ts';
 import { generateWebhookSecret, webhookIdFor, webhookSecretKey } from './signing.ts';
 import type { WebhookTargetPolicy } from './target-policy.ts';
 import { mayProduceMessages, messagesFor, type WebhookMessageDraft } from './webhook-messages.ts';
@@ -282,22 +282,24 @@ export class WebhookOutbox {
    */
   async sweep(batch = 200, lockMs = 30_000): Promise<number> {
     const { redis, keys } = this.deps;
-    const token = randomUUID();
-    if ((await redis.set(keys.webhookSweepLock, token, 'PX', lockMs, 'NX')) === null) return 0;
-    let enqueued = 0;
-    try {
-      for (const runId of await this.webhooks.due(this.deps.now(), batch)) {
-        try {
-          enqueued += await this.pump(runId, true);
-        } catch (err) {
-          this.deps.logger.warn({ err, runId }, 'webhook sweep: pump failed');
-          await this.webhooks.schedule(runId, this.deps.now() + this.deps.sweepEveryMs);
+    const run = await withSingletonLock(
+      redis,
+      { key: keys.webhookSweepLock, ttlMs: lockMs },
+      async () => {
+        let count = 0;
+        for (const runId of await this.webhooks.due(this.deps.now(), batch)) {
+          try {
+            count += await this.pump(runId, true);
+          } catch (err) {
+            this.deps.logger.warn({ err, runId }, 'webhook sweep: pump failed');
+            await this.webhooks.schedule(runId, this.deps.now() + this.deps.sweepEveryMs);
+          }
         }
-      }
-    } finally {
-      if ((await redis.get(keys.webhookSweepLock)) === token)
-        await redis.del(keys.webhookSweepLock);
-    }
+        return count;
+      },
+    );
+    if (!run.acquired) return 0;
+    const enqueued = run.value;
     if (enqueued > 0) this.deps.logger.info({ enqueued }, 'webhook sweep enqueued deliveries');
     return enqueued;
   }
