@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BatonClient } from '@baton/client';
+import { agentTool, ScriptedModel, type AgentDefinition } from '@baton/core';
 import { childAgents, createDemoAgents } from '@baton/core/testing';
 import {
   AgentListSchema,
@@ -23,6 +24,29 @@ import { startHarness, type Harness } from '@baton/testing/worker-harness';
 
 const execFileAsync = promisify(execFile);
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/**
+ * A three-level tree for the CLI: `grand-root` asks `grand-middle`, which asks `child-approval`
+ * (from childAgents), whose call needs a person.
+ */
+const grandAgents: AgentDefinition[] = [
+  {
+    name: 'grand-root',
+    model: new ScriptedModel([
+      { text: 'delegating', toolCalls: [{ name: 'middle', arguments: { message: 'go' } }] },
+      { text: 'root done' },
+    ]),
+    tools: [agentTool('grand-middle', { name: 'middle', description: 'asks its own child' })],
+  },
+  {
+    name: 'grand-middle',
+    model: new ScriptedModel([
+      { text: 'asking', toolCalls: [{ name: 'approval', arguments: { message: 'deep' } }] },
+      { text: 'middle done' },
+    ]),
+    tools: [agentTool('child-approval', { name: 'approval', description: 'asks a human' })],
+  },
+];
 
 /** The call the first child run (s1c0) of a watched tree waits on. */
 function child0Call(events: readonly RunEvent[]): string {
@@ -47,6 +71,7 @@ describe('baton CLI against a real API and worker', () => {
     c = await startApiCluster(inject('redisUrl'), [
       ...createDemoAgents(systemClock),
       ...childAgents(),
+      ...grandAgents,
     ]);
     env = { BATON_URL: c.apis[0]!.url, BATON_API_KEY: KEYS.a };
     client = new BatonClient({ baseUrl: c.apis[0]!.url, apiKey: KEYS.a });
@@ -179,6 +204,26 @@ describe('baton CLI against a real API and worker', () => {
     expect((await client.runs.get(runId)).lastAssistantMessage).toContain(
       'child approved and done',
     );
+  });
+
+  it("a grandchild's approval is prompted for and the whole tree finishes", async () => {
+    const pty = ptyCli(['runs', 'create', '-a', 'grand-root', '-m', 'go', '-w'], env);
+    await pty.waitFor('Let the child go on?');
+    await pty.waitFor('Approve? [y/n]');
+    pty.type('y\r');
+    await pty.waitFor('run finished: natural_end');
+    expect(await pty.exited).toBe(0);
+    const runId = /run (\S+) created/.exec(pty.screen())![1]!;
+    const grandchild = `${runId}.s1c0.s1c0`;
+    expect(pty.screen()).toContain(`in child run ${grandchild}`);
+    expect(await client.runs.get(grandchild)).toMatchObject({
+      status: 'done',
+      toolCalls: [{ toolName: 'approve_me', status: 'succeeded' }],
+    });
+    expect(await client.runs.get(runId)).toMatchObject({
+      status: 'done',
+      lastAssistantMessage: 'root done',
+    });
   });
 
   it('--until suspended returns (12) when a child run waits; runs list nests child runs, --roots hides them', async () => {
