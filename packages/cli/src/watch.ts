@@ -60,7 +60,11 @@ export async function watchRun(
       const text = rendererFor(event.runId).render(event);
       // A descendant's lines say whose they are: the child's id after the watched run's.
       const tag = own ? '' : style.dim(`[${event.runId.slice(runId.length + 1)}] `);
-      out(tag === '' || text === '' || text.startsWith('\n') ? text : tag + text);
+      // (after the newline that ends the run's pending text, if any; a delta that continues a
+      // line has no tag)
+      const nl = text.startsWith('\n') ? '\n' : '';
+      const continues = event.type === 'text.delta' && !text.startsWith(style.cyan('assistant'));
+      out(tag === '' || text === '' || continues ? text : nl + tag + text.slice(nl.length));
     }
     if (event.type !== 'run.finished' || event.status !== 'waiting') continue;
     const snap = await client.runs.get(event.runId, { signal: io.signal });
