@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BatonClient } from '@baton/client';
-import { createDemoAgents } from '@baton/core/testing';
+import { agentTool, ScriptedModel, type AgentDefinition } from '@baton/core';
+import { childAgents, createDemoAgents } from '@baton/core/testing';
 import {
   AgentListSchema,
   DecisionsResponseSchema,
@@ -24,6 +25,36 @@ import { startHarness, type Harness } from '@baton/testing/worker-harness';
 const execFileAsync = promisify(execFile);
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
+/**
+ * A three-level tree for the CLI: `grand-root` asks `grand-middle`, which asks `child-approval`
+ * (from childAgents), whose call needs a person.
+ */
+const grandAgents: AgentDefinition[] = [
+  {
+    name: 'grand-root',
+    model: new ScriptedModel([
+      { text: 'delegating', toolCalls: [{ name: 'middle', arguments: { message: 'go' } }] },
+      { text: 'root done' },
+    ]),
+    tools: [agentTool('grand-middle', { name: 'middle', description: 'asks its own child' })],
+  },
+  {
+    name: 'grand-middle',
+    model: new ScriptedModel([
+      { text: 'asking', toolCalls: [{ name: 'approval', arguments: { message: 'deep' } }] },
+      { text: 'middle done' },
+    ]),
+    tools: [agentTool('child-approval', { name: 'approval', description: 'asks a human' })],
+  },
+];
+
+/** The call the first child run (s1c0) of a watched tree waits on. */
+function child0Call(events: readonly RunEvent[]): string {
+  const e = events.find((x) => x.type === 'tool_call.suspended' && x.runId.endsWith('.s1c0'));
+  if (e?.type !== 'tool_call.suspended') throw new Error('no suspended call in the child run');
+  return e.toolCallId;
+}
+
 /** Every stdout line is one protocol event, in order, 1..N. */
 function jsonEvents(stdout: string): RunEvent[] {
   const lines = stdout.split('\n').filter((l) => l !== '');
@@ -37,7 +68,11 @@ describe('baton CLI against a real API and worker', () => {
   let env: Record<string, string>;
   let client: BatonClient;
   beforeAll(async () => {
-    c = await startApiCluster(inject('redisUrl'), createDemoAgents(systemClock));
+    c = await startApiCluster(inject('redisUrl'), [
+      ...createDemoAgents(systemClock),
+      ...childAgents(),
+      ...grandAgents,
+    ]);
     env = { BATON_URL: c.apis[0]!.url, BATON_API_KEY: KEYS.a };
     client = new BatonClient({ baseUrl: c.apis[0]!.url, apiKey: KEYS.a });
   });
@@ -144,6 +179,124 @@ describe('baton CLI against a real API and worker', () => {
     const again = await runCli(['decide', runId, call.toolCallId, '--deny'], env);
     expect(again.code).toBe(5);
     expect(again.stderr).toContain('run_done');
+  });
+
+  it('--watch follows the run tree: the approval a child run waits for is prompted for and decided through the parent', async () => {
+    const pty = ptyCli(
+      ['runs', 'create', '-a', 'tree-sequential', '-m', 'call approval', '-w'],
+      env,
+    );
+    await pty.waitFor('runs as child run');
+    await pty.waitFor('Let the child go on?');
+    await pty.waitFor('Approve? [y/n]');
+    pty.type('y\r');
+    await pty.waitFor('run finished: natural_end');
+    expect(await pty.exited).toBe(0);
+    const screen = pty.screen();
+    const runId = /run (\S+) created/.exec(screen)![1]!;
+    const childId = `${runId}.s1c0`;
+    expect(screen).toContain(`in child run ${childId}`);
+    // the child's own lines are tagged with its place in the tree
+    expect(screen).toContain('[s1c0] ');
+    const child = await client.runs.get(childId);
+    expect(child).toMatchObject({ status: 'done', termination: { kind: 'natural_end' } });
+    expect(child.toolCalls).toMatchObject([{ toolName: 'approve_me', status: 'succeeded' }]);
+    expect((await client.runs.get(runId)).lastAssistantMessage).toContain(
+      'child approved and done',
+    );
+  });
+
+  it("a grandchild's approval is prompted for and the whole tree finishes", async () => {
+    const pty = ptyCli(['runs', 'create', '-a', 'grand-root', '-m', 'go', '-w'], env);
+    await pty.waitFor('Let the child go on?');
+    await pty.waitFor('Approve? [y/n]');
+    pty.type('y\r');
+    await pty.waitFor('run finished: natural_end');
+    expect(await pty.exited).toBe(0);
+    const runId = /run (\S+) created/.exec(pty.screen())![1]!;
+    const grandchild = `${runId}.s1c0.s1c0`;
+    expect(pty.screen()).toContain(`in child run ${grandchild}`);
+    expect(await client.runs.get(grandchild)).toMatchObject({
+      status: 'done',
+      toolCalls: [{ toolName: 'approve_me', status: 'succeeded' }],
+    });
+    expect(await client.runs.get(runId)).toMatchObject({
+      status: 'done',
+      lastAssistantMessage: 'root done',
+    });
+  });
+
+  it('--until suspended returns (12) when a child run waits; runs list nests child runs, --roots hides them', async () => {
+    const waiting = await runCli(
+      [
+        'runs',
+        'create',
+        '-a',
+        'tree-sequential',
+        '-m',
+        'call approval',
+        '-w',
+        '--json',
+        '--until',
+        'suspended',
+      ],
+      env,
+    );
+    expect(waiting.code).toBe(12);
+    const events = waiting.stdout
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => RunEventSchema.parse(JSON.parse(l)));
+    const runId = events[0]!.runId;
+    const childId = `${runId}.s1c0`;
+    expect(events.at(-1)).toMatchObject({
+      type: 'run.finished',
+      status: 'waiting',
+      runId: childId,
+    });
+    // per run, in order, exactly once
+    for (const id of [runId, childId]) {
+      const seqs = events.filter((e) => e.runId === id).map((e) => e.seq);
+      expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+    }
+
+    const table = await runCli(['runs', 'list', '--limit', '100'], env);
+    expect(table.code).toBe(0);
+    const lines = table.stdout.split('\n');
+    const parentLine = lines.findIndex((l) => l.startsWith(`${runId} `));
+    expect(parentLine).toBeGreaterThanOrEqual(0);
+    expect(lines[parentLine + 1]).toMatch(
+      new RegExp(`^└ ${childId.replaceAll('.', '\\.')} +waiting`),
+    );
+    const roots = await runCli(['runs', 'list', '--limit', '100', '--roots', '--json'], env);
+    const ids = RunPageSchema.parse(JSON.parse(roots.stdout)).runs.map((r) => r.runId);
+    expect(ids).toContain(runId);
+    expect(ids).not.toContain(childId);
+
+    // the hint names the run that holds the call; deciding through the root reaches it
+    const hint = await runCli(['runs', 'watch', runId, '--no-input', '--until', 'suspended'], env);
+    expect(hint.code).toBe(12);
+    expect(hint.stdout).toContain('Let the child go on?');
+    await client.runs.decide(runId, {
+      runId: childId,
+      toolCallId: child0Call(events),
+      action: 'resume',
+    });
+    const rest = await runCli(['runs', 'watch', runId], env);
+    expect(rest.code).toBe(0);
+    expect(rest.stdout).toContain('run finished: natural_end');
+  });
+
+  it('runs create refuses --until and --no-input without --watch (usage, 2) and creates nothing', async () => {
+    const before = (await client.runs.list({ agent: 'child-answer', limit: 100 })).runs.length;
+    for (const flags of [['--until', 'suspended'], ['--no-input'], ['--until', 'done']]) {
+      const r = await runCli(['runs', 'create', '-a', 'child-answer', '-m', 'hi', ...flags], env);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('with --watch');
+    }
+    expect((await client.runs.list({ agent: 'child-answer', limit: 100 })).runs.length).toBe(
+      before,
+    );
   });
 
   it('runs list / get / cancel and agents', async () => {

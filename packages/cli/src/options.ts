@@ -16,10 +16,10 @@ export function parseCount(value: string): number {
 }
 
 /** `--until`, shared by the commands that follow a run. */
-export function untilOption(): Option {
+export function untilOption(note = ''): Option {
   return new Option(
     '--until <when>',
-    'stop when the run is done, or also when it waits for a decision',
+    `stop when the run tree is done, or also when any run of it waits for a decision${note === '' ? '' : ` ${note}`}`,
   )
     .choices(['done', 'suspended'])
     .default('done');

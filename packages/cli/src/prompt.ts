@@ -59,6 +59,11 @@ function yesNo(answer: string): boolean {
   throw new FieldInputError('answer y or n');
 }
 
+/** A descendant's call is decided through the watched run, naming the run that holds it. */
+function target(call: AwaitedToolCall): { runId?: string } {
+  return call.runId === undefined ? {} : { runId: call.runId };
+}
+
 /**
  * Asks a person about every call the run waits on (approve? then the payload form) and sends
  * the decisions. A payload the API refuses (payload_invalid) is asked again with its message.
@@ -81,17 +86,18 @@ export async function promptDecisions(
       const decisions: DecisionInput[] = [];
       for (const call of calls) {
         io.stdout.write(
-          `\n${style.yellow('?')} ${style.bold(call.toolName)} ${style.dim(call.toolCallId)} — ${call.message}\n`,
+          `\n${style.yellow('?')} ${style.bold(call.toolName)} ${style.dim(call.toolCallId)}${call.runId === undefined ? '' : style.dim(` in child run ${call.runId}`)} — ${call.message}\n`,
         );
         if (call.parameters !== undefined)
           io.stdout.write(`  ${style.dim(JSON.stringify(call.parameters))}\n`);
         const approve = await askUntil(rl, `  Approve? [y/n] `, yesNo, io, style);
         if (!approve) {
-          decisions.push({ toolCallId: call.toolCallId, action: 'cancel' });
+          decisions.push({ ...target(call), toolCallId: call.toolCallId, action: 'cancel' });
           continue;
         }
         const payload = await askPayload(rl, call, io, style);
         decisions.push({
+          ...target(call),
           toolCallId: call.toolCallId,
           action: 'resume',
           ...(payload === undefined ? {} : { payload }),

@@ -184,17 +184,43 @@ function statusText(status: string, s: Style): string {
       : s.cyan(status);
 }
 
-/** `runs list`: one line per run. */
+/** A child run's parent, read from its id (`<parent>.s<step>c<index>[a<attempt>]`); null for a root. */
+export function parentRunIdOf(runId: string): string | null {
+  return /^(.+)\.s\d+c\d+(?:a\d+)?$/.exec(runId)?.[1] ?? null;
+}
+
+/**
+ * `runs list`: one line per run, child runs (agent tools) indented under their parent when the
+ * page holds it; a child whose parent is not on the page says whose it is.
+ */
 export function renderRunList(runs: readonly RunSummary[], s: Style): string {
   if (runs.length === 0) return s.dim('no runs') + '\n';
-  return (
-    runs
-      .map(
-        (r) =>
-          `${r.runId}  ${statusText(r.status.padEnd(7), s)}  ${r.agent.padEnd(20)}  ${new Date(r.updatedAt).toISOString()}  ${s.dim(r.threadId)}`,
-      )
-      .join('\n') + '\n'
-  );
+  const onPage = new Set(runs.map((r) => r.runId));
+  const children = new Map<string, RunSummary[]>();
+  for (const r of runs) {
+    const parent = parentRunIdOf(r.runId);
+    if (parent !== null && onPage.has(parent))
+      children.set(parent, [...(children.get(parent) ?? []), r]);
+  }
+  const lines: string[] = [];
+  const add = (r: RunSummary, depth: number): void => {
+    const parent = parentRunIdOf(r.runId);
+    const orphan = parent !== null && !onPage.has(parent) ? s.dim(`  child of ${parent}`) : '';
+    const indent = depth === 0 ? '' : `${'  '.repeat(depth - 1)}└ `;
+    lines.push(
+      `${indent}${r.runId}  ${statusText(r.status.padEnd(7), s)}  ${r.agent.padEnd(20)}  ${new Date(r.updatedAt).toISOString()}  ${s.dim(r.threadId)}${orphan}`,
+    );
+    // Children in call order (their ids sort by step and position), under their parent.
+    const kids = [...(children.get(r.runId) ?? [])].sort((a, b) =>
+      a.runId.localeCompare(b.runId, 'en', { numeric: true }),
+    );
+    for (const child of kids) add(child, depth + 1);
+  };
+  for (const r of runs) {
+    const parent = parentRunIdOf(r.runId);
+    if (parent === null || !onPage.has(parent)) add(r, 0);
+  }
+  return lines.join('\n') + '\n';
 }
 
 /** `agents`: one block per advertised agent. */

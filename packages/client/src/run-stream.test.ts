@@ -189,3 +189,73 @@ describe('RunEventStream', () => {
     });
   });
 });
+
+describe('RunEventStream of a run tree (children: true)', () => {
+  const of = (runId: string, e: RunEvent): RunEvent => ({ ...e, runId });
+  const linked = (seq: number, childRunId: string): RunEvent => ({
+    seq,
+    runId: 'r1',
+    threadId: 't',
+    turnId: 'u',
+    at: 0,
+    type: 'child_run.linked',
+    link: {
+      childRunId,
+      childAgentId: 'child',
+      toolCallId: 'c1',
+      toolName: 'ask',
+      attempt: 0,
+      threadId: 't',
+    },
+  });
+  const treeFrame = (e: RunEvent, id: string): string =>
+    `id: ${id}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
+
+  it('numbers events per run, resumes with the composite cursor, ends when the API settles', async () => {
+    const urls: string[] = [];
+    const { client, lastEventIds } = await serve((req, res, n) => {
+      urls.push(req.url ?? '');
+      sse(res);
+      if (n === 1) {
+        res.write(treeFrame(delta(1), '1'));
+        res.write(treeFrame(linked(2, 'r1.s1c0'), '2;s1c0=0'));
+        res.write(treeFrame(of('r1.s1c0', delta(1)), '2;s1c0=1'));
+        res.end(); // dropped mid-tree
+      } else {
+        // a replay of what the first connection sent is dropped, per run
+        res.write(treeFrame(of('r1.s1c0', delta(1)), '2;s1c0=1'));
+        res.write(treeFrame(of('r1.s1c0', finished(2)), '2;s1c0=2'));
+        res.write(treeFrame(finished(3), '3;s1c0=2'));
+        res.end(); // the API closes once every run of the tree is done
+      }
+    });
+    const events: RunEvent[] = [];
+    for await (const e of client.runs.stream('r1', { children: true, reconnect: fast }))
+      events.push(e);
+    expect(events.map((e) => `${e.runId}:${e.seq}`)).toEqual([
+      'r1:1',
+      'r1:2',
+      'r1.s1c0:1',
+      'r1.s1c0:2',
+      'r1:3',
+    ]);
+    expect(lastEventIds).toEqual([undefined, '2;s1c0=1']);
+    expect(urls.every((u) => u.includes('children=1'))).toBe(true);
+  });
+
+  it("a skipped seq of a child run is a gap, like the root's", async () => {
+    const { client } = await serve((_req, res) => {
+      sse(res);
+      res.write(treeFrame(linked(1, 'r1.s1c0'), '1;s1c0=0'));
+      res.end(treeFrame(of('r1.s1c0', delta(2)), '1;s1c0=2'));
+    });
+    await expect(
+      collect(
+        client.runs.stream('r1', {
+          children: true,
+          reconnect: { initialDelayMs: 1, maxDelayMs: 1, maxAttempts: 1 },
+        }),
+      ),
+    ).rejects.toMatchObject({ code: 'reconnect_exhausted', cause: { code: 'stream_gap' } });
+  });
+});

@@ -27,6 +27,12 @@ export interface StreamOptions {
   readonly onReconnect?: (info: ReconnectInfo) => void;
   /** Source of randomness for the jitter (tests pass a seeded one). */
   readonly random?: () => number;
+  /**
+   * Follow the run's whole tree (`?children=1`): its events and every descendant's (agent
+   * tools), each event's `runId` saying whose. Only with `until: 'done'` (the API refuses a tree
+   * stream that stops at a wait: watch `run.finished` events with `status: 'waiting'` instead).
+   */
+  readonly children?: boolean;
 }
 
 export interface ReconnectInfo {
@@ -71,8 +77,14 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
   private readonly transport: Transport;
   private readonly opts: StreamOptions;
   private started = false;
-  /** Sequence number of the last event yielded. */
+  /** Sequence number of the last event yielded (of the root run, on a tree stream). */
   lastSeq: number;
+  /** Tree streams: the last event yielded per run of the tree (the root's is lastSeq). */
+  private readonly seqs = new Map<string, number>();
+  /** Tree streams: the composite SSE id of the last event yielded (resumes every run's log). */
+  private treeCursor: string | undefined;
+  /** Tree streams: runs whose `run.finished` (done) was yielded. */
+  private readonly ended = new Set<string>();
   /** Connections opened after the first one. */
   reconnects = 0;
   /** Events received again after a reconnect and dropped. */
@@ -99,27 +111,52 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
     const signal = this.opts.signal;
     let failures = 0;
     let failingSince = 0;
+    let everYielded = false;
     for (;;) {
       if (signal?.aborted) throw abortedError(signal, this.runId);
       let cause: unknown;
       try {
         const connection = this.connect(until);
-        for await (const event of connection) {
-          if (event.seq <= this.lastSeq) {
+        let yielded = 0;
+        for await (const { event, id } of connection) {
+          const runId = this.opts.children ? event.runId : this.runId;
+          const seen = runId === this.runId ? this.lastSeq : (this.seqs.get(runId) ?? 0);
+          if (event.seq <= seen) {
             this.duplicatesDropped += 1;
             continue;
           }
-          if (event.seq !== this.lastSeq + 1)
+          if (event.seq !== seen + 1)
             throw new BatonClientError(
               'stream_gap',
-              `run ${this.runId}: expected event ${this.lastSeq + 1}, got ${event.seq}`,
+              `run ${runId}: expected event ${seen + 1}, got ${event.seq}`,
             );
-          this.lastSeq = event.seq;
+          if (runId === this.runId) this.lastSeq = event.seq;
+          else this.seqs.set(runId, event.seq);
+          if (this.opts.children) {
+            if (id !== undefined && id !== '') this.treeCursor = id;
+            if (event.type === 'child_run.linked' && !this.seqs.has(event.link.childRunId))
+              this.seqs.set(event.link.childRunId, 0);
+            if (event.type === 'run.finished' && event.status === 'done') this.ended.add(runId);
+          }
           failures = 0;
+          yielded += 1;
+          everYielded = true;
           yield event;
-          if (endsStream(event, until)) return;
+          if (!this.opts.children && endsStream(event, until)) return;
         }
         if (connection.ended === 'no_content') return;
+        // The API closes a tree stream once the root and every descendant it linked are done
+        // (a linked child that never came to be sends nothing): after the root's end, a clean
+        // close that every followed run ended before, or that had nothing more, is the end.
+        if (
+          this.opts.children &&
+          connection.ended === 'closed' &&
+          this.ended.has(this.runId) &&
+          (yielded === 0 || [...this.seqs.keys()].every((id) => this.ended.has(id)))
+        )
+          return;
+        // A first connection that closes with nothing: the tree was over before `after`.
+        if (this.opts.children && connection.ended === 'closed' && !everYielded) return;
         cause = new BatonClientError(
           'network',
           `run ${this.runId}: the event stream ended before the run ${until === 'done' ? 'finished' : 'finished or suspended'}`,
@@ -147,23 +184,27 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
 
   /** One connection: its parsed events, then `ended` says how it ended. */
   private connect(until: StreamUntil): Connection {
-    return new Connection(this.transport, this.runId, this.lastSeq, until, this.opts);
+    const after = this.opts.children
+      ? (this.treeCursor ?? String(this.lastSeq))
+      : String(this.lastSeq);
+    return new Connection(this.transport, this.runId, after, until, this.opts);
   }
 }
 
 /** One HTTP response of GET /v1/runs/:id/events, read to its end (or until dropped). */
-class Connection implements AsyncIterable<RunEvent> {
+class Connection implements AsyncIterable<{ event: RunEvent; id: string | undefined }> {
   ended: 'no_content' | 'closed' | undefined;
   private readonly transport: Transport;
   private readonly runId: string;
-  private readonly after: number;
+  /** The Last-Event-ID to send: a seq, or a tree stream's composite cursor. */
+  private readonly after: string;
   private readonly until: StreamUntil;
   private readonly opts: StreamOptions;
 
   constructor(
     transport: Transport,
     runId: string,
-    after: number,
+    after: string,
     until: StreamUntil,
     opts: StreamOptions,
   ) {
@@ -174,7 +215,11 @@ class Connection implements AsyncIterable<RunEvent> {
     this.opts = opts;
   }
 
-  async *[Symbol.asyncIterator](): AsyncGenerator<RunEvent, void, undefined> {
+  async *[Symbol.asyncIterator](): AsyncGenerator<
+    { event: RunEvent; id: string | undefined },
+    void,
+    undefined
+  > {
     const controller = new AbortController();
     const signal = this.opts.signal
       ? AbortSignal.any([this.opts.signal, controller.signal])
@@ -196,12 +241,13 @@ class Connection implements AsyncIterable<RunEvent> {
       armIdle();
       const headers: Record<string, string> = { accept: 'text/event-stream' };
       // The header (not ?after=) so that proxies and the API treat it as a resumption.
-      if (this.after > 0) headers['last-event-id'] = String(this.after);
+      if (this.after !== '0') headers['last-event-id'] = this.after;
       let res: Response;
       try {
         res = await this.transport.fetch(
           this.transport.url(`/v1/runs/${encodeURIComponent(this.runId)}/events`, {
             until: this.until,
+            ...(this.opts.children ? { children: '1' } : {}),
           }),
           { method: 'GET', headers, signal, cache: 'no-store' },
         );
@@ -239,7 +285,10 @@ class Connection implements AsyncIterable<RunEvent> {
           if (chunk.done) break;
           armIdle();
           parser.feed(decoder.decode(chunk.value, { stream: true }));
-          while (queue.length > 0) yield parseEvent(queue.shift()!, what);
+          while (queue.length > 0) {
+            const message = queue.shift()!;
+            yield { event: parseEvent(message, what), id: message.id };
+          }
         }
       } finally {
         // Dropping the connection (consumer stopped, error) must not leave the socket open.

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { CommandContext } from '../context.ts';
 import { fairnessRunOptions, parsePriority, untilOption } from '../options.ts';
+import { UsageError } from '../usage-error.ts';
 import { watchRun } from '../watch.ts';
 
 /** `baton runs create`: starts a run of an agent with one user message, optionally watching it. */
@@ -18,9 +19,12 @@ export function runsCreateCommand(runs: Command, ctx: CommandContext): void {
     )
     .option('--idempotency-key <key>', 'same key + same request returns the same run')
     .option('-w, --watch', 'follow the run live (and answer approvals in a terminal)')
-    .option('--json', 'machine-readable output (with --watch: one JSON event per line)')
-    .addOption(untilOption())
-    .option('--no-input', 'never prompt, even in a terminal')
+    .option(
+      '--json',
+      'machine-readable output: the created run, or with --watch one JSON event per line',
+    )
+    .addOption(untilOption('(with --watch)'))
+    .option('--no-input', 'never prompt, even in a terminal (with --watch)')
     .action(
       async (
         opts: {
@@ -37,6 +41,17 @@ export function runsCreateCommand(runs: Command, ctx: CommandContext): void {
         },
         cmd: Command,
       ) => {
+        // Flags that only mean something while following the run: refused rather than dropped,
+        // since a script that passes them expects the command to wait (and its exit code).
+        if (!opts.watch) {
+          const given = (['until', 'input'] as const).filter(
+            (name) => cmd.getOptionValueSource(name) === 'cli',
+          );
+          if (given.length > 0)
+            throw new UsageError(
+              `${given.map((n) => (n === 'input' ? '--no-input' : `--${n}`)).join(' and ')} only work${given.length === 1 ? 's' : ''} with --watch: add --watch (or use \`baton runs watch <run>\`)`,
+            );
+        }
         const client = ctx.clientFor(cmd);
         const created = await client.runs.create(
           {

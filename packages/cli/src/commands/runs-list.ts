@@ -2,13 +2,13 @@ import { RunStatusSchema } from '@baton/protocol';
 import { Option, type Command } from 'commander';
 import type { CommandContext } from '../context.ts';
 import { parseCount } from '../options.ts';
-import { renderRunList } from '../render.ts';
+import { parentRunIdOf, renderRunList } from '../render.ts';
 
 /** `baton runs list`: the tenant's runs, newest first, a page at a time. */
 export function runsListCommand(runs: Command, ctx: CommandContext): void {
   runs
     .command('list')
-    .description("the tenant's runs, newest first")
+    .description("the tenant's runs, newest first; child runs indented under their parent")
     .addOption(
       new Option('--status <status>', 'only runs with this status').choices(
         RunStatusSchema.options,
@@ -22,6 +22,7 @@ export function runsListCommand(runs: Command, ctx: CommandContext): void {
     )
     .option('--limit <n>', 'page size (1-100)', parseCount)
     .option('--cursor <cursor>', 'the next page (printed after a full page)')
+    .option('--roots', 'only runs started by a client or schedule, not child runs of agent tools')
     .option('--json', 'the page as JSON')
     .action(
       async (
@@ -32,6 +33,7 @@ export function runsListCommand(runs: Command, ctx: CommandContext): void {
           fairnessKey?: string;
           limit?: number;
           cursor?: string;
+          roots?: boolean;
           json?: boolean;
         },
         cmd: Command,
@@ -47,8 +49,12 @@ export function runsListCommand(runs: Command, ctx: CommandContext): void {
           },
           { signal: ctx.io.signal },
         );
-        if (opts.json) return ctx.json(page);
-        ctx.out(renderRunList(page.runs, ctx.styleFor(cmd)));
+        // Filtered here (the API lists every run): a page may then hold fewer than --limit runs.
+        const runs = opts.roots
+          ? page.runs.filter((r) => parentRunIdOf(r.runId) === null)
+          : page.runs;
+        if (opts.json) return ctx.json({ ...page, runs });
+        ctx.out(renderRunList(runs, ctx.styleFor(cmd)));
         if (page.nextCursor)
           ctx.out(ctx.styleFor(cmd).dim(`more: baton runs list --cursor ${page.nextCursor}\n`));
       },
