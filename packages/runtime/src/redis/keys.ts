@@ -42,6 +42,8 @@
  *                                          heartbeats; PEXPIRE past it, so the set of an agent
  *                                          nobody runs goes too
  *     p:queues                      SET    every BullMQ queue producers used (queue-shards.ts)
+ *     p:task-queue:<tq>:pool        STRING signature of the agent set that holds task queue <tq>
+ *                                          (task-queue-pools.ts), with a TTL refreshed by its adverts
  *
  *   Reconciler (workers)
  *     p:reconciler:lock             STRING one scanner at a time across workers (SET NX PX)
@@ -74,6 +76,8 @@
  *   API
  *     p:{idem:<t>}:<scope>:<key>    STRING Idempotency-Key record (first response or pending)
  *     p:{sse:<t>}:leases            ZSET   open SSE streams of a tenant, score = lease expiry
+ *     p:sse:instances               ZSET   live API instances (whose leases count), score =
+ *                                          heartbeat expiry (ms)
  *     p:rl:tenant:<t>, p:rl:authfail:<ip>   rate-limiter-flexible counters (it appends the id)
  *     p:metrics:events              HASH   event metrics of every process (counts, histogram buckets;
  *                                          HINCRBYFLOAT by each process's periodic flush, see
