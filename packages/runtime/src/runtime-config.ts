@@ -132,3 +132,13 @@ export const runtimeConfigShape = {
 
 /** The settings a runtime needs (the API's and the workers' configs both have them). */
 export type RuntimeConfig = z.infer<z.ZodObject<typeof runtimeConfigShape>>;
+
+/** What a configuration built in code before the thread limits existed gets. */
+export const THREAD_LIMIT_DEFAULTS = z
+  .object({
+    THREAD_MAX_MESSAGES: runtimeConfigShape.THREAD_MAX_MESSAGES,
+    THREAD_MAX_BYTES: runtimeConfigShape.THREAD_MAX_BYTES,
+    THREAD_HISTORY_MAX_MESSAGES: runtimeConfigShape.THREAD_HISTORY_MAX_MESSAGES,
+    THREAD_HISTORY_MAX_BYTES: runtimeConfigShape.THREAD_HISTORY_MAX_BYTES,
+  })
+  .parse({});

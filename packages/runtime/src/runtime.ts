@@ -17,7 +17,12 @@ import { RunService } from './run-service.ts';
 import { FairnessPolicy, parseFairness } from './fairness/fairness-config.ts';
 import { treeWaitsOnHuman } from './fairness/tree-waits.ts';
 import { RunAdmission } from './fairness/run-admission.ts';
-import { TENANT_LIMIT_DEFAULTS, type RuntimeConfig, type TenantLimits } from './runtime-config.ts';
+import {
+  TENANT_LIMIT_DEFAULTS,
+  THREAD_LIMIT_DEFAULTS,
+  type RuntimeConfig,
+  type TenantLimits,
+} from './runtime-config.ts';
 import { systemClock } from './system-clock.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import { WebhookTargetPolicy, parseAllowedHosts } from './webhooks/target-policy.ts';
@@ -32,14 +37,22 @@ const ARCHIVE_HOLD_DEFAULT_SECONDS = 7 * 86_400;
 /** Default ARCHIVE_BATCH. */
 const ARCHIVE_BATCH_DEFAULT = 200;
 
-/** A RuntimeConfig whose webhook settings may be left out (they have defaults). */
+/** Settings added after SDK users first built configurations in code: each has a default. */
+type LaterSettings =
+  | 'BATON_QUEUE_SHARDS'
+  | 'THREAD_MAX_MESSAGES'
+  | 'THREAD_MAX_BYTES'
+  | 'THREAD_HISTORY_MAX_MESSAGES'
+  | 'THREAD_HISTORY_MAX_BYTES';
+
+/** A RuntimeConfig whose webhook settings and later settings may be left out (they have defaults). */
 export type RuntimeOptions = Omit<
   RuntimeConfig,
-  keyof WebhookSettings | keyof TenantLimits | 'BATON_QUEUE_SHARDS'
+  keyof WebhookSettings | keyof TenantLimits | LaterSettings
 > &
   Partial<WebhookSettings> &
   Partial<TenantLimits> &
-  Partial<Pick<RuntimeConfig, 'BATON_QUEUE_SHARDS'>>;
+  Partial<Pick<RuntimeConfig, LaterSettings>>;
 
 /** What a BatonRuntime is built from. */
 export interface BatonRuntimeOptions {
@@ -104,6 +117,12 @@ export class BatonRuntime {
       RATE_LIMIT_PER_MINUTE:
         options.RATE_LIMIT_PER_MINUTE ?? TENANT_LIMIT_DEFAULTS.RATE_LIMIT_PER_MINUTE,
       BATON_QUEUE_SHARDS: options.BATON_QUEUE_SHARDS ?? 1,
+      THREAD_MAX_MESSAGES: options.THREAD_MAX_MESSAGES ?? THREAD_LIMIT_DEFAULTS.THREAD_MAX_MESSAGES,
+      THREAD_MAX_BYTES: options.THREAD_MAX_BYTES ?? THREAD_LIMIT_DEFAULTS.THREAD_MAX_BYTES,
+      THREAD_HISTORY_MAX_MESSAGES:
+        options.THREAD_HISTORY_MAX_MESSAGES ?? THREAD_LIMIT_DEFAULTS.THREAD_HISTORY_MAX_MESSAGES,
+      THREAD_HISTORY_MAX_BYTES:
+        options.THREAD_HISTORY_MAX_BYTES ?? THREAD_LIMIT_DEFAULTS.THREAD_HISTORY_MAX_BYTES,
     };
     this.clock = clock;
     this.config = config;

@@ -445,7 +445,10 @@ export class RedisThreadStore {
     this.keys = new BatonKeys(opts.prefix);
     this.now = opts.now ?? Date.now;
     this.ttlSeconds = opts.ttlSeconds ?? 7 * 86_400;
-    this.limits = { ...DEFAULT_THREAD_LIMITS, ...opts.limits };
+    // A limit left undefined (a configuration built in code before the limits existed) keeps
+    // its default: spread as is, it would replace the default with undefined.
+    const given = Object.entries(opts.limits ?? {}).filter(([, value]) => value !== undefined);
+    this.limits = { ...DEFAULT_THREAD_LIMITS, ...Object.fromEntries(given) };
     this.acquireScript = defineScript(this.redis, 'batonThreadAcquire3', 6, ACQUIRE_LUA);
     this.releaseScript = defineScript(this.redis, 'batonThreadRelease2', 6, RELEASE_LUA);
     this.abandonScript = defineScript(this.redis, 'batonThreadAbandon', 6, ABANDON_LUA);
