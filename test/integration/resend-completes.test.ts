@@ -225,7 +225,12 @@ describe('a keyed run create that failed at any one of its writes, resent', () =
     [
       "the run's fairness fields (after the run)",
       (runId) =>
-        failOnce(runtime().redis, 'hset', (a) => a[0] === runtime().keys.run(runId).cp, 'unsent'),
+        failOnce(
+          runtime().store,
+          'setIfRecorded',
+          (a) => (a[0] as string[])[0] === runtime().keys.run(runId).cp,
+          'unsent',
+        ),
     ],
     [
       "the tenant's run index (after the run)",

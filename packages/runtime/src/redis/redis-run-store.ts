@@ -15,7 +15,7 @@ import type {
   StoredCheckpoint,
 } from '@baton/core';
 import { BatonKeys, type RunKeys } from './keys.ts';
-import type { RedisClient } from './scripts.ts';
+import { defineScript, type LuaScript, type RedisClient } from './scripts.ts';
 import {
   CREATE_RESENT,
   FENCED,
@@ -119,6 +119,12 @@ export interface DeltaAttempt {
 
 const MAX_LIMIT = 1000;
 
+/** KEYS: a run's cp hash. ARGV: field, value, ...: set only while the hash exists (1), else 0. */
+const SET_IF_RECORDED_LUA = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV))
+return 1`;
+
 /**
  * RunStore + EventAppender on Redis. Same contract as MemoryRunStore: compare-and-set on the
  * version, events sequenced gaplessly from 1 per run and stored atomically with the commit,
@@ -136,6 +142,9 @@ export class RedisRunStore implements RunStore {
   private readonly validateOnLoad: boolean;
   private readonly scripts: RunRecordScripts;
 
+  /** HSET of fields onto a run's `cp` hash only while it exists. */
+  private readonly setIfRecorded: LuaScript<[cp: string], string[], number>;
+
   constructor(opts: RedisRunStoreOptions) {
     this.redis = opts.redis;
     this.keys = new BatonKeys(opts.prefix);
@@ -146,6 +155,7 @@ export class RedisRunStore implements RunStore {
     this.validateOnLoad = opts.validateOnLoad ?? false;
     this.scripts = new RunRecordScripts(this.redis);
     this.index = new RunIndex(this.redis, this.keys);
+    this.setIfRecorded = defineScript(this.redis, 'batonRunSetIfRecorded', 1, SET_IF_RECORDED_LUA);
     this.metrics = new EventMetricsRecorder(this.redis, this.keys.eventMetrics);
   }
 
@@ -228,11 +238,17 @@ export class RedisRunStore implements RunStore {
     // Written apart from the create script: a crash in between costs the run its priority on
     // those jobs (the default level) until a resend writes it, never the run. Not for a finished
     // run (none of its jobs is to come).
-    if (checkpoint.status !== 'done' && (id.priority !== undefined || id.fairnessKey !== undefined))
-      await this.redis.hset(this.keys.run(id.runId).cp, {
-        ...(id.priority === undefined ? {} : { priority: id.priority }),
-        ...(id.fairnessKey === undefined ? {} : { fkey: id.fairnessKey }),
-      });
+    // The run lists read `fkey` too (GET /v1/runs?fairnessKey=), so a finished run gets it as
+    // well, but only onto a record that still exists: a resend after the record expired must
+    // not leave a stray hash with no TTL behind.
+    if (id.priority !== undefined || id.fairnessKey !== undefined)
+      await this.setIfRecorded(
+        [this.keys.run(id.runId).cp],
+        [
+          ...(id.priority === undefined ? [] : ['priority', String(id.priority)]),
+          ...(id.fairnessKey === undefined ? [] : ['fkey', id.fairnessKey]),
+        ],
+      );
     // Indexes live in other slots (tenant, thread), so they are written after the run exists.
     // ZADD is idempotent; a crash in between leaves an unlisted (but fully working) run, listed
     // by the resend of its request.
