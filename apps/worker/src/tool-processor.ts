@@ -17,8 +17,18 @@ const REDIS_RETRY_MS = 1_000;
  * the lease holder applies it. Either way the step waiting for this child is not needed for
  * progress, only for the barrier.
  */
+/** Results held by executedUnrecorded at most: the oldest is let go past it. */
+const UNRECORDED_MAX = 10_000;
+
 export class ToolProcessor {
   private readonly deps: WorkerDeps;
+  /**
+   * Results this process executed but could not record yet (Redis failed over or went away
+   * between the tool's end and its record), by run, call and attempt. The job is retried once
+   * Redis answers; the retry records this result instead of running the tool a second time. A
+   * retry that another worker takes runs the tool again (at least once, docs/durability.md).
+   */
+  private readonly executedUnrecorded = new Map<string, ToolExecutionResult>();
 
   constructor(deps: WorkerDeps) {
     this.deps = deps;
@@ -77,6 +87,18 @@ export class ToolProcessor {
         log.debug('tool job is stale (call moved on); nothing to do');
         return 'stale';
       }
+      const held = this.executedUnrecorded.get(unrecordedKey(data));
+      if (held) {
+        log.info('tool result executed before a Redis failure: recorded now, not run again');
+        await this.apply(
+          data.runId,
+          `${job.queueName}:${job.id ?? ''}`,
+          job.parentKey !== undefined,
+          held,
+        );
+        this.executedUnrecorded.delete(unrecordedKey(data));
+        return 'recorded';
+      }
       const engine = deps.registry.engine(stored.checkpoint.identity.agent);
       const invocation = invocationFor({ cp: stored.checkpoint }, call);
       const tracked = deps.aborts.track(data.runId);
@@ -116,14 +138,23 @@ export class ToolProcessor {
         tracked.done();
       }
       ranHere = true;
-    }
+      if (result) this.holdUnrecorded(unrecordedKey(data), result);
+    } else this.executedUnrecorded.delete(unrecordedKey(data));
     await this.apply(
       data.runId,
       `${job.queueName}:${job.id ?? ''}`,
       job.parentKey !== undefined,
       ranHere ? result : null,
     );
+    this.executedUnrecorded.delete(unrecordedKey(data));
     return 'recorded';
+  }
+
+  private holdUnrecorded(key: string, result: ToolExecutionResult): void {
+    this.executedUnrecorded.set(key, result);
+    if (this.executedUnrecorded.size <= UNRECORDED_MAX) return;
+    const oldest = this.executedUnrecorded.keys().next();
+    if (!oldest.done) this.executedUnrecorded.delete(oldest.value);
   }
 
   /**
@@ -212,4 +243,9 @@ export class ToolProcessor {
       (parented && !stillRunning)
     );
   }
+}
+
+/** One attempt of one call of one run. */
+function unrecordedKey(data: { runId: string; toolCallId: string; attempt: number }): string {
+  return `${data.runId}\u0000${data.toolCallId}\u0000${String(data.attempt)}`;
 }
