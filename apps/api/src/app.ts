@@ -10,7 +10,8 @@ import type { RunEvent } from '@baton/protocol';
 import express, { type Express, type RequestHandler, type Router } from 'express';
 import { BULL_BOARD_PATH, BoardQueues, bullBoardGuard, bullBoardRouter } from './admin.ts';
 import { jsonBody } from './body.ts';
-import { corsMiddleware, parseCorsOrigins, routeMethods, type RouterLayer } from './cors.ts';
+import { corsMiddleware, parseCorsOrigins } from './cors.ts';
+import { appRouteMethods } from './internals/express/route-methods.ts';
 import { KeyStore, authenticate, requireAdmin } from './auth.ts';
 import { consoleRouter } from './console.ts';
 import { splitEntries, tenantKeyEntries, type ApiConfig } from './config.ts';
@@ -168,7 +169,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   app.use(httpLogger(logger, isSecret));
   app.use(metrics.middleware());
   const corsHandler = corsMiddleware(parseCorsOrigins(config.CORS_ORIGINS), () =>
-    routeMethods((app as unknown as { router: { stack: RouterLayer[] } }).router.stack),
+    appRouteMethods(app),
   );
   if (corsHandler) app.use(corsHandler);
   app.use(

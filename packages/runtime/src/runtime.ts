@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { duplicateClient } from './redis/connection.ts';
 import { createRedisClient } from './redis/redis-client.ts';
 import { RedisOutageLog } from './redis/outage-log.ts';
-import { coalesceWrites } from './redis/write-coalescing.ts';
+import { coalesceWrites } from './internals/ioredis/write-coalescing.ts';
 import { Durability } from './redis/durability.ts';
 import { checkTopology } from './redis/topology.ts';
 import { BatonKeys } from './redis/keys.ts';
