@@ -93,6 +93,7 @@ describe('BullMQ key layout (queue-keys.ts)', () => {
     const job = await queue.add('j', { runId: 'r1' });
     const id = job.id ?? '';
     expect(jobHashKey(queue, id)).toBe(`${prefix}:layout:${id}`);
+    expect(job.queueQualifiedName).toBe(`${prefix}:layout`);
     expect(jobHashKeyOf(job)).toBe(jobHashKey(queue, id));
     expect(await redis.type(jobHashKey(queue, id))).toBe('hash');
     expect(JSON.parse((await redis.hget(jobHashKey(queue, id), 'data')) ?? '')).toEqual({
