@@ -81,7 +81,7 @@ export const ApiConfigSchema = z.object({
 export type ApiConfig = z.infer<typeof ApiConfigSchema>;
 
 /**
- * The API's configuration from `env` (main.ts passes process.env; nothing below it reads the
+ * The API's configuration from `env` (main.ts passes the process's; nothing below it reads the
  * environment). A bad value throws ConfigError naming the variable and what it accepts.
  */
 export function loadApiConfig(env: Env): ApiConfig {

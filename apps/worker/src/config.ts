@@ -87,7 +87,7 @@ export const WorkerConfigSchema = z.object({
 export type WorkerConfig = z.infer<typeof WorkerConfigSchema>;
 
 /**
- * The worker's configuration from `env` (main.ts passes process.env; nothing below it reads the
+ * The worker's configuration from `env` (main.ts passes the process's; nothing below it reads the
  * environment). A bad value throws ConfigError naming the variable and what it accepts.
  */
 export function loadWorkerConfig(env: Env): WorkerConfig {

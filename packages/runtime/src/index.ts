@@ -41,7 +41,7 @@ export {
   type TracingHandle,
 } from './telemetry/tracing.ts';
 export { ConfigError } from './errors/config-error.ts';
-export type { OptionName, SdkOptions } from './config/sdk-options.ts';
+export type { SdkOptions } from './config/sdk-options.ts';
 export { DurabilityError } from './errors/durability-error.ts';
 export { InvalidCursorError } from './errors/invalid-cursor-error.ts';
 export { InvalidScheduleCursorError } from './errors/invalid-schedule-cursor-error.ts';

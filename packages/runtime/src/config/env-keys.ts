@@ -138,7 +138,7 @@ export const ENV_KEYS = {
   ],
 } as const;
 
-export type EnvKey = (typeof ENV_KEYS)[keyof typeof ENV_KEYS][number];
+type EnvKey = (typeof ENV_KEYS)[keyof typeof ENV_KEYS][number];
 
 /** Every name of ENV_KEYS once. */
 export function allEnvKeys(): ReadonlySet<EnvKey> {

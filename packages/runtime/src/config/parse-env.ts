@@ -9,7 +9,7 @@ export type Env = Readonly<Record<string, string | undefined>>;
  */
 const SECRET_VARIABLES = /KEY|SECRET|PASSWORD|TOKEN|_URL$|WEBHOOKS|HEADERS/;
 
-export function isSecretVariable(name: string): boolean {
+function isSecretVariable(name: string): boolean {
   return SECRET_VARIABLES.test(name);
 }
 

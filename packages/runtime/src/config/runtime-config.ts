@@ -20,7 +20,7 @@ function valid(check: (value: string) => unknown) {
 }
 
 /** Per-tenant limits the API and the workers both enforce. */
-export const tenantLimitsShape = {
+const tenantLimitsShape = {
   /**
    * Schedules one tenant may have (any state): creating one more is refused with 409
    * quota_exceeded. Enforced by the create script, so concurrent creates cannot overshoot.

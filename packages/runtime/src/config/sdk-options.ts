@@ -10,7 +10,7 @@ type Camel<S extends string> = S extends `${infer Head}_${infer Tail}`
  * The SDK option of a variable: its name in camelCase, without the `BATON_` every Baton-specific
  * variable carries (`BATON_TASK_QUEUE` → `taskQueue`, `LOG_LEVEL` → `logLevel`).
  */
-export type OptionName<Variable extends string> = Variable extends `BATON_${infer Rest}`
+type OptionName<Variable extends string> = Variable extends `BATON_${infer Rest}`
   ? Camel<Rest>
   : Camel<Variable>;
 

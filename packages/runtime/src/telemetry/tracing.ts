@@ -11,7 +11,7 @@ const BATON_TRACER = 'baton';
 export interface StartTracingOptions {
   /** service.name unless OTEL_SERVICE_NAME (or OTEL_RESOURCE_ATTRIBUTES) says otherwise. */
   readonly serviceName: string;
-  /** Where OTEL_* are read (default: process.env). */
+  /** Where OTEL_* are read (default: the process's environment). */
   readonly env?: Readonly<Record<string, string | undefined>>;
   /**
    * Export here instead of what the environment names, and trace whatever it says (tests pass an
