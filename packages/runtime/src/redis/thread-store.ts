@@ -22,6 +22,7 @@ import {
 } from './thread-scripts.ts';
 import {
   DEFAULT_THREAD_LIMITS,
+  DEFAULT_THREAD_TTL_SECONDS,
   type AcquireResult,
   type ThreadLimits,
   type ThreadPage,
@@ -75,7 +76,7 @@ export class RedisThreadStore {
     this.redis = opts.redis;
     this.keys = new BatonKeys(opts.prefix);
     this.now = opts.now ?? Date.now;
-    this.ttlSeconds = opts.ttlSeconds ?? 7 * 86_400;
+    this.ttlSeconds = opts.ttlSeconds ?? DEFAULT_THREAD_TTL_SECONDS;
     // A limit left undefined (a configuration built in code before the limits existed) keeps
     // its default: spread as is, it would replace the default with undefined.
     const given = Object.entries(opts.limits ?? {}).filter(([, value]) => value !== undefined);

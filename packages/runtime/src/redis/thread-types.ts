@@ -1,5 +1,6 @@
 import type { JsonValue, Message } from '@baton/protocol';
 import type { HistoryReference } from '../run-record/history-reference.ts';
+import { withRuntimeDefaults } from '../config/runtime-config.ts';
 
 /** What RedisThreadStore answers (thread-store.ts). */
 export type AcquireResult =
@@ -51,12 +52,18 @@ export interface ThreadLimits {
   readonly windowBytes: number;
 }
 
+const defaults = withRuntimeDefaults({});
+
+/** The THREAD_* settings' defaults (the schema's), for a store built without limits (tests). */
 export const DEFAULT_THREAD_LIMITS: ThreadLimits = {
-  maxMessages: 5_000,
-  maxBytes: 8 * 1024 * 1024,
-  windowMessages: 500,
-  windowBytes: 1024 * 1024,
+  maxMessages: defaults.THREAD_MAX_MESSAGES,
+  maxBytes: defaults.THREAD_MAX_BYTES,
+  windowMessages: defaults.THREAD_HISTORY_MAX_MESSAGES,
+  windowBytes: defaults.THREAD_HISTORY_MAX_BYTES,
 };
+
+/** THREAD_TTL_SECONDS' default. */
+export const DEFAULT_THREAD_TTL_SECONDS = defaults.THREAD_TTL_SECONDS;
 
 /** A thread snapshot and where its messages stand in the thread's list (loadForRun). */
 export interface ThreadSnapshotForRun extends ThreadSnapshot {
