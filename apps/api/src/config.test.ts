@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '@baton/runtime';
 import { ENV_KEYS } from '@baton/runtime/internal';
-import { ApiConfigSchema, loadApiConfig } from './config.ts';
+import { ApiConfigSchema, apiConfig, loadApiConfig } from './config.ts';
 
 describe('API configuration', () => {
   it('reads only variables of the one list', () => {
@@ -19,5 +19,26 @@ describe('API configuration', () => {
   it('never echoes a key', () => {
     expect(() => loadApiConfig({ METRICS_KEY: 'short-secret' })).toThrow(/METRICS_KEY: /);
     expect(() => loadApiConfig({ METRICS_KEY: 'short-secret' })).not.toThrow(/short-secret/);
+  });
+
+  it('in code: camelCase options map onto the same configuration as the environment', () => {
+    expect(
+      apiConfig({
+        port: 0,
+        apiKeys: 'tenant-a:tenant-a-secret-key',
+        prefix: 'p',
+        metricsPublic: true,
+      }),
+    ).toEqual(
+      loadApiConfig({
+        PORT: '0',
+        API_KEYS: 'tenant-a:tenant-a-secret-key',
+        BATON_PREFIX: 'p',
+        METRICS_PUBLIC: 'true',
+      }),
+    );
+    expect(() => apiConfig({ sseHeartbeatMs: 1 })).toThrow(
+      /^invalid configuration: sseHeartbeatMs="1": .*accepts a whole number of at least 50/,
+    );
   });
 });

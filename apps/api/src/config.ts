@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { MAX_DECISIONS_PER_REQUEST, MAX_INPUT_MESSAGES } from '@baton/protocol';
 import { z } from 'zod';
-import { ConfigError } from '@baton/runtime';
-import { parseEnv, runtimeConfigShape, type Env } from '@baton/runtime/internal';
+import { ConfigError, type SdkOptions } from '@baton/runtime';
+import { compileSdkOptions, parseEnv, runtimeConfigShape, type Env } from '@baton/runtime/internal';
 
 export { ConfigError };
 
@@ -86,6 +86,21 @@ export type ApiConfig = z.infer<typeof ApiConfigSchema>;
  */
 export function loadApiConfig(env: Env): ApiConfig {
   return parseEnv(ApiConfigSchema, env);
+}
+
+/**
+ * The API's settings as camelCase options: the variable's name without `BATON_` (`port`,
+ * `apiKeys`, `redisUrl`, `prefix`, `sseMaxPerTenant` …).
+ */
+export type ApiOptions = SdkOptions<ApiConfig>;
+
+/**
+ * The configuration startApi / createApp take, built in code from camelCase options (the
+ * environment is not read): the schema the environment goes through gives the defaults, and a bad
+ * value throws ConfigError naming the option.
+ */
+export function apiConfig(options: ApiOptions = {}): ApiConfig {
+  return compileSdkOptions(ApiConfigSchema, options, { caller: 'apiConfig' });
 }
 
 /** Every tenant key entry from API_KEYS and API_KEYS_FILE. */
