@@ -73,7 +73,11 @@ export { RunLeases, type KnownMessages, type Lease, type RecordFirst } from './r
 export type { AwaitedResults, RunMeta } from './run-record/checkpoint-codec.ts';
 export { RunIndex } from './run-record/run-index.ts';
 export { RunRecordScripts } from './run-record/run-record-scripts.ts';
-export { runtimeConfigShape } from './runtime-config.ts';
+export { runtimeConfigShape } from './config/runtime-config.ts';
+export { ENV_KEYS } from './config/env-keys.ts';
+export { parseEnv, type Env } from './config/parse-env.ts';
+export { compileSdkOptions } from './config/sdk-options.ts';
+export { processEnv } from './config/process-env.ts';
 export { RunAdmission, fairnessKeyOf } from './fairness/run-admission.ts';
 export { DEFAULT_WINDOW } from './fairness/fairness-config.ts';
 export { ScheduleFirer } from './schedules/schedule-firing.ts';
