@@ -22,7 +22,7 @@ import { RunDecisions } from './run-decisions.ts';
 
 export type { RunServiceDeps } from './run-service-deps.ts';
 export type { CreateRunOptions, CreatedRun } from './run-creation.ts';
-export type { EventHandlers, LogEnd, OpenedEvents, RunFollowState } from './run-reads.ts';
+export type { LogEnd, OpenedEvents, RunFollowState } from './run-reads.ts';
 
 /** Which page of a thread to read (RedisThreadStore.page). */
 export interface ThreadPageAt {
