@@ -39,7 +39,7 @@ export interface CommitterDeps {
    * gives its slot back, a run promoted on its thread asks for one. Absent: no admission.
    */
   readonly admission?: RunAdmission;
-  /** Owed by every finished run to its run tree (child-runs.ts); idempotent like the rest. */
+  /** What every finished run owes beyond its keys (finished-duties.ts); idempotent like the rest. */
   readonly onFinished?: (cp: Checkpoint) => Promise<void>;
   /**
    * Told about every commit's events once its index duties are done (webhooks' outbox);
