@@ -34,7 +34,7 @@ const bannedSpecifierRegExp = `^(node:|(${[...nodeBuiltins, ...ioPackages]
 // apps/api has one door into run data: RunService (and ScheduleService), whose reads and writes
 // are tenant-scoped. Routes and adapters import no store of the runtime, and never reach around
 // the services through the runtime; app.ts builds the app's context from the runtime (and
-// context.ts, health.ts and metrics.ts name its type: they read no run data).
+// health.ts and metrics.ts name its type: they read no run data).
 const API_STORES = [
   'BatonRuntime',
   'RedisRunStore',
@@ -221,7 +221,6 @@ export default defineConfig(
     files: ['apps/api/src/**/*.ts'],
     ignores: [
       'apps/api/src/app.ts',
-      'apps/api/src/context.ts',
       'apps/api/src/health.ts',
       'apps/api/src/metrics.ts',
       'apps/api/src/internals/**',

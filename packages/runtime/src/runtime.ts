@@ -14,6 +14,8 @@ import { BatonQueues } from './queues.ts';
 import { RunCommitter } from './run-committer.ts';
 import { ChildRuns } from './child-runs.ts';
 import { RunService } from './run-service.ts';
+import { finishedDuties } from './finished-duties.ts';
+import { RunEventSubscriber, type RunEventSubscriberOptions } from './redis/event-subscriber.ts';
 import { FairnessPolicy, parseFairness } from './fairness/fairness-config.ts';
 import { treeWaitsOnHuman } from './fairness/tree-waits.ts';
 import { RunAdmission } from './fairness/run-admission.ts';
@@ -84,6 +86,7 @@ export class BatonRuntime {
    */
   readonly outage: RedisOutageLog;
   private readonly ownsClient: boolean;
+  private subscriber: RunEventSubscriber | undefined;
 
   constructor(opts: BatonRuntimeOptions) {
     const { config: options, logger, clock = systemClock, role = 'worker', redis: client } = opts;
@@ -178,35 +181,6 @@ export class BatonRuntime {
       now,
       logger,
     });
-    this.committer = new RunCommitter({
-      admission: this.admission,
-      store: this.store,
-      threads: this.threads,
-      queues: this.queues,
-      redis: this.redis,
-      keys: this.keys,
-      now,
-      logger,
-      retentionSeconds: finishedTtl,
-      afterCommitHook: this.webhooks.afterCommit,
-      onFinished: async (cp) => {
-        await this.children.onFinished(cp);
-        // A finished duty like the others: redone by the reconciler after a crash.
-        await this.archiver?.mark(cp);
-      },
-    });
-    this.children = new ChildRuns({
-      redis: this.redis,
-      keys: this.keys,
-      store: this.store,
-      threads: this.threads,
-      queues: this.queues,
-      committer: () => this.committer,
-      clock,
-      logger,
-      resultTtlSeconds: config.EVENT_RETENTION_SECONDS,
-      archive: () => this.archive,
-    });
     this.archive = config.ARCHIVE_URL ? new PgArchive({ url: config.ARCHIVE_URL, logger }) : null;
     this.archiver = this.archive
       ? new Archiver({
@@ -221,6 +195,31 @@ export class BatonRuntime {
           batch: config.ARCHIVE_BATCH,
         })
       : null;
+    this.children = new ChildRuns({
+      redis: this.redis,
+      keys: this.keys,
+      store: this.store,
+      threads: this.threads,
+      queues: this.queues,
+      committer: () => this.committer,
+      clock,
+      logger,
+      resultTtlSeconds: config.EVENT_RETENTION_SECONDS,
+      archive: () => this.archive,
+    });
+    this.committer = new RunCommitter({
+      admission: this.admission,
+      store: this.store,
+      threads: this.threads,
+      queues: this.queues,
+      redis: this.redis,
+      keys: this.keys,
+      now,
+      logger,
+      retentionSeconds: finishedTtl,
+      afterCommitHook: this.webhooks.afterCommit,
+      onFinished: finishedDuties({ children: this.children, archiver: this.archiver }),
+    });
     this.service = new RunService({
       redis: this.redis,
       keys: this.keys,
@@ -233,7 +232,20 @@ export class BatonRuntime {
       clock,
       webhooks: this.webhooks,
       ...(this.archive ? { archive: this.archive } : {}),
+      subscriber: () => this.eventSubscriber(),
     });
+  }
+
+  /**
+   * The subscriber every event stream of this process shares (RunService.openEvents): created
+   * on first use, on a dedicated connection, so a worker that streams nothing opens none. The
+   * first caller's options are its options (the API passes its logger and metrics tap).
+   */
+  eventSubscriber(
+    opts: Pick<RunEventSubscriberOptions, 'onError' | 'onMessage'> = {},
+  ): RunEventSubscriber {
+    this.subscriber ??= new RunEventSubscriber({ redis: this.redis, source: this.store, ...opts });
+    return this.subscriber;
   }
 
   /**
@@ -273,6 +285,7 @@ export class BatonRuntime {
   }
 
   async close(): Promise<void> {
+    await this.subscriber?.close().catch(() => undefined);
     await this.store.metrics.close();
     await this.archive?.close();
     this.outage.close();
