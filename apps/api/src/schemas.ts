@@ -37,6 +37,8 @@ export const ListRunsQuerySchema = z.strictObject({
   thread: IdSchema.optional(),
   /** Runs of this fairness key (a run without one has its tenant's). */
   fairnessKey: FairnessKeySchema.optional(),
+  /** `queued`: only runs waiting for a slot of their tenant or fairness key (docs/fairness.md). */
+  admission: z.enum(['queued']).optional(),
   cursor: z.string().min(1).max(512).optional(),
   limit: limit.optional(),
   /** Admin keys only: list another tenant's runs. */

@@ -10,6 +10,7 @@ import {
   type RunArchive,
 } from '@baton/core';
 import {
+  DEFAULT_PRIORITY,
   type Checkpoint,
   type CreateRunRequest,
   type CreatedRunWebhook,
@@ -77,6 +78,13 @@ export interface CreatedRun {
   readonly queued?: QueuedInfo;
   /** The run's own webhook, with its generated secret (shown once). */
   readonly webhook?: CreatedRunWebhook;
+}
+
+/** A listed run's priority, fairness key and, while it waits for a slot, where (GET /v1/runs). */
+export interface RunAdmissionView {
+  readonly priority: number;
+  readonly fairnessKey: string;
+  readonly queued?: QueuedInfo;
 }
 
 /** See RunService.createRun. */
@@ -464,6 +472,40 @@ export class RunService {
   /** Why the run waits for a slot and where it stands; null when it does not (docs/fairness.md). */
   async queuedInfo(identity: Checkpoint['identity']): Promise<QueuedInfo | null> {
     return (await this.deps.admission?.queued(identity)) ?? null;
+  }
+
+  /**
+   * Priority, fairness key and admission of the unfinished runs of a page of one tenant's runs
+   * (GET /v1/runs), by run id: one read of each run's fields and one of the tenant's admission
+   * state for the page. Finished runs are left out: admission is over for them, and a list must
+   * answer the same whether a finished run is read from Redis or from the archive.
+   */
+  async admissionOf(
+    tenantId: string,
+    runIds: readonly string[],
+  ): Promise<Map<string, RunAdmissionView>> {
+    const metas = await Promise.all(runIds.map((id) => this.deps.store.meta(id)));
+    const views = new Map<string, RunAdmissionView>();
+    const open: { runId: string; fairnessKey: string }[] = [];
+    runIds.forEach((runId, i) => {
+      const meta = metas[i];
+      if (!meta || meta.tenantId !== tenantId || meta.status === 'done') return;
+      const fairnessKey = meta.fairnessKey ?? tenantId;
+      views.set(runId, { priority: meta.priority ?? DEFAULT_PRIORITY, fairnessKey });
+      open.push({ runId, fairnessKey });
+    });
+    const queued =
+      (await this.deps.admission?.queuedMany(tenantId, open)) ?? new Map<string, QueuedInfo>();
+    for (const [runId, info] of queued) {
+      const view = views.get(runId);
+      if (view) views.set(runId, { ...view, queued: info });
+    }
+    return views;
+  }
+
+  /** The ids of the tenant's runs that wait for a slot (GET /v1/runs?admission=queued). */
+  async parkedRuns(tenantId: string): Promise<Set<string>> {
+    return (await this.deps.admission?.parkedRuns(tenantId)) ?? new Set();
   }
 
   /**
