@@ -71,4 +71,11 @@ export const EventsQuerySchema = z.strictObject({
 export const HealthSchema = z.object({
   status: z.enum(['ok', 'unavailable']),
   checks: z.record(z.string(), z.string()).optional(),
+  /**
+   * /readyz: the workers heartbeating now ('down': none). Reported, never a condition of the
+   * status code: the API takes runs without workers (they wait in their queues).
+   */
+  workers: z
+    .object({ live: z.number().int().nonnegative(), state: z.enum(['up', 'down']) })
+    .optional(),
 });
