@@ -20,7 +20,7 @@ export interface LocalState {
 
 const FILE = 'local.json';
 
-export function stateDir(cwd: string): string {
+function stateDir(cwd: string): string {
   return join(cwd, '.baton');
 }
 
