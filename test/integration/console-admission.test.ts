@@ -2,7 +2,8 @@
  * The console shows admission and sets it (issue 37 items 3 and 7), in a real Chromium at
  * 1280 px and at phone width: the runs list marks a run queued behind its fairness window with a
  * badge and filters to such runs; the new-run form sets priority, fairness key and webhook; a
- * form creates a schedule; table words never break mid-word; the timeline shows a decision's
+ * form creates a schedule; table words never break mid-word; the run tree and timeline name an
+ * agent tool called after its agent once; the timeline shows a decision's
  * comment.
  */
 import { join } from 'node:path';
@@ -10,7 +11,13 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { z } from 'zod';
 import { BatonClient } from '@baton/client';
-import { ScriptedModel, defineTool, toolResult, type AgentDefinition } from '@baton/core';
+import {
+  ScriptedModel,
+  agentTool,
+  defineTool,
+  toolResult,
+  type AgentDefinition,
+} from '@baton/core';
 import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
 import { KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
@@ -48,6 +55,22 @@ const holder: AgentDefinition = {
   executionMode: 'sequential',
 };
 
+// An agent tool named after its agent (agentTool's default): the tree names it once.
+const researcher: AgentDefinition = {
+  name: 'researcher',
+  model: new ScriptedModel(() => ({ text: 'found it' })),
+  tools: [],
+};
+const lead: AgentDefinition = {
+  name: 'lead',
+  model: new ScriptedModel((request) =>
+    request.messages.some((m) => m.role === 'tool')
+      ? { text: 'done' }
+      : { toolCalls: [{ name: 'researcher', arguments: { message: 'look it up' } }] },
+  ),
+  tools: [agentTool('researcher', { description: 'researches' })],
+};
+
 /**
  * Words of the tables' cells that the browser broke over two lines ("waitin/g", "Pau/se"). Ids
  * (links, monospace) may break: they are one long word. Screen-reader-only text is 1 px wide.
@@ -82,12 +105,16 @@ describe.skipIf(skipWithoutChromium())('console: admission, forms, tables', () =
   beforeAll(async () => {
     ensureConsoleBuilt();
     b = await launchChromium();
-    c = await startApiCluster(inject('redisUrl'), [...createDemoAgents(systemClock), holder], {
-      shared: {
-        BATON_FAIRNESS: JSON.stringify({ tenants: { 'tenant-a': { maxRunsPerKey: 1 } } }),
-        BATON_WEBHOOK_ALLOW_PRIVATE: 'true',
+    c = await startApiCluster(
+      inject('redisUrl'),
+      [...createDemoAgents(systemClock), holder, researcher, lead],
+      {
+        shared: {
+          BATON_FAIRNESS: JSON.stringify({ tenants: { 'tenant-a': { maxRunsPerKey: 1 } } }),
+          BATON_WEBHOOK_ALLOW_PRIVATE: 'true',
+        },
       },
-    });
+    );
     url = c.apis[0]!.url;
     client = new BatonClient({ baseUrl: url, apiKey: KEYS.a });
   }, 60_000);
@@ -217,6 +244,38 @@ describe.skipIf(skipWithoutChromium())('console: admission, forms, tables', () =
     // The refused cron's 400, and nothing else.
     expect(problems.filter((p) => !p.includes('400 (Bad Request)'))).toEqual([]);
     await page.context().close();
+  });
+
+  it('the run tree and timeline name a child run of an agent tool named after its agent once (1280 px and phone)', async () => {
+    const { runId } = await client.runs.create({
+      agent: 'lead',
+      input: { messages: [{ role: 'user', content: 'research' }] },
+    });
+    await waitFor(
+      async () => ((await client.runs.get(runId)).status === 'done' ? true : null),
+      30_000,
+      'the lead run to finish',
+    );
+    const childId = `${runId}.s1c0`;
+    for (const viewport of [
+      { width: 1280, height: 900 },
+      { width: 390, height: 844 },
+    ]) {
+      const { page, problems } = await openConsolePage(b.browser, url, viewport);
+      await signInWith(page, KEYS.a);
+      await page.goto(`${url}/console/#/runs/${encodeURIComponent(runId)}`);
+      const item = page.getByTestId(`child-${childId}`);
+      await expect.poll(() => item.textContent(), { timeout: 15_000 }).toContain('done');
+      expect(await item.textContent()).toContain('researcher');
+      expect(await item.textContent()).not.toContain('for researcher');
+      await expect
+        .poll(() => page.locator('ol.timeline').textContent())
+        .toContain(`researcher runs as child run ${childId}`);
+      expect(await page.locator('ol.timeline').textContent()).not.toContain('(researcher)');
+      expect(await scrollWidth(page)).toBeLessThanOrEqual(viewport.width);
+      expect(problems).toEqual([]);
+      await page.context().close();
+    }
   });
 
   it("the timeline shows the approver's comment", async () => {
