@@ -3,8 +3,7 @@
  * 1280 px and at phone width: the runs list marks a run queued behind its fairness window with a
  * badge and filters to such runs; the new-run form sets priority, fairness key and webhook; a
  * form creates a schedule; table words never break mid-word; the run tree and timeline name an
- * agent tool called after its agent once; the timeline shows a decision's
- * comment.
+ * agent tool called after its agent once; the timeline shows a decision's comment.
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
