@@ -1,6 +1,6 @@
-import type { RunSummary } from '@baton/protocol';
+import type { RunSummary, RunView } from '@baton/protocol';
 import { describe, expect, it } from 'vitest';
-import { parentRunIdOf, plain, renderRunList } from './render.ts';
+import { parentRunIdOf, plain, renderRunList, renderSnapshot } from './render.ts';
 
 const run = (runId: string, status: RunSummary['status'] = 'done'): RunSummary => ({
   runId,
@@ -38,5 +38,52 @@ describe('runs list', () => {
       .map((l) => /^[└ ]*(\S+)/.exec(l)![0]);
     expect(ids).toEqual(['r2', 'r1', '└ r1.s1c0', '  └ r1.s1c0.s1c0', '└ r1.s2c0', 'gone.s1c0']);
     expect(text).toMatch(/^gone\.s1c0 .* child of gone$/m);
+  });
+});
+
+describe('admission', () => {
+  const queued = {
+    reason: 'fairness_key_limit' as const,
+    position: 1,
+    backlog: 2,
+    inProgress: 1,
+    limit: 1,
+  };
+
+  it('runs list shows priority, fairness key and a queued place', () => {
+    const text = renderRunList(
+      [
+        { ...run('r2', 'created'), priority: 3, fairnessKey: 'alice', queued },
+        { ...run('r1', 'running'), priority: 2, fairnessKey: 'alice' },
+        run('old'),
+      ],
+      plain,
+    );
+    const [r2, r1, old] = text.trimEnd().split('\n');
+    expect(r2).toMatch(/ P3 alice {2}queued 1\/2$/);
+    expect(r1).toMatch(/ P2 alice$/);
+    expect(old).not.toContain(' P');
+  });
+
+  it('runs get prints priority, key and why a queued run waits, without --json', () => {
+    const snap = {
+      runId: 'r2',
+      status: 'created',
+      agent: 'a',
+      threadId: 'th',
+      step: 0,
+      phase: null,
+      usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+      toolCalls: [],
+      priority: 3,
+      fairnessKey: 'alice',
+      queued,
+    } as unknown as RunView;
+    const text = renderSnapshot(snap, plain);
+    expect(text).toContain('priority 3, fairness key alice');
+    expect(text).toContain(
+      'queued: position 1 of 2 waiting for a slot (fairness key limit; 1 of 1 of its key in progress)',
+    );
+    expect(renderSnapshot({ ...snap, queued: undefined }, plain)).not.toContain('queued');
   });
 });

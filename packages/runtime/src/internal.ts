@@ -47,7 +47,7 @@ export {
 } from './redis/event-metrics.ts';
 export { RunEventSubscriber } from './redis/event-subscriber.ts';
 export { BatonKeys, keyPart, mailboxField } from './redis/keys.ts';
-export { RedisRunStore } from './redis/redis-run-store.ts';
+export { RedisRunStore, encodeCursor } from './redis/redis-run-store.ts';
 export { defineScript, type LuaScript } from './redis/scripts.ts';
 export { withSingletonLock } from './redis/singleton-lock.ts';
 export { RedisThreadStore } from './redis/thread-store.ts';

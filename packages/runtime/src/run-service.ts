@@ -19,10 +19,12 @@ import { RunStarts } from './run-starts.ts';
 import { RunCreation, type CreateRunOptions, type CreatedRun } from './run-creation.ts';
 import { RunDeletion } from './run-deletion.ts';
 import { RunDecisions } from './run-decisions.ts';
+import { RunAdmissionViews, type RunAdmissionView } from './run-admission-views.ts';
 
 export type { RunServiceDeps } from './run-service-deps.ts';
 export type { CreateRunOptions, CreatedRun } from './run-creation.ts';
 export type { LogEnd, OpenedEvents, RunFollowState } from './run-reads.ts';
+export type { RunAdmissionView } from './run-admission-views.ts';
 
 /** Which page of a thread to read (RedisThreadStore.page). */
 export interface ThreadPageAt {
@@ -50,6 +52,7 @@ export class RunService {
   private readonly creation: RunCreation;
   private readonly deletion: RunDeletion;
   private readonly decisions: RunDecisions;
+  private readonly admissionViews: RunAdmissionViews;
 
   constructor(deps: RunServiceDeps) {
     this.catalog = new AgentCatalog(deps.redis, deps.keys);
@@ -66,6 +69,7 @@ export class RunService {
       this.decisions.cancel(tenantId, runId),
     );
     this.deletion = new RunDeletion(parts);
+    this.admissionViews = new RunAdmissionViews(deps.store, deps.admission);
   }
 
   /** See CreateRunOptions for runs whose id derives from their trigger, and resends. */
@@ -105,6 +109,16 @@ export class RunService {
   /** Why the run waits for a slot and where it stands; null when it does not (docs/fairness.md). */
   queuedInfo(identity: Checkpoint['identity']): Promise<QueuedInfo | null> {
     return this.starts.queuedInfo(identity);
+  }
+
+  /** See RunAdmissionViews.of (GET /v1/runs). */
+  admissionOf(tenantId: string, runIds: readonly string[]): Promise<Map<string, RunAdmissionView>> {
+    return this.admissionViews.of(tenantId, runIds);
+  }
+
+  /** See RunAdmissionViews.parked (GET /v1/runs?admission=queued). */
+  parkedRuns(tenantId: string): Promise<Set<string>> {
+    return this.admissionViews.parked(tenantId);
   }
 
   /*
