@@ -49,6 +49,32 @@ const API_STORES = [
 const API_DOOR_MESSAGE =
   'apps/api reaches run data through RunService / ScheduleService (ctx.service, ctx.schedules), which scope every read to the tenant; add a method there instead of using a store.';
 
+// A run's keys (`p:{run:<id>}:…`, hash-tagged so one script may touch them all) have one owner:
+// packages/runtime/src/run-record/ (its README lists every key and field). Everywhere else asks
+// it by name (RedisRunStore and its reads, RunBookkeeping, RunLeases, ToolResultMailbox,
+// WebhookStore) instead of building a run key or sending a command to one. keys.ts (the layout)
+// is the one other file that spells them. Production code only: tests inspect the record.
+const RUN_KEY_MESSAGE =
+  "a run's keys belong to packages/runtime/src/run-record/: add a named method there (see its README) instead of building or touching a run key here.";
+const RUN_KEY_SELECTORS = [
+  // BatonKeys.run(id) / .webhook(id): keys.run(…), this.keys.run(…), deps.keys.run(…)
+  "CallExpression[callee.type='MemberExpression'][callee.property.name=/^(run|webhook)$/][callee.object.name='keys']",
+  "CallExpression[callee.type='MemberExpression'][callee.property.name=/^(run|webhook)$/][callee.object.property.name='keys']",
+  // the helpers that hand out a run's keys, and their type
+  'Identifier[name=/^(runKeys|runDataKeys)$/]',
+  'TSTypeReference[typeName.name=/^(RunKeys|RunDataKeys)$/]',
+  // a run's hash tag spelled out
+  'Literal[value=/\\{run:/]',
+  'TemplateElement[value.raw=/\\{run:/]',
+].map((selector) => ({ selector, message: RUN_KEY_MESSAGE }));
+const PRODUCTION_SOURCES = [
+  'apps/*/src/**/*.{ts,mts,cts,tsx}',
+  'packages/runtime/src/**/*.{ts,mts,cts}',
+  'packages/cli/src/**/*.{ts,mts,cts}',
+  'packages/client/src/**/*.{ts,mts,cts}',
+];
+const NOT_PRODUCTION = ['**/*.test.ts', '**/*.test-d.ts', '**/*.bench.ts', 'apps/*/src/testing/**'];
+
 export default defineConfig(
   globalIgnores(['**/node_modules/', '**/coverage/', '**/dist/', '.cache/']),
 
@@ -138,6 +164,16 @@ export default defineConfig(
   },
 
   {
+    files: PRODUCTION_SOURCES,
+    ignores: [
+      ...NOT_PRODUCTION,
+      'packages/runtime/src/run-record/**',
+      'packages/runtime/src/redis/keys.ts',
+    ],
+    rules: { 'no-restricted-syntax': ['error', ...RUN_KEY_SELECTORS] },
+  },
+
+  {
     files: ['apps/api/src/**/*.ts'],
     ignores: [
       'apps/api/src/app.ts',
@@ -162,6 +198,8 @@ export default defineConfig(
       'no-restricted-syntax': [
         'error',
         { selector: "MemberExpression[property.name='runtime']", message: API_DOOR_MESSAGE },
+        // this block replaces the rule for these files: the run-key ban stays in force
+        ...RUN_KEY_SELECTORS,
       ],
     },
   },

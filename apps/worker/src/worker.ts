@@ -19,6 +19,7 @@ import {
   listenForControl,
   BLOCKING_RECONNECTED,
   workerBackend,
+  ToolResultMailbox,
 } from '@baton/runtime/internal';
 import type { WorkerConfig } from './config.ts';
 import { onJobFailed } from './job-failures.ts';
@@ -28,7 +29,6 @@ import { StepProcessor } from './step-processor.ts';
 import { ToolProcessor } from './tool-processor.ts';
 import { ScheduleWorker } from './schedule-worker.ts';
 import { StallAccounting, controlConnectionName } from './stall-accounting.ts';
-import { ToolResultMailbox } from './tool-results.ts';
 import { MessageCache } from './message-cache.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 import { traceAgents } from './tracing.ts';

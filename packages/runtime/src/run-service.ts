@@ -24,7 +24,8 @@ import { AgentCatalog, specOf } from './agent-registry.ts';
 import { broadcastCancel } from './control-channel.ts';
 import type { BatonQueues } from './queues.ts';
 import type { BatonKeys } from './redis/keys.ts';
-import type { ListRunsQuery, RedisRunStore, RunPage } from './redis/redis-run-store.ts';
+import type { RedisRunStore } from './run-record/redis-run-store.ts';
+import type { ListRunsQuery, RunPage } from './run-record/run-list-cursor.ts';
 import { ArchiveReads } from './archive/archive-reads.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import {
@@ -35,7 +36,7 @@ import {
 } from './redis/thread-store.ts';
 import type { Durability } from './redis/durability.ts';
 import type { RunCommitter, Loaded } from './run-committer.ts';
-import { RunIndex, expiringMember } from './run-record/run-index.ts';
+import { expiringMember } from './run-record/run-index.ts';
 import type { WebhookOutbox } from './webhooks/webhook-outbox.ts';
 import {
   DecisionRouting,
@@ -214,7 +215,7 @@ export class RunService {
     // One time for the run's createdAt and its thread index score: the thread's run list and
     // the tenant's show the same createdAt (and the archive's lists, which read the run's).
     const createdAt = deps.clock.now();
-    const index = new RunIndex(deps.redis, deps.keys);
+    const index = deps.store.index;
     // A thread made up here has no run yet: acquiring it cannot find it busy or queue behind
     // anyone, so the run's entry in the active index goes out with the acquire (one round trip
     // for both, still before the run exists). Should the acquire fail, the entry is one whose
@@ -422,11 +423,7 @@ export class RunService {
     if (promoted === null) return;
     const next = await this.deps.store.load(promoted);
     if (!next) return;
-    await new RunIndex(this.deps.redis, this.deps.keys).move(
-      'active',
-      promoted,
-      this.deps.clock.now(),
-    );
+    await this.deps.store.index.move('active', promoted, this.deps.clock.now());
     await this.start(next.checkpoint.identity, 'start', next.version);
   }
 
@@ -652,7 +649,7 @@ export class RunService {
     const own = cp.messages.slice(cp.historyLength).map((m) => m.id);
     await this.deps.threads.forgetRun(tenantId, threadId, runId, own);
     await this.deps.store.dropFromIndexes(tenantId, threadId, runId);
-    await new RunIndex(this.deps.redis, this.deps.keys).forgetExpiring(expiringMember(cp));
+    await this.deps.store.index.forgetExpiring(expiringMember(cp));
     await this.deps.webhooks?.forget(runId);
   }
 
@@ -677,7 +674,7 @@ export class RunService {
 
   /** What holds a finished run besides its keys and its thread (idempotent). */
   private async forgetFinished(cp: Checkpoint): Promise<void> {
-    await new RunIndex(this.deps.redis, this.deps.keys).forgetExpiring(expiringMember(cp));
+    await this.deps.store.index.forgetExpiring(expiringMember(cp));
     await this.deps.webhooks?.forget(cp.identity.runId);
   }
 

@@ -2,7 +2,7 @@ import type { JsonValue, Message, MultitaskStrategy } from '@baton/protocol';
 import { BatonKeys, type ThreadDataKeys } from './keys.ts';
 import { defineScript, type LuaScript, type RedisClient } from './scripts.ts';
 import { RunAlreadyReleasedError } from '../errors/run-already-released-error.ts';
-import type { HistoryReference } from '../run-record/history-reference.ts';
+import type { HistoryReference } from './thread-history-reference.ts';
 
 export { RunAlreadyReleasedError };
 
@@ -449,13 +449,13 @@ export class RedisThreadStore {
     // its default: spread as is, it would replace the default with undefined.
     const given = Object.entries(opts.limits ?? {}).filter(([, value]) => value !== undefined);
     this.limits = { ...DEFAULT_THREAD_LIMITS, ...Object.fromEntries(given) };
-    this.acquireScript = defineScript(this.redis, 'batonThreadAcquire3', 6, ACQUIRE_LUA);
-    this.releaseScript = defineScript(this.redis, 'batonThreadRelease2', 6, RELEASE_LUA);
+    this.acquireScript = defineScript(this.redis, 'batonThreadAcquire', 6, ACQUIRE_LUA);
+    this.releaseScript = defineScript(this.redis, 'batonThreadRelease', 6, RELEASE_LUA);
     this.abandonScript = defineScript(this.redis, 'batonThreadAbandon', 6, ABANDON_LUA);
     this.deleteScript = defineScript(this.redis, 'batonThreadDelete', 6, DELETE_LUA);
-    this.historyScript = defineScript(this.redis, 'batonThreadHistory4', 3, HISTORY_LUA);
+    this.historyScript = defineScript(this.redis, 'batonThreadHistory', 3, HISTORY_LUA);
     this.loadForRunScript = defineScript(this.redis, 'batonThreadLoadForRun', 6, LOAD_FOR_RUN_LUA);
-    this.forgetRunScript = defineScript(this.redis, 'batonThreadForgetRun2', 6, FORGET_RUN_LUA);
+    this.forgetRunScript = defineScript(this.redis, 'batonThreadForgetRun', 6, FORGET_RUN_LUA);
     this.seedScript = defineScript(this.redis, 'batonThreadSeed', 6, SEED_LUA);
   }
 
