@@ -44,11 +44,6 @@ export interface RedisRunStoreOptions {
   readonly retentionSeconds?: number;
   /** Parse every loaded checkpoint with CheckpointSchema (debugging; off on the hot path). */
   readonly validateOnLoad?: boolean;
-  /**
-   * The run indexes (built once per process and shared with whoever else writes them); absent:
-   * the store builds its own.
-   */
-  readonly index?: RunIndex;
 }
 
 /** What a commit adds to the RunStore contract (see RedisRunStore.commit). */
@@ -104,7 +99,9 @@ export class RedisRunStore extends RunReads implements RunStore {
     super(
       opts.redis,
       keys,
-      opts.index ?? new RunIndex(opts.redis, keys),
+      // The process's one RunIndex: the committer, the service, child runs, the archiver and the
+      // reconciler write the indexes through store.index.
+      new RunIndex(opts.redis, keys),
       opts.validateOnLoad ?? false,
     );
     this.now = opts.now;
