@@ -112,6 +112,32 @@ const INTERNALS_SYNTAX = [
   },
 ];
 
+// A run's keys (`p:{run:<id>}:…`, hash-tagged so one script may touch them all) have one owner:
+// packages/runtime/src/run-record/ (its README lists every key and field). Everywhere else asks
+// it by name (RedisRunStore and its reads, RunBookkeeping, RunLeases, ToolResultMailbox,
+// WebhookStore) instead of building a run key or sending a command to one. keys.ts (the layout)
+// is the one other file that spells them. Production code only: tests inspect the record.
+const RUN_KEY_MESSAGE =
+  "a run's keys belong to packages/runtime/src/run-record/: add a named method there (see its README) instead of building or touching a run key here.";
+const RUN_KEY_SELECTORS = [
+  // BatonKeys.run(id) / .webhook(id): keys.run(…), this.keys.run(…), deps.keys.run(…)
+  "CallExpression[callee.type='MemberExpression'][callee.property.name=/^(run|webhook)$/][callee.object.name='keys']",
+  "CallExpression[callee.type='MemberExpression'][callee.property.name=/^(run|webhook)$/][callee.object.property.name='keys']",
+  // the helpers that hand out a run's keys, and their type
+  'Identifier[name=/^(runKeys|runDataKeys)$/]',
+  'TSTypeReference[typeName.name=/^(RunKeys|RunDataKeys)$/]',
+  // a run's hash tag spelled out
+  'Literal[value=/\\{run:/]',
+  'TemplateElement[value.raw=/\\{run:/]',
+].map((selector) => ({ selector, message: RUN_KEY_MESSAGE }));
+const PRODUCTION_SOURCES = [
+  'apps/*/src/**/*.{ts,mts,cts,tsx}',
+  'packages/runtime/src/**/*.{ts,mts,cts}',
+  'packages/cli/src/**/*.{ts,mts,cts}',
+  'packages/client/src/**/*.{ts,mts,cts}',
+];
+const NOT_PRODUCTION = ['**/*.test.ts', '**/*.test-d.ts', '**/*.bench.ts', 'apps/*/src/testing/**'];
+
 export default defineConfig(
   globalIgnores(['**/node_modules/', '**/coverage/', '**/dist/', '.cache/']),
 
@@ -201,20 +227,43 @@ export default defineConfig(
   },
 
   {
-    // Production code outside the internals folders (apps/api's door block below adds the same).
+    // Production code outside the internals folders and the run record: neither library
+    // internals nor a run's keys (apps/api's door block below adds the same; in flat config a
+    // later block's rule replaces an earlier one for the files both match, so each block lists
+    // every selector its files need).
     files: [
-      'apps/worker/src/**/*.ts',
-      'packages/runtime/src/**/*.ts',
+      ...PRODUCTION_SOURCES,
       'apps/api/src/app.ts',
-      'apps/api/src/context.ts',
       'apps/api/src/health.ts',
       'apps/api/src/metrics.ts',
     ],
-    ignores: ['**/*.test.ts', '**/*.test-d.ts', '**/internals/**'],
+    ignores: [
+      ...NOT_PRODUCTION,
+      '**/internals/**',
+      'packages/runtime/src/run-record/**',
+      'packages/runtime/src/redis/keys.ts',
+    ],
+    rules: {
+      'no-restricted-imports': ['error', { paths: INTERNALS_IMPORTS }],
+      'no-restricted-syntax': ['error', ...INTERNALS_SYNTAX, ...RUN_KEY_SELECTORS],
+    },
+  },
+
+  {
+    // The run record (and the key layout) spell a run's keys; library internals stay banned.
+    files: ['packages/runtime/src/run-record/**/*.ts', 'packages/runtime/src/redis/keys.ts'],
+    ignores: NOT_PRODUCTION,
     rules: {
       'no-restricted-imports': ['error', { paths: INTERNALS_IMPORTS }],
       'no-restricted-syntax': ['error', ...INTERNALS_SYNTAX],
     },
+  },
+
+  {
+    // The runtime's internals folders use their library's internals; a run's keys stay banned.
+    files: ['packages/runtime/src/internals/**/*.ts'],
+    ignores: NOT_PRODUCTION,
+    rules: { 'no-restricted-syntax': ['error', ...RUN_KEY_SELECTORS] },
   },
 
   {
@@ -234,17 +283,17 @@ export default defineConfig(
           patterns: API_DOOR_PATTERNS,
         },
       ],
-      'no-restricted-syntax': ['error', API_DOOR_SYNTAX, ...INTERNALS_SYNTAX],
+      'no-restricted-syntax': ['error', API_DOOR_SYNTAX, ...INTERNALS_SYNTAX, ...RUN_KEY_SELECTORS],
     },
   },
 
   {
-    // The API's internals folders: the door rules only (a rule set later replaces an earlier one).
+    // The API's internals folders: the door rules and the run-key ban, not the internals ban.
     files: ['apps/api/src/internals/**/*.ts'],
     ignores: ['**/*.test.ts'],
     rules: {
       'no-restricted-imports': ['error', { paths: API_DOOR_IMPORTS, patterns: API_DOOR_PATTERNS }],
-      'no-restricted-syntax': ['error', API_DOOR_SYNTAX],
+      'no-restricted-syntax': ['error', API_DOOR_SYNTAX, ...RUN_KEY_SELECTORS],
     },
   },
 

@@ -80,7 +80,6 @@ export async function fanOutToolCalls(
   const startedHere = round.startedHere === true;
   const { identity, step } = state.checkpoint;
   const self = { id: job.id ?? '', queue: job.queueQualifiedName };
-  const parentKey = deps.keys.run(identity.runId).parent;
   // A fresh round has no jobs yet; only a re-entry after a crash or a replay must look at each.
   let fresh = startedHere;
   if (!fresh) {
@@ -90,7 +89,9 @@ export async function fanOutToolCalls(
   let parent = self;
   // Only a replay (a later attempt) or a re-entry can find a parent of this round waiting.
   const recorded =
-    fresh && invocations.every((inv) => inv.attempt === 0) ? null : await deps.redis.get(parentKey);
+    fresh && invocations.every((inv) => inv.attempt === 0)
+      ? null
+      : await deps.store.bookkeeping.parentRecord(identity.runId);
   if (recorded) {
     const candidate = JSON.parse(recorded) as { id: string; queue: string; step: number };
     if (candidate.step === step && candidate.id !== self.id) {
@@ -119,8 +120,8 @@ export async function fanOutToolCalls(
         );
         // Remembered here too: the worker that failed it may have died before it could say so,
         // and the run's clean-up removes what is listed.
-        await deps.redis.sadd(
-          deps.keys.run(identity.runId).failed,
+        await deps.store.bookkeeping.rememberFailedJob(
+          identity.runId,
           `${existing.queueName}:${existing.id ?? ''}`,
         );
         return 'recorded';
@@ -161,6 +162,6 @@ export async function fanOutToolCalls(
   if (added === 0 || parent !== self) return 'delegated';
   log.debug({ children: added, parent: parent.id }, 'tool calls fanned out');
   if (round.parentRecorded !== true)
-    await deps.redis.set(parentKey, parentRecordOf(job, step), 'PX', 86_400_000);
+    await deps.store.bookkeeping.recordParent(identity.runId, parentRecordOf(job, step));
   return 'children';
 }

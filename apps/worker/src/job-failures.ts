@@ -30,16 +30,16 @@ export async function onJobFailed(
   log.warn({ err: error, reason: job.failedReason, stalls: job.stalledCounter }, 'job failed');
   await deps.probe?.('before-failed-job-record', { runId, queue, jobId: job.id });
   if (!(await keepFailedJob(deps, queue, job.id, runId))) return;
-  const keys = deps.keys.run(runId);
   const kind = (job.data as { kind?: unknown }).kind;
   if (kind !== 'step' || job.failedReason !== STALLED_TOO_OFTEN) return;
   const step = (await deps.store.load(runId))?.checkpoint.step ?? 0;
   const died = await deathsOf(deps.redis, job);
   // Counted on the run's own hash, so the counts expire with the run.
-  const [givenUp, deaths] = await Promise.all([
-    deps.redis.hincrby(keys.cp, `stepGivenUp:${String(step)}`, 1),
-    deps.redis.hincrby(keys.cp, `stepDeaths:${String(step)}`, Math.max(1, died)),
-  ]);
+  const { givenUp, deaths } = await deps.store.bookkeeping.countStepLoss(
+    runId,
+    step,
+    Math.max(1, died),
+  );
   if (givenUp < 2) {
     log.warn({ step }, 'step job given up after losing its worker; the reconciler tries once more');
     return;
@@ -83,7 +83,7 @@ export async function keepFailedJob(
     await deps.queues.removeFailedJobs([entry]);
     return false;
   }
-  await deps.redis.sadd(deps.keys.run(runId).failed, entry);
+  await deps.store.bookkeeping.rememberFailedJob(runId, entry);
   // The run may have finished between the two reads (its clean-up saw no entry yet).
   if ((await deps.store.meta(runId))?.status === 'done') {
     await deps.queues.removeFailedJobs([entry]);

@@ -11,7 +11,7 @@ import {
   type RedisRunStore,
   type RunCommitter,
   type RunMeta,
-  RunIndex,
+  type RunIndex,
   type RunAdmission,
   failedJobsKey,
   withSingletonLock,
@@ -93,7 +93,7 @@ export class Reconciler {
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
-    this.index = new RunIndex(deps.redis, deps.keys);
+    this.index = deps.store.index;
     this.batch = deps.batch ?? 200;
   }
 
@@ -145,7 +145,7 @@ export class Reconciler {
   }
 
   private async scanActive(): Promise<{ rescheduled: string[]; parked: number }> {
-    const { redis, keys, store, queues } = this.deps;
+    const { store, queues } = this.deps;
     const now = this.deps.now();
     const due = await this.index.staleActive(now - this.deps.staleAfterMs, this.batch);
     const rescheduled: string[] = [];
@@ -167,7 +167,7 @@ export class Reconciler {
       }
       // Touched first: whatever happens next, this entry goes to the back of the scan order.
       await this.index.add('active', runId, now);
-      if ((await redis.exists(keys.run(runId).lease)) === 1) continue;
+      if (await this.deps.store.bookkeeping.leaseHeld(runId)) continue;
       if (await this.hasLiveJob(runId, meta)) continue;
       // Waiting for a slot of its tenant or fairness key: it holds no job until admitted.
       if (await this.deps.admission?.isParked(meta.tenantId, runId)) continue;
@@ -258,13 +258,12 @@ export class Reconciler {
   }
 
   private async collectBatch(): Promise<{ due: number; dropped: number }> {
-    const { redis, keys } = this.deps;
     const now = this.deps.now();
     const due = await this.index.dueExpiring(now, this.batch);
     let dropped = 0;
     for (const member of due) {
       const [tenantId, threadId, runId] = JSON.parse(member) as [string, string, string];
-      const ttl = await redis.pttl(keys.run(runId).cp);
+      const ttl = await this.deps.store.bookkeeping.expiresInMs(runId);
       if (ttl > 0) {
         // Still there (retention grew, or a clock skew): look again when it is due.
         await this.index.expireAt(member, now + ttl);

@@ -1,25 +1,17 @@
-import { randomUUID } from 'node:crypto';
-import { StepJobSchema, type ToolExecutionResult } from '@baton/protocol';
+import { StepJobSchema } from '@baton/protocol';
 import {
-  InferenceAccumulator,
-  assistantMessageId,
-  modelRetryPolicy,
-  retryingModelCall,
-  executeTool,
   rebaseOnThread,
   runCommands,
-  type Engine,
   type InferenceRequest,
   type InferenceResponse,
-  type ToolInvocation,
 } from '@baton/core';
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
 import { startChildCalls } from './child-runs.ts';
 import { fanOutToolCalls, parentRecordOf } from './fan-out.ts';
 import { leaseAndLoad, releaseOrWake } from './lease-release.ts';
 import { StagedCommits } from './staged-commits.ts';
-import { DeltaCoalescer } from './delta-coalescer.ts';
-import { AttemptAppends, isAppendFailure } from './attempt-appends.ts';
+import { infer } from './step-inference.ts';
+import { executeInline } from './inline-tools.ts';
 import {
   type AwaitedResults,
   type Lease,
@@ -52,12 +44,6 @@ interface PendingInference {
   readonly request: InferenceRequest;
   readonly response: InferenceResponse;
 }
-
-type InferOutcome =
-  | { readonly kind: 'answered'; readonly response: InferenceResponse }
-  /** Cancelled or changed meanwhile: look at the run again. */
-  | { readonly kind: 'replan' }
-  | { readonly kind: 'failed'; readonly message: string };
 
 /**
  * One pass over one run: holds the run's lease, derives what to do from the checkpoint (so any
@@ -140,7 +126,7 @@ export class StepProcessor {
   ): Promise<void> {
     const { deps } = this;
     log.warn('lease lost: another worker owns the run now; this pass stops without writing');
-    if ((await deps.redis.exists(deps.keys.run(lease.runId).lease)) === 1) return;
+    if (await deps.store.bookkeeping.leaseHeld(lease.runId)) return;
     const meta = await deps.store.meta(lease.runId);
     // A finished run needs no pass (its final commit drops the lease of whoever held it).
     if (!meta || meta.status === 'done') return;
@@ -235,7 +221,7 @@ export class StepProcessor {
             if ((await run.flush()).kind === 'conflict') break;
             inferred = true;
             await deps.probe?.('before-infer', { runId, step: cp.step });
-            const outcome = await this.infer(engine, request, lease, slog());
+            const outcome = await infer(deps, engine, request, lease, slog());
             if (outcome.kind === 'replan') {
               await reload();
               break;
@@ -310,7 +296,7 @@ export class StepProcessor {
           if (!engine.ctx.tools.size || prepared.checkpoint.executionMode === 'sequential') {
             // Results land in the mailbox; the next pass of this loop applies them.
             // An aborted call (cancel) leaves the run for plan() to finish: look at it afresh.
-            if (await this.executeInline(engine, prepared, invocations, lease)) await reload();
+            if (await executeInline(deps, engine, prepared, invocations, lease)) await reload();
             break;
           }
           const outcome = await fanOutToolCalls(deps, job, prepared, invocations, elog, {
@@ -374,179 +360,6 @@ export class StepProcessor {
       const running = Object.values(cp.calls).some((c) => c.status === 'running');
       return !(engine && running && engine.plan(cp).kind === 'execute');
     });
-  }
-
-  /**
-   * Streams the model; deltas are appended as they come, fenced on the lease. A retryable failure
-   * (429, 5xx, network, the per-call timeout) is retried within the agent's budget: each retry is
-   * a model.retry event, and the next attempt's fresh nonce makes its first delta emit the
-   * inference.reset that drops what the failed attempt streamed.
-   */
-  private async infer(
-    engine: Engine,
-    request: InferenceRequest,
-    lease: Lease,
-    log: WorkerDeps['logger'],
-  ): Promise<InferOutcome> {
-    const { deps } = this;
-    const messageId = assistantMessageId(request.runId, request.step);
-    const reset = { type: 'inference.reset' as const, step: request.step, messageId };
-    const tracked = deps.aborts.track(request.runId);
-    const started = deps.clock.now();
-    let attempt = new AttemptAppends(deps.store, request.runId, lease, request.step, '', reset);
-    try {
-      const outcome = await retryingModelCall({
-        policy: modelRetryPolicy(engine.agent.modelRetry),
-        clock: deps.clock,
-        signal: AbortSignal.any([tracked.signal, lease.signal]),
-        call: (signal) => {
-          attempt = new AttemptAppends(
-            deps.store,
-            request.runId,
-            lease,
-            request.step,
-            randomUUID().slice(0, 8),
-            reset,
-          );
-          return this.streamOnce(engine, request, signal, attempt);
-        },
-        interrupt: (error) => this.afterModelError(request.runId, lease, tracked.signal, error),
-        onRetry: async (retry) => {
-          log.info(retry, 'model call retried');
-          await attempt.append([{ type: 'model.retry', step: request.step, ...retry }]);
-        },
-      });
-      switch (outcome.kind) {
-        case 'answered':
-          log.debug(
-            { ms: deps.clock.now() - started, attempts: outcome.attempts },
-            'inference finished',
-          );
-          return { kind: 'answered', response: outcome.value };
-        case 'interrupted':
-          return { kind: 'replan' };
-        case 'failed': {
-          log.warn({ err: outcome.error, attempts: outcome.attempts }, 'model failed');
-          const tries = outcome.attempts > 1 ? ` after ${outcome.attempts} attempts` : '';
-          return { kind: 'failed', message: `model failed${tries}: ${outcome.message}` };
-        }
-      }
-    } finally {
-      tracked.done();
-    }
-  }
-
-  /** One model call: its deltas are appended under the attempt's marker. */
-  private async streamOnce(
-    engine: Engine,
-    request: InferenceRequest,
-    signal: AbortSignal,
-    attempt: AttemptAppends,
-  ): Promise<InferenceResponse> {
-    const { deps } = this;
-    const messageId = assistantMessageId(request.runId, request.step);
-    const acc = new InferenceAccumulator();
-    let streamed = false;
-    const deltas = new DeltaCoalescer(async (events) => {
-      await attempt.append(events);
-    }, deps.deltas);
-    try {
-      for await (const part of engine.agent.model.stream(request, signal)) {
-        acc.push(part);
-        if (part.type === 'text-delta' || part.type === 'reasoning-delta') {
-          await deltas.push({
-            type: part.type === 'text-delta' ? 'text.delta' : 'reasoning.delta',
-            step: request.step,
-            messageId,
-            delta: part.delta,
-          });
-          if (!streamed) {
-            streamed = true;
-            await deps.probe?.('after-delta', { runId: request.runId, step: request.step });
-          }
-        }
-      }
-      // Every delta is in the log before the answer is committed.
-      await deltas.flush();
-    } finally {
-      deltas.discard();
-    }
-    return acc.result();
-  }
-
-  /**
-   * What a failed call or wait means beyond the model: a lost lease (throws), a cancel or a
-   * finished run (replan), a shutdown or a Redis failure of the deltas' appends (throws; the job
-   * is retried). Null: the model's.
-   */
-  private async afterModelError(
-    runId: string,
-    lease: Lease,
-    shutdown: AbortSignal,
-    error: unknown,
-  ): Promise<'replan' | undefined> {
-    if (error instanceof LeaseLostError || lease.lost) {
-      lease.markLost('a delta append was fenced');
-      throw new LeaseLostError(runId);
-    }
-    const fresh = await this.deps.committer.load(runId);
-    // Cancelled (plan() says cancel next), finished, or the append found the run done.
-    if (!fresh || fresh.checkpoint.cancelRequested || fresh.checkpoint.status === 'done')
-      return 'replan';
-    // Aborted without a cancel: this process is shutting down; the job is retried elsewhere.
-    if (shutdown.aborted)
-      throw new Error('inference aborted: worker shutting down', { cause: error });
-    // Redis refused a streamed delta (down, failing over): not the model's failure. The job
-    // fails and the queue retries the step; the next attempt's inference.reset drops this one's.
-    if (isAppendFailure(error)) throw error;
-    return undefined;
-  }
-
-  /**
-   * Sequential mode: the calls run inside this job; each result is recorded in the mailbox before
-   * it is applied. Returns true when a call was aborted by a cancel (look at the run afresh).
-   */
-  private async executeInline(
-    engine: Engine,
-    state: Loaded,
-    invocations: readonly ToolInvocation[],
-    lease: Lease,
-  ): Promise<boolean> {
-    const { deps } = this;
-    const runId = state.checkpoint.identity.runId;
-    for (const invocation of invocations) {
-      if (await deps.mailbox.get(runId, invocation.toolCallId, invocation.attempt)) continue;
-      let result: ToolExecutionResult;
-      const tracked = deps.aborts.track(runId);
-      try {
-        await deps.probe?.('before-tool', {
-          runId,
-          toolCallId: invocation.toolCallId,
-          attempt: invocation.attempt,
-          idempotencyKey: invocation.idempotencyKey,
-          inline: true,
-        });
-        result = await executeTool(engine.ctx.tools.get(invocation.toolName), invocation, {
-          identity: state.checkpoint.identity,
-          state: state.checkpoint.state,
-          signal: AbortSignal.any([tracked.signal, lease.signal]),
-          now: () => deps.clock.now(),
-          sleep: (ms, signal) => deps.clock.sleep(ms, signal),
-        });
-      } catch (error) {
-        lease.check();
-        const fresh = await deps.store.load(runId);
-        if (tracked.signal.aborted && fresh?.checkpoint.cancelRequested) return true;
-        throw error;
-      } finally {
-        tracked.done();
-      }
-      // The result is genuine even if the lease went meanwhile: recording it (first writer wins
-      // per attempt) spares the new holder a second execution. Applying it is fenced.
-      await deps.mailbox.record(runId, result);
-      lease.check();
-    }
-    return false;
   }
 }
 

@@ -11,8 +11,8 @@ import type {
   RedisThreadStore,
   RunCommitter,
   RunLeases,
+  ToolResultMailbox,
 } from '@baton/runtime/internal';
-import type { ToolResultMailbox } from './tool-results.ts';
 import type { DeltaCoalescerOptions } from './delta-coalescer.ts';
 import type { MessageCache } from './message-cache.ts';
 

@@ -20,6 +20,7 @@ import {
   BLOCKING_RECONNECTED,
   wakeQueue,
   workerBackend,
+  ToolResultMailbox,
 } from '@baton/runtime/internal';
 import type { WorkerConfig } from './config.ts';
 import { onJobFailed } from './job-failures.ts';
@@ -29,7 +30,6 @@ import { StepProcessor } from './step-processor.ts';
 import { ToolProcessor } from './tool-processor.ts';
 import { ScheduleWorker } from './schedule-worker.ts';
 import { StallAccounting, controlConnectionName } from './stall-accounting.ts';
-import { ToolResultMailbox } from './tool-results.ts';
 import { MessageCache } from './message-cache.ts';
 import type { WorkerDeps } from './worker-deps.ts';
 import { traceAgents } from './tracing.ts';

@@ -16,13 +16,12 @@ import type { Logger } from 'pino';
 import { AgentCatalog, specOf } from './agent-registry.ts';
 import { broadcastCancel } from './control-channel.ts';
 import type { BatonQueues } from './queues.ts';
-import { mailboxField, type BatonKeys } from './redis/keys.ts';
-import type { RedisRunStore } from './redis/redis-run-store.ts';
+import type { BatonKeys } from './redis/keys.ts';
+import type { RedisRunStore } from './run-record/redis-run-store.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import type { RedisThreadStore } from './redis/thread-store.ts';
 import type { RunCommitter } from './run-committer.ts';
-import { RunIndex } from './run-record/run-index.ts';
-import { RunRecordScripts } from './run-record/run-record-scripts.ts';
+import { ToolResultMailbox } from './run-record/tool-result-mailbox.ts';
 
 export interface ChildRunsDeps {
   readonly redis: RedisClient;
@@ -61,14 +60,14 @@ export type ChildStart =
 export class ChildRuns {
   private readonly deps: ChildRunsDeps;
   private readonly catalog: AgentCatalog;
-  private readonly scripts: RunRecordScripts;
+  private readonly mailbox: ToolResultMailbox;
   /** Test hook (the worker's probes): crash tests stop a process at an exact point. */
   probe?: (point: string, info: Record<string, unknown>) => void | Promise<void>;
 
   constructor(deps: ChildRunsDeps) {
     this.deps = deps;
     this.catalog = new AgentCatalog(deps.redis, deps.keys);
-    this.scripts = new RunRecordScripts(deps.redis);
+    this.mailbox = new ToolResultMailbox(deps.redis, deps.keys, deps.resultTtlSeconds);
   }
 
   /**
@@ -164,7 +163,7 @@ export class ChildRuns {
       now,
     );
     // Listed before it exists (run-index.ts): a crash after the create cannot hide it.
-    await new RunIndex(deps.redis, deps.keys).add('active', ref.runId, now);
+    await deps.store.index.add('active', ref.runId, now);
     let version: number;
     try {
       version = (await deps.store.create(t.checkpoint, t.events, { history: thread.reference }))
@@ -204,12 +203,7 @@ export class ChildRuns {
     const parent = await deps.store.meta(parentId);
     if (!parent || parent.status === 'done') return false;
     // The mailbox's one first-writer-wins script (run-record), as tool jobs record theirs.
-    await this.scripts.recordResult(
-      deps.keys.run(parentId),
-      mailboxField(result.toolCallId, result.attempt),
-      JSON.stringify(result),
-      deps.resultTtlSeconds,
-    );
+    await this.mailbox.record(parentId, result);
     // unique: a pass at this version may be running and have looked at the mailbox already.
     await deps.queues.enqueueStep(
       {

@@ -1,7 +1,7 @@
 import type { Checkpoint } from '@baton/protocol';
 import { describe, expect, it } from 'vitest';
 import { DecisionRouting } from './decision-routing.ts';
-import type { RedisRunStore } from './redis/redis-run-store.ts';
+import type { RedisRunStore } from './run-record/redis-run-store.ts';
 
 type Head = Omit<Checkpoint, 'messages'>;
 

@@ -5,7 +5,7 @@ import {
   type DecisionInput,
   type RunStatus,
 } from '@baton/protocol';
-import type { RedisRunStore } from './redis/redis-run-store.ts';
+import type { RedisRunStore } from './run-record/redis-run-store.ts';
 
 /** What routing reads of a run: its checkpoint without the conversation. */
 type Head = Omit<Checkpoint, 'messages'>;

@@ -46,8 +46,9 @@ export {
   type StoredHistogram,
 } from './redis/event-metrics.ts';
 export { RunEventSubscriber } from './redis/event-subscriber.ts';
-export { BatonKeys, keyPart, mailboxField } from './redis/keys.ts';
-export { RedisRunStore, encodeCursor } from './redis/redis-run-store.ts';
+export { BatonKeys, keyPart } from './redis/keys.ts';
+export { RedisRunStore } from './run-record/redis-run-store.ts';
+export { encodeCursor } from './run-record/run-list-cursor.ts';
 export { defineScript, type LuaScript } from './redis/scripts.ts';
 export { withSingletonLock } from './redis/singleton-lock.ts';
 export { RedisThreadStore } from './redis/thread-store.ts';
@@ -69,10 +70,16 @@ export {
   wakeQueue,
 } from './internals/bullmq/queue-keys.ts';
 export { RunCommitter, type FencedCommitOptions, type Loaded } from './run-committer.ts';
-export { RunLeases, type KnownMessages, type Lease, type RecordFirst } from './run-lease.ts';
+export {
+  RunLeases,
+  type KnownMessages,
+  type Lease,
+  type RecordFirst,
+} from './run-record/run-lease.ts';
 export type { AwaitedResults, RunMeta } from './run-record/checkpoint-codec.ts';
 export { RunIndex } from './run-record/run-index.ts';
 export { RunRecordScripts } from './run-record/run-record-scripts.ts';
+export { ToolResultMailbox } from './run-record/tool-result-mailbox.ts';
 export { runtimeConfigShape } from './config/runtime-config.ts';
 export { ENV_KEYS } from './config/env-keys.ts';
 export { parseEnv, type Env } from './config/parse-env.ts';
@@ -104,4 +111,4 @@ export {
   type TenantWebhook,
   type WebhookJob,
 } from './webhooks/webhook-outbox.ts';
-export type { AttemptOutcome } from './webhooks/webhook-store.ts';
+export type { AttemptOutcome } from './run-record/webhook-store.ts';

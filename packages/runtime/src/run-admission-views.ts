@@ -1,5 +1,5 @@
 import { DEFAULT_PRIORITY, type QueuedInfo } from '@baton/protocol';
-import type { RedisRunStore } from './redis/redis-run-store.ts';
+import type { RedisRunStore } from './run-record/redis-run-store.ts';
 import type { RunAdmission } from './fairness/run-admission.ts';
 
 /** A listed run's priority, fairness key and, while it waits for a slot, where (GET /v1/runs). */

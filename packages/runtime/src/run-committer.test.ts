@@ -6,7 +6,7 @@ import { afterAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { uniquePrefix } from '@baton/testing/redis';
 import { createdRun, nextCheckpoint } from '@baton/testing/redis-runs';
 import type { BatonQueues } from './queues.ts';
-import { RedisRunStore } from './redis/redis-run-store.ts';
+import { RedisRunStore } from './run-record/redis-run-store.ts';
 import type { RedisThreadStore } from './redis/thread-store.ts';
 import { RunCommitter } from './run-committer.ts';
 

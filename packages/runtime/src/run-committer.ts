@@ -10,12 +10,16 @@ import {
 import type { Logger } from 'pino';
 import type { BatonQueues } from './queues.ts';
 import type { RunAdmission } from './fairness/run-admission.ts';
-import { LeaseLostError, type CommitOptions, type RedisRunStore } from './redis/redis-run-store.ts';
+import {
+  LeaseLostError,
+  type CommitOptions,
+  type RedisRunStore,
+} from './run-record/redis-run-store.ts';
 import type { RedisThreadStore } from './redis/thread-store.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import type { BatonKeys } from './redis/keys.ts';
-import type { Lease } from './run-lease.ts';
-import { RunIndex, expiringMember } from './run-record/run-index.ts';
+import type { Lease } from './run-record/run-lease.ts';
+import { expiringMember, type RunIndex } from './run-record/run-index.ts';
 import { RunStarts } from './run-starts.ts';
 
 export interface Loaded {
@@ -100,7 +104,7 @@ export class RunCommitter {
 
   constructor(deps: CommitterDeps) {
     this.deps = deps;
-    this.index = new RunIndex(deps.redis, deps.keys);
+    this.index = deps.store.index;
     this.starts = new RunStarts(deps.queues, deps.admission);
   }
 
@@ -224,7 +228,6 @@ export class RunCommitter {
     /** Which live indexes may list it: both unless the caller knows it was active. */
     live: 'both' | 'active' = 'both',
   ): Promise<void> {
-    const { redis, keys } = this.deps;
     const runId = cp.identity.runId;
     // The thread first: the next turn of a conversation waits for it.
     await this.releaseThread(cp, registry);
@@ -235,7 +238,7 @@ export class RunCommitter {
     const expiresAt = (cp.finishedAt ?? this.deps.now()) + this.deps.retentionSeconds * 1000;
     await this.index.expireAt(expiringMember(cp), expiresAt);
     await this.deps.queues.removeFailedJobs(
-      failedJobs ?? (await redis.smembers(keys.run(runId).failed)),
+      failedJobs ?? (await this.deps.store.bookkeeping.failedJobs(runId)),
     );
     if (live === 'both') await this.index.leaveLive(runId);
     else await this.index.remove('active', runId);

@@ -2,7 +2,6 @@ import { BatonError, UnknownAgentError, VersionConflictError, runCommands } from
 import type { Checkpoint, CreateRunRequest, CreatedRunWebhook, QueuedInfo } from '@baton/protocol';
 import { specOf, type AgentCatalog } from './agent-registry.ts';
 import { jsonBytes, type ThreadSnapshot } from './redis/thread-store.ts';
-import { RunIndex } from './run-record/run-index.ts';
 import { RunAlreadyReleasedError } from './errors/run-already-released-error.ts';
 import { ThreadTooLargeError } from './errors/thread-too-large-error.ts';
 import type { RunParts } from './run-service-deps.ts';
@@ -128,7 +127,7 @@ export class RunCreation {
     // One time for the run's createdAt and its thread index score: the thread's run list and
     // the tenant's show the same createdAt (and the archive's lists, which read the run's).
     const createdAt = deps.clock.now();
-    const index = new RunIndex(deps.redis, deps.keys);
+    const index = deps.store.index;
     // A thread made up here has no run yet: acquiring it cannot find it busy or queue behind
     // anyone, so the run's entry in the active index goes out with the acquire (one round trip
     // for both, still before the run exists). Should the acquire fail, the entry is one whose
@@ -336,11 +335,7 @@ export class RunCreation {
     if (promoted === null) return;
     const next = await this.p.deps.store.load(promoted);
     if (!next) return;
-    await new RunIndex(this.p.deps.redis, this.p.deps.keys).move(
-      'active',
-      promoted,
-      this.p.deps.clock.now(),
-    );
+    await this.p.deps.store.index.move('active', promoted, this.p.deps.clock.now());
     await this.p.starts.start(next.checkpoint.identity, 'start', next.version);
   }
 

@@ -1,6 +1,6 @@
 import { BatonError } from '@baton/core';
 import type { Checkpoint } from '@baton/protocol';
-import { RunIndex, expiringMember } from './run-record/run-index.ts';
+import { expiringMember } from './run-record/run-index.ts';
 import { RunNotFoundError } from './errors/run-not-found-error.ts';
 import { ThreadNotFoundError } from './errors/thread-not-found-error.ts';
 import type { RunParts } from './run-service-deps.ts';
@@ -56,7 +56,7 @@ export class RunDeletion {
     const own = cp.messages.slice(cp.historyLength).map((m) => m.id);
     await this.p.deps.threads.forgetRun(tenantId, threadId, runId, own);
     await this.p.deps.store.dropFromIndexes(tenantId, threadId, runId);
-    await new RunIndex(this.p.deps.redis, this.p.deps.keys).forgetExpiring(expiringMember(cp));
+    await this.p.deps.store.index.forgetExpiring(expiringMember(cp));
     await this.p.deps.webhooks?.forget(runId);
   }
 
@@ -81,7 +81,7 @@ export class RunDeletion {
 
   /** What holds a finished run besides its keys and its thread (idempotent). */
   private async forgetFinished(cp: Checkpoint): Promise<void> {
-    await new RunIndex(this.p.deps.redis, this.p.deps.keys).forgetExpiring(expiringMember(cp));
+    await this.p.deps.store.index.forgetExpiring(expiringMember(cp));
     await this.p.deps.webhooks?.forget(cp.identity.runId);
   }
 

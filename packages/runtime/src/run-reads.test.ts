@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { RunArchive, StoredCheckpoint } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
 import { RunReads } from './run-reads.ts';
-import type { RedisRunStore } from './redis/redis-run-store.ts';
+import type { RedisRunStore } from './run-record/redis-run-store.ts';
 import type { RedisThreadStore } from './redis/thread-store.ts';
 import type { RunEventSubscriber } from './redis/event-subscriber.ts';
 import { RunNotFoundError } from './errors/run-not-found-error.ts';

@@ -1,7 +1,8 @@
 import type { RunArchive } from '@baton/core';
 import type { RunEvent, RunStatus, RunWebhooksResponse } from '@baton/protocol';
 import { ArchiveReads, NoArchive, type ColdReads } from './archive/archive-reads.ts';
-import type { ListRunsQuery, RedisRunStore, RunPage } from './redis/redis-run-store.ts';
+import type { RedisRunStore } from './run-record/redis-run-store.ts';
+import type { ListRunsQuery, RunPage } from './run-record/run-list-cursor.ts';
 import type { RedisThreadStore, ThreadPage } from './redis/thread-store.ts';
 import type { RunEventSubscriber } from './redis/event-subscriber.ts';
 import type { Loaded } from './run-committer.ts';

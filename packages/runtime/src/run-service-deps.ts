@@ -1,7 +1,7 @@
 import type { Clock, RunArchive } from '@baton/core';
 import type { BatonQueues } from './queues.ts';
 import type { BatonKeys } from './redis/keys.ts';
-import type { RedisRunStore } from './redis/redis-run-store.ts';
+import type { RedisRunStore } from './run-record/redis-run-store.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import type { RedisThreadStore } from './redis/thread-store.ts';
 import type { Durability } from './redis/durability.ts';

@@ -9,7 +9,7 @@ import type {
   RunWebhooksResponse,
 } from '@baton/protocol';
 import { AgentCatalog } from './agent-registry.ts';
-import type { ListRunsQuery, RunPage } from './redis/redis-run-store.ts';
+import type { ListRunsQuery, RunPage } from './run-record/run-list-cursor.ts';
 import type { ThreadPage } from './redis/thread-store.ts';
 import type { Loaded } from './run-committer.ts';
 import type { SubmittedDecisions } from './decision-routing.ts';

@@ -8,7 +8,7 @@ import { coalesceWrites } from './internals/ioredis/write-coalescing.ts';
 import { Durability } from './redis/durability.ts';
 import { checkTopology } from './redis/topology.ts';
 import { BatonKeys } from './redis/keys.ts';
-import { RedisRunStore } from './redis/redis-run-store.ts';
+import { RedisRunStore } from './run-record/redis-run-store.ts';
 import { RedisThreadStore } from './redis/thread-store.ts';
 import { BatonQueues } from './queues.ts';
 import { RunCommitter } from './run-committer.ts';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ArchivedThread, RunArchive } from '@baton/core';
 import type { Message } from '@baton/protocol';
 import { ArchiveReads } from './archive-reads.ts';
-import type { RedisRunStore } from '../redis/redis-run-store.ts';
+import type { RedisRunStore } from '../run-record/redis-run-store.ts';
 import type { RedisThreadStore, ThreadPage } from '../redis/thread-store.ts';
 
 const user = (id: string): Message => ({ id, role: 'user', content: id });

@@ -1,13 +1,13 @@
 import type { ArchivedRunSummary, RunArchive, StoredCheckpoint } from '@baton/core';
 import type { Checkpoint, Message, RunEvent } from '@baton/protocol';
+import type { RedisRunStore } from '../run-record/redis-run-store.ts';
 import {
   decodeCursor,
   encodeCursor,
   type ListRunsQuery,
-  type RedisRunStore,
   type RunPage,
   type RunSummary,
-} from '../redis/redis-run-store.ts';
+} from '../run-record/run-list-cursor.ts';
 import type {
   RedisThreadStore,
   ThreadPage,

@@ -1,12 +1,12 @@
 import type { ArchivedRun, RunArchive } from '@baton/core';
 import type { Checkpoint } from '@baton/protocol';
 import type { Logger } from 'pino';
-import { runDataKeys, type BatonKeys } from '../redis/keys.ts';
-import type { RedisRunStore } from '../redis/redis-run-store.ts';
+import type { BatonKeys } from '../redis/keys.ts';
+import type { RedisRunStore } from '../run-record/redis-run-store.ts';
 import type { RedisClient } from '../redis/scripts.ts';
 import { withSingletonLock } from '../redis/singleton-lock.ts';
 import type { RedisThreadStore } from '../redis/thread-store.ts';
-import { RunIndex, expiringMember } from '../run-record/run-index.ts';
+import { expiringMember, type RunIndex } from '../run-record/run-index.ts';
 
 export interface ArchiverDeps {
   readonly redis: RedisClient;
@@ -53,7 +53,7 @@ export class Archiver {
 
   constructor(deps: ArchiverDeps) {
     this.deps = deps;
-    this.index = new RunIndex(deps.redis, deps.keys);
+    this.index = deps.store.index;
   }
 
   /** A finished run joins the archive's list (idempotent: its first score is kept). */
@@ -100,14 +100,8 @@ export class Archiver {
     await Promise.all(
       runs.map(async ({ checkpoint }) => {
         const runId = checkpoint.identity.runId;
-        const multi = redis.multi();
-        for (const key of runDataKeys(store.runKeys(runId)))
-          multi.expire(key, this.deps.retentionSeconds);
         // Webhook keys whose outbox is done with them (they have a TTL) go with the run.
-        const hook = keys.webhook(runId);
-        multi.expire(hook.config, this.deps.retentionSeconds, 'XX');
-        multi.expire(hook.log, this.deps.retentionSeconds, 'XX');
-        await multi.exec();
+        await store.bookkeeping.expireArchived(runId, this.deps.retentionSeconds);
         await this.index.expireAt(
           expiringMember(checkpoint),
           at + this.deps.retentionSeconds * 1000,

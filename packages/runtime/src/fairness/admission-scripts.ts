@@ -1,4 +1,3 @@
-import { commandName } from '../run-record/command-name.ts';
 import {
   defineScript,
   defineVariadicScript,
@@ -155,8 +154,8 @@ export interface AdmissionScripts {
 
 export function admissionScripts(redis: RedisClient): AdmissionScripts {
   return {
-    admit: defineScript(redis, commandName('batonFairAdmit', ADMIT_LUA), 5, ADMIT_LUA),
-    release: defineScript(redis, commandName('batonFairRelease', RELEASE_LUA), 4, RELEASE_LUA),
-    fill: defineVariadicScript(redis, commandName('batonFairFill', FILL_LUA), FILL_LUA),
+    admit: defineScript(redis, 'batonFairAdmit', 5, ADMIT_LUA),
+    release: defineScript(redis, 'batonFairRelease', 4, RELEASE_LUA),
+    fill: defineVariadicScript(redis, 'batonFairFill', FILL_LUA),
   };
 }

@@ -8,7 +8,7 @@ import {
 import type { Logger } from 'pino';
 import { AgentLiveness } from '../agent-liveness.ts';
 import type { BatonQueues, StepTarget } from '../queues.ts';
-import { keyPart, type BatonKeys } from '../redis/keys.ts';
+import type { BatonKeys, FairTenantKeys } from '../redis/keys.ts';
 import type { RedisClient } from '../redis/scripts.ts';
 import type { RunMeta } from '../run-record/checkpoint-codec.ts';
 import { admissionScripts, type AdmissionScripts } from './admission-scripts.ts';
@@ -16,15 +16,6 @@ import type { FairnessPolicy } from './fairness-config.ts';
 
 /** A run as admission sees it: who it is fair to, and where its jobs go. */
 export type AdmissionTarget = StepTarget & Pick<RunIdentity, 'priority' | 'fairnessKey' | 'parent'>;
-
-/** Fairness state of one tenant (one hash tag: each script's keys share one slot). */
-interface TenantKeys {
-  readonly where: string;
-  readonly busy: string;
-  readonly keys: string;
-  readonly dispatched: string;
-  queue(key: string): string;
-}
 
 /** One fairness key's numbers, or a tenant's (key "*") (GET /metrics). */
 export interface FairnessKeyStats {
@@ -132,20 +123,13 @@ export class RunAdmission {
     return this.deps.policy.enabled;
   }
 
-  private tenantKeys(tenantId: string): TenantKeys {
-    const base = `${this.deps.keys.prefix}:{fair:${keyPart(tenantId)}}`;
-    return {
-      where: `${base}:where`,
-      busy: `${base}:busy`,
-      keys: `${base}:keys`,
-      dispatched: `${base}:dispatched`,
-      queue: (key) => `${base}:q:${keyPart(key)}`,
-    };
+  private tenantKeys(tenantId: string): FairTenantKeys {
+    return this.deps.keys.fairTenant(tenantId);
   }
 
   /** Every tenant that ever had fairness state (the sweep and /metrics walk them). */
   private get tenantsKey(): string {
-    return `${this.deps.keys.prefix}:fair:tenants`;
+    return this.deps.keys.fairTenants;
   }
 
   private async list(tenantId: string): Promise<void> {
@@ -387,7 +371,7 @@ export class RunAdmission {
   async sweep(batch: number): Promise<{ released: number; admitted: number }> {
     if (!this.enabled) return { released: 0, admitted: 0 };
     const { redis } = this.deps;
-    const cursors = `${this.deps.keys.prefix}:fair:sweep-cursor`;
+    const cursors = this.deps.keys.fairSweepCursor;
     let released = 0;
     let admitted = 0;
     for (const tenantId of await redis.smembers(this.tenantsKey)) {

@@ -1,5 +1,5 @@
 import { MAX_CHILD_DEPTH } from '@baton/protocol';
-import type { RedisRunStore } from '../redis/redis-run-store.ts';
+import type { RedisRunStore } from '../run-record/redis-run-store.ts';
 
 /**
  * Whether a run of `tenantId` waits on a descendant (agent-as-tool) that waits for a human: the

@@ -4,7 +4,7 @@ import type { EventBody } from '@baton/protocol';
 import { uniquePrefix } from '@baton/testing/redis';
 import { createdRun, nextCheckpoint } from '@baton/testing/redis-runs';
 import { decodeEventMetrics } from './event-metrics.ts';
-import { RedisRunStore } from './redis-run-store.ts';
+import { RedisRunStore } from '../run-record/redis-run-store.ts';
 
 const redis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 1 });
 afterAll(async () => {

@@ -9,7 +9,7 @@ import {
   textDelta,
   trickyBodies,
 } from '@baton/testing/redis-runs';
-import { RedisRunStore } from './redis-run-store.ts';
+import { RedisRunStore } from '../run-record/redis-run-store.ts';
 import { RunEventSubscriber } from './event-subscriber.ts';
 
 const url = inject('redisUrl');

@@ -33,4 +33,13 @@ describe('the Redis key layout (keys.ts)', () => {
     const missing = [...built].filter(([key]) => !layout.includes(key));
     expect(missing, 'keys built in these files are missing from the layout comment').toEqual([]);
   });
+
+  it('builds every key under the prefix in keys.ts (fairness keys included), nowhere else', () => {
+    const elsewhere = [...new Set(keysBuiltInSource().values())].filter(
+      (file) => file !== 'packages/runtime/src/redis/keys.ts',
+    );
+    expect(elsewhere, 'these files build Redis keys themselves: add a BatonKeys member').toEqual(
+      [],
+    );
+  });
 });

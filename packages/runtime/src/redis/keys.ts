@@ -58,7 +58,7 @@
  *     p:{sched:<t>}:s:<id>:runs     ZSET   run ids the schedule created, score = scheduledFor (trimmed)
  *     p:schedules:all               ZSET   JSON [tenant, id] of every schedule (repair sweeps)
  *     p:schedules:repair-lock / p:schedules:repair-cursor   one repair sweep at a time, and where it resumes
- *   Webhooks (see webhooks/webhook-store.ts; the run's hash tag, so one script may touch them all)
+ *   Webhooks (see run-record/webhook-store.ts; the run's hash tag, so one script may touch them all)
  *     p:{run:<runId>}:webhook      HASH   endpoints (JSON, with their secrets), tenant, metadata,
  *                                         createdAt, cursor (last event seq the outbox examined)
  *     p:{run:<runId>}:webhook-log  LIST   delivery log records (JSON), capped; expires with :webhook
@@ -185,6 +185,16 @@ export type ThreadDataKeys = [
   state: string,
 ];
 
+/** Fairness state of one tenant (fairness/run-admission.ts; one hash tag: one slot). */
+export interface FairTenantKeys {
+  readonly where: string;
+  readonly busy: string;
+  readonly keys: string;
+  readonly dispatched: string;
+  /** The backlog of one fairness key. */
+  queue(key: string): string;
+}
+
 export class BatonKeys {
   readonly prefix: string;
 
@@ -258,6 +268,28 @@ export class BatonKeys {
   /** Agent adverts (see agent-registry): HASH agent name -> descriptor JSON (data, no code). */
   agentsKey(): string {
     return `${this.prefix}:agents`;
+  }
+
+  /** One tenant's admission state (one hash tag, so each admission script stays in one slot). */
+  fairTenant(tenantId: string): FairTenantKeys {
+    const base = `${this.prefix}:{fair:${keyPart(tenantId)}}`;
+    return {
+      where: `${base}:where`,
+      busy: `${base}:busy`,
+      keys: `${base}:keys`,
+      dispatched: `${base}:dispatched`,
+      queue: (key) => `${base}:q:${keyPart(key)}`,
+    };
+  }
+
+  /** Every tenant that ever had fairness state (the sweep and /metrics walk them). */
+  get fairTenants(): string {
+    return `${this.prefix}:fair:tenants`;
+  }
+
+  /** Per tenant, the HSCAN cursor of its `:where` where the admission sweep resumes. */
+  get fairSweepCursor(): string {
+    return `${this.prefix}:fair:sweep-cursor`;
   }
 
   /** Every BullMQ queue a producer of this version used (workers drain the ones K left behind). */

@@ -10,10 +10,10 @@ import { uniquePrefix } from '@baton/testing/redis';
 import { startReplyCutter, type ReplyCutter } from '@baton/testing/reply-cutter';
 import { createdRun, nextCheckpoint, textDelta } from '@baton/testing/redis-runs';
 import { redisOptions } from './connection.ts';
-import { RedisRunStore } from './redis-run-store.ts';
+import { RedisRunStore } from '../run-record/redis-run-store.ts';
 import { RedisThreadStore } from './thread-store.ts';
 import { BatonKeys } from './keys.ts';
-import { WebhookStore } from '../webhooks/webhook-store.ts';
+import { WebhookStore } from '../run-record/webhook-store.ts';
 
 let cutter: ReplyCutter;
 let worker: Redis;

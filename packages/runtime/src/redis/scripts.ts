@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import { commandName } from './command-name.ts';
 
 /** A plain ioredis client or a cluster client: everything here uses hash-tagged keys. */
 export type RedisClient = Redis | Cluster;
@@ -16,16 +17,21 @@ export type LuaScript<Keys extends readonly string[], Argv extends readonly LuaA
 ) => Promise<Reply>;
 
 /**
- * Registers `lua` as a custom command `name` on the client (once per client: EVALSHA, falling
- * back to EVAL on NOSCRIPT) and returns it typed. `numberOfKeys` must be the length of `Keys`;
- * a call with another number of keys throws before reaching Redis.
+ * Registers `lua` as a custom command on the client (once per client: EVALSHA, falling back to
+ * EVAL on NOSCRIPT) and returns it typed. The command is named from the source,
+ * `commandName(base, lua)`: a script whose source changes gets a new name by itself (no digit to
+ * bump by hand), so a process never calls one version of a script under the name it registered
+ * for another. The name lives in the client only (Redis caches a script by its SHA), so releases
+ * with different sources run side by side. `numberOfKeys` must be the length of `Keys`; a call
+ * with another number of keys throws before reaching Redis.
  */
 export function defineScript<Keys extends readonly string[], Argv extends readonly LuaArg[], Reply>(
   redis: RedisClient,
-  name: string,
+  base: string,
   numberOfKeys: Keys['length'],
   lua: string,
 ): LuaScript<Keys, Argv, Reply> {
+  const name = commandName(base, lua);
   const call = registered<Reply>(redis, name, { numberOfKeys, lua });
   return async (keys, argv) => {
     if (keys.length !== numberOfKeys)
@@ -40,10 +46,10 @@ export function defineScript<Keys extends readonly string[], Argv extends readon
  */
 export function defineVariadicScript<Argv extends readonly LuaArg[], Reply>(
   redis: RedisClient,
-  name: string,
+  base: string,
   lua: string,
 ): LuaScript<readonly string[], Argv, Reply> {
-  const call = registered<Reply>(redis, name, { lua });
+  const call = registered<Reply>(redis, commandName(base, lua), { lua });
   return async (keys, argv) => call(keys.length, ...keys, ...argv);
 }
 

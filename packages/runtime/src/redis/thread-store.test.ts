@@ -5,7 +5,7 @@ import { uniquePrefix } from '@baton/testing/redis';
 import { monitorCommands } from '@baton/testing/redis-monitor';
 import { createdRun } from '@baton/testing/redis-runs';
 import { RedisThreadStore, RunAlreadyReleasedError, windowOf } from './thread-store.ts';
-import { RedisRunStore } from './redis-run-store.ts';
+import { RedisRunStore } from '../run-record/redis-run-store.ts';
 
 const url = inject('redisUrl');
 const redis = new Redis(url, { maxRetriesPerRequest: 1 });

@@ -81,13 +81,13 @@ export class RedisThreadStore {
     // its default: spread as is, it would replace the default with undefined.
     const given = Object.entries(opts.limits ?? {}).filter(([, value]) => value !== undefined);
     this.limits = { ...DEFAULT_THREAD_LIMITS, ...Object.fromEntries(given) };
-    this.acquireScript = defineScript(this.redis, 'batonThreadAcquire3', 6, ACQUIRE_LUA);
-    this.releaseScript = defineScript(this.redis, 'batonThreadRelease2', 6, RELEASE_LUA);
+    this.acquireScript = defineScript(this.redis, 'batonThreadAcquire', 6, ACQUIRE_LUA);
+    this.releaseScript = defineScript(this.redis, 'batonThreadRelease', 6, RELEASE_LUA);
     this.abandonScript = defineScript(this.redis, 'batonThreadAbandon', 6, ABANDON_LUA);
     this.deleteScript = defineScript(this.redis, 'batonThreadDelete', 6, DELETE_LUA);
-    this.historyScript = defineScript(this.redis, 'batonThreadHistory4', 3, HISTORY_LUA);
+    this.historyScript = defineScript(this.redis, 'batonThreadHistory', 3, HISTORY_LUA);
     this.loadForRunScript = defineScript(this.redis, 'batonThreadLoadForRun', 6, LOAD_FOR_RUN_LUA);
-    this.forgetRunScript = defineScript(this.redis, 'batonThreadForgetRun2', 6, FORGET_RUN_LUA);
+    this.forgetRunScript = defineScript(this.redis, 'batonThreadForgetRun', 6, FORGET_RUN_LUA);
     this.seedScript = defineScript(this.redis, 'batonThreadSeed', 6, SEED_LUA);
   }
 
@@ -364,7 +364,7 @@ export class RedisThreadStore {
    * What a run created on the thread starts from: its state, its runs and its history window
    * (windowOf: only the window's entries are read), and where that window stands in the
    * thread's list: what the run references instead of copying its messages
-   * (history-reference.ts).
+   * (thread-history-reference.ts).
    */
   async loadForRun(tenantId: string, threadId: string): Promise<ThreadSnapshotForRun> {
     const [active, fgen, listLength, newestFirst, state, queued, runIds] =

@@ -1,5 +1,5 @@
 import type { JsonValue, Message } from '@baton/protocol';
-import type { HistoryReference } from '../run-record/history-reference.ts';
+import type { HistoryReference } from './thread-history-reference.ts';
 import { withRuntimeDefaults } from '../config/runtime-config.ts';
 
 /** What RedisThreadStore answers (thread-store.ts). */
@@ -67,6 +67,6 @@ export const DEFAULT_THREAD_TTL_SECONDS = defaults.THREAD_TTL_SECONDS;
 
 /** A thread snapshot and where its messages stand in the thread's list (loadForRun). */
 export interface ThreadSnapshotForRun extends ThreadSnapshot {
-  /** For a run created from `messages` to reference instead of copy (history-reference.ts). */
+  /** For a run created from `messages` to reference instead of copy (thread-history-reference.ts). */
   readonly reference: HistoryReference;
 }

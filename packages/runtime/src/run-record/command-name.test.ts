@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { commandName } from './command-name.ts';
+import { commandName } from '../redis/command-name.ts';
 import { APPEND_EVENTS, GUARD_WRITE } from './lua/functions.ts';
 import { APPEND_LUA, COMMIT_LUA, CREATE_LUA } from './lua/run-scripts.ts';
 

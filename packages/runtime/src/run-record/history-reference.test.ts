@@ -4,9 +4,9 @@ import type { Checkpoint, Message } from '@baton/protocol';
 import { uniquePrefix } from '@baton/testing/redis';
 import { monitorCommands } from '@baton/testing/redis-monitor';
 import { createdRun, nextCheckpoint } from '@baton/testing/redis-runs';
-import { RedisRunStore } from '../redis/redis-run-store.ts';
+import { RedisRunStore } from './redis-run-store.ts';
 import { RedisThreadStore } from '../redis/thread-store.ts';
-import { RunLeases } from '../run-lease.ts';
+import { RunLeases } from './run-lease.ts';
 import { decodeReference } from './history-reference.ts';
 
 const redis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 1 });

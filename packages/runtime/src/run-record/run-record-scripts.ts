@@ -5,7 +5,6 @@ import {
   type LuaScript,
   type RedisClient,
 } from '../redis/scripts.ts';
-import { commandName } from './command-name.ts';
 import {
   ACQUIRE_LOAD_LUA,
   ACQUIRE_LUA,
@@ -156,13 +155,9 @@ export class RunRecordScripts {
       keys: number,
       lua: string,
     ): LuaScript<readonly string[], A, R> =>
-      defineScript<readonly string[], A, R>(redis, commandName(base, lua), keys, lua);
+      defineScript<readonly string[], A, R>(redis, base, keys, lua);
     this.createScript = fixed('batonRunCreate', 8, CREATE_LUA);
-    this.commitScript = defineVariadicScript(
-      redis,
-      commandName('batonRunCommit', COMMIT_LUA),
-      COMMIT_LUA,
-    );
+    this.commitScript = defineVariadicScript(redis, 'batonRunCommit', COMMIT_LUA);
     this.appendScript = fixed('batonRunAppend', 3, APPEND_LUA);
     this.deleteScript = fixed('batonRunDelete', 8, DELETE_LUA);
     this.acquireScript = fixed('batonLeaseAcquire', 3, ACQUIRE_LUA);

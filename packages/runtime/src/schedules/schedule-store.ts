@@ -1,6 +1,7 @@
 import type { RunPage, RunStatus, RunSummary, ScheduleFiring } from '@baton/protocol';
 import { BatonKeys, type ScheduleKeys } from '../redis/keys.ts';
 import { defineScript, type LuaScript, type RedisClient } from '../redis/scripts.ts';
+import { RunBookkeeping } from '../run-record/run-bookkeeping.ts';
 import type { ScheduleRecord, StoredSchedule } from './schedule-record.ts';
 import { InvalidScheduleCursorError } from '../errors/invalid-schedule-cursor-error.ts';
 
@@ -150,11 +151,14 @@ export class RedisScheduleStore {
   private readonly updateScript: UpdateScript;
   private readonly deleteScript: DeleteScript;
   private readonly recordScript: RecordFiringScript;
+  /** The fields of the schedule's runs (their keys are the run record's). */
+  private readonly runRecord: RunBookkeeping;
 
   constructor(redis: RedisClient, keys: BatonKeys) {
     this.redis = redis;
     this.keys = keys;
-    this.createScript = defineScript(redis, 'batonScheduleCreate2', 2, CREATE_LUA);
+    this.runRecord = new RunBookkeeping(redis, keys);
+    this.createScript = defineScript(redis, 'batonScheduleCreate', 2, CREATE_LUA);
     this.updateScript = defineScript(redis, 'batonScheduleUpdate', 1, UPDATE_LUA);
     this.deleteScript = defineScript(redis, 'batonScheduleDelete', 5, DELETE_LUA);
     this.recordScript = defineScript(redis, 'batonScheduleFiring', 4, RECORD_FIRING_LUA);
@@ -339,19 +343,7 @@ export class RedisScheduleStore {
       entries.push({ runId, score });
     }
     const page = entries.slice(0, limit);
-    const fields = await Promise.all(
-      page.map((e) =>
-        this.redis.hmget(
-          this.keys.run(e.runId).cp,
-          'tenant',
-          'status',
-          'agent',
-          'threadId',
-          'createdAt',
-          'updatedAt',
-        ),
-      ),
-    );
+    const fields = await this.runRecord.scheduledRunFields(page.map((e) => e.runId));
     const expired = page.filter((_, i) => (fields[i]?.[0] ?? null) === null).map((e) => e.runId);
     const cold = new Map(
       (expired.length > 0 && archived ? await archived(expired) : []).map((r) => [r.runId, r]),

@@ -11,7 +11,7 @@ import {
 import type { Logger } from 'pino';
 import type { BatonQueues } from '../queues.ts';
 import type { BatonKeys } from '../redis/keys.ts';
-import type { RedisRunStore } from '../redis/redis-run-store.ts';
+import type { RedisRunStore } from '../run-record/redis-run-store.ts';
 import type { RedisClient } from '../redis/scripts.ts';
 import { withSingletonLock } from '../redis/singleton-lock.ts';
 import { generateWebhookSecret, webhookIdFor, webhookSecretKey } from './signing.ts';
@@ -22,7 +22,7 @@ import {
   foldDeliveries,
   type RunWebhookConfig,
   type WebhookEndpoint,
-} from './webhook-store.ts';
+} from '../run-record/webhook-store.ts';
 
 /** The BullMQ queue of webhook deliveries (every worker process may take them). */
 export const WEBHOOK_QUEUE = 'webhooks';

@@ -3,14 +3,11 @@ import {
   type Checkpoint,
   type ToolExecutionResult,
 } from '@baton/protocol';
-import { type RedisClient } from '@baton/runtime';
-import {
-  mailboxField,
-  RunRecordScripts,
-  type AwaitedResults,
-  type BatonKeys,
-  type RecordFirst,
-} from '@baton/runtime/internal';
+import { mailboxField, type BatonKeys } from '../redis/keys.ts';
+import type { RedisClient } from '../redis/scripts.ts';
+import type { AwaitedResults } from './checkpoint-codec.ts';
+import type { RecordFirst } from './run-lease.ts';
+import { RunRecordScripts } from './run-record-scripts.ts';
 
 /**
  * Durable mailbox of tool results, keyed by call and attempt. The first result recorded for an
@@ -22,7 +19,7 @@ export class ToolResultMailbox {
   private readonly keys: BatonKeys;
 
   private readonly ttlSeconds: number;
-  /** The mailbox's scripts (record, lookup) are in @baton/runtime's run-record module. */
+  /** The mailbox's scripts (record, lookup): lua/mailbox-scripts.ts. */
   private readonly scripts: RunRecordScripts;
 
   /**

@@ -10,9 +10,10 @@ import {
   textDelta,
   trickyBodies,
 } from '@baton/testing/redis-runs';
-import { InvalidCursorError, LeaseLostError, RedisRunStore } from './redis-run-store.ts';
-import { BatonKeys, keyPart } from './keys.ts';
-import { decodeEventPayload } from './event-payload.ts';
+import { LeaseLostError, RedisRunStore } from './redis-run-store.ts';
+import { InvalidCursorError } from '../errors/invalid-cursor-error.ts';
+import { BatonKeys, keyPart } from '../redis/keys.ts';
+import { decodeEventPayload } from '../redis/event-payload.ts';
 
 const url = inject('redisUrl');
 const redis = new Redis(url, { maxRetriesPerRequest: 1 });

@@ -1,16 +1,16 @@
-import { randomToken } from './random-token.ts';
-import type { BatonKeys } from './redis/keys.ts';
+import { randomToken } from '../random-token.ts';
+import type { BatonKeys } from '../redis/keys.ts';
 import type { Message } from '@baton/protocol';
 import type { StoredCheckpoint } from '@baton/core';
-import { LeaseLostError, type RedisRunStore } from './redis/redis-run-store.ts';
-import type { RedisClient } from './redis/scripts.ts';
-import { RunRecordScripts } from './run-record/run-record-scripts.ts';
+import { LeaseLostError, type RedisRunStore } from './redis-run-store.ts';
+import type { RedisClient } from '../redis/scripts.ts';
+import { RunRecordScripts } from './run-record-scripts.ts';
 import {
   decodeAwaited,
   type AwaitedResults,
   type HistoryFields,
   type StoredFields,
-} from './run-record/checkpoint-codec.ts';
+} from './checkpoint-codec.ts';
 
 export type { AwaitedResults, StoredFields };
 

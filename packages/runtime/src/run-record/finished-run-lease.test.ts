@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { uniquePrefix } from '@baton/testing/redis';
 import { createdRun, nextCheckpoint } from '@baton/testing/redis-runs';
-import { RunLeases } from '../run-lease.ts';
+import { RunLeases } from './run-lease.ts';
 import { RedisRunStore } from './redis-run-store.ts';
 
 const redis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 1 });

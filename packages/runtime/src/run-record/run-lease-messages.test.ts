@@ -4,7 +4,7 @@ import type { Checkpoint, Message } from '@baton/protocol';
 import { uniquePrefix } from '@baton/testing/redis';
 import { createdRun, nextCheckpoint } from '@baton/testing/redis-runs';
 import { RunLeases } from './run-lease.ts';
-import { RedisRunStore } from './redis/redis-run-store.ts';
+import { RedisRunStore } from './redis-run-store.ts';
 
 const redis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 1 });
 afterAll(async () => {

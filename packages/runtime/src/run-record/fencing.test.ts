@@ -4,7 +4,7 @@ import { RunDoneError, VersionConflictError } from '@baton/core';
 import { uniquePrefix } from '@baton/testing/redis';
 import { createdRun, nextCheckpoint, textDelta } from '@baton/testing/redis-runs';
 import { waitFor } from '@baton/testing/worker-harness';
-import { RunLeases } from '../run-lease.ts';
+import { RunLeases } from './run-lease.ts';
 import { LeaseLostError, RedisRunStore } from './redis-run-store.ts';
 
 const redis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 1 });
