@@ -87,13 +87,23 @@ export function accepts(schema: z.ZodType): string {
   return `${what}${tail}`;
 }
 
+function numberOrNull(value: unknown): number | null {
+  return typeof value === 'number' ? value : null;
+}
+
+function stringOrNull(value: unknown): string | null {
+  return typeof value === 'string' ? value : null;
+}
+
 function describe(node: z.ZodType): string {
+  // The checks zod 4 exposes on a number/string schema (minValue, format, ...) are read by name:
+  // the wrappers above are unwrapped through def, so the node's class is not known statically.
   const type = defOf(node).type;
   if (type === 'number') {
-    const n = node as unknown as {
-      minValue: number | null;
-      maxValue: number | null;
-      format: string | null;
+    const n = {
+      minValue: numberOrNull(Reflect.get(node, 'minValue')),
+      maxValue: numberOrNull(Reflect.get(node, 'maxValue')),
+      format: stringOrNull(Reflect.get(node, 'format')),
     };
     const kind = n.format === 'safeint' ? 'a whole number' : 'a number';
     const min = n.minValue !== null && Number.isFinite(n.minValue) ? n.minValue : undefined;
@@ -107,11 +117,14 @@ function describe(node: z.ZodType): string {
     return kind;
   }
   if (type === 'enum') {
-    const options = (node as unknown as { options: readonly string[] }).options;
-    return `one of ${options.join(', ')}`;
+    const options: unknown = Reflect.get(node, 'options');
+    return `one of ${(Array.isArray(options) ? options : []).join(', ')}`;
   }
   if (type === 'string') {
-    const s = node as unknown as { format: string | null; minLength: number | null };
+    const s = {
+      format: stringOrNull(Reflect.get(node, 'format')),
+      minLength: numberOrNull(Reflect.get(node, 'minLength')),
+    };
     if (s.format === 'url') return 'a URL';
     if (s.minLength !== null && s.minLength > 0)
       return `text of at least ${s.minLength} characters`;
