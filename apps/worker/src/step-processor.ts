@@ -119,7 +119,7 @@ export class StepProcessor {
           inferredBefore: pass > 0,
         });
       } catch (error) {
-        if (!(error instanceof LeaseLostError) && !lease.lost) throw error;
+        if (!LeaseLostError.isInstance(error) && !lease.lost) throw error;
         await this.afterLeaseLost(lease, data.tenantId, log);
         return 'lease_lost';
       } finally {
@@ -485,7 +485,7 @@ export class StepProcessor {
     shutdown: AbortSignal,
     error: unknown,
   ): Promise<'replan' | undefined> {
-    if (error instanceof LeaseLostError || lease.lost) {
+    if (LeaseLostError.isInstance(error) || lease.lost) {
       lease.markLost('a delta append was fenced');
       throw new LeaseLostError(runId);
     }

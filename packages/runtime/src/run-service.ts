@@ -226,7 +226,7 @@ export class RunService {
       .catch((error: unknown) => {
         // The thread remembers the run's release: it existed, ended and is kept no more (Redis
         // let it go, no archive has it). Run again it would execute twice under one id.
-        if (answerExisting && error instanceof RunAlreadyReleasedError) throw spentKey(runId);
+        if (answerExisting && RunAlreadyReleasedError.isInstance(error)) throw spentKey(runId);
         throw error;
       });
     if (acquired.kind === 'too_large')
@@ -319,7 +319,7 @@ export class RunService {
     } catch (error) {
       // Another attempt of the same request created the run first (or this one did, and lost
       // the create's reply): answered as a resend.
-      if (answerExisting && opts.runId !== undefined && error instanceof VersionConflictError) {
+      if (answerExisting && opts.runId !== undefined && VersionConflictError.isInstance(error)) {
         const existing = await this.resumeCreated(tenantId, runId, request);
         if (existing) return existing;
       }
@@ -606,7 +606,7 @@ export class RunService {
           : runCommands.requestCancel(cp, this.deps.clock.now()),
       )
       .catch((error: unknown) => {
-        if (error instanceof RunDoneError) return null;
+        if (RunDoneError.isInstance(error)) return null;
         throw error;
       });
     const current = committed ?? (await this.load(tenantId, runId));
