@@ -55,6 +55,24 @@ describe('BatonError', () => {
     if (DoneError.isInstance(unknownError)) expectTypeOf(unknownError).toEqualTypeOf<DoneError>();
   });
 
+  it('goes by a declared errorName, which survives a bundler minifying class names', async () => {
+    const copy = await secondCopy();
+    class PlainError extends BatonError<'run_done'> {
+      static override readonly errorName: string = 'PlainError';
+    }
+    // The other copy's class, minified to a one-letter name.
+    const Minified = {
+      e: class extends copy.BatonError<'run_done'> {
+        static override readonly errorName: string = 'PlainError';
+      },
+    }.e;
+    const foreign = new Minified('run_done', 'from a minified bundle');
+    expect(Minified.name).toBe('e');
+    expect(foreign.name).toBe('PlainError');
+    expect(PlainError.isInstance(foreign)).toBe(true);
+    expect(Minified.isInstance(new PlainError('run_done', 'here'))).toBe(true);
+  });
+
   it('is not fooled by look-alikes', () => {
     expect(isBatonError(Object.assign(new Error('x'), { code: 'run_done' }))).toBe(false);
     expect(isBatonError({ code: 'run_done', message: 'x' })).toBe(false);

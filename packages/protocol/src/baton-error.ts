@@ -11,14 +11,21 @@ export type BatonErrorCode = ErrorCode | InternalErrorCode;
 const MARKER = Symbol.for('baton.error');
 const CLASSES = Symbol.for('baton.error.classes');
 
-function classNames(target: abstract new (...args: never[]) => unknown): readonly string[] {
+/** A class's stable name: the `errorName` it declares (a bundler may minify class names), else its name. */
+function nameOf(c: object): string {
+  return Object.hasOwn(c, 'errorName')
+    ? String((c as { errorName: unknown }).errorName)
+    : (c as { name: string }).name;
+}
+
+function classNames(target: object): readonly string[] {
   const names: string[] = [];
   for (
     let c: unknown = target;
     typeof c === 'function' && c !== Error;
     c = Object.getPrototypeOf(c)
   )
-    names.push(c.name);
+    names.push(nameOf(c));
   return Object.freeze(names);
 }
 
@@ -28,6 +35,11 @@ function classNames(target: abstract new (...args: never[]) => unknown): readonl
  * rather than `instanceof`, which fails across package copies.
  */
 export class BatonError<C extends BatonErrorCode = BatonErrorCode> extends Error {
+  /**
+   * The name markers and `name` use; a class that may be bundled and minified (the client's)
+   * spells its own out, others go by their class name.
+   */
+  static readonly errorName: string = 'BatonError';
   readonly code: C;
   readonly details: unknown;
 
@@ -35,7 +47,7 @@ export class BatonError<C extends BatonErrorCode = BatonErrorCode> extends Error
     super(message, options);
     Object.defineProperty(this, MARKER, { value: true });
     Object.defineProperty(this, CLASSES, { value: classNames(new.target) });
-    this.name = new.target.name;
+    this.name = nameOf(new.target);
     this.code = code;
     this.details = details;
   }
@@ -43,14 +55,15 @@ export class BatonError<C extends BatonErrorCode = BatonErrorCode> extends Error
   /**
    * True when `error` was built by this class or a subclass, in any copy of the package:
    * `RunDoneError.isInstance(e)` is the copy-proof `RunDoneError.isInstance(e)`. Classes are told
-   * apart by name (as `error.name` already is), so two Baton error classes never share one.
+   * apart by name ({@link BatonError.errorName}), so two Baton error classes never share one.
    */
   static isInstance<T>(this: abstract new (...args: never[]) => T, error: unknown): error is T {
     if (!isBatonError(error)) return false;
     const names = (error as { [CLASSES]?: unknown })[CLASSES];
     // An error from an older copy carries no list: its own class name is all it says.
-    if (!Array.isArray(names)) return this.name === 'BatonError' || error.name === this.name;
-    return names.includes(this.name);
+    const name = nameOf(this);
+    if (!Array.isArray(names)) return name === 'BatonError' || error.name === name;
+    return names.includes(name);
   }
 }
 
