@@ -23,6 +23,8 @@ const ioPackages = [
 ];
 const CORE_IO_MESSAGE =
   'packages/core must stay free of I/O: inject it through a port (see core ports) instead of importing it.';
+const EXPORT_LIST_MESSAGE =
+  '@baton/core and @baton/protocol list their exports by name (export { a, type B }), so knip can tell a public name from a dead one.';
 const CORE_TIME_MESSAGE =
   'packages/core gets time from the injected Clock port, not ambient timers.';
 const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -222,6 +224,17 @@ export default defineConfig(
           selector: `ImportExpression[source.value=/${bannedSpecifierRegExp}/]`,
           message: CORE_IO_MESSAGE,
         },
+        { selector: 'ExportAllDeclaration', message: EXPORT_LIST_MESSAGE },
+      ],
+    },
+  },
+
+  {
+    files: ['packages/protocol/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'ExportAllDeclaration', message: EXPORT_LIST_MESSAGE },
       ],
     },
   },

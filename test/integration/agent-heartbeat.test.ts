@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadApiConfig, startApi, type RunningApi } from '@baton/api';
-import { ApiClient } from '@baton/testing/api-harness';
+import { BatonClient } from '@baton/client';
+import type { AgentDescriptor } from '@baton/protocol';
 import { silentLogger, testPrefix, waitFor } from '@baton/testing/worker-harness';
 import {
   spawnWorker,
@@ -15,17 +16,11 @@ import {
 
 const KEY = 'heartbeat-secret-key-1';
 
-interface Listed {
-  name: string;
-  workers: string[];
-  available: boolean;
-}
-
 describe('agent heartbeats', () => {
   const redisUrl = inject('redisUrl');
   const prefix = testPrefix();
   let api: RunningApi;
-  let http: ApiClient;
+  let baton: BatonClient;
 
   beforeAll(async () => {
     const config = loadApiConfig({
@@ -35,7 +30,7 @@ describe('agent heartbeats', () => {
       LOG_LEVEL: 'silent',
     });
     api = await startApi({ config, port: 0, host: '127.0.0.1', logger: silentLogger });
-    http = new ApiClient(api.url, KEY);
+    baton = new BatonClient({ baseUrl: api.url, apiKey: KEY });
   });
 
   afterAll(async () => {
@@ -43,10 +38,8 @@ describe('agent heartbeats', () => {
     await api?.close();
   });
 
-  const bench = async (): Promise<Listed | undefined> =>
-    (await http.get<{ agents: Listed[] }>('/v1/agents')).body.agents.find(
-      (a) => a.name === 'bench',
-    );
+  const bench = async (): Promise<AgentDescriptor | undefined> =>
+    (await baton.agents.list()).find((a) => a.name === 'bench');
 
   it(
     'GET /v1/agents drops a killed worker once its heartbeat expires',
@@ -82,8 +75,11 @@ describe('agent heartbeats', () => {
         'the agent to become unavailable',
       );
       expect(gone.workers).toEqual([]);
-      const one = await http.get<Listed>('/v1/agents/bench');
-      expect(one.body).toMatchObject({ name: 'bench', workers: [], available: false });
+      expect(await baton.agents.get('bench')).toMatchObject({
+        name: 'bench',
+        workers: [],
+        available: false,
+      });
     },
   );
 });

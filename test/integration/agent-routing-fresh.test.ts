@@ -11,7 +11,7 @@ import { loadApiConfig, startApi, type RunningApi } from '@baton/api';
 import { BatonRuntime } from '@baton/runtime';
 import { AgentRegistry, shardQueueName } from '@baton/runtime/internal';
 import { BatonWorker } from '@baton/worker';
-import { ApiClient } from '@baton/testing/api-harness';
+import { BatonClient } from '@baton/client';
 import { silentLogger, testConfig, testPrefix, waitFor } from '@baton/testing/worker-harness';
 
 const KEY = 'fresh-routing-key-123';
@@ -32,7 +32,7 @@ describe('routing to a task queue advertised a moment ago (issue 32 item 20)', (
   const config = testConfig(redisUrl, prefix);
   let client: BatonRuntime;
   let api: RunningApi;
-  let http: ApiClient;
+  let baton: BatonClient;
   const workers: BatonWorker[] = [];
 
   /** What a worker of `taskQueue` writes for `name`, without a worker (no job is taken). */
@@ -45,14 +45,14 @@ describe('routing to a task queue advertised a moment ago (issue 32 item 20)', (
       taskQueue,
     );
 
-  const create = async (name: string): Promise<string> => {
-    const r = await http.post<{ runId: string }>('/v1/runs', {
-      agent: name,
-      input: { messages: [{ role: 'user', content: 'hi' }] },
-    });
-    expect(r.status, JSON.stringify(r.body)).toBe(202);
-    return r.body.runId;
-  };
+  // The client throws on any refusal (its BatonApiError names the code), so a run is created.
+  const create = async (name: string): Promise<string> =>
+    (
+      await baton.runs.create({
+        agent: name,
+        input: { messages: [{ role: 'user', content: 'hi' }] },
+      })
+    ).runId;
 
   const queueOf = (taskQueue: string): Queue =>
     client.queues.queue(shardQueueName(taskQueue, 0, client.queues.shards));
@@ -66,7 +66,7 @@ describe('routing to a task queue advertised a moment ago (issue 32 item 20)', (
       LOG_LEVEL: 'silent',
     });
     api = await startApi({ config: apiConfig, port: 0, host: '127.0.0.1', logger: silentLogger });
-    http = new ApiClient(api.url, KEY);
+    baton = new BatonClient({ baseUrl: api.url, apiKey: KEY });
   });
 
   afterAll(async () => {

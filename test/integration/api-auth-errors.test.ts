@@ -1,9 +1,26 @@
-/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-explicit-any -- HTTP replies are untyped JSON; each test asserts their shape */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDemoAgents, matrixAgentName, matrixAgents } from '@baton/core/testing';
-import type { RunSnapshot } from '@baton/protocol';
+import {
+  CreateRunResponseSchema,
+  DecisionsResponseSchema,
+  ErrorBodySchema,
+  RunPageSchema,
+  RunSnapshotSchema,
+  type RunSnapshot,
+} from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
-import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+import {
+  ApiClient,
+  KEYS,
+  startApiCluster,
+  type ApiCluster,
+  type Reply,
+} from '@baton/testing/api-harness';
+
+/** A reply's body read as the protocol says it is (this file tests raw HTTP, so it reads replies). */
+const snapshotOf = (r: Reply): RunSnapshot => RunSnapshotSchema.parse(r.body);
+const errorOf = (r: Reply) => ErrorBodySchema.parse(r.body).error;
+const runIdOf = (r: Reply): string => CreateRunResponseSchema.parse(r.body).runId;
 
 const deployBody = {
   agent: 'assistant',
@@ -45,9 +62,14 @@ describe('API auth matrix and error codes', () => {
     await c.stop();
   });
 
-  const expectError = (r: { status: number; body: any }, status: number, code: string): void => {
-    expect({ status: r.status, code: r.body?.error?.code }).toEqual({ status, code });
-    expect(typeof r.body.error.message).toBe('string');
+  const expectError = (
+    r: { status: number; body: unknown },
+    status: number,
+    code: string,
+  ): void => {
+    const body = r.body as { error?: { code?: unknown; message?: unknown } } | undefined;
+    expect({ status: r.status, code: body?.error?.code }).toEqual({ status, code });
+    expect(typeof body?.error?.message).toBe('string');
   };
 
   it('no key or a wrong key is 401 on every /v1 route; X-API-Key works like Bearer', async () => {
@@ -87,13 +109,13 @@ describe('API auth matrix and error codes', () => {
       'run_not_found',
     );
     expectError(await bTenant.post(`/v1/runs/${waitingRun}/cancel`), 404, 'run_not_found');
-    const threadId = created.body.threadId as string;
+    const threadId = snapshotOf(created).threadId;
     expect((await a.get(`/v1/threads/${threadId}`)).status).toBe(200);
     expectError(await bTenant.get(`/v1/threads/${threadId}`), 404, 'not_found');
     expectError(await bTenant.get(`/v1/threads/${threadId}/runs`), 404, 'not_found');
-    expect((await bTenant.get('/v1/runs')).body.runs).toEqual([]);
+    expect(RunPageSchema.parse((await bTenant.get('/v1/runs')).body).runs).toEqual([]);
     // the run is untouched
-    expect((await a.get(`/v1/runs/${waitingRun}`)).body.status).toBe('waiting');
+    expect(snapshotOf(await a.get(`/v1/runs/${waitingRun}`)).status).toBe('waiting');
     // an unknown run looks exactly the same as another tenant's
     expectError(await a.get('/v1/runs/no-such-run'), 404, 'run_not_found');
   });
@@ -102,7 +124,7 @@ describe('API auth matrix and error codes', () => {
     expectError(await a.get('/v1/runs?tenant=tenant-b'), 403, 'forbidden');
     const cross = await admin.get('/v1/runs?tenant=tenant-a');
     expect(cross.status).toBe(200);
-    expect(cross.body.runs.map((r: { runId: string }) => r.runId)).toContain(waitingRun);
+    expect(RunPageSchema.parse(cross.body).runs.map((r) => r.runId)).toContain(waitingRun);
     expectError(await a.get('/admin/queues'), 403, 'forbidden');
     expectError(await a.get('/admin/queues/api/queues'), 403, 'forbidden');
     const noKey = await anon.get('/admin/queues');
@@ -114,19 +136,21 @@ describe('API auth matrix and error codes', () => {
   it('malformed JSON, unknown fields, bad values and bad ids are 400s that say what to fix', async () => {
     const bad = await a.post('/v1/runs', '{"agent": "assistant",');
     expectError(bad, 400, 'bad_request');
-    expect(bad.body.error.message).toMatch(/not valid JSON/);
+    expect(errorOf(bad).message).toMatch(/not valid JSON/);
     const unknown = await a.post('/v1/runs', { ...deployBody, color: 'blue' });
     expectError(unknown, 400, 'validation_failed');
-    expect(unknown.body.error.message).toContain('"color"');
+    expect(errorOf(unknown).message).toContain('"color"');
     const empty = await a.post('/v1/runs', {
       agent: 'assistant',
       input: { messages: [{ role: 'user', content: '' }] },
     });
     expectError(empty, 400, 'validation_failed');
-    expect(empty.body.error.details.issues[0].path).toBe('input.messages[0].content');
+    expect((errorOf(empty).details as { issues: { path: string }[] }).issues[0]!.path).toBe(
+      'input.messages[0].content',
+    );
     const noType = await a.post('/v1/runs', 'agent=x', { 'content-type': 'text/plain' });
     expectError(noType, 400, 'bad_request');
-    expect(noType.body.error.message).toMatch(/Content-Type: application\/json/);
+    expect(errorOf(noType).message).toMatch(/Content-Type: application\/json/);
     expectError(await a.get('/v1/runs/bad%20id'), 400, 'bad_request');
     expectError(await a.get('/v1/runs?status=finished'), 400, 'validation_failed');
     expectError(await a.get('/v1/runs?bogus=1'), 400, 'validation_failed');
@@ -170,7 +194,7 @@ describe('API auth matrix and error codes', () => {
     // two open streams are the limit for tenant-a; the third gets 429
     const path = `/v1/runs/${waitingRun}/events`;
     const lastEventId = {
-      'last-event-id': String((await a.get(`/v1/runs/${waitingRun}`)).body.lastSeq),
+      'last-event-id': String(snapshotOf(await a.get(`/v1/runs/${waitingRun}`)).lastSeq),
     };
     const open = [
       a.stream(path, { headers: lastEventId, timeoutMs: 1_500 }),
@@ -220,7 +244,7 @@ describe('API auth matrix and error codes', () => {
       decisions: [{ decisionId: 'd-1', toolCallId: waitingCall, action: 'resume' }],
     });
     expect(again.status).toBe(202);
-    expect(again.body.duplicates).toEqual(['d-1']);
+    expect(DecisionsResponseSchema.parse(again.body).duplicates).toEqual(['d-1']);
     const conflicting = await a.post(`/v1/runs/${waitingRun}/decisions`, {
       decisions: [{ decisionId: 'd-1', toolCallId: waitingCall, action: 'cancel' }],
     });
@@ -228,7 +252,7 @@ describe('API auth matrix and error codes', () => {
 
     const rest = await a.stream(`/v1/runs/${waitingRun}/events`);
     expect(rest.endedByServer).toBe(true);
-    expect((await a.get(`/v1/runs/${waitingRun}`)).body.status).toBe('done');
+    expect(snapshotOf(await a.get(`/v1/runs/${waitingRun}`)).status).toBe('done');
     expectError(
       await a.post(`/v1/runs/${waitingRun}/decisions`, {
         decisions: [{ toolCallId: waitingCall, action: 'resume' }],
@@ -262,16 +286,16 @@ describe('API auth matrix and error codes', () => {
     const first = await a.createRun('assistant', 'deploy please', { threadId: 'busy-thread' });
     const second = await a.post('/v1/runs', { ...deployBody, threadId: 'busy-thread' });
     expectError(second, 409, 'thread_busy');
-    expect(second.body.error.details).toMatchObject({ activeRunId: first.runId });
+    expect(errorOf(second).details).toMatchObject({ activeRunId: first.runId });
     const queued = await a.post('/v1/runs', {
       ...deployBody,
       threadId: 'busy-thread',
       options: { multitask: 'enqueue' },
     });
     expect(queued.status).toBe(202);
-    expect(queued.body.queuedBehind).toBe(first.runId);
+    expect(CreateRunResponseSchema.parse(queued.body).queuedBehind).toBe(first.runId);
     await a.post(`/v1/runs/${first.runId}/cancel`);
-    await a.post(`/v1/runs/${queued.body.runId}/cancel`);
+    await a.post(`/v1/runs/${runIdOf(queued)}/cancel`);
   });
 
   it('Idempotency-Key: same key + same body is the same run, a different body is 409', async () => {
@@ -289,7 +313,7 @@ describe('API auth matrix and error codes', () => {
       key,
     );
     expect(r2.status).toBe(202);
-    expect(r2.body.runId).toBe(r1.body.runId);
+    expect(runIdOf(r2)).toBe(runIdOf(r1));
     expect(r2.headers.get('idempotent-replayed')).toBe('true');
     const r3 = await a.post(
       '/v1/runs',
@@ -300,7 +324,7 @@ describe('API auth matrix and error codes', () => {
     // keys are per tenant
     const other = await bTenant.post('/v1/runs', deployBody, key);
     expect(other.status).toBe(202);
-    expect(other.body.runId).not.toBe(r1.body.runId);
+    expect(runIdOf(other)).not.toBe(runIdOf(r1));
     // a failed first attempt does not burn the key
     const k2 = { 'idempotency-key': `idem-fail-${Date.now()}` };
     expectError(
@@ -310,7 +334,7 @@ describe('API auth matrix and error codes', () => {
     );
     expect((await a.post('/v1/runs', deployBody, k2)).status).toBe(202);
     for (const r of [r1, other])
-      await (r === other ? bTenant : a).post(`/v1/runs/${r.body.runId}/cancel`);
+      await (r === other ? bTenant : a).post(`/v1/runs/${runIdOf(r)}/cancel`);
   });
 });
 
@@ -330,7 +354,7 @@ describe('API rate limit', () => {
     for (let i = 0; i < 3; i += 1) expect((await a.get('/v1/agents')).status).toBe(200);
     const limited = await a.get('/v1/agents');
     expect(limited.status).toBe(429);
-    expect(limited.body.error.code).toBe('rate_limited');
+    expect(errorOf(limited).code).toBe('rate_limited');
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect((await a.withKey(KEYS.b).get('/v1/agents')).status).toBe(200);
   });

@@ -34,7 +34,7 @@ async function childEvents(ctx: ApiContext, tenantId: string, runId: string): Pr
   try {
     return await ctx.service.events(tenantId, runId);
   } catch (error) {
-    if (error instanceof RunNotFoundError) return [];
+    if (RunNotFoundError.isInstance(error)) return [];
     throw error;
   }
 }

@@ -274,7 +274,7 @@ export function errorMiddleware(logger: Logger): ErrorRequestHandler {
 
 /** Every 429 and 503 says when to come back: its own delay, else a second. */
 function retryAfterSeconds(err: BatonError<ErrorCode>): number | undefined {
-  if (err instanceof RateLimitedError || err instanceof UnavailableError)
+  if (RateLimitedError.isInstance(err) || UnavailableError.isInstance(err))
     return err.retryAfterSeconds;
   return err.code === 'rate_limited' || err.code === 'unavailable' ? 1 : undefined;
 }

@@ -8,7 +8,8 @@ export function operatorMessage(
   err: unknown,
   listen: { host: string; port: number },
 ): string | null {
-  // ConfigError, and a Redis of another kind than REDIS_URL says (RedisTopologyError).
+  // ConfigError, a REDIS_URL that cannot be read (RedisUrlError), and a Redis of another kind
+  // than REDIS_URL says (RedisTopologyError).
   if (isBatonError(err) && err.code === 'config') return err.message;
   const code = (err as NodeJS.ErrnoException | null)?.code;
   const where = `${listen.host}:${listen.port}`;

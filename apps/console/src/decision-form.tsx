@@ -95,7 +95,7 @@ export function DecisionForm({
           payload = obj;
         } else payload = coerceField(form.fields[0]!, values[''] ?? '');
       } catch (e) {
-        setError(e instanceof FieldInputError ? e.message : String(e));
+        setError(FieldInputError.isInstance(e) ? e.message : String(e));
         return;
       }
     }

@@ -238,7 +238,7 @@ export class Reconciler {
       return committed !== null;
     } catch (error) {
       // The store's own refusal: the run finished between the load and the write.
-      if (error instanceof RunDoneError) return false;
+      if (RunDoneError.isInstance(error)) return false;
       throw error;
     }
   }

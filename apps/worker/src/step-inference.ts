@@ -130,7 +130,7 @@ async function afterModelError(
   shutdown: AbortSignal,
   error: unknown,
 ): Promise<'replan' | undefined> {
-  if (error instanceof LeaseLostError || lease.lost) {
+  if (LeaseLostError.isInstance(error) || lease.lost) {
     lease.markLost('a delta append was fenced');
     throw new LeaseLostError(runId);
   }

@@ -105,7 +105,7 @@ export class StepProcessor {
           inferredBefore: pass > 0,
         });
       } catch (error) {
-        if (!(error instanceof LeaseLostError) && !lease.lost) throw error;
+        if (!LeaseLostError.isInstance(error) && !lease.lost) throw error;
         await this.afterLeaseLost(lease, data.tenantId, log);
         return 'lease_lost';
       } finally {

@@ -221,7 +221,7 @@ export class ToolProcessor {
       }
     } catch (error) {
       // Another worker owns the run now; it applies what is in the mailbox.
-      if (!(error instanceof LeaseLostError)) throw error;
+      if (!LeaseLostError.isInstance(error)) throw error;
       deps.logger.warn({ runId }, 'lease lost while applying tool results');
     } finally {
       await releaseOrWake(deps, lease);

@@ -63,8 +63,8 @@ const BY_API_CODE: Readonly<Record<ErrorCode, ExitCode>> = {
 
 /** The exit code for an error thrown by the client (or anything else). */
 export function exitCodeForError(error: unknown): ExitCode {
-  if (error instanceof BatonApiError) return BY_API_CODE[(error as BatonApiError).code];
-  if (error instanceof BatonClientError) {
+  if (BatonApiError.isInstance(error)) return BY_API_CODE[error.code];
+  if (BatonClientError.isInstance(error)) {
     switch (error.code) {
       case 'aborted':
         return EXIT.interrupted;

@@ -58,7 +58,7 @@ Exit codes:
         return exitCode;
       } catch (error) {
         if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
-        if (error instanceof UsageError) {
+        if (UsageError.isInstance(error)) {
           io.stderr.write(`baton: ${error.message}\n`);
           return EXIT.usage;
         }
@@ -66,7 +66,7 @@ Exit codes:
         const code = exitCodeForError(error);
         const label = isApiError(error)
           ? `${error.code} (${error.status})`
-          : error instanceof BatonClientError
+          : BatonClientError.isInstance(error)
             ? error.code
             : 'error';
         io.stderr.write(

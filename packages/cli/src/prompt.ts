@@ -22,7 +22,7 @@ async function askUntil<T>(
     try {
       return parse(answer);
     } catch (error) {
-      if (!(error instanceof FieldInputError)) throw error;
+      if (!FieldInputError.isInstance(error)) throw error;
       io.stdout.write(`  ${style.red(error.message)}\n`);
     }
   }

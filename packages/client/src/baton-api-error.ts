@@ -6,6 +6,7 @@ import { BatonError, type ErrorCode } from '@baton/protocol';
  * `isApiError` narrows it.
  */
 export class BatonApiError<C extends ErrorCode = ErrorCode> extends BatonError<C> {
+  static override readonly errorName: string = 'BatonApiError';
   readonly status: number;
   /** From `Retry-After` (429 and 503), in milliseconds. */
   readonly retryAfterMs: number | undefined;

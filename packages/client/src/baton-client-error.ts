@@ -2,6 +2,7 @@ import { BatonError, type ClientErrorCode } from '@baton/protocol';
 
 /** A failure on the client's side of the wire; `code` says which. */
 export class BatonClientError extends BatonError<ClientErrorCode> {
+  static override readonly errorName: string = 'BatonClientError';
   /** HTTP status of the response that caused it, when there was one. */
   readonly status: number | undefined;
 

@@ -4,7 +4,7 @@ import {
   type ErrorCode,
   type InternalErrorCode,
 } from '@baton/protocol';
-import { describe, expect, expectTypeOf, it } from 'vitest';
+import { describe, expect, expectTypeOf, it, vi } from 'vitest';
 import {
   BatonApiError,
   BatonClientError,
@@ -95,5 +95,22 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('soon')).toBeUndefined();
     const now = Date.parse('2026-01-01T00:00:00Z');
     expect(parseRetryAfter('Thu, 01 Jan 2026 00:00:05 GMT', now)).toBe(5_000);
+  });
+});
+
+describe('the public guards', () => {
+  it('recognise errors from another copy of the package, where instanceof does not', async () => {
+    vi.resetModules();
+    const copy = await import('./errors.ts');
+    expect(copy.BatonApiError).not.toBe(BatonApiError);
+    const api = new copy.BatonApiError('run_done', 'done', { status: 409 });
+    const client = new copy.BatonClientError('network', 'down');
+    expect(api instanceof BatonApiError).toBe(false);
+    expect(isApiError(api, 'run_done')).toBe(true);
+    expect(isApiError(api, 'not_found')).toBe(false);
+    expect(isApiError(client)).toBe(false);
+    expect(isClientError(client, 'network')).toBe(true);
+    expect(isClientError(api)).toBe(false);
+    expect(BatonClientError.isInstance(client)).toBe(true);
   });
 });

@@ -18,7 +18,7 @@ export function isApiError<C extends ErrorCode>(
   error: unknown,
   ...codes: C[]
 ): error is BatonApiError<C> {
-  return error instanceof BatonApiError && (codes.length === 0 || codes.includes(error.code as C));
+  return BatonApiError.isInstance(error) && (codes.length === 0 || codes.includes(error.code as C));
 }
 
 /** True when `error` is a client-side error, with one of `codes` if any are given. */
@@ -26,7 +26,7 @@ export function isClientError(
   error: unknown,
   ...codes: ClientErrorCode[]
 ): error is BatonClientError {
-  return error instanceof BatonClientError && (codes.length === 0 || codes.includes(error.code));
+  return BatonClientError.isInstance(error) && (codes.length === 0 || codes.includes(error.code));
 }
 
 /** The protocol's reading of `Retry-After`, offered here too since clients retry on it. */

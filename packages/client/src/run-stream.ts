@@ -50,9 +50,9 @@ export { endsStream } from '@baton/protocol';
 
 /** Whether a failed connection is worth another attempt (the API or the network may come back). */
 export function isRetryable(error: unknown): boolean {
-  if (error instanceof BatonApiError)
+  if (BatonApiError.isInstance(error))
     return error.status >= 500 || error.status === 429 || error.status === 408;
-  if (error instanceof BatonClientError)
+  if (BatonClientError.isInstance(error))
     return (
       error.code === 'network' ||
       error.code === 'timeout' ||
@@ -174,7 +174,7 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
           `run ${this.runId}: gave up reconnecting after ${failures - 1} attempt(s): ${errorText(cause)}`,
           { cause },
         );
-      const retryAfter = cause instanceof BatonApiError ? (cause.retryAfterMs ?? 0) : 0;
+      const retryAfter = BatonApiError.isInstance(cause) ? (cause.retryAfterMs ?? 0) : 0;
       const delayMs = Math.max(retryAfter, backoffDelay(policy, failures, random()));
       this.opts.onReconnect?.({ attempt: failures, delayMs, error: cause, lastSeq: this.lastSeq });
       await sleep(delayMs, signal);
@@ -253,7 +253,7 @@ class Connection implements AsyncIterable<{ event: RunEvent; id: string | undefi
         );
       } catch (error) {
         // Our own idle timer fired: a timeout (retryable), not the caller's abort.
-        if (!this.opts.signal?.aborted && controller.signal.reason instanceof BatonClientError)
+        if (!this.opts.signal?.aborted && BatonClientError.isInstance(controller.signal.reason))
           throw controller.signal.reason;
         throw error;
       }
@@ -277,7 +277,7 @@ class Connection implements AsyncIterable<{ event: RunEvent; id: string | undefi
             chunk = await reader.read();
           } catch (error) {
             throw wrapFetchError(
-              signal.aborted && signal.reason instanceof BatonClientError ? signal.reason : error,
+              signal.aborted && BatonClientError.isInstance(signal.reason) ? signal.reason : error,
               this.opts.signal,
               what,
             );

@@ -143,7 +143,7 @@ export function wrapFetchError(
   what: string,
   status?: number,
 ): BatonClientError {
-  if (error instanceof BatonClientError) return error;
+  if (BatonClientError.isInstance(error)) return error;
   const name = (error as { name?: unknown } | null)?.name;
   const opts = status === undefined ? { cause: error } : { cause: error, status };
   if (

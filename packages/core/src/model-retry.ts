@@ -52,7 +52,7 @@ const NETWORK_CODES = new Set([
  * without a status are network trouble when their code (or their cause's) says so.
  */
 export function classifyModelError(error: unknown, now: number): ModelErrorClass {
-  if (error instanceof ModelCallTimeoutError) return { retryable: true, reason: 'timeout' };
+  if (ModelCallTimeoutError.isInstance(error)) return { retryable: true, reason: 'timeout' };
   if (APICallError.isInstance(error)) {
     const status = error.statusCode;
     const retryAfterMs = retryAfter(error.responseHeaders, now);

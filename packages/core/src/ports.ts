@@ -41,11 +41,6 @@ export interface RunStore {
   ): Promise<CommitResult>;
 }
 
-/** Fan-out of events already made durable by a commit (pub/sub, SSE, terminal). */
-export interface EventSink {
-  publish(events: readonly RunEvent[]): void | Promise<void>;
-}
-
 /** Ephemeral stream events (text deltas) that are sequenced and stored outside a commit. */
 export interface EventAppender {
   append(
@@ -53,15 +48,6 @@ export interface EventAppender {
     expectedVersion: number,
     events: readonly EventBody[],
   ): Promise<readonly RunEvent[]>;
-}
-
-/** Scheduling port: the in-process runner loops, the worker enqueues BullMQ jobs. */
-export interface QueuePort {
-  enqueueStep(
-    runId: string,
-    reason: 'start' | 'continue' | 'decision' | 'reconcile' | 'cancel',
-    expectedVersion: number,
-  ): Promise<void>;
 }
 
 /** A finished run as the archive keeps it: what every read of a run is answered from. */

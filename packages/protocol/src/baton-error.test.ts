@@ -25,6 +25,54 @@ describe('BatonError', () => {
     expect(copy.isBatonError(new BatonError('not_found', 'from this copy'))).toBe(true);
   });
 
+  it('recognises a subclass by class across copies, and by code', async () => {
+    const copy = await secondCopy();
+    class DoneError extends BatonError<'run_done'> {
+      constructor() {
+        super('run_done', 'done');
+      }
+    }
+    class SpecialDoneError extends DoneError {}
+    // The same class declared against the other copy: what a duplicated package's class is.
+    const Foreign = { DoneError: class extends copy.BatonError<'run_done'> {} }.DoneError;
+    Object.defineProperty(Foreign, 'name', { value: 'DoneError' });
+    const foreign = new Foreign('run_done', 'from the other copy');
+    expect(foreign instanceof DoneError).toBe(false);
+    expect(DoneError.isInstance(foreign)).toBe(true);
+    expect(BatonError.isInstance(foreign)).toBe(true);
+    expect(DoneError.isInstance(new SpecialDoneError())).toBe(true);
+    expect(SpecialDoneError.isInstance(new DoneError())).toBe(false);
+    expect(DoneError.isInstance(new BatonError('run_done', 'same code, not the class'))).toBe(
+      false,
+    );
+    expect(DoneError.isInstance(Object.assign(new Error('x'), { name: 'DoneError' }))).toBe(false);
+    expect(isBatonError(foreign, 'run_done')).toBe(true);
+    expect(isBatonError(foreign, 'not_found', 'run_done')).toBe(true);
+    expect(isBatonError(foreign, 'not_found')).toBe(false);
+    const unknownError: unknown = foreign;
+    if (isBatonError(unknownError, 'run_done'))
+      expectTypeOf(unknownError.code).toEqualTypeOf<'run_done'>();
+    if (DoneError.isInstance(unknownError)) expectTypeOf(unknownError).toEqualTypeOf<DoneError>();
+  });
+
+  it('goes by a declared errorName, which survives a bundler minifying class names', async () => {
+    const copy = await secondCopy();
+    class PlainError extends BatonError<'run_done'> {
+      static override readonly errorName: string = 'PlainError';
+    }
+    // The other copy's class, minified to a one-letter name.
+    const Minified = {
+      e: class extends copy.BatonError<'run_done'> {
+        static override readonly errorName: string = 'PlainError';
+      },
+    }.e;
+    const foreign = new Minified('run_done', 'from a minified bundle');
+    expect(Minified.name).toBe('e');
+    expect(foreign.name).toBe('PlainError');
+    expect(PlainError.isInstance(foreign)).toBe(true);
+    expect(Minified.isInstance(new PlainError('run_done', 'here'))).toBe(true);
+  });
+
   it('is not fooled by look-alikes', () => {
     expect(isBatonError(Object.assign(new Error('x'), { code: 'run_done' }))).toBe(false);
     expect(isBatonError({ code: 'run_done', message: 'x' })).toBe(false);

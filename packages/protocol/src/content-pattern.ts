@@ -7,7 +7,7 @@ import { RE2JS, RE2JSException } from 're2js';
  */
 export const MAX_CONTENT_PATTERN_LENGTH = 512;
 /** Compiled program size (instructions): bounds the per-character cost of a match. */
-export const MAX_CONTENT_PATTERN_PROGRAM = 2_000;
+const MAX_CONTENT_PATTERN_PROGRAM = 2_000;
 /** Only the last this-many characters of the assistant text are matched. */
 export const MAX_CONTENT_MATCH_TEXT = 65_536;
 

@@ -29,7 +29,6 @@ export const PhaseSchema = z.enum([
   'run_end',
 ]);
 export type Phase = z.infer<typeof PhaseSchema>;
-export const PHASES: readonly Phase[] = PhaseSchema.options;
 
 export const ExecutionModeSchema = z.enum([
   'sequential',

@@ -6,8 +6,8 @@ import { z } from 'zod';
  */
 
 /** 1 is dispatched first, 5 last (as Temporal's priority keys). */
-export const HIGHEST_PRIORITY = 1;
-export const LOWEST_PRIORITY = 5;
+const HIGHEST_PRIORITY = 1;
+const LOWEST_PRIORITY = 5;
 /** The level of a run that names none. */
 export const DEFAULT_PRIORITY = 3;
 

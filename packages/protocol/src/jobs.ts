@@ -33,6 +33,3 @@ export const ToolJobSchema = z.object({
   attempt: z.number().int().nonnegative(),
 });
 export type ToolJob = z.infer<typeof ToolJobSchema>;
-
-export const JobPayloadSchema = z.discriminatedUnion('kind', [StepJobSchema, ToolJobSchema]);
-export type JobPayload = z.infer<typeof JobPayloadSchema>;

@@ -10,8 +10,8 @@ import { IdSchema, MAX_INPUT_MESSAGES, RunOptionsSchema } from './run-request.ts
  */
 
 /** Shortest interval: one firing per second, the resolution of the cron seconds field too. */
-export const MIN_SCHEDULE_EVERY_MS = 1_000;
-export const MAX_SCHEDULE_EVERY_MS = 366 * 86_400_000;
+const MIN_SCHEDULE_EVERY_MS = 1_000;
+const MAX_SCHEDULE_EVERY_MS = 366 * 86_400_000;
 /** How many firings GET /v1/schedules/:id reports, newest first. */
 export const SCHEDULE_RECENT_FIRINGS = 20;
 

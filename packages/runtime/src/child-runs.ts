@@ -170,7 +170,7 @@ export class ChildRuns {
         .version;
     } catch (error) {
       // Another process created it first (a redelivered job racing the original).
-      if (error instanceof VersionConflictError) return { kind: 'exists' };
+      if (VersionConflictError.isInstance(error)) return { kind: 'exists' };
       throw error;
     }
     await deps.queues.enqueueStep(t.checkpoint.identity, 'start', version);
@@ -245,7 +245,7 @@ export class ChildRuns {
         current = committed;
       } catch (error) {
         // The store's own refusal: the run finished between the load and the write.
-        if (error instanceof RunDoneError) return;
+        if (RunDoneError.isInstance(error)) return;
         throw error;
       }
     }

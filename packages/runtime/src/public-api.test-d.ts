@@ -9,6 +9,7 @@ import {
   createLogger,
   startTracing,
   type BatonLogger,
+  type BatonRuntimeOptions,
   type CreatedRun,
   type RunService,
   type StartTracingOptions,
@@ -19,6 +20,10 @@ describe('@baton/runtime public types', () => {
     expectTypeOf<Logger>().toExtend<BatonLogger>();
     expectTypeOf(createLogger).returns.toExtend<BatonLogger>();
     expectTypeOf<ReturnType<Logger['child']>>().toExtend<BatonLogger>();
+  });
+
+  it("the runtime's options take a BatonLogger, not pino's Logger", () => {
+    expectTypeOf<BatonRuntimeOptions['logger']>().toEqualTypeOf<BatonLogger>();
   });
 
   it('a logger missing a level is not a BatonLogger', () => {

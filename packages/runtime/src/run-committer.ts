@@ -123,8 +123,8 @@ export class RunCommitter {
     try {
       return await this.write(current, t, options);
     } catch (error) {
-      if (error instanceof VersionConflictError || error instanceof RunDoneError) return null;
-      if (error instanceof LeaseLostError) lease.markLost('a commit was fenced');
+      if (VersionConflictError.isInstance(error) || RunDoneError.isInstance(error)) return null;
+      if (LeaseLostError.isInstance(error)) lease.markLost('a commit was fenced');
       throw error;
     }
   }
@@ -151,7 +151,7 @@ export class RunCommitter {
       try {
         return await this.write(state, t, { registry });
       } catch (error) {
-        if (!(error instanceof VersionConflictError) || attempt >= 20) throw error;
+        if (!VersionConflictError.isInstance(error) || attempt >= 20) throw error;
         const fresh = await this.deps.store.load(runId);
         if (!fresh) throw error;
         state = fresh;

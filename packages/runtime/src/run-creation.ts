@@ -139,7 +139,7 @@ export class RunCreation {
       .catch((error: unknown) => {
         // The thread remembers the run's release: it existed, ended and is kept no more (Redis
         // let it go, no archive has it). Run again it would execute twice under one id.
-        if (answerExisting && error instanceof RunAlreadyReleasedError) throw spentKey(runId);
+        if (answerExisting && RunAlreadyReleasedError.isInstance(error)) throw spentKey(runId);
         throw error;
       });
     if (acquired.kind === 'too_large')
@@ -230,7 +230,7 @@ export class RunCreation {
     } catch (error) {
       // Another attempt of the same request created the run first (or this one did, and lost
       // the create's reply): answered as a resend.
-      if (answerExisting && opts.runId !== undefined && error instanceof VersionConflictError) {
+      if (answerExisting && opts.runId !== undefined && VersionConflictError.isInstance(error)) {
         const existing = await this.resumeCreated(tenantId, runId, request);
         if (existing) return existing;
       }

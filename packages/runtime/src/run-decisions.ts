@@ -139,7 +139,7 @@ export class RunDecisions {
           : runCommands.requestCancel(cp, this.p.deps.clock.now()),
       )
       .catch((error: unknown) => {
-        if (error instanceof RunDoneError) return null;
+        if (RunDoneError.isInstance(error)) return null;
         throw error;
       });
     const current = committed ?? (await this.load(tenantId, runId));

@@ -1,6 +1,7 @@
 import { Cluster } from 'ioredis';
 import type { Clock } from '@baton/core';
 import type { Logger } from 'pino';
+import { toPino, type BatonLogger } from './logger.ts';
 import { duplicateClient } from './redis/connection.ts';
 import { createRedisClient } from './redis/redis-client.ts';
 import { RedisOutageLog } from './redis/outage-log.ts';
@@ -37,7 +38,8 @@ export type RuntimeOptions = Partial<RuntimeConfig>;
 /** What a BatonRuntime is built from. */
 export interface BatonRuntimeOptions {
   readonly config: RuntimeOptions;
-  readonly logger: Logger;
+  /** Any logger with pino's methods (pino itself fits); other loggers get pino's redaction too. */
+  readonly logger: BatonLogger;
   /** Default: the system clock. */
   readonly clock?: Clock | undefined;
   /**
@@ -89,7 +91,8 @@ export class BatonRuntime {
   private subscriber: RunEventSubscriber | undefined;
 
   constructor(opts: BatonRuntimeOptions) {
-    const { config: options, logger, clock = systemClock, role = 'worker', redis: client } = opts;
+    const { config: options, clock = systemClock, role = 'worker', redis: client } = opts;
+    const logger: Logger = toPino(opts.logger);
     const config: RuntimeConfig = withRuntimeDefaults(options);
     this.clock = clock;
     this.config = config;

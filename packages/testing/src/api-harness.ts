@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- HTTP replies are untyped JSON; each test asserts their shape */
 import type { AgentDefinition } from '@baton/core';
 import { hashKey, loadApiConfig, startApi, type ApiConfig, type RunningApi } from '@baton/api';
 import type { RunEvent } from '@baton/protocol';
@@ -59,7 +58,7 @@ export async function startApiCluster(
   };
 }
 
-export interface Reply<T = any> {
+export interface Reply<T = unknown> {
   readonly status: number;
   readonly headers: Headers;
   readonly body: T;
@@ -83,7 +82,7 @@ export class ApiClient {
     return this.key === undefined ? {} : { authorization: `Bearer ${this.key}` };
   }
 
-  async request<T = any>(
+  async request<T = unknown>(
     method: string,
     path: string,
     body?: unknown,
@@ -106,11 +105,15 @@ export class ApiClient {
     return { status: res.status, headers: res.headers, body: parsed as T };
   }
 
-  get<T = any>(path: string, headers?: Record<string, string>): Promise<Reply<T>> {
+  get<T = unknown>(path: string, headers?: Record<string, string>): Promise<Reply<T>> {
     return this.request<T>('GET', path, undefined, headers);
   }
 
-  post<T = any>(path: string, body?: unknown, headers?: Record<string, string>): Promise<Reply<T>> {
+  post<T = unknown>(
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<Reply<T>> {
     return this.request<T>('POST', path, body, headers);
   }
 

@@ -48,7 +48,7 @@ export class WebhookDeliveryProcessor {
 
   /** BullMQ's backoffStrategy for WEBHOOK_BACKOFF_TYPE: the delay the failed attempt logged. */
   readonly backoffStrategy = (attemptsMade: number, _type?: string, err?: Error): number =>
-    err instanceof WebhookAttemptError
+    WebhookAttemptError.isInstance(err)
       ? err.delayMs
       : webhookRetryDelay(attemptsMade, this.deps.backoff, this.deps.random);
 

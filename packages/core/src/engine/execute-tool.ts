@@ -93,7 +93,7 @@ export async function executeTool(
     return { ...base, result, patches: [...(returned.patches ?? [])], finishedAt: opts.now() };
   } catch (error) {
     if (opts.signal.aborted) throw error;
-    if (error instanceof ToolTimeoutError || own.signal.reason instanceof ToolTimeoutError)
+    if (ToolTimeoutError.isInstance(error) || ToolTimeoutError.isInstance(own.signal.reason))
       return {
         ...base,
         result: {

@@ -30,7 +30,7 @@ export interface CreateRunInput {
   readonly threadState?: Record<string, JsonValue>;
 }
 
-export function inputMessageId(runId: string, index: number): string {
+function inputMessageId(runId: string, index: number): string {
   return `${runId}:in:${index}`;
 }
 

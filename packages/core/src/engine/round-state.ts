@@ -26,7 +26,7 @@ export function roundState(cp: Checkpoint): RoundState {
   return hasNew ? 'executing' : 'complete';
 }
 
-export function suspendedCalls(cp: Checkpoint): ToolCallState[] {
+function suspendedCalls(cp: Checkpoint): ToolCallState[] {
   return calls(cp).filter((c) => c.status === 'suspended');
 }
 

@@ -29,7 +29,7 @@ export interface ToolInvocation {
   readonly child?: ChildRunRef;
 }
 
-export function idempotencyKey(runId: string, callId: string, attempt: number): string {
+function idempotencyKey(runId: string, callId: string, attempt: number): string {
   return `${runId}:${callId}:${attempt}`;
 }
 

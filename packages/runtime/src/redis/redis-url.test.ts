@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { isBatonError } from '@baton/protocol';
+import { RedisUrlError } from '../errors/redis-url-error.ts';
 import { parseRedisUrl, redactRedisUrl } from './redis-url.ts';
 
 describe('parseRedisUrl', () => {
@@ -65,6 +67,18 @@ describe('parseRedisUrl', () => {
   ])('refuses %s naming REDIS_URL and the forms it takes', (url, problem) => {
     expect(() => parseRedisUrl(url)).toThrow(problem);
     expect(() => parseRedisUrl(url)).toThrow(/redis\+cluster:\/\/host:port\[,host:port…\]/);
+  });
+
+  it('refuses with a BatonError coded config, which the API prints as one line', () => {
+    const error: unknown = (() => {
+      try {
+        parseRedisUrl('http://h:6379');
+      } catch (caught) {
+        return caught;
+      }
+    })();
+    expect(isBatonError(error, 'config')).toBe(true);
+    expect(RedisUrlError.isInstance(error)).toBe(true);
   });
 });
 

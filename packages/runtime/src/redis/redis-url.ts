@@ -6,6 +6,7 @@
  * - `redis+sentinel://[user:pass@]h1:p1,h2:p2/<masterName>[/db]`, `rediss+sentinel://…`: the
  *   master Sentinel names (credentials are the master's; `?sentinelPassword=` for the Sentinels).
  */
+import { RedisUrlError } from '../errors/redis-url-error.ts';
 
 export interface RedisNode {
   readonly host: string;
@@ -32,11 +33,6 @@ export type RedisTarget =
       readonly db?: number;
       readonly sentinelPassword?: string;
     } & Credentials);
-
-/** REDIS_URL cannot be used; the message says what a valid one looks like. */
-class RedisUrlError extends Error {
-  readonly code = 'config';
-}
 
 const SCHEMES = /^(rediss?)(\+cluster|\+sentinel)?:\/\//i;
 

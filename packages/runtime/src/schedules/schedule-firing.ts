@@ -174,7 +174,7 @@ export class ScheduleFirer {
       return { ...base, outcome: created.queuedBehind ? 'queued' : 'created', runId };
     } catch (error) {
       // Another delivery created it meanwhile (and it may even have finished and released its thread).
-      if (error instanceof VersionConflictError || error instanceof RunAlreadyReleasedError)
+      if (VersionConflictError.isInstance(error) || RunAlreadyReleasedError.isInstance(error))
         return { ...base, outcome: 'created', runId };
       if (isBatonError(error) && PERMANENT_CODES.has(error.code))
         return {
