@@ -29,6 +29,7 @@ import { Redis } from 'ioredis';
 import { startRedisCluster } from '@baton/testing/redis-cluster';
 import { bannerLines, fetchLoadedAgents } from './start/banner.ts';
 import { SupervisedChild } from './start/supervised-child.ts';
+import { typecheckOnSave } from './start/typecheck-on-save.ts';
 import { agentSourceDirs, watchAgentSources } from './start/watch-agents.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -41,7 +42,7 @@ const MISSING_REDIS =
   'Baton needs Redis and none was found. Any one of these works:\n' +
   '  1. `redis-server` on PATH (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis):\n' +
   '     npm start then runs a private one in a temp directory\n' +
-  '  2. REDIS_URL=redis://host:6379 npm start   (any Redis 6.2+ you can write to)\n' +
+  '  2. REDIS_URL=redis://host:6379 npm start   (any Redis 7+ you can write to)\n' +
   '  3. a Redis on 127.0.0.1:6379, e.g. `docker run -p 6379:6379 redis:7` (used with a key prefix of its own)';
 
 async function answersPing(url: string): Promise<boolean> {
@@ -312,6 +313,7 @@ function shutdown(code: number): Promise<never> {
     stopping = true;
     say('stopping…');
     watcher?.close();
+    typecheck?.close();
     await Promise.all([api.stop(), worker.stop()]);
     await redis.stop();
     process.exit(code);
@@ -322,12 +324,15 @@ function shutdown(code: number): Promise<never> {
 process.stdout.on('error', () => undefined);
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void shutdown(0));
 
+const typecheck =
+  watching.length > 0 ? typecheckOnSave(cwd, say, color(34, '[tsc]   ')) : undefined;
 const watcher =
   watching.length > 0
     ? watchAgentSources(watching, cwd, (file) => {
         if (stopping) return;
         say(`${file} changed; restarting the worker (the API, Redis and the runs stay)`);
         void worker.reload();
+        if (/\.[cm]?ts$/.test(file)) typecheck?.run();
       })
     : undefined;
 api.start();
