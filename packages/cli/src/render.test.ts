@@ -41,6 +41,18 @@ describe('runs list', () => {
   });
 });
 
+describe('runs list and admission', () => {
+  it('shows a run queued behind its fairness window as queued, with its place', () => {
+    const queued = {
+      ...run('r9', 'created'),
+      queued: { reason: 'fairness_key_limit', position: 2, backlog: 3, inProgress: 1, limit: 1 },
+    } as RunSummary;
+    const text = renderRunList([queued, run('r8', 'running')], plain);
+    expect(text).toMatch(/^r9 {2}queued .* queued \(position 2 of 3, fairness_key_limit\)$/m);
+    expect(text).toMatch(/^r8 {2}running /m);
+  });
+});
+
 describe('run lines', () => {
   it('names an agent tool once when the tool is named after its agent, both when not', () => {
     const linked = (toolName: string, childAgentId: string): string =>

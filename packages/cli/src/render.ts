@@ -227,8 +227,13 @@ export function renderRunList(runs: readonly RunSummary[], s: Style): string {
     const parent = parentRunIdOf(r.runId);
     const orphan = parent !== null && !onPage.has(parent) ? s.dim(`  child of ${parent}`) : '';
     const indent = depth === 0 ? '' : `${'  '.repeat(depth - 1)}└ `;
+    const queued = queuedOf(r);
+    const status = queued ? s.yellow('queued'.padEnd(7)) : statusText(r.status.padEnd(7), s);
+    const place = queued
+      ? s.dim(`  queued (position ${queued.position} of ${queued.backlog}, ${queued.reason})`)
+      : '';
     lines.push(
-      `${indent}${r.runId}  ${statusText(r.status.padEnd(7), s)}  ${r.agent.padEnd(20)}  ${new Date(r.updatedAt).toISOString()}  ${s.dim(r.threadId)}${orphan}`,
+      `${indent}${r.runId}  ${status}  ${r.agent.padEnd(20)}  ${new Date(r.updatedAt).toISOString()}  ${s.dim(r.threadId)}${place}${orphan}`,
     );
     // Children in call order (their ids sort by step and position), under their parent.
     const kids = [...(children.get(r.runId) ?? [])].sort((a, b) =>
@@ -241,6 +246,22 @@ export function renderRunList(runs: readonly RunSummary[], s: Style): string {
     if (parent === null || !onPage.has(parent)) add(r, 0);
   }
   return lines.join('\n') + '\n';
+}
+
+/**
+ * A listed run's place in its admission backlog (docs/fairness.md), from servers whose run
+ * summaries carry it (`queued`, as GET /v1/runs/:id shows it); read structurally so the CLI
+ * shows it from any server that sends it.
+ */
+function queuedOf(
+  r: RunSummary,
+): { position: number; backlog: number; reason: string } | undefined {
+  const q = (r as { queued?: unknown }).queued;
+  if (q === null || typeof q !== 'object') return undefined;
+  const { position, backlog, reason } = q as Record<string, unknown>;
+  return typeof position === 'number' && typeof backlog === 'number'
+    ? { position, backlog, reason: typeof reason === 'string' ? reason : 'waiting for a slot' }
+    : undefined;
 }
 
 /** `agents`: one block per advertised agent. */
