@@ -118,10 +118,10 @@ export const treeLeaf: AgentDefinition = {
 
 const sleepy = defineTool({
   name: 'sleepy',
-  description: 'Takes a few seconds (and stops on cancel)',
+  description: 'Takes 30 s (and stops at once on cancel: ctx.signal)',
   inputSchema: z.object({}),
   execute: async (_args, ctx) => {
-    await nap(4000, undefined, { signal: ctx.signal });
+    await nap(30_000, undefined, { signal: ctx.signal });
     return toolResult.success({ slept: true });
   },
 });
@@ -301,21 +301,23 @@ describe('the first week', () => {
   }, 180_000);
 
   it('runs queued behind their fairness window show as queued in npx baton runs list', async () => {
-    const ids: string[] = [];
-    for (let i = 0; i < 3; i += 1) {
-      const out = await npxBaton([
-        'runs',
-        'create',
-        '--agent',
-        'slow',
-        '--message',
-        `nap ${i}`,
-        '--fairness-key',
-        'batch',
-        '--json',
-      ]);
-      ids.push((JSON.parse(out) as { runId: string }).runId);
-    }
+    // Three at once (each `npx baton` takes seconds on a loaded machine): one runs, two queue.
+    const ids = await Promise.all(
+      [0, 1, 2].map(async (i) => {
+        const out = await npxBaton([
+          'runs',
+          'create',
+          '--agent',
+          'slow',
+          '--message',
+          `nap ${i}`,
+          '--fairness-key',
+          'batch',
+          '--json',
+        ]);
+        return (JSON.parse(out) as { runId: string }).runId;
+      }),
+    );
     const list = await npxBaton(['runs', 'list', '--agent', 'slow']);
     const queued = ids.filter((id) =>
       new RegExp(
@@ -324,6 +326,8 @@ describe('the first week', () => {
       ).test(list),
     );
     expect(queued.length, list).toBe(2);
+    // Cancelled, the running one's tool stops at once (it passes ctx.signal on), the queued go.
+    for (const id of ids) await npxBaton(['runs', 'cancel', id]);
     for (const id of ids) await until(id, 'done');
   }, 180_000);
 });
