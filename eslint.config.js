@@ -50,7 +50,7 @@ const API_DOOR_MESSAGE =
   'apps/api reaches run data through RunService / ScheduleService (ctx.service, ctx.schedules), which scope every read to the tenant; add a method there instead of using a store.';
 
 export default defineConfig(
-  globalIgnores(['**/node_modules/', '**/coverage/', '**/dist/', '.cache/']),
+  globalIgnores(['**/node_modules/', '**/coverage/', '**/dist/', '**/.cache/']),
 
   {
     files: ['**/*.{js,mjs,cjs}'],
