@@ -34,7 +34,7 @@ const bannedSpecifierRegExp = `^(node:|(${[...nodeBuiltins, ...ioPackages]
 // apps/api has one door into run data: RunService (and ScheduleService), whose reads and writes
 // are tenant-scoped. Routes and adapters import no store of the runtime, and never reach around
 // the services through the runtime; app.ts builds the app's context from the runtime (and
-// context.ts, health.ts and metrics.ts name its type: they read no run data).
+// health.ts and metrics.ts name its type: they read no run data).
 const API_STORES = [
   'BatonRuntime',
   'RedisRunStore',
@@ -48,6 +48,69 @@ const API_STORES = [
 ];
 const API_DOOR_MESSAGE =
   'apps/api reaches run data through RunService / ScheduleService (ctx.service, ctx.schedules), which scope every read to the tenant; add a method there instead of using a store.';
+const API_DOOR_IMPORTS = [
+  { name: '@baton/runtime', importNames: API_STORES, message: API_DOOR_MESSAGE },
+  { name: 'ioredis', message: API_DOOR_MESSAGE },
+];
+const API_DOOR_PATTERNS = [
+  { group: ['@baton/runtime/*'], importNames: API_STORES, message: API_DOOR_MESSAGE },
+];
+const API_DOOR_SYNTAX = {
+  selector: "MemberExpression[property.name='runtime']",
+  message: API_DOOR_MESSAGE,
+};
+
+// Library internals (BullMQ's key layout and backend, ioredis' connections and commands, express's
+// router, pino's symbols, prom-client's collectors) are used only through the named functions of
+// one folder per library: packages/runtime/src/internals/{bullmq,ioredis}/ and
+// apps/api/src/internals/{express,pino,prom-client}/, each with a contract test that fails when an
+// upgrade changes what it relies on (docs/ARCHITECTURE.md, "Library internals").
+const INTERNALS_MESSAGE =
+  "a library's internals are used only inside its folder (packages/runtime/src/internals/<library>/, apps/api/src/internals/<library>/): call or add a named function there, with its contract test.";
+const INTERNALS_IMPORTS = [
+  {
+    name: 'bullmq',
+    importNames: ['QueueKeys', 'RedisConnection', 'RedisQueueBackend', 'createRedisBackend'],
+    message: INTERNALS_MESSAGE,
+  },
+  { name: 'ioredis', importNames: ['AbstractConnector', 'Command'], message: INTERNALS_MESSAGE },
+];
+const INTERNALS_SYNTAX = [
+  // Subclasses of a library's classes override its undocumented methods.
+  ...['ClassDeclaration', 'ClassExpression'].map((node) => ({
+    selector: `${node}[superClass.name=/^(Redis|Cluster|AbstractConnector|RedisQueueBackend)$/]`,
+    message: INTERNALS_MESSAGE,
+  })),
+  // BullMQ's key layout: a queue's keys, a job's hash and its lock.
+  { selector: "CallExpression[callee.property.name='toKey']", message: INTERNALS_MESSAGE },
+  { selector: "TemplateElement[value.raw=':lock']", message: INTERNALS_MESSAGE },
+  // The ioredis client behind a BullMQ queue or worker.
+  {
+    selector: "MemberExpression[property.name='client'][object.property.name='backend']",
+    message: INTERNALS_MESSAGE,
+  },
+  // A library's socket or method patched in place.
+  {
+    selector:
+      "AssignmentExpression > MemberExpression.left[property.name='write']:not([object.type='ThisExpression'])",
+    message: INTERNALS_MESSAGE,
+  },
+  {
+    selector: "MemberExpression[object.name='pino'][property.name='symbols']",
+    message: INTERNALS_MESSAGE,
+  },
+  { selector: "CallExpression[callee.property.name='registerMetric']", message: INTERNALS_MESSAGE },
+  {
+    selector: "MemberExpression[property.name='stack'][object.property.name='router']",
+    message: INTERNALS_MESSAGE,
+  },
+  // A cast through unknown is how code reaches what a library's types do not show.
+  {
+    selector:
+      "TSAsExpression[expression.type='TSAsExpression'][expression.typeAnnotation.type='TSUnknownKeyword']",
+    message: INTERNALS_MESSAGE,
+  },
+];
 
 export default defineConfig(
   globalIgnores(['**/node_modules/', '**/coverage/', '**/dist/', '**/.cache/']),
@@ -138,31 +201,50 @@ export default defineConfig(
   },
 
   {
-    files: ['apps/api/src/**/*.ts'],
-    ignores: [
+    // Production code outside the internals folders (apps/api's door block below adds the same).
+    files: [
+      'apps/worker/src/**/*.ts',
+      'packages/runtime/src/**/*.ts',
       'apps/api/src/app.ts',
       'apps/api/src/context.ts',
       'apps/api/src/health.ts',
       'apps/api/src/metrics.ts',
+    ],
+    ignores: ['**/*.test.ts', '**/*.test-d.ts', '**/internals/**'],
+    rules: {
+      'no-restricted-imports': ['error', { paths: INTERNALS_IMPORTS }],
+      'no-restricted-syntax': ['error', ...INTERNALS_SYNTAX],
+    },
+  },
+
+  {
+    files: ['apps/api/src/**/*.ts'],
+    ignores: [
+      'apps/api/src/app.ts',
+      'apps/api/src/health.ts',
+      'apps/api/src/metrics.ts',
+      'apps/api/src/internals/**',
       '**/*.test.ts',
     ],
     rules: {
       'no-restricted-imports': [
         'error',
         {
-          paths: [
-            { name: '@baton/runtime', importNames: API_STORES, message: API_DOOR_MESSAGE },
-            { name: 'ioredis', message: API_DOOR_MESSAGE },
-          ],
-          patterns: [
-            { group: ['@baton/runtime/*'], importNames: API_STORES, message: API_DOOR_MESSAGE },
-          ],
+          paths: [...API_DOOR_IMPORTS, ...INTERNALS_IMPORTS],
+          patterns: API_DOOR_PATTERNS,
         },
       ],
-      'no-restricted-syntax': [
-        'error',
-        { selector: "MemberExpression[property.name='runtime']", message: API_DOOR_MESSAGE },
-      ],
+      'no-restricted-syntax': ['error', API_DOOR_SYNTAX, ...INTERNALS_SYNTAX],
+    },
+  },
+
+  {
+    // The API's internals folders: the door rules only (a rule set later replaces an earlier one).
+    files: ['apps/api/src/internals/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { paths: API_DOOR_IMPORTS, patterns: API_DOOR_PATTERNS }],
+      'no-restricted-syntax': ['error', API_DOOR_SYNTAX],
     },
   },
 

@@ -31,7 +31,7 @@ const worker = createWorker({
   agents: [echo, haiku],
   redis,
   prefix: process.env['BATON_PREFIX'] ?? 'baton', // the API's BATON_PREFIX
-  config: { WORKER_CONCURRENCY: 8, LOG_LEVEL: 'info' },
+  config: { workerConcurrency: 8, logLevel: 'info' }, // WORKER_CONCURRENCY, LOG_LEVEL in camelCase
 });
 await worker.start();
 console.log(`worker ${worker.id} runs: ${[echo.name, haiku.name].join(', ')}`);

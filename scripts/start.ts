@@ -6,11 +6,17 @@
  * a cap (start/supervised-child.ts), so Redis and the runs survive it. BATON_WATCH=1 (what
  * `baton dev` sets) also restarts the worker, only it, when a file in its agents' folders changes.
  *
+ * What it keeps between starts lives in `.baton/` of the folder it runs in (start/local-state.ts):
+ * the local API and admin keys (written once), and the private Redis' data. `--fresh` starts
+ * with an empty Redis (the same keys). A worker that crash-loops is restarted every 30 s after
+ * its budget; the API and Redis stay, and the banner and /readyz say the worker is down.
+ *
  * Redis, first that works:
  *   1. REDIS_URL from the environment (used as told, with BATON_PREFIX or `baton`);
- *   2. a private `redis-server` from PATH, in a temp directory (removed on exit);
+ *   2. a private `redis-server` from PATH, its data (AOF) in .baton/redis, kept between starts;
  *   3. 127.0.0.1:6379, if a Redis answers there: it may be someone else's, so it says so and
- *      uses a prefix of its own (`BATON_PREFIX` if set, else `baton-start-<random>`);
+ *      uses a prefix of its own (`BATON_PREFIX` if set, else `baton-start-<random>`, kept in
+ *      .baton/local.json);
  *   4. otherwise exit, naming the three ways to get Redis.
  * With BATON_LOCAL_REDIS=cluster (and no REDIS_URL), case 2 is a local Redis Cluster instead: 3
  * masters without replicas (BATON_LOCAL_REDIS_REPLICAS=1 adds one each), from the cluster
@@ -18,16 +24,16 @@
  * `redis+cluster://` URL, as they would for a real cluster.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
-import { access, mkdtemp, rm } from 'node:fs/promises';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { access } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { startRedisCluster } from '@baton/testing/redis-cluster';
 import { bannerLines, fetchLoadedAgents } from './start/banner.ts';
+import { loadLocalState, redisDataDir, saveLocalState } from './start/local-state.ts';
 import { SupervisedChild } from './start/supervised-child.ts';
 import { typecheckOnSave } from './start/typecheck-on-save.ts';
 import { agentSourceDirs, watchAgentSources } from './start/watch-agents.ts';
@@ -41,7 +47,7 @@ const say = (line: string): void => void process.stdout.write(`${color(36, '[bat
 const MISSING_REDIS =
   'Baton needs Redis and none was found. Any one of these works:\n' +
   '  1. `redis-server` on PATH (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis):\n' +
-  '     npm start then runs a private one in a temp directory\n' +
+  '     npm start then runs a private one, its data kept in .baton/redis between starts\n' +
   '  2. REDIS_URL=redis://host:6379 npm start   (any Redis 7+ you can write to)\n' +
   '  3. a Redis on 127.0.0.1:6379, e.g. `docker run -p 6379:6379 redis:7` (used with a key prefix of its own)';
 
@@ -77,15 +83,50 @@ async function findOnPath(bin: string): Promise<string | undefined> {
   return undefined;
 }
 
-function freePort(): Promise<number> {
+/** `preferred` when nobody listens there, else any free port. */
+function freePort(preferred = 0): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
+    srv.once('error', (err) => (preferred === 0 ? reject(err) : resolve(freePort())));
+    srv.listen(preferred, '127.0.0.1', () => {
       const { port } = srv.address() as { port: number };
       srv.close(() => resolve(port));
     });
   });
+}
+
+const USAGE =
+  'usage: npm start [-- --fresh]   (--fresh: start with an empty local Redis; the keys stay)';
+const args = process.argv.slice(2);
+for (const arg of args)
+  if (arg !== '--fresh') {
+    process.stderr.write(`unknown argument ${arg}\n${USAGE}\n`);
+    process.exit(2);
+  }
+const fresh = args.includes('--fresh');
+// The API and the worker run in the caller's folder: BATON_AGENTS paths, and the commands an
+// agents file starts (MCP servers), are relative to it (`baton dev` runs this from a project).
+// So does what is kept between starts (.baton/).
+const cwd = process.cwd();
+const state = loadLocalState(cwd, fresh);
+
+/** A process id that still runs (a private Redis a killed start left behind). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function pidIn(file: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(file, 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 interface RedisChoice {
@@ -98,6 +139,7 @@ interface RedisChoice {
 async function resolveRedis(): Promise<RedisChoice> {
   const env = process.env['REDIS_URL'];
   if (env) {
+    if (fresh) say('--fresh does nothing with REDIS_URL: the data there is yours to clear');
     say(`Redis: REDIS_URL (${env.replace(/\/\/[^@]*@/, '//***@')})`);
     return { url: env, stop: async () => {} };
   }
@@ -123,7 +165,7 @@ async function resolveRedis(): Promise<RedisChoice> {
   if (!bin) {
     if (await answersPing('redis://127.0.0.1:6379')) {
       // Someone else's Redis, perhaps: never mix keys with another Baton or app silently.
-      const prefix = process.env['BATON_PREFIX'] ?? `baton-start-${randomBytes(4).toString('hex')}`;
+      const prefix = process.env['BATON_PREFIX'] ?? state.sharedPrefix;
       say(
         `Redis: no REDIS_URL and no redis-server on PATH; using the shared Redis on 127.0.0.1:6379 with key prefix "${prefix}" (set REDIS_URL and BATON_PREFIX to choose)`,
       );
@@ -132,8 +174,31 @@ async function resolveRedis(): Promise<RedisChoice> {
     process.stderr.write(`${MISSING_REDIS}\n`);
     process.exit(1);
   }
-  const dir = await mkdtemp(join(tmpdir(), 'baton-redis-'));
-  const port = await freePort();
+  const dir = redisDataDir(cwd);
+  mkdirSync(dir, { recursive: true });
+  const pidFile = join(dir, 'redis.pid');
+  const stopPid = async (pid: number): Promise<void> => {
+    try {
+      process.kill(pid, 'SIGTERM');
+    } catch {
+      return;
+    }
+    // Redis writes its AOF and exits; wait for it (its data folder is the next start's).
+    for (let i = 0; i < 60 && alive(pid); i += 1) await new Promise((r) => setTimeout(r, 50));
+  };
+  // A start killed without its Ctrl-C left its Redis running on this folder's data: use it
+  // rather than start a second server on the same files.
+  const orphan = pidIn(pidFile);
+  if (orphan !== undefined && alive(orphan) && state.redisPort !== undefined) {
+    const url = `redis://127.0.0.1:${state.redisPort}`;
+    if (await answersPing(url)) {
+      say(
+        `Redis: the private redis-server of an earlier start still runs on port ${state.redisPort} (data in ${relative(cwd, dir)}); using it`,
+      );
+      return { url, stop: () => stopPid(orphan) };
+    }
+  }
+  const port = await freePort(state.redisPort ?? 0);
   const child = spawn(
     bin,
     [
@@ -143,10 +208,16 @@ async function resolveRedis(): Promise<RedisChoice> {
       '127.0.0.1',
       '--dir',
       dir,
+      '--pidfile',
+      pidFile,
+      // The runs outlive this start: every write in the append-only file (fsync each second),
+      // read back by the next start.
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      'everysec',
       '--save',
       '',
-      '--appendonly',
-      'no',
       '--maxmemory-policy',
       'noeviction',
     ],
@@ -155,15 +226,15 @@ async function resolveRedis(): Promise<RedisChoice> {
     { stdio: 'ignore', detached: true },
   );
   const url = `redis://127.0.0.1:${port}`;
-  for (let i = 0; i < 100 && !(await answersPing(url)); i += 1)
+  for (let i = 0; i < 200 && !(await answersPing(url)); i += 1)
     await new Promise((r) => setTimeout(r, 50));
   if (!(await answersPing(url))) {
     child.kill('SIGKILL');
-    await rm(dir, { recursive: true, force: true });
     throw new Error(`the private redis-server (${bin}) did not start on port ${port}`);
   }
+  saveLocalState(cwd, { ...state, redisPort: port });
   say(
-    `Redis: no REDIS_URL, so started a private redis-server on port ${port} (data in ${dir}, removed on exit; set REDIS_URL to use another)`,
+    `Redis: a private redis-server on port ${port}, its data kept in ${relative(cwd, dir) || dir} between starts (\`npm start -- --fresh\` starts empty; set REDIS_URL to use another)`,
   );
   return {
     url,
@@ -173,7 +244,6 @@ async function resolveRedis(): Promise<RedisChoice> {
         child.kill('SIGTERM');
         await Promise.race([exited, new Promise((r) => setTimeout(r, 3_000))]);
       }
-      await rm(dir, { recursive: true, force: true });
     },
   };
 }
@@ -182,7 +252,6 @@ async function resolveRedis(): Promise<RedisChoice> {
 // ahead of the system one, whatever version that is.
 say(`Node ${process.version} (${process.execPath})`);
 const redis = await resolveRedis();
-const generated: string[] = [];
 const env: NodeJS.ProcessEnv = {
   ...process.env,
   REDIS_URL: redis.url,
@@ -196,30 +265,32 @@ if (env['ARCHIVE_URL'])
     `Archive: ARCHIVE_URL (${env['ARCHIVE_URL'].replace(/\/\/[^@]*@/, '//***@')}): finished runs are kept in PostgreSQL`,
   );
 else say('Archive: none (set ARCHIVE_URL=postgres://… to keep finished runs in PostgreSQL)');
+// The same keys every start (.baton/local.json): an exported BATON_API_KEY and a console tab
+// stay valid across restarts.
 let apiKey: string | undefined;
 if (!env['API_KEYS'] && !env['API_KEYS_FILE']) {
-  apiKey = `bk_${randomBytes(18).toString('base64url')}`;
+  apiKey = state.apiKey;
   env['API_KEYS'] = `local:${apiKey}`;
-  generated.push('API key');
 }
 let adminKey: string | undefined;
 if (!env['ADMIN_KEYS']) {
-  adminKey = `bk_admin_${randomBytes(18).toString('base64url')}`;
+  adminKey = state.adminKey;
   env['ADMIN_KEYS'] = `admin:${adminKey}`;
-  generated.push('admin key');
 }
 
-// The API and the worker run in the caller's folder: BATON_AGENTS paths, and the commands an
-// agents file starts (MCP servers), are relative to it (`baton dev` runs this from a project).
-const cwd = process.cwd();
 const watching = process.env['BATON_WATCH'] === '1' ? agentSourceDirs(env, cwd) : [];
 let apiUrl: string | undefined;
 let workerId: string | undefined;
 let stopping = false;
 let announced = false;
+/** Set while the worker crash-loops (its restart budget spent): what the banner says. */
+let workerDown: string | undefined;
+/** How long a crash-looping worker waits before each next start. */
+const WORKER_DOWN_RETRY_MS = 30_000;
 
 async function announce(): Promise<void> {
-  if (announced || !apiUrl || !workerId) return;
+  // The worker's id names its agents; a worker that is down has none to name.
+  if (announced || !apiUrl || (!workerId && workerDown === undefined)) return;
   announced = true;
   const url = apiUrl;
   const key = apiKey ?? firstKey(env['API_KEYS']);
@@ -232,6 +303,8 @@ async function announce(): Promise<void> {
     agents,
     agentSources: env['BATON_AGENTS'] ?? 'demo',
     watching: watching.map((d) => relative(cwd, d) || '.'),
+    keptIn: relative(cwd, join(cwd, '.baton', 'local.json')),
+    workerDown,
     bold: (s) => color(1, s),
   });
   process.stdout.write(`${lines.join('\n')}\n`);
@@ -290,6 +363,10 @@ const worker = new SupervisedChild(
       onReady: (id, restarts) => {
         const first = workerId === undefined;
         workerId = id;
+        if (workerDown !== undefined) {
+          workerDown = undefined;
+          say(color(32, 'the worker is UP again: runs are being worked on'));
+        }
         if (first) return void announce();
         void (async () => {
           const key = apiKey ?? firstKey(env['API_KEYS']);
@@ -302,7 +379,19 @@ const worker = new SupervisedChild(
         })();
       },
       onGiveUp: onGiveUp('worker'),
+      onDown: (reason, retryMs) => {
+        workerDown = reason;
+        say(
+          color(
+            31,
+            `the worker is DOWN: ${reason} (an agent that crashes it?). The API${apiUrl ? ` (${apiUrl})` : ''} and Redis stay up and keep every run; /readyz says "workers":{"state":"down"} once its heartbeat lapses. Starting it again in ${retryMs / 1000} s; fix the agent${watching.length > 0 ? ' and save' : ', or Ctrl-C'}.`,
+          ),
+        );
+        // A worker that never came up has no banner yet: print it now, saying so.
+        if (!announced) void announce();
+      },
     },
+    keepRestarting: { retryMs: WORKER_DOWN_RETRY_MS },
   },
 );
 

@@ -51,6 +51,10 @@ export interface BannerInput {
   /** BATON_AGENTS as the worker got it. */
   readonly agentSources: string;
   readonly watching: readonly string[];
+  /** Where a generated key is kept between starts (shown with it). */
+  readonly keptIn?: string;
+  /** Why the worker is down (crash-looping), when it is. */
+  readonly workerDown?: string | undefined;
   readonly bold: (s: string) => string;
 }
 
@@ -75,7 +79,7 @@ export function bannerLines(input: BannerInput): string[] {
   return [
     '',
     input.bold(`Baton is running at ${url}`),
-    `  API key (tenant "local"):  ${key}${input.keyGenerated ? '   (generated for this session; set API_KEYS to choose your own)' : ''}`,
+    `  API key (tenant "local"):  ${key}${input.keyGenerated ? `   (the same every start, kept in ${input.keptIn ?? '.baton/local.json'}; set API_KEYS to choose your own)` : ''}`,
     ...(input.adminKey
       ? [
           `  Admin key (Bull Board):    ${input.adminKey}   -> ${url}/admin/queues (user: anything, password: the key)`,
@@ -83,6 +87,13 @@ export function bannerLines(input: BannerInput): string[] {
       : []),
     `  OpenAPI: ${url}/openapi.json   metrics: ${url}/metrics (admin key as bearer)   health: ${url}/readyz`,
     `  Run console: ${url}/console/   (paste the API key once per tab)`,
+    ...(input.workerDown !== undefined
+      ? [
+          input.bold(
+            `  The worker is DOWN (${input.workerDown}); the API and Redis are up and keep the runs, and it is started again periodically`,
+          ),
+        ]
+      : []),
     agentLine,
     ...(input.watching.length > 0
       ? [

@@ -25,6 +25,11 @@ export interface ChildHooks {
   readonly onReady: (detail: string, restarts: number) => void;
   /** The child is down for good until reload(): it failed to start, or crashed too often. */
   readonly onGiveUp: (reason: string) => void;
+  /**
+   * With `keepRestarting`, instead of onGiveUp for too many crashes: the child is down and is
+   * started again in `retryMs` (and then as its budget says).
+   */
+  readonly onDown?: (reason: string, retryMs: number) => void;
 }
 
 export interface ChildOptions {
@@ -39,6 +44,12 @@ export interface ChildOptions {
    * killed only when even its own hard exit did not happen.
    */
   readonly stopGraceMs?: number;
+  /**
+   * Never give up on a crash loop: after too many crashes in the budget's window, say so
+   * (onDown) and start it again every `retryMs` (the worker of `npm start`: the API, Redis and
+   * the runs stay while an agent crashes it).
+   */
+  readonly keepRestarting?: { readonly retryMs: number };
 }
 
 /** SHUTDOWN_MARGIN_MS of @baton/runtime (not imported: the supervisor loads none of it). */
@@ -131,6 +142,16 @@ export class SupervisedChild {
       return;
     }
     const decision = this.budget.crashed(Date.now());
+    const keep = this.options.keepRestarting;
+    if (decision.action === 'give_up' && keep) {
+      const reason = `the ${this.spec.name} exited (${how}), its ${decision.crashes}th crash in a short while`;
+      if (hooks.onDown) hooks.onDown(reason, keep.retryMs);
+      else hooks.say(`${reason}; starting it again in ${keep.retryMs / 1000} s`);
+      this.retry = setTimeout(() => {
+        if (!this.stopped) this.spawnChild();
+      }, keep.retryMs);
+      return;
+    }
     if (decision.action === 'give_up') {
       hooks.onGiveUp(
         `the ${this.spec.name} exited (${how}), its ${decision.crashes}th crash in a short while; not restarting it again`,

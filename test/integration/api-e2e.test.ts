@@ -269,6 +269,7 @@ describe('API end to end (real Redis, real workers, real HTTP)', () => {
     expect((await anon.get('/readyz')).body).toMatchObject({
       status: 'ok',
       checks: { redis: 'ok', queues: 'ok' },
+      workers: { state: 'up' },
     });
     expect((await anon.get('/metrics')).status).toBe(401);
     expect((await api.get('/metrics')).status).toBe(403);

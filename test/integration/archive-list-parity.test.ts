@@ -186,6 +186,8 @@ const RUN_LIST_CASES: Case[] = [
   { key: 'a', path: '/v1/runs?status=done&fairnessKey=tenant-a' },
   { key: 'a', path: '/v1/runs?status=waiting&fairnessKey=user-1' },
   { key: 'a', path: '/v1/runs?thread=th-1&fairnessKey=user-2&agent=beta' },
+  { key: 'a', path: '/v1/runs?admission=queued' },
+  { key: 'a', path: '/v1/runs?admission=queued&fairnessKey=user-1' },
 ];
 
 /** Filters of GET /v1/threads/:id/runs. */
@@ -210,6 +212,7 @@ const REFUSED_CASES: Case[] = [
   { key: 'a', path: '/v1/runs?agent=al%00pha' },
   { key: 'admin', path: '/v1/runs?tenant=tenant-a%00' },
   { key: 'a', path: '/v1/runs?fairnessKey=user%001' },
+  { key: 'a', path: '/v1/runs?admission=waiting' },
   { key: 'a', path: `/v1/threads/th-1/runs?cursor=${cursorOf([1.5, 'x'])}` },
   { key: 'a', path: '/v1/threads/th-1/runs?agent=%00' },
 ];

@@ -43,7 +43,7 @@ describe('strict durability', () => {
     cleanups.push(() => redis.stop());
     const stack = await startProcessStack(redis.url, { env: { BATON_DURABILITY: 'strict' } });
     cleanups.push(() => stack.stop());
-    expect(stack.api.api.context.runtime.durability.strategy).toBe('fsync-always');
+    expect(stack.api.api.runtime.durability.strategy).toBe('fsync-always');
     const { client } = stack;
 
     // Acknowledged, then Redis dies at once.

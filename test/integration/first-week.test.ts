@@ -321,11 +321,15 @@ describe('the first week', () => {
     const list = await npxBaton(['runs', 'list', '--agent', 'slow']);
     const queued = ids.filter((id) =>
       new RegExp(
-        `^${id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s+queued .*queued \\(position \\d+ of \\d+`,
+        `^${id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s+created .* P3 batch {2}queued \\d+/2$`,
         'm',
       ).test(list),
     );
     expect(queued.length, list).toBe(2);
+    const onlyQueued = JSON.parse(await npxBaton(['runs', 'list', '--queued', '--json'])) as {
+      runs: { runId: string }[];
+    };
+    expect(onlyQueued.runs.map((r) => r.runId).sort()).toEqual([...queued].sort());
     // Cancelled, the running one's tool stops at once (it passes ctx.signal on), the queued go.
     for (const id of ids) await npxBaton(['runs', 'cancel', id]);
     for (const id of ids) await until(id, 'done');

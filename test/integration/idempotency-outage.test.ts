@@ -37,7 +37,7 @@ describe('a keyed run create cut by a Redis crash', () => {
     const headers = { 'idempotency-key': `crash-${Date.now()}` };
     // Redis dies right after the run's write, as the API enqueues its start.
     const spy = vi
-      .spyOn(c.apis[0]!.api.context.runtime.queues, 'enqueueStep')
+      .spyOn(c.apis[0]!.api.runtime.queues, 'enqueueStep')
       .mockImplementationOnce(async () => {
         await redis.kill('SIGKILL');
         throw new Error('Connection is closed.');

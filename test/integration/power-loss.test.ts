@@ -90,7 +90,7 @@ function shapeOfLog(events: readonly RunEvent[]): string[] {
 
 describe('a Redis power loss under relaxed durability (the AOF loses its tail)', () => {
   it('loses a suffix and doubles nothing: messages match the log, streams are told', async () => {
-    const store = stack.api.api.context.runtime.store;
+    const store = stack.api.api.runtime.store;
     // The cut point: two runs created and nothing else done for them yet (the worker is paused).
     stack.worker.kill('SIGSTOP');
     const a = await client.createRun('assistant', 'deploy please');

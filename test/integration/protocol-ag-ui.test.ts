@@ -394,7 +394,7 @@ describe('AG-UI against a live server', () => {
     expect((await api.post(`/v1/runs/${batonRunOf(owned.events)}/cancel`)).status).toBe(202);
     // No stream is left subscribed once the responses ended.
     await until(
-      () => c.apis[0]!.api.context.subscriber.activeChannels === 0,
+      () => c.apis[0]!.api.runtime.eventSubscriber().activeChannels === 0,
       'subscriptions to close',
     );
   });

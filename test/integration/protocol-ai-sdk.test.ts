@@ -337,7 +337,7 @@ describe('AI SDK UI message stream against a live server', () => {
         expect(idle.status).toBe(204);
         // The dropped first response unsubscribed too: no stream is left attached.
         await until(
-          () => c.apis[0]!.api.context.subscriber.activeChannels === 0,
+          () => c.apis[0]!.api.runtime.eventSubscriber().activeChannels === 0,
           'subscriptions to close',
         );
       },

@@ -33,7 +33,7 @@ afterAll(async () => {
 
 /** The queues behind the API's run service (the one the HTTP routes use). */
 function apiQueues(): BatonQueues {
-  return s.api.api.context.runtime.queues;
+  return s.api.api.runtime.queues;
 }
 
 /** Runs `work` with the API's next step enqueue failing as a timed-out Redis command does. */
@@ -206,7 +206,7 @@ function failOnce(
 }
 
 describe('a keyed run create that failed at any one of its writes, resent', () => {
-  const runtime = () => s.api.api.context.runtime;
+  const runtime = () => s.api.api.runtime;
   /** Each write of the create path, in order, and how its failure is injected. */
   const faults: [string, (runId: string) => ReturnType<typeof failOnce>][] = [
     [
@@ -292,7 +292,8 @@ describe('a schedule firing delivered again after its run was created and its st
     });
     expect(created.status).toBe(201);
     const { scheduleId } = created.body;
-    const { runtime, schedules } = s.api.api.context;
+    const { runtime } = s.api.api;
+    const { schedules } = s.api.api.context;
     const firer = new ScheduleFirer(runtime, schedules);
     const at = Math.floor(Date.now() / 1000) * 1000;
     await expect(withEnqueueFailingOnce(() => firer.fire(TENANT, scheduleId, at))).rejects.toThrow(
@@ -319,7 +320,8 @@ describe('a schedule firing delivered again after its create failed before the r
     });
     expect(created.status).toBe(201);
     const { scheduleId } = created.body;
-    const { runtime, schedules } = s.api.api.context;
+    const { runtime } = s.api.api;
+    const { schedules } = s.api.api.context;
     const firer = new ScheduleFirer(runtime, schedules);
     const at = Math.floor(Date.now() / 1000) * 1000;
     const fault = failOnce(runtime.store, 'create', () => true, 'unsent');
@@ -366,7 +368,7 @@ describe('a schedule create that failed after the schedule was created', () => {
 });
 
 describe('a delete that failed part way, resent', () => {
-  const runtime = () => s.api.api.context.runtime;
+  const runtime = () => s.api.api.runtime;
 
   /** A finished run of `threadId` (created through the service, as the API does). */
   async function finishedOn(threadId: string, content: string): Promise<string> {

@@ -62,7 +62,7 @@ const agent = {
 
 const prefix = process.env.BATON_PREFIX;
 const redis = new Redis(process.env.REDIS_URL, { maxRetriesPerRequest: 3 });
-const worker = createWorker({ agents: [agent], redis, prefix, config: { LOG_LEVEL: 'silent' } });
+const worker = createWorker({ agents: [agent], redis, prefix, config: { logLevel: 'silent' } });
 await worker.start();
 
 // The control plane, as the API would run it.

@@ -204,6 +204,31 @@ async function startFailing(
   return { code, stderr };
 }
 
+describe('start-up errors in settings', () => {
+  it('an invalid variable is one line naming it and what it accepts, not the raw validation error', async () => {
+    const { code, stderr } = await startFailing({
+      WORKER_CONCURRENCY: 'many',
+      BATON_AGENTS: 'demo',
+    });
+    expect(code).toBe(1);
+    const lines = stderr.trimEnd().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      /^baton-worker: invalid configuration: WORKER_CONCURRENCY="many": .*\(accepts a whole number from 1 to 1000 \(default \d+\)\); fix the variable or unset it to use its default \(see docs\/configuration\.md\)$/,
+    );
+  });
+
+  it('a Redis URL is named, its password never printed', async () => {
+    const { code, stderr } = await startFailing({
+      REDIS_URL: 'http://user:hunter2@redis.example:6379',
+      BATON_AGENTS: 'demo',
+    });
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/^baton-worker: invalid configuration: REDIS_URL: /);
+    expect(stderr).not.toContain('hunter2');
+  });
+});
+
 describe('start-up errors in agent sources', () => {
   const cases: {
     name: string;

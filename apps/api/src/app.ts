@@ -1,16 +1,12 @@
 import { BatonRuntime, type BatonLogger, type RedisClient } from '@baton/runtime';
-import {
-  RunEventSubscriber,
-  ScheduleService,
-  duplicateClient,
-  toPino,
-} from '@baton/runtime/internal';
+import { ScheduleService, duplicateClient, toPino } from '@baton/runtime/internal';
 import type { Clock } from '@baton/core';
 import type { RunEvent } from '@baton/protocol';
 import express, { type Express, type RequestHandler, type Router } from 'express';
 import { BULL_BOARD_PATH, BoardQueues, bullBoardGuard, bullBoardRouter } from './admin.ts';
 import { jsonBody } from './body.ts';
-import { corsMiddleware, parseCorsOrigins, routeMethods, type RouterLayer } from './cors.ts';
+import { corsMiddleware, parseCorsOrigins } from './cors.ts';
+import { appRouteMethods } from './internals/express/route-methods.ts';
 import { KeyStore, authenticate, requireAdmin } from './auth.ts';
 import { consoleRouter } from './console.ts';
 import { splitEntries, tenantKeyEntries, type ApiConfig } from './config.ts';
@@ -66,6 +62,11 @@ export interface CreateAppOptions {
 export interface ApiApp {
   readonly app: Express;
   readonly context: ApiContext;
+  /**
+   * The runtime the app was built on, for its owner (tests, an embedder's shutdown). Routes and
+   * adapters never see it (lint forbids `.runtime` there): run data goes through the service.
+   */
+  readonly runtime: BatonRuntime;
   /** Ends open streams and releases Redis connections (the HTTP server is closed by its owner). */
   close(): Promise<void>;
 }
@@ -120,9 +121,8 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   // Step/tool/finished-run metrics come from the counts every committing process adds to Redis
   // (no subscription to every run); the subscriber only hears the runs this instance streams, and
   // their live messages give the pub/sub lag.
-  const subscriber = new RunEventSubscriber({
-    redis: runtime.redis,
-    source: runtime.store,
+  // RunService.openEvents streams through it.
+  const subscriber = runtime.eventSubscriber({
     onError: (err, runId) => logger.warn({ err, runId }, 'event subscriber error'),
     ...(config.EVENT_METRICS
       ? {
@@ -134,14 +134,12 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
 
   const context: ApiContext = {
     config,
-    runtime,
     service: runtime.service,
     schedules: new ScheduleService(runtime),
     health: runtimeHealth(runtime),
     logger,
     keys,
     metrics,
-    subscriber,
     sseLimiter: new SseConnectionLimiter(
       runtime.redis,
       runtime.keys,
@@ -168,7 +166,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   app.use(httpLogger(logger, isSecret));
   app.use(metrics.middleware());
   const corsHandler = corsMiddleware(parseCorsOrigins(config.CORS_ORIGINS), () =>
-    routeMethods((app as unknown as { router: { stack: RouterLayer[] } }).router.stack),
+    appRouteMethods(app),
   );
   if (corsHandler) app.use(corsHandler);
   app.use(
@@ -213,6 +211,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   return {
     app,
     context,
+    runtime,
     close: async () => {
       if (closed) return;
       closed = true;
@@ -221,8 +220,9 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
       // What is still being answered needs Redis until it is done.
       await gate.drain(2_000);
       context.sseLimiter.close();
-      await subscriber.close().catch(() => undefined);
+      // The runtime's subscriber: an embedder's runtime keeps it until its own close().
       if (!ownsRuntime) return;
+      await subscriber.close().catch(() => undefined);
       // A quit waits for Redis' reply: with Redis gone a stop would wait for ever, so past a
       // short wait the connections are dropped (issue 32).
       let timer: NodeJS.Timeout | undefined;

@@ -1,15 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { MAX_DECISIONS_PER_REQUEST, MAX_INPUT_MESSAGES } from '@baton/protocol';
 import { z } from 'zod';
-import { runtimeConfigShape } from '@baton/runtime/internal';
-import { ConfigError } from './config-error.ts';
+import { ConfigError, type SdkOptions } from '@baton/runtime';
+import { compileSdkOptions, parseEnv, runtimeConfigShape, type Env } from '@baton/runtime/internal';
 
 export { ConfigError };
 
 const bool = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true');
 
 /**
- * API configuration from the environment. Invalid values fail at startup naming the variable.
+ * API configuration: environment variables (config/env-keys.ts in @baton/runtime lists them all),
+ * parsed by the one parser (config/parse-env.ts), which fails at startup naming the variable.
  * Key entries (API_KEYS, API_KEYS_FILE, ADMIN_KEYS) are parsed by auth.ts.
  */
 export const ApiConfigSchema = z.object({
@@ -79,24 +80,27 @@ export const ApiConfigSchema = z.object({
 });
 export type ApiConfig = z.infer<typeof ApiConfigSchema>;
 
-/** Names that may hold secrets: their values are never echoed in an error. */
-const SECRET_VARIABLES = /KEY|SECRET|PASSWORD|TOKEN|REDIS_URL|WEBHOOKS/;
+/**
+ * The API's configuration from `env` (main.ts passes the process's; nothing below it reads the
+ * environment). A bad value throws ConfigError naming the variable and what it accepts.
+ */
+export function loadApiConfig(env: Env): ApiConfig {
+  return parseEnv(ApiConfigSchema, env);
+}
 
-export function loadApiConfig(env: Record<string, string | undefined> = process.env): ApiConfig {
-  const parsed = ApiConfigSchema.safeParse(env);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => {
-      const variable = i.path.join('.');
-      const value = env[variable];
-      const shown =
-        value === undefined || SECRET_VARIABLES.test(variable) ? '' : `=${JSON.stringify(value)}`;
-      return `${variable}${shown}: ${i.message}`;
-    });
-    throw new ConfigError(
-      `invalid configuration: ${problems.join('; ')}; fix the variable or unset it to use its default (see docs/configuration.md)`,
-    );
-  }
-  return parsed.data;
+/**
+ * The API's settings as camelCase options: the variable's name without `BATON_` (`port`,
+ * `apiKeys`, `redisUrl`, `prefix`, `sseMaxPerTenant` …).
+ */
+export type ApiOptions = SdkOptions<ApiConfig>;
+
+/**
+ * The configuration startApi / createApp take, built in code from camelCase options (the
+ * environment is not read): the schema the environment goes through gives the defaults, and a bad
+ * value throws ConfigError naming the option.
+ */
+export function apiConfig(options: ApiOptions = {}): ApiConfig {
+  return compileSdkOptions(ApiConfigSchema, options, { caller: 'apiConfig' });
 }
 
 /** Every tenant key entry from API_KEYS and API_KEYS_FILE. */

@@ -1,5 +1,5 @@
-import type { BatonRuntime, RunService } from '@baton/runtime';
-import type { RunEventSubscriber, ScheduleService } from '@baton/runtime/internal';
+import type { RunService } from '@baton/runtime';
+import type { ScheduleService } from '@baton/runtime/internal';
 import type { Logger } from 'pino';
 import type { KeyStore } from './auth.ts';
 import type { ApiConfig } from './config.ts';
@@ -10,15 +10,11 @@ import type { ApiMetrics } from './metrics.ts';
 
 /**
  * What every router gets: the services that are the one door into run and schedule data
- * (tenant-scoped), the event subscriber, a health port, limits and metrics.
+ * (tenant-scoped; a run's event stream too: RunService.openEvents), a health port, limits and
+ * metrics. Not the runtime nor its stores: ApiApp.runtime is for the app's owner.
  */
 export interface ApiContext {
   readonly config: ApiConfig;
-  /**
-   * The runtime the app was built on, for its owner (tests, an embedder's shutdown). Routes and
-   * adapters never use it (lint forbids `.runtime` there): run data goes through `service`.
-   */
-  readonly runtime: BatonRuntime;
   readonly service: RunService;
   readonly schedules: ScheduleService;
   /** Readiness probes (ops routes). */
@@ -26,7 +22,6 @@ export interface ApiContext {
   readonly logger: Logger;
   readonly keys: KeyStore;
   readonly metrics: ApiMetrics;
-  readonly subscriber: RunEventSubscriber;
   readonly sseLimiter: SseConnectionLimiter;
   readonly idempotency: IdempotencyStore;
   /** Open streaming responses; each entry closes its stream (used on shutdown). */

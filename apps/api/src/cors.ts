@@ -34,30 +34,6 @@ export function parseCorsOrigins(value: string): '*' | string[] {
   return origins;
 }
 
-/** What routeMethods reads of an Express 5 router layer. */
-export interface RouterLayer {
-  readonly route?: { readonly methods?: Readonly<Record<string, boolean | undefined>> } | null;
-  readonly handle?: { readonly stack?: readonly RouterLayer[] } | null;
-}
-
-/**
- * Every method some route of `stack` answers (nested routers included), upper case, plus
- * OPTIONS. Derived from the routes themselves so that a preflight never refuses a method the
- * API has (a hand list once left DELETE out).
- */
-export function routeMethods(stack: readonly RouterLayer[]): string[] {
-  const methods = new Set(['OPTIONS']);
-  const walk = (layers: readonly RouterLayer[]): void => {
-    for (const layer of layers) {
-      for (const [method, on] of Object.entries(layer.route?.methods ?? {}))
-        if (on === true && method !== '_all') methods.add(method.toUpperCase());
-      if (layer.handle?.stack) walk(layer.handle.stack);
-    }
-  };
-  walk(stack);
-  return [...methods].sort();
-}
-
 /**
  * CORS for browser apps on other origins (the AI SDK and AG-UI clients above all). Mounted
  * before authentication: a preflight carries no API key and must be answered anyway. Keys travel

@@ -81,7 +81,6 @@ export const PUBLIC_FORM_OF: Readonly<
   webhook_secret: INTERNAL,
   webhook_attempt: INTERNAL,
   config: INTERNAL,
-  tracing_config: INTERNAL,
   agents_file_unreadable: INTERNAL,
   agents_file_invalid: INTERNAL,
   agents_missing_env: INTERNAL,

@@ -11,14 +11,19 @@ export interface HealthPort {
   ping(): Promise<unknown>;
   /** One BullMQ call: the queues answer on this Redis. */
   queuesAnswer(): Promise<unknown>;
+  /** Workers heartbeating now (reported by /readyz; not a condition of the API's readiness). */
+  liveWorkers(): Promise<number>;
 }
 
-export function runtimeHealth(runtime: Pick<BatonRuntime, 'redis' | 'queues'>): HealthPort {
+export function runtimeHealth(
+  runtime: Pick<BatonRuntime, 'redis' | 'queues' | 'service'>,
+): HealthPort {
   return {
     redisStatus: () => runtime.redis.status,
     ping: () => runtime.redis.ping(),
     // The API's own dependency: one queue answers for BullMQ on this Redis (agents' liveness is
     // in GET /v1/agents, not readiness).
     queuesAnswer: () => runtime.queues.legacySteps.getJobCounts('waiting'),
+    liveWorkers: () => runtime.service.catalog.liveness.liveCount(),
   };
 }

@@ -1,4 +1,5 @@
 import type { Registry } from 'prom-client';
+import { registerCollector } from './internals/prom-client/collector.ts';
 
 type Labels = Readonly<Record<string, string>>;
 
@@ -71,8 +72,7 @@ export class LagHistogram {
     this.help = opts.help;
     this.labelName = opts.labelName;
     this.bounds = [...opts.buckets].sort((a, b) => a - b);
-    for (const registry of opts.registers)
-      registry.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0]);
+    for (const registry of opts.registers) registerCollector(registry, this);
   }
 
   private readonly labelName: string;

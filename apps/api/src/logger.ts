@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import { pino, type Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
+import { isBoundTo } from './internals/pino/bindings.ts';
 
 /** Worker redaction paths plus what only HTTP requests carry. */
 export const API_REDACT_PATHS = [
@@ -110,11 +111,6 @@ export function redactUrl(url: string, isSecret: SecretTest = () => false): stri
 }
 
 type Bindings = Record<string, unknown>;
-/** What pino-http reads of a pino logger to tell whether a binding is there already. */
-interface PinoInternals {
-  readonly [pino.symbols.stringifySym]: (value: Bindings) => string;
-  readonly [pino.symbols.chindingsSym]: string;
-}
 type LoggedRequest = IncomingMessage & { principal?: { tenantId: string } };
 
 /** The tenant of an authenticated request, as a binding of its log lines. */
@@ -188,9 +184,7 @@ export function httpLogger(logger: Logger, isSecret?: SecretTest): RequestHandle
       let log = requestLogger();
       // As pino-http: a child with the tenant unless the logger is bound to it already.
       const props = tenantProps(req);
-      const internals = log as unknown as PinoInternals;
-      const own = internals[pino.symbols.stringifySym](props).replace(/[{}]/g, '');
-      if (!internals[pino.symbols.chindingsSym].includes(own)) log = log.child(props);
+      if (!isBoundTo(log, props)) log = log.child(props);
       const responseTime = Date.now() - startedAt;
       const failed = err ?? (res as { err?: unknown }).err;
       if (failed || res.statusCode >= 500) {

@@ -19,14 +19,14 @@ function exitWith(err: unknown, listen: { host: string; port: number }): never {
 
 let config: ApiConfig;
 try {
-  config = loadApiConfig();
+  config = loadApiConfig(process.env);
 } catch (error) {
   exitWith(error, { host: process.env['HOST'] ?? '', port: Number(process.env['PORT']) });
 }
 // Tracing first (OTEL_* variables): the logger and the queues look once, when created.
 let tracing: TracingHandle | null = null;
 try {
-  tracing = await startTracing({ serviceName: 'baton-api' });
+  tracing = await startTracing({ serviceName: 'baton-api', env: process.env });
 } catch (error) {
   process.stderr.write(`baton-api: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(1);

@@ -10,6 +10,7 @@ import {
 } from '@baton/runtime/internal';
 import type { RequestHandler } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { registerCollector } from './internals/prom-client/collector.ts';
 import { LagHistogram } from './lag-histogram.ts';
 
 const QUEUE_STATES = [
@@ -33,8 +34,7 @@ interface StoredMetricValue {
 /**
  * A metric whose values live in Redis (the counts every committing process adds, see
  * @baton/runtime's event-metrics.ts), not in this process: prom-client's own classes only count
- * what they observe, so this is a collector in the shape its registry reads (name, help, type,
- * get()).
+ * what they observe, so this is a collector in the shape its registry reads (registerCollector).
  */
 class StoredMetric {
   readonly name: string;
@@ -51,8 +51,7 @@ class StoredMetric {
     this.help = opts.help;
     this.type = opts.type;
     this.read = read;
-    for (const registry of opts.registers)
-      registry.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0]);
+    for (const registry of opts.registers) registerCollector(registry, this);
   }
 
   async get(): Promise<{

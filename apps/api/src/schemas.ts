@@ -37,6 +37,8 @@ export const ListRunsQuerySchema = z.strictObject({
   thread: IdSchema.optional(),
   /** Runs of this fairness key (a run without one has its tenant's). */
   fairnessKey: FairnessKeySchema.optional(),
+  /** `queued`: only runs waiting for a slot of their tenant or fairness key (docs/fairness.md). */
+  admission: z.enum(['queued']).optional(),
   cursor: z.string().min(1).max(512).optional(),
   limit: limit.optional(),
   /** Admin keys only: list another tenant's runs. */
@@ -69,4 +71,11 @@ export const EventsQuerySchema = z.strictObject({
 export const HealthSchema = z.object({
   status: z.enum(['ok', 'unavailable']),
   checks: z.record(z.string(), z.string()).optional(),
+  /**
+   * /readyz: the workers heartbeating now ('down': none). Reported, never a condition of the
+   * status code: the API takes runs without workers (they wait in their queues).
+   */
+  workers: z
+    .object({ live: z.number().int().nonnegative(), state: z.enum(['up', 'down']) })
+    .optional(),
 });

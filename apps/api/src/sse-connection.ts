@@ -17,6 +17,12 @@ type Unsubscribe = () => Promise<void>;
  */
 export class SseConnection {
   readonly stream: SseStream;
+  readonly res: Response;
+  /**
+   * Called once by finish, before the stream closes: what its owner still writes (a protocol's
+   * closing frames, on shutdown too) goes out first.
+   */
+  onFinish: (() => void) | undefined;
   private readonly ctx: ApiContext;
   private readonly release: () => void;
   /** The usual case is one subscription: no array for it. */
@@ -24,10 +30,17 @@ export class SseConnection {
   private more: Unsubscribe[] | undefined;
   private done = false;
 
-  constructor(ctx: ApiContext, res: Response, release: () => void) {
+  /** `headers`: a protocol's own response headers (see SseStream). */
+  constructor(
+    ctx: ApiContext,
+    res: Response,
+    release: () => void,
+    headers?: Readonly<Record<string, string>>,
+  ) {
     this.ctx = ctx;
+    this.res = res;
     this.release = release;
-    this.stream = new SseStream(res, ctx.config.SSE_HEARTBEAT_MS);
+    this.stream = new SseStream(res, ctx.config.SSE_HEARTBEAT_MS, headers);
     ctx.metrics.sseConnections.inc();
     ctx.streams.add(this.finish);
     res.on('close', this.finish);
@@ -41,6 +54,7 @@ export class SseConnection {
   readonly finish = (): void => {
     if (this.done) return;
     this.done = true;
+    this.onFinish?.();
     this.ctx.streams.delete(this.finish);
     this.stream.close();
     this.release();
@@ -48,6 +62,11 @@ export class SseConnection {
     if (this.unsubscribe) void this.unsubscribe().catch(() => undefined);
     if (this.more) for (const u of this.more) void u().catch(() => undefined);
   };
+
+  /** The client reads too slowly: its unsent output is over MAX_BUFFERED_BYTES. */
+  overBuffered(): boolean {
+    return this.res.writableLength > MAX_BUFFERED_BYTES;
+  }
 
   /** Unsubscribes when the connection finishes; at once if it already has. */
   async adopt(unsubscribe: Unsubscribe): Promise<void> {

@@ -126,20 +126,29 @@ function heartbeatGroup(periodMs: number): HeartbeatGroup {
   return group;
 }
 
+const SSE_HEADERS: Readonly<Record<string, string>> = {
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-cache, no-transform',
+  Connection: 'keep-alive',
+  // nginx and friends: do not buffer this response.
+  'X-Accel-Buffering': 'no',
+};
+
 /** An open SSE response: headers are flushed at once, heartbeats run until close(). */
 export class SseStream {
   private readonly res: Response;
   private heartbeat: HeartbeatGroup | undefined;
   private ended = false;
 
-  constructor(res: Response, heartbeatMs: number) {
+  /** `headers`: a protocol's own response headers (AI SDK, AG-UI) instead of Baton's. */
+  constructor(
+    res: Response,
+    heartbeatMs: number,
+    headers: Readonly<Record<string, string>> = SSE_HEADERS,
+  ) {
     this.res = res;
     res.status(200);
-    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
-    res.setHeader('Cache-Control', 'no-cache, no-transform');
-    res.setHeader('Connection', 'keep-alive');
-    // nginx and friends: do not buffer this response.
-    res.setHeader('X-Accel-Buffering', 'no');
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
     // The headers leave at the end of this tick together with what the route writes right after
     // (its opening comment): one write to the socket instead of two. Node's own writes cork the
     // same way (until the next tick).

@@ -1,10 +1,13 @@
 import type { BatonClient } from '@baton/client';
-import type { AgentDescriptor } from '@baton/protocol';
+import { DEFAULT_PRIORITY, type AgentDescriptor, type CreateRunResponse } from '@baton/protocol';
 import { useEffect, useState } from 'preact/hooks';
 import { describeError, handleAuth } from './errors.ts';
-import { navigate } from './route.ts';
+import { href, navigate } from './route.ts';
 
-/** Starts a run of any agent the workers advertise. */
+/**
+ * Starts a run of any agent the workers advertise, with its priority, fairness key and webhook
+ * (docs/fairness.md); a generated webhook secret is shown once before the run opens.
+ */
 export function NewRunPage({
   client,
   onUnauthorized,
@@ -16,6 +19,10 @@ export function NewRunPage({
   const [agent, setAgent] = useState('');
   const [message, setMessage] = useState('');
   const [thread, setThread] = useState('');
+  const [priority, setPriority] = useState(DEFAULT_PRIORITY);
+  const [fairnessKey, setFairnessKey] = useState('');
+  const [webhookUrl, setWebhookUrl] = useState('');
+  const [created, setCreated] = useState<CreateRunResponse | null>(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
 
@@ -42,13 +49,37 @@ export function NewRunPage({
         agent,
         input: { messages: [{ role: 'user', content: message }] },
         ...(thread.trim() ? { threadId: thread.trim() } : {}),
+        ...(webhookUrl.trim() ? { webhook: { url: webhookUrl.trim() } } : {}),
+        options: {
+          ...(priority !== DEFAULT_PRIORITY ? { priority } : {}),
+          ...(fairnessKey.trim() ? { fairnessKey: fairnessKey.trim() } : {}),
+        },
       });
-      navigate({ page: 'run', runId: created.runId });
+      // The generated secret is shown this once: the run's page cannot show it again.
+      if (created.webhook?.secret) setCreated(created);
+      else navigate({ page: 'run', runId: created.runId });
     } catch (err) {
       if (!handleAuth(err, onUnauthorized)) setError(describeError(err));
       setBusy(false);
     }
   };
+
+  if (created?.webhook?.secret)
+    return (
+      <section class="card narrow">
+        <h1 tabIndex={-1}>Run started</h1>
+        <p>
+          Its webhook signing secret, shown only this once (verify deliveries to{' '}
+          <span class="mono">{created.webhook.url}</span> with it):
+        </p>
+        <p class="mono" data-testid="webhook-secret">
+          {created.webhook.secret}
+        </p>
+        <a class="button" href={href({ page: 'run', runId: created.runId })}>
+          Open the run
+        </a>
+      </section>
+    );
 
   return (
     <section class="card narrow">
@@ -92,6 +123,41 @@ export function NewRunPage({
           value={thread}
           placeholder="continue a conversation"
           onInput={(e) => setThread(e.currentTarget.value)}
+        />
+        <label for="run-priority">Priority</label>
+        <select
+          id="run-priority"
+          value={String(priority)}
+          onChange={(e) => setPriority(Number(e.currentTarget.value))}
+        >
+          {[1, 2, 3, 4, 5].map((p) => (
+            <option key={p} value={String(p)}>
+              {p}
+              {p === 1
+                ? ' (first)'
+                : p === 5
+                  ? ' (last)'
+                  : p === DEFAULT_PRIORITY
+                    ? ' (default)'
+                    : ''}
+            </option>
+          ))}
+        </select>
+        <label for="run-fairness-key">Fairness key (optional)</label>
+        <input
+          id="run-fairness-key"
+          value={fairnessKey}
+          placeholder="e.g. your end user's id (default: your tenant)"
+          pattern="[A-Za-z0-9._:\-]{1,128}"
+          onInput={(e) => setFairnessKey(e.currentTarget.value)}
+        />
+        <label for="run-webhook">Webhook URL (optional)</label>
+        <input
+          id="run-webhook"
+          type="url"
+          value={webhookUrl}
+          placeholder="https://example.com/hooks/baton"
+          onInput={(e) => setWebhookUrl(e.currentTarget.value)}
         />
         {error && (
           <p role="alert" class="error">

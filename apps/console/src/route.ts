@@ -8,6 +8,8 @@ export interface RunFilters {
   readonly thread?: string;
   /** Fairness key (a run without one has its tenant's). */
   readonly key?: string;
+  /** 'queued': only runs waiting for a slot of their tenant or fairness key. */
+  readonly admission?: 'queued';
 }
 
 /** Pages of the console; the hash keeps them static-file friendly (#/runs/ID). */
@@ -26,7 +28,9 @@ function parseFilters(query: string): RunFilters {
   const agent = params.get('agent');
   const thread = params.get('thread');
   const key = params.get('key');
+  const admission = params.get('admission');
   return {
+    ...(admission === 'queued' ? { admission } : {}),
     ...(status && STATUSES.has(status) ? { status: status as RunStatus } : {}),
     ...(agent ? { agent } : {}),
     ...(thread ? { thread } : {}),

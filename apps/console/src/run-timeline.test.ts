@@ -87,3 +87,40 @@ describe('foldEvent', () => {
     expect(view.lastSeq).toBe(1);
   });
 });
+
+describe('timeline lines', () => {
+  it("a decision shows the approver's comment, other payloads as JSON", () => {
+    seq = 0;
+    const decided = (payload: unknown) =>
+      fold([
+        ev({
+          type: 'decision.applied',
+          decision: {
+            decisionId: 'd',
+            toolCallId: 'c1',
+            action: 'resume',
+            ...(payload === undefined ? {} : { payload }),
+          },
+        }),
+      ]).timeline[0]?.summary;
+    expect(decided({ comment: 'ship it' })).toBe('decision approve (c1): “ship it”');
+    seq = 0;
+    expect(decided('fine')).toBe('decision approve (c1): “fine”');
+    seq = 0;
+    expect(decided({ env: 'prod', n: 2 })).toBe('decision approve (c1) with {"env":"prod","n":2}');
+    seq = 0;
+    expect(decided(undefined)).toBe('decision approve (c1)');
+  });
+
+  it('a child run line names the agent only when the tool is named otherwise', () => {
+    seq = 0;
+    const linked = (toolName: string, childAgentId: string) =>
+      fold([ev({ type: 'child_run.linked', link: { toolName, childAgentId, childRunId: 'k' } })])
+        .timeline[0]?.summary;
+    expect(linked('researcher', 'researcher')).toBe('researcher runs as child run k');
+    seq = 0;
+    expect(linked('ask_expert', 'researcher')).toBe(
+      'ask_expert runs as child run k (agent researcher)',
+    );
+  });
+});

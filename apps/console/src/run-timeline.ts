@@ -57,6 +57,18 @@ function json(value: unknown, max = 120): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
+/**
+ * A decision's payload as the timeline shows it: what the approver wrote (`comment`, or a
+ * payload that is just text) quoted, anything else as JSON.
+ */
+function payloadText(payload: unknown): string {
+  if (payload === undefined || payload === null) return '';
+  if (typeof payload === 'string') return `: “${payload}”`;
+  const comment = (payload as { comment?: unknown }).comment;
+  if (typeof comment === 'string' && Object.keys(payload).length === 1) return `: “${comment}”`;
+  return ` with ${json(payload)}`;
+}
+
 /** What the timeline says about an event; null for events it leaves out. */
 function summarize(event: RunEvent): string | null {
   switch (event.type) {
@@ -83,11 +95,13 @@ function summarize(event: RunEvent): string | null {
     case 'tool_call.result':
       return `${event.toolName} ${event.outcome.status}${event.outcome.error ? `: ${event.outcome.error}` : ''}`;
     case 'decision.applied':
-      return `decision ${event.decision.action === 'resume' ? 'approve' : 'deny'} (${event.decision.toolCallId})`;
+      return `decision ${event.decision.action === 'resume' ? 'approve' : 'deny'} (${event.decision.toolCallId})${payloadText(event.decision.payload)}`;
     case 'decision.discarded':
       return `decision ${event.decision.decisionId} not applied: ${event.reason}`;
     case 'child_run.linked':
-      return `${event.link.toolName} runs as child run ${event.link.childRunId} (${event.link.childAgentId})`;
+      return event.link.toolName === event.link.childAgentId
+        ? `${event.link.toolName} runs as child run ${event.link.childRunId}`
+        : `${event.link.toolName} runs as child run ${event.link.childRunId} (agent ${event.link.childAgentId})`;
     case 'child_run.finished':
       return `child run ${event.child.runId} ended: ${event.child.termination.kind}`;
     case 'run.cancel_requested':

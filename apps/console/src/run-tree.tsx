@@ -47,7 +47,9 @@ function ChildNode({
       </a>{' '}
       <span class={`badge ${child.status ?? ''}`}>{child.status ?? 'not started'}</span>{' '}
       <span class="muted">
-        {child.childAgentId} · for {child.toolName}
+        {/* An agent tool is often named after its agent: "researcher", not "researcher · for researcher". */}
+        {child.childAgentId}
+        {child.toolName !== child.childAgentId ? ` · for ${child.toolName}` : ''}
         {child.attempt > 0 ? ` (attempt ${child.attempt})` : ''}
       </span>
       {grandchildren.length > 0 && depth < MAX_CHILD_DEPTH && (

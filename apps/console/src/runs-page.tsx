@@ -28,6 +28,7 @@ export function RunsPage({
   const [threadDraft, setThreadDraft] = useState(thread);
   useEffect(() => setThreadDraft(thread), [thread]);
   const key = filters.key ?? '';
+  const admission = filters.admission;
   const [keyDraft, setKeyDraft] = useState(key);
   useEffect(() => setKeyDraft(key), [key]);
   const setFilter = (change: {
@@ -42,6 +43,7 @@ export function RunsPage({
           ...(next.agent ? { agent: next.agent } : {}),
           ...(next.thread?.trim() ? { thread: next.thread.trim() } : {}),
           ...(next.key?.trim() ? { key: next.key.trim() } : {}),
+          ...(next.admission ? { admission: next.admission } : {}),
         },
       },
       { replace: true },
@@ -64,6 +66,7 @@ export function RunsPage({
         ...(agent ? { agent } : {}),
         ...(thread ? { thread } : {}),
         ...(key ? { fairnessKey: key } : {}),
+        ...(admission ? { admission } : {}),
       };
       const page = await client.runs.list(query, { signal });
       setRuns(page.runs);
@@ -74,7 +77,7 @@ export function RunsPage({
       if (handleAuth(e, onUnauthorized)) return true;
       setError(describeError(e));
     },
-    [client, status, agent, thread, key],
+    [client, status, agent, thread, key, admission],
   );
 
   return (
@@ -143,6 +146,19 @@ export function RunsPage({
             onChange={(e) => setFilter({ key: e.currentTarget.value || undefined })}
           />
         </div>
+        <div>
+          <label for="filter-admission">Admission</label>
+          <select
+            id="filter-admission"
+            value={admission ?? ''}
+            onChange={(e) =>
+              setFilter({ admission: e.currentTarget.value === 'queued' ? 'queued' : undefined })
+            }
+          >
+            <option value="">any</option>
+            <option value="queued">queued for a slot</option>
+          </select>
+        </div>
       </form>
       <p class="muted" aria-live="polite">
         {error ? (
@@ -153,7 +169,13 @@ export function RunsPage({
           'Loading…'
         )}
       </p>
-      {runs && runs.length === 0 && <p>No runs match. Start one with “Start a run”.</p>}
+      {runs && runs.length === 0 && (
+        <p>
+          {admission
+            ? 'No run is waiting for a slot.'
+            : 'No runs match. Start one with “Start a run”.'}
+        </p>
+      )}
       {runs && runs.length > 0 && (
         <table class="runs">
           <caption class="sr-only">Runs, newest first</caption>
@@ -163,6 +185,7 @@ export function RunsPage({
               <th scope="col">Agent</th>
               <th scope="col">Thread</th>
               <th scope="col">Status</th>
+              <th scope="col">Priority · key</th>
               <th scope="col">Updated</th>
             </tr>
           </thead>
@@ -184,6 +207,31 @@ export function RunsPage({
                 </td>
                 <td data-label="Status">
                   <span class={`badge ${r.status}`}>{r.status}</span>
+                  {r.queued && (
+                    <span
+                      class="badge queued"
+                      title={`Waiting for a slot (${r.queued.reason.replaceAll('_', ' ')}): ${r.queued.inProgress} of its key in progress${r.queued.limit === undefined ? '' : ` (limit ${r.queued.limit})`}`}
+                    >
+                      queued {r.queued.position} of {r.queued.backlog}
+                    </span>
+                  )}
+                </td>
+                <td data-label="Priority · key">
+                  {r.priority === undefined ? (
+                    <span class="muted">—</span>
+                  ) : (
+                    <>
+                      <span title="Priority: 1 first, 5 last">P{r.priority}</span>
+                      {' · '}
+                      <a
+                        class="mono"
+                        href={href({ page: 'runs', filters: { key: r.fairnessKey } })}
+                        title="Runs of this fairness key"
+                      >
+                        {r.fairnessKey}
+                      </a>
+                    </>
+                  )}
                 </td>
                 <td data-label="Updated">{new Date(r.updatedAt).toLocaleTimeString()}</td>
               </tr>

@@ -5,6 +5,7 @@ import { describeError, handleAuth } from './errors.ts';
 import { usePolling } from './use-polling.ts';
 import { href } from './route.ts';
 import { cadenceText, scheduleLabel } from './schedule-text.ts';
+import { ScheduleForm } from './schedule-form.tsx';
 
 /** Pause or resume, whichever the schedule's state allows; a completed one has neither. */
 export function PauseResume({
@@ -85,6 +86,7 @@ export function SchedulesPage({
   return (
     <section>
       <h1 tabIndex={-1}>Schedules</h1>
+      <ScheduleForm client={client} onUnauthorized={onUnauthorized} />
       {error && (
         <p role="alert" class="error">
           {error}
@@ -93,7 +95,7 @@ export function SchedulesPage({
       {schedules === null && !error && <p class="muted">Loading…</p>}
       {schedules && schedules.length === 0 && (
         <p>
-          No schedules. Create one with <span class="mono">baton schedules create</span> or{' '}
+          No schedules. Create one above, with <span class="mono">baton schedules create</span> or{' '}
           <span class="mono">POST /v1/schedules</span>.
         </p>
       )}

@@ -2,8 +2,6 @@ import type { BatonRuntime } from '@baton/runtime';
 import type { Logger } from 'pino';
 import type { WorkerConfig } from './config.ts';
 
-/** Default ARCHIVE_INTERVAL_MS. */
-const ARCHIVE_INTERVAL_DEFAULT_MS = 500;
 /** Batches one tick may write before it lets the event loop breathe (the next tick goes on). */
 const BATCHES_PER_TICK = 50;
 /** A busy or failing archiver says how it is doing at most this often. */
@@ -59,6 +57,6 @@ export function startArchiving(
       .finally(() => {
         running = false;
       });
-  }, config.ARCHIVE_INTERVAL_MS ?? ARCHIVE_INTERVAL_DEFAULT_MS);
+  }, config.ARCHIVE_INTERVAL_MS);
   return timer;
 }

@@ -1,10 +1,19 @@
 import { z } from 'zod';
 import { defaultWorkerConcurrency } from './worker-concurrency.ts';
-import { DEFAULT_TASK_QUEUE, TASK_QUEUE_NAME, runtimeConfigShape } from '@baton/runtime/internal';
+import {
+  DEFAULT_TASK_QUEUE,
+  TASK_QUEUE_NAME,
+  parseEnv,
+  runtimeConfigShape,
+  type Env,
+} from '@baton/runtime/internal';
 
 const bool = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true');
 
-/** Worker configuration from the environment; invalid values fail at startup with the variable named. */
+/**
+ * Worker configuration: environment variables (config/env-keys.ts in @baton/runtime lists them
+ * all), every default here; createWorker takes the same settings as camelCase options.
+ */
 export const WorkerConfigSchema = z.object({
   ...runtimeConfigShape,
   /**
@@ -77,13 +86,10 @@ export const WorkerConfigSchema = z.object({
 });
 export type WorkerConfig = z.infer<typeof WorkerConfigSchema>;
 
-export function loadWorkerConfig(
-  env: Record<string, string | undefined> = process.env,
-): WorkerConfig {
-  const parsed = WorkerConfigSchema.safeParse(env);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-    throw new Error(`invalid worker configuration: ${problems}`);
-  }
-  return parsed.data;
+/**
+ * The worker's configuration from `env` (main.ts passes the process's; nothing below it reads the
+ * environment). A bad value throws ConfigError naming the variable and what it accepts.
+ */
+export function loadWorkerConfig(env: Env): WorkerConfig {
+  return parseEnv(WorkerConfigSchema, env);
 }

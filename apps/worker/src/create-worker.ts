@@ -1,7 +1,22 @@
 import type { AgentDefinition, Clock } from '@baton/core';
-import { createLogger, type BatonLogger, type RedisClient } from '@baton/runtime';
-import { toPino } from '@baton/runtime/internal';
+import { createLogger, type BatonLogger, type RedisClient, type SdkOptions } from '@baton/runtime';
+import { compileSdkOptions, toPino } from '@baton/runtime/internal';
 import { WorkerConfigSchema, type WorkerConfig } from './config.ts';
+
+/** Settings createWorker's own arguments decide (`redis`, `prefix`). */
+type ArgumentSettings = 'REDIS_URL' | 'BATON_PREFIX';
+
+/**
+ * Every other worker setting as a camelCase option: the variable's name without `BATON_`
+ * (`WORKER_CONCURRENCY` → `workerConcurrency`, `BATON_TASK_QUEUE` → `taskQueue`).
+ */
+export type WorkerOptions = SdkOptions<Omit<WorkerConfig, ArgumentSettings>>;
+
+/**
+ * @deprecated The variable names createWorker took before its camelCase options: still accepted
+ * for one release (with a DeprecationWarning); use WorkerOptions.
+ */
+export type LegacyWorkerConfig = Partial<Omit<WorkerConfig, ArgumentSettings>>;
 import { BatonWorker } from './worker.ts';
 
 export interface CreateWorkerOptions {
@@ -22,13 +37,14 @@ export interface CreateWorkerOptions {
    */
   readonly prefix?: string;
   /**
-   * Any other worker setting, by the name of its environment variable (see
+   * Any other worker setting in camelCase (`{ workerConcurrency: 8, logLevel: 'warn' }`; see
    * docs/configuration.md); unset ones take their defaults. The environment is NOT read here: an
-   * embedding application decides where its settings come from.
+   * embedding application decides where its settings come from. The variable names taken before
+   * (`WORKER_CONCURRENCY`) still work for one release, with a DeprecationWarning.
    *
    * @default {} (every setting at its documented default)
    */
-  readonly config?: Partial<Omit<WorkerConfig, 'REDIS_URL' | 'BATON_PREFIX'>>;
+  readonly config?: WorkerOptions & LegacyWorkerConfig;
   /**
    * Where the worker logs: pino, or any logger with `debug`/`info`/`warn`/`error`/`child`
    * (secrets are redacted before a line reaches it).
@@ -68,18 +84,7 @@ export interface CreateWorkerOptions {
  * ```
  */
 export function createWorker(options: CreateWorkerOptions): BatonWorker {
-  const config: WorkerConfig = {
-    ...WorkerConfigSchema.parse({}),
-    ...options.config,
-    ...(typeof options.redis === 'string' ? { REDIS_URL: options.redis } : {}),
-    ...(options.prefix === undefined ? {} : { BATON_PREFIX: options.prefix }),
-  };
-  // Validated as a whole so a bad value fails here, naming the setting, not deep in a job.
-  const checked = WorkerConfigSchema.safeParse(stringly(config));
-  if (!checked.success) {
-    const problems = checked.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
-    throw new Error(`createWorker: invalid option ${problems.join('; ')}`);
-  }
+  const config = compileWorkerConfig(options);
   return new BatonWorker({
     config,
     agents: options.agents,
@@ -91,9 +96,18 @@ export function createWorker(options: CreateWorkerOptions): BatonWorker {
   });
 }
 
-/** The schema parses environment strings; typed values are checked in that form. */
-function stringly(config: WorkerConfig): Record<string, string | undefined> {
-  return Object.fromEntries(
-    Object.entries(config).map(([k, v]) => [k, v === undefined ? undefined : String(v)]),
-  );
+/**
+ * createWorker's options as the parsed worker configuration, checked by the schema the
+ * environment goes through (a bad value throws ConfigError naming the option as written).
+ */
+export function compileWorkerConfig(
+  options: Pick<CreateWorkerOptions, 'redis' | 'prefix' | 'config'>,
+): WorkerConfig {
+  return compileSdkOptions(WorkerConfigSchema, options.config ?? {}, {
+    caller: 'createWorker',
+    fixed: {
+      ...(typeof options.redis === 'string' ? { REDIS_URL: options.redis } : {}),
+      ...(options.prefix === undefined ? {} : { BATON_PREFIX: options.prefix }),
+    },
+  });
 }

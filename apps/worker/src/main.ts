@@ -20,21 +20,21 @@ function fatal(error: unknown): never {
 
 let config: ReturnType<typeof loadWorkerConfig>;
 try {
-  config = loadWorkerConfig();
+  config = loadWorkerConfig(process.env);
 } catch (error) {
   fatal(error);
 }
 // Tracing first (OTEL_* variables): the logger, queues and workers look once, when created.
 let tracing: TracingHandle | null;
 try {
-  tracing = await startTracing({ serviceName: 'baton-worker' });
+  tracing = await startTracing({ serviceName: 'baton-worker', env: process.env });
 } catch (error) {
   fatal(error);
 }
 const logger = createLogger('baton-worker', config.LOG_LEVEL);
 let loaded: LoadedAgents;
 try {
-  loaded = await loadAgentSources(systemClock);
+  loaded = await loadAgentSources(systemClock, { env: process.env });
 } catch (error) {
   fatal(error);
 }

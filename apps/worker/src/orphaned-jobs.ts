@@ -1,5 +1,6 @@
 import { Job, type Queue, type Worker } from 'bullmq';
 import type { RedisClient } from '@baton/runtime';
+import { activeJobsKey, isWorkerLockToken, readJobLock } from '@baton/runtime/internal';
 
 /** A lock set this recently may belong to a fetch whose reply is still on its way. */
 const FRESH_LOCK_MS = 2_000;
@@ -27,17 +28,16 @@ export async function releaseOrphanedJobs(opts: {
 }): Promise<number> {
   const { redis, worker, queue, seen, lockMs } = opts;
   let released = 0;
-  for (const id of await redis.lrange(queue.toKey('active'), 0, -1)) {
+  for (const id of await redis.lrange(activeJobsKey(queue), 0, -1)) {
     if (seen.has(id)) continue;
-    const lockKey = `${queue.toKey(id)}:lock`;
-    const token = await redis.get(lockKey);
-    if (token === null || !token.startsWith(`${worker.id}:`)) continue;
-    if ((await redis.pttl(lockKey)) > lockMs - FRESH_LOCK_MS) continue;
+    const lock = await readJobLock(redis, queue, id);
+    if (lock === null || !isWorkerLockToken(lock.token, worker.id)) continue;
+    if (lock.ttlMs > lockMs - FRESH_LOCK_MS) continue;
     // The fetch that took it may have ended since: only a job still unseen is released.
     if (seen.has(id)) continue;
     const job = await Job.fromId(queue, id);
     // Refused (a negative code) when the lock changed meanwhile: then it was not an orphan.
-    if (job && (await job.moveToWait(token).catch(() => -1)) >= 0) released += 1;
+    if (job && (await job.moveToWait(lock.token).catch(() => -1)) >= 0) released += 1;
   }
   return released;
 }

@@ -3,11 +3,12 @@ import type { Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { RedisClient } from '@baton/runtime';
 import {
-  PENDING_STATES,
   STEP_QUEUE,
   TOOL_QUEUE,
   hashTagOf,
   parseShardQueueName,
+  pendingJobKeys,
+  queueSlotKey,
   stepQueueName,
   toolQueueName,
   type BatonQueues,
@@ -102,14 +103,11 @@ export class QueueDrain {
   /** The queues among `names` that hold jobs still to be done. */
   private async withJobs(names: readonly string[]): Promise<Set<string>> {
     const { redis, queues } = this.opts;
-    const pendingKeys = (name: string): string[] => {
-      const queue = queues.queue(name);
-      return PENDING_STATES.map((s) => queue.toKey(s));
-    };
+    const pendingKeys = (name: string): string[] => pendingJobKeys(queues.queue(name));
     // One EXISTS per slot group: all of them on one Redis, one per hash tag on a cluster.
     const groups = new Map<string, string[]>();
     for (const name of names) {
-      const group = redis instanceof Cluster ? hashTagOf(queues.queue(name).toKey('wait')) : '';
+      const group = redis instanceof Cluster ? hashTagOf(queueSlotKey(queues.queue(name))) : '';
       groups.set(group, [...(groups.get(group) ?? []), name]);
     }
     const busy = new Set<string>();

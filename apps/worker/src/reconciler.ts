@@ -13,6 +13,7 @@ import {
   type RunMeta,
   RunIndex,
   type RunAdmission,
+  failedJobsKey,
   withSingletonLock,
 } from '@baton/runtime/internal';
 import { keepFailedJob } from './job-failures.ts';
@@ -310,7 +311,7 @@ export class Reconciler {
     for (const queue of runQueues) {
       const from = Number(cursors[queue.name] ?? 0);
       const flat = await redis.zrangebyscore(
-        queue.toKey('failed'),
+        failedJobsKey(queue),
         from,
         upTo,
         'WITHSCORES',

@@ -3,8 +3,12 @@ import { UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { type RedisClient } from '@baton/runtime';
 import {
+  JOB_DEATHS_FIELD,
+  JOB_HOLDER_FIELD,
+  JOB_STALLS_FIELD,
   STALLED_TOO_OFTEN,
   defineScript,
+  jobHashKeyOf,
   type BatonKeys,
   type LuaScript,
 } from '@baton/runtime/internal';
@@ -12,14 +16,15 @@ import {
 /**
  * Notes who runs this attempt of a job, and tells what the job's record said before: the stall
  * count (BullMQ's `stc`) at the previous attempt, who ran that attempt, and the deaths counted
- * so far. Kept in the job's own hash, so it goes with the job; a job that is gone is left alone.
+ * so far. Kept in the job's own hash (Baton's fields there: internals/bullmq/job-hash.ts), so it
+ * goes with the job; a job that is gone is left alone.
  * KEYS: job hash   ARGV: holder, stalledCounter
  * Reply: {stallsSeen|'', holder|'', deaths|'0'} | false (no such job)
  */
 const HOLDER_LUA = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
-local prev = redis.call('HMGET', KEYS[1], 'batonStalls', 'batonHolder', 'batonDeaths')
-redis.call('HSET', KEYS[1], 'batonStalls', ARGV[2], 'batonHolder', ARGV[1])
+local prev = redis.call('HMGET', KEYS[1], '${JOB_STALLS_FIELD}', '${JOB_HOLDER_FIELD}', '${JOB_DEATHS_FIELD}')
+redis.call('HSET', KEYS[1], '${JOB_STALLS_FIELD}', ARGV[2], '${JOB_HOLDER_FIELD}', ARGV[1])
 return {prev[1] or '', prev[2] or '', prev[3] or '0'}`;
 
 /**
@@ -29,7 +34,7 @@ return {prev[1] or '', prev[2] or '', prev[3] or '0'}`;
  */
 const NOTE_LUA = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'batonStalls', ARGV[2], 'batonHolder', ARGV[1])
+redis.call('HSET', KEYS[1], '${JOB_STALLS_FIELD}', ARGV[2], '${JOB_HOLDER_FIELD}', ARGV[1])
 return 1`;
 
 type NoteScript = LuaScript<[job: string], [holder: string, stalledCounter: number], number>;
@@ -98,7 +103,7 @@ export class StallAccounting {
    * given up as BullMQ would have, with the same reason (see job-failures.ts, fan-out.ts).
    */
   async admit(job: Job): Promise<void> {
-    const key = jobKey(job);
+    const key = jobHashKeyOf(job);
     const stalls = job.stalledCounter;
     if (stalls === 0) {
       // Never lost a worker: only the note is needed (for the next attempt, should there be one).
@@ -122,9 +127,9 @@ export class StallAccounting {
     const died = previous !== '' && !(await this.alive(previous)) ? 1 : 0;
     const requeues = stalls - seen - died;
     let deaths = Number(deathsText);
-    if (died > 0) deaths = await this.redis.hincrby(key, 'batonDeaths', died);
+    if (died > 0) deaths = await this.redis.hincrby(key, JOB_DEATHS_FIELD, died);
     // Counted from now on, at 0: a job BullMQ's backstop gives up then says no worker died.
-    else if (deathsText === '0') await this.redis.hsetnx(key, 'batonDeaths', 0);
+    else if (deathsText === '0') await this.redis.hsetnx(key, JOB_DEATHS_FIELD, 0);
     if (requeues > 0)
       this.logger.info(
         { jobId: job.id, holder: previous, requeues },
@@ -170,10 +175,6 @@ async function pubsubClients(redis: RedisClient): Promise<string> {
 
 /** The deaths counted for a job (BullMQ's stall count for a job StallAccounting never saw). */
 export async function deathsOf(redis: RedisClient, job: Job): Promise<number> {
-  const counted = await redis.hget(jobKey(job), 'batonDeaths');
+  const counted = await redis.hget(jobHashKeyOf(job), JOB_DEATHS_FIELD);
   return counted === null ? job.stalledCounter : Number(counted);
-}
-
-function jobKey(job: Job): string {
-  return `${job.queueQualifiedName}:${job.id ?? ''}`;
 }

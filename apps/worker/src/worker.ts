@@ -13,11 +13,12 @@ import {
   TaskQueuePool,
   SUBSCRIBER_OPTIONS,
   TOOL_QUEUE,
-  coalesceWrites,
+  coalesceBullWrites,
   bullTelemetryOption,
   duplicateClient,
   listenForControl,
   BLOCKING_RECONNECTED,
+  wakeQueue,
   workerBackend,
 } from '@baton/runtime/internal';
 import type { WorkerConfig } from './config.ts';
@@ -261,7 +262,7 @@ export class BatonWorker {
       // Worker that moved it sets the marker, as adding a job does.
       const queue = rt.queues.queue(name);
       worker.on('stalled', () => {
-        rt.redis.zadd(queue.toKey('marker'), 0, '0').catch((err: unknown) => {
+        wakeQueue(rt.redis, queue).catch((err: unknown) => {
           this.logger.warn({ err, queue: name }, 'could not wake the workers of a queue');
         });
       });
@@ -328,7 +329,7 @@ export class BatonWorker {
     if (config.SCHEDULES) {
       this.schedules = new ScheduleWorker(rt, config, this.logger);
       const worker = this.schedules.start();
-      worker.backend.client.then(coalesceWrites, () => undefined);
+      coalesceBullWrites(worker);
       this.bullWorkers.push(worker);
     }
     // Webhooks (webhooks/): their own queue, backoff and sweeper; added after the handlers
@@ -403,8 +404,8 @@ export class BatonWorker {
   private watch(w: Worker, deps: WorkerDeps): void {
     const rt = this.runtime;
     // A job's completion and the next fetch, and what several jobs send in one turn, go out
-    // in one write (see coalesceWrites).
-    w.backend.client.then(coalesceWrites, () => undefined);
+    // in one write (see coalesceBullWrites).
+    coalesceBullWrites(w);
     w.on('error', (err) => {
       if (!rt.outage.connectionError(err, w.name))
         this.logger.error({ err, queue: w.name }, 'worker error');

@@ -41,18 +41,6 @@ describe('runs list', () => {
   });
 });
 
-describe('runs list and admission', () => {
-  it('shows a run queued behind its fairness window as queued, with its place', () => {
-    const queued = {
-      ...run('r9', 'created'),
-      queued: { reason: 'fairness_key_limit', position: 2, backlog: 3, inProgress: 1, limit: 1 },
-    } as RunSummary;
-    const text = renderRunList([queued, run('r8', 'running')], plain);
-    expect(text).toMatch(/^r9 {2}queued .* queued \(position 2 of 3, fairness_key_limit\)$/m);
-    expect(text).toMatch(/^r8 {2}running /m);
-  });
-});
-
 describe('run lines', () => {
   it('names an agent tool once when the tool is named after its agent, both when not', () => {
     const linked = (toolName: string, childAgentId: string): string =>
@@ -97,5 +85,52 @@ describe('run lines', () => {
     expect(renderSnapshot(view('done', { kind: 'natural_end' }), plain)).toContain(
       '0 tokens, ended: natural_end\n',
     );
+  });
+});
+
+describe('admission', () => {
+  const queued = {
+    reason: 'fairness_key_limit' as const,
+    position: 1,
+    backlog: 2,
+    inProgress: 1,
+    limit: 1,
+  };
+
+  it('runs list shows priority, fairness key and a queued place', () => {
+    const text = renderRunList(
+      [
+        { ...run('r2', 'created'), priority: 3, fairnessKey: 'alice', queued },
+        { ...run('r1', 'running'), priority: 2, fairnessKey: 'alice' },
+        run('old'),
+      ],
+      plain,
+    );
+    const [r2, r1, old] = text.trimEnd().split('\n');
+    expect(r2).toMatch(/ P3 alice {2}queued 1\/2$/);
+    expect(r1).toMatch(/ P2 alice$/);
+    expect(old).not.toContain(' P');
+  });
+
+  it('runs get prints priority, key and why a queued run waits, without --json', () => {
+    const snap = {
+      runId: 'r2',
+      status: 'created',
+      agent: 'a',
+      threadId: 'th',
+      step: 0,
+      phase: null,
+      usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+      toolCalls: [],
+      priority: 3,
+      fairnessKey: 'alice',
+      queued,
+    } as unknown as RunView;
+    const text = renderSnapshot(snap, plain);
+    expect(text).toContain('priority 3, fairness key alice');
+    expect(text).toContain(
+      'queued: position 1 of 2 waiting for a slot (fairness key limit; 1 of 1 of its key in progress)',
+    );
+    expect(renderSnapshot({ ...snap, queued: undefined }, plain)).not.toContain('queued');
   });
 });

@@ -1,4 +1,4 @@
-import type { RunEvent, RunSummary, RunView, AgentDescriptor } from '@baton/protocol';
+import type { AgentDescriptor, QueuedInfo, RunEvent, RunSummary, RunView } from '@baton/protocol';
 
 export interface Style {
   readonly dim: (s: string) => string;
@@ -161,6 +161,9 @@ export function renderSnapshot(snap: RunView, s: Style): string {
     lines.push(
       `child of ${snap.parent.runId} ${s.dim(`(${snap.parent.agent}, call ${snap.parent.toolName} ${snap.parent.toolCallId})`)}`,
     );
+  if (snap.priority !== undefined)
+    lines.push(`priority ${snap.priority}, fairness key ${snap.fairnessKey ?? '-'}`);
+  if (snap.queued && snap.status !== 'done') lines.push(s.yellow(queuedText(snap.queued)));
   if (snap.scheduleId !== undefined) lines.push(`created by schedule ${snap.scheduleId}`);
   for (const child of snap.childRuns ?? [])
     lines.push(
@@ -196,6 +199,19 @@ function endedText(snap: RunView): string {
   return snap.termination ? `, ended: ${snap.termination.kind}` : '';
 }
 
+/** A run waiting for a slot of its tenant or fairness key (docs/fairness.md). */
+function queuedText(q: QueuedInfo): string {
+  const limit = q.limit === undefined ? '' : ` of ${q.limit}`;
+  return `queued: position ${q.position} of ${q.backlog} waiting for a slot (${q.reason.replaceAll('_', ' ')}; ${q.inProgress}${limit} of its key in progress)`;
+}
+
+/** `P3 alice`, and `queued 1/2` while it waits for a slot; '' from a server before lists showed them. */
+function admissionText(r: RunSummary, s: Style): string {
+  if (r.priority === undefined) return '';
+  const queued = r.queued ? `  ${s.yellow(`queued ${r.queued.position}/${r.queued.backlog}`)}` : '';
+  return `  P${r.priority} ${r.fairnessKey ?? ''}${queued}`;
+}
+
 function statusText(status: string, s: Style): string {
   return status === 'done'
     ? s.green(status)
@@ -227,13 +243,8 @@ export function renderRunList(runs: readonly RunSummary[], s: Style): string {
     const parent = parentRunIdOf(r.runId);
     const orphan = parent !== null && !onPage.has(parent) ? s.dim(`  child of ${parent}`) : '';
     const indent = depth === 0 ? '' : `${'  '.repeat(depth - 1)}└ `;
-    const queued = queuedOf(r);
-    const status = queued ? s.yellow('queued'.padEnd(7)) : statusText(r.status.padEnd(7), s);
-    const place = queued
-      ? s.dim(`  queued (position ${queued.position} of ${queued.backlog}, ${queued.reason})`)
-      : '';
     lines.push(
-      `${indent}${r.runId}  ${status}  ${r.agent.padEnd(20)}  ${new Date(r.updatedAt).toISOString()}  ${s.dim(r.threadId)}${place}${orphan}`,
+      `${indent}${r.runId}  ${statusText(r.status.padEnd(7), s)}  ${r.agent.padEnd(20)}  ${new Date(r.updatedAt).toISOString()}  ${s.dim(r.threadId)}${admissionText(r, s)}${orphan}`,
     );
     // Children in call order (their ids sort by step and position), under their parent.
     const kids = [...(children.get(r.runId) ?? [])].sort((a, b) =>
@@ -246,22 +257,6 @@ export function renderRunList(runs: readonly RunSummary[], s: Style): string {
     if (parent === null || !onPage.has(parent)) add(r, 0);
   }
   return lines.join('\n') + '\n';
-}
-
-/**
- * A listed run's place in its admission backlog (docs/fairness.md), from servers whose run
- * summaries carry it (`queued`, as GET /v1/runs/:id shows it); read structurally so the CLI
- * shows it from any server that sends it.
- */
-function queuedOf(
-  r: RunSummary,
-): { position: number; backlog: number; reason: string } | undefined {
-  const q = (r as { queued?: unknown }).queued;
-  if (q === null || typeof q !== 'object') return undefined;
-  const { position, backlog, reason } = q as Record<string, unknown>;
-  return typeof position === 'number' && typeof backlog === 'number'
-    ? { position, backlog, reason: typeof reason === 'string' ? reason : 'waiting for a slot' }
-    : undefined;
 }
 
 /** `agents`: one block per advertised agent. */

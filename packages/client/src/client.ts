@@ -34,6 +34,8 @@ export interface ListRunsQuery {
   readonly thread?: string;
   /** Runs of this fairness key (a run without one has its tenant's). */
   readonly fairnessKey?: string;
+  /** `queued`: only runs waiting for a slot of their tenant or fairness key (docs/fairness.md). */
+  readonly admission?: 'queued';
   /** Page size, 1..100 (default 20). */
   readonly limit?: number;
   /** `nextCursor` of the previous page. */

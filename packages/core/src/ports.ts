@@ -142,8 +142,16 @@ export interface RunArchive {
   loadRun(tenantId: string, runId: string): Promise<StoredCheckpoint | null>;
   /** Seq of the run's last event; null when the archive has no such run of this tenant. */
   lastSeq(tenantId: string, runId: string): Promise<number | null>;
-  /** Events with seq > afterSeq, in order; null when no such run of this tenant. */
-  readEvents(tenantId: string, runId: string, afterSeq?: number): Promise<RunEvent[] | null>;
+  /**
+   * Events with seq > afterSeq, in order; null when no such run of this tenant. `known`: the
+   * caller has just read this run of this tenant (loadRun), so its existence is not checked again.
+   */
+  readEvents(
+    tenantId: string,
+    runId: string,
+    afterSeq?: number,
+    opts?: { readonly known?: boolean },
+  ): Promise<RunEvent[] | null>;
   /** At most `limit` runs after `after`, newest first. */
   listRuns(query: ArchiveListQuery): Promise<ArchivedRunSummary[]>;
   /** The tenant's archived runs among `runIds` (any order; another tenant's are left out). */

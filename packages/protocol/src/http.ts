@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AgentDescriptorSchema } from './agents.ts';
-import { QueuedInfoSchema } from './fairness.ts';
+import { QueuedInfoSchema, RunPrioritySchema } from './fairness.ts';
 import { RunStatusSchema } from './enums.ts';
 import { JsonValueSchema } from './json.ts';
 import { MessageSchema } from './messages.ts';
@@ -43,6 +43,14 @@ export const RunSummarySchema = z.object({
   status: RunStatusSchema,
   createdAt: z.number(),
   updatedAt: z.number(),
+  /**
+   * Its priority and fairness key while it is not finished (docs/fairness.md; a finished run's
+   * are on its page). Absent from servers before lists showed admission.
+   */
+  priority: RunPrioritySchema.optional(),
+  fairnessKey: z.string().optional(),
+  /** Set while the run waits for a slot of its tenant or fairness key, as GET /v1/runs/:id. */
+  queued: QueuedInfoSchema.optional(),
 });
 export type RunSummary = z.infer<typeof RunSummarySchema>;
 

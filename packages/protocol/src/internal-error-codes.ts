@@ -45,7 +45,6 @@ export type InternalErrorCode =
   | 'webhook_attempt'
   /** An operator mistake in the environment (API or tracing variables); the process exits. */
   | 'config'
-  | 'tracing_config'
   /** A payload form field the user typed does not fit its schema (client and CLI). */
   | 'field_invalid'
   /** A command-line mistake found after parsing (CLI exit code 2). */

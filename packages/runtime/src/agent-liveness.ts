@@ -64,6 +64,12 @@ export class AgentLiveness {
     ]);
   }
 
+  /** How many workers heartbeat now, whatever their agents (GET /readyz). */
+  async liveCount(): Promise<number> {
+    const now = await redisNow(this.redis);
+    return this.redis.zcount(this.keys.liveWorkers, `(${String(now)}`, '+inf');
+  }
+
   /** The live workers of each agent (sorted ids; an agent nobody runs maps to []). */
   async workers(agents: readonly string[]): Promise<Map<string, string[]>> {
     const result = new Map<string, string[]>();

@@ -40,6 +40,8 @@ export {
   type StartTracingOptions,
   type TracingHandle,
 } from './telemetry/tracing.ts';
+export { ConfigError } from './errors/config-error.ts';
+export type { SdkOptions } from './config/sdk-options.ts';
 export { DurabilityError } from './errors/durability-error.ts';
 export { InvalidCursorError } from './errors/invalid-cursor-error.ts';
 export { InvalidScheduleCursorError } from './errors/invalid-schedule-cursor-error.ts';

@@ -15,8 +15,6 @@ export { LeaseLostError } from './errors/lease-lost-error.ts';
 export { REDACT_PATHS, safeUrl, toPino } from './logger.ts';
 export {
   BatonQueues,
-  PENDING_STATES,
-  STALLED_TOO_OFTEN,
   STEP_QUEUE,
   TOOL_QUEUE,
   stepQueueName,
@@ -49,17 +47,37 @@ export {
 } from './redis/event-metrics.ts';
 export { RunEventSubscriber } from './redis/event-subscriber.ts';
 export { BatonKeys, keyPart, mailboxField } from './redis/keys.ts';
-export { RedisRunStore } from './redis/redis-run-store.ts';
+export { RedisRunStore, encodeCursor } from './redis/redis-run-store.ts';
 export { defineScript, type LuaScript } from './redis/scripts.ts';
 export { withSingletonLock } from './redis/singleton-lock.ts';
 export { RedisThreadStore } from './redis/thread-store.ts';
-export { coalesceWrites } from './redis/write-coalescing.ts';
+export { coalesceWrites } from './internals/ioredis/write-coalescing.ts';
+export { coalesceBullWrites } from './internals/bullmq/clients.ts';
+export {
+  JOB_DEATHS_FIELD,
+  JOB_HOLDER_FIELD,
+  JOB_STALLS_FIELD,
+  STALLED_TOO_OFTEN,
+} from './internals/bullmq/job-hash.ts';
+export { isWorkerLockToken, readJobLock } from './internals/bullmq/job-lock.ts';
+export {
+  activeJobsKey,
+  failedJobsKey,
+  jobHashKeyOf,
+  pendingJobKeys,
+  queueSlotKey,
+  wakeQueue,
+} from './internals/bullmq/queue-keys.ts';
 export { RunCommitter, type FencedCommitOptions, type Loaded } from './run-committer.ts';
 export { RunLeases, type KnownMessages, type Lease, type RecordFirst } from './run-lease.ts';
 export type { AwaitedResults, RunMeta } from './run-record/checkpoint-codec.ts';
 export { RunIndex } from './run-record/run-index.ts';
 export { RunRecordScripts } from './run-record/run-record-scripts.ts';
-export { runtimeConfigShape } from './runtime-config.ts';
+export { runtimeConfigShape } from './config/runtime-config.ts';
+export { ENV_KEYS } from './config/env-keys.ts';
+export { parseEnv, type Env } from './config/parse-env.ts';
+export { compileSdkOptions } from './config/sdk-options.ts';
+export { processEnv } from './config/process-env.ts';
 export { RunAdmission, fairnessKeyOf } from './fairness/run-admission.ts';
 export { DEFAULT_WINDOW } from './fairness/fairness-config.ts';
 export { ScheduleFirer } from './schedules/schedule-firing.ts';
@@ -74,7 +92,7 @@ export {
   type ScheduleJobData,
 } from './schedules/schedule-service.ts';
 export { exitOnSignals } from './shutdown.ts';
-export { BLOCKING_RECONNECTED, workerBackend } from './worker-backend.ts';
+export { BLOCKING_RECONNECTED, workerBackend } from './internals/bullmq/worker-backend.ts';
 export { traceLogOptions } from './telemetry/trace-log.ts';
 export { batonTracer, bullTelemetryOption, tracingActive } from './telemetry/tracing-state.ts';
 export { webhookRetryDelay, type WebhookBackoffOptions } from './webhooks/backoff.ts';

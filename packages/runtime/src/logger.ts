@@ -1,6 +1,7 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
 import { traceLogOptions } from './telemetry/trace-log.ts';
 import { redactRedisUrl } from './redis/redis-url.ts';
+import { processEnv } from './config/process-env.ts';
 
 /** One log method: a message, or fields and then a message (pino's argument order). */
 export interface BatonLogFn {
@@ -42,7 +43,7 @@ export const REDACT_PATHS = [
 /** While tracing, each line logged inside a span carries its trace_id and span_id. */
 export function createLogger(
   name: string,
-  level: string = process.env['LOG_LEVEL'] ?? 'info',
+  level: string = processEnv()['LOG_LEVEL'] ?? 'info',
   destination?: DestinationStream,
 ): Logger {
   const options = {

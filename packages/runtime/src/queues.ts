@@ -3,7 +3,8 @@ import { DEFAULT_PRIORITY, JOB_PAYLOAD_VERSION, type StepJob, type ToolJob } fro
 import { bullPrefix, shardBullPrefix, type BatonKeys } from './redis/keys.ts';
 import { createHash, randomUUID } from 'node:crypto';
 import { bullTelemetryOption } from './telemetry/tracing-state.ts';
-import { coalesceWrites } from './redis/write-coalescing.ts';
+import { coalesceBullWrites } from './internals/bullmq/clients.ts';
+import { jobHashKey } from './internals/bullmq/queue-keys.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import { parseShardQueueName, shardOf, shardQueueName, shardQueueNames } from './queue-shards.ts';
 import { TaskQueueDirectory } from './task-queues.ts';
@@ -59,19 +60,6 @@ export function childQueueOf(stepQueue: string): string {
   if (queueLayout(stepQueue) !== 'step') return stepQueue;
   return `${TOOL_QUEUE}${stepQueue.slice(STEP_QUEUE.length)}`;
 }
-
-/** BullMQ's failedReason for a job whose worker died (or hung) more often than maxStalledCount. */
-export const STALLED_TOO_OFTEN = 'job stalled more than allowable limit';
-
-/** The lists and sets of a BullMQ queue that hold jobs still to be done. */
-export const PENDING_STATES = [
-  'wait',
-  'paused',
-  'active',
-  'delayed',
-  'prioritized',
-  'waiting-children',
-] as const;
 
 /** BullMQ job ids may not contain ':'; ids from models are sanitized. */
 function idPart(value: string): string {
@@ -185,7 +173,7 @@ export class BatonQueues {
       const { onError } = this.opts;
       if (onError) queue.on('error', (err) => onError(err, name));
       // Jobs added in the same turn (a round's tool calls) go out in one write.
-      queue.backend.client.then(coalesceWrites, () => undefined);
+      coalesceBullWrites(queue);
       this.open.set(name, queue);
     }
     return queue;
@@ -382,7 +370,7 @@ export class BatonQueues {
     calls: readonly { readonly toolCallId: string; readonly attempt: number }[],
   ): string[] {
     const queue = this.queue(childQueueOf(stepQueue));
-    return calls.map((c) => queue.toKey(toolJobId(runId, c.toolCallId, c.attempt)));
+    return calls.map((c) => jobHashKey(queue, toolJobId(runId, c.toolCallId, c.attempt)));
   }
 
   /**

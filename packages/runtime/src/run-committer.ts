@@ -16,6 +16,7 @@ import type { RedisClient } from './redis/scripts.ts';
 import type { BatonKeys } from './redis/keys.ts';
 import type { Lease } from './run-lease.ts';
 import { RunIndex, expiringMember } from './run-record/run-index.ts';
+import { RunStarts } from './run-starts.ts';
 
 export interface Loaded {
   checkpoint: Checkpoint;
@@ -39,7 +40,7 @@ export interface CommitterDeps {
    * gives its slot back, a run promoted on its thread asks for one. Absent: no admission.
    */
   readonly admission?: RunAdmission;
-  /** Owed by every finished run to its run tree (child-runs.ts); idempotent like the rest. */
+  /** What every finished run owes beyond its keys (finished-duties.ts); idempotent like the rest. */
   readonly onFinished?: (cp: Checkpoint) => Promise<void>;
   /**
    * Told about every commit's events once its index duties are done (webhooks' outbox);
@@ -94,10 +95,13 @@ export interface FencedCommitOptions extends RunCommitOptions {
 export class RunCommitter {
   private readonly deps: CommitterDeps;
   private readonly index: RunIndex;
+  /** A run promoted on its thread starts by the one "admit or enqueue" rule. */
+  private readonly starts: RunStarts;
 
   constructor(deps: CommitterDeps) {
     this.deps = deps;
     this.index = new RunIndex(deps.redis, deps.keys);
+    this.starts = new RunStarts(deps.queues, deps.admission);
   }
 
   async load(runId: string): Promise<Loaded | null> {
@@ -253,8 +257,7 @@ export class RunCommitter {
       if (next) {
         await this.index.move('active', promoted, this.deps.now());
         const { identity } = next.checkpoint;
-        if (this.deps.admission) await this.deps.admission.request(identity, 'start', next.version);
-        else await this.deps.queues.enqueueStep(identity, 'start', next.version);
+        await this.starts.start(identity, 'start', next.version);
       }
       this.deps.logger.info(
         { runId: identity.runId, promoted },

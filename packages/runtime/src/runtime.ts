@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { duplicateClient } from './redis/connection.ts';
 import { createRedisClient } from './redis/redis-client.ts';
 import { RedisOutageLog } from './redis/outage-log.ts';
-import { coalesceWrites } from './redis/write-coalescing.ts';
+import { coalesceWrites } from './internals/ioredis/write-coalescing.ts';
 import { Durability } from './redis/durability.ts';
 import { checkTopology } from './redis/topology.ts';
 import { BatonKeys } from './redis/keys.ts';
@@ -14,45 +14,25 @@ import { BatonQueues } from './queues.ts';
 import { RunCommitter } from './run-committer.ts';
 import { ChildRuns } from './child-runs.ts';
 import { RunService } from './run-service.ts';
+import { finishedDuties } from './finished-duties.ts';
+import { RunEventSubscriber, type RunEventSubscriberOptions } from './redis/event-subscriber.ts';
 import { FairnessPolicy, parseFairness } from './fairness/fairness-config.ts';
 import { treeWaitsOnHuman } from './fairness/tree-waits.ts';
 import { RunAdmission } from './fairness/run-admission.ts';
-import {
-  TENANT_LIMIT_DEFAULTS,
-  THREAD_LIMIT_DEFAULTS,
-  type RuntimeConfig,
-  type TenantLimits,
-} from './runtime-config.ts';
+import { withRuntimeDefaults, type RuntimeConfig } from './config/runtime-config.ts';
 import { systemClock } from './system-clock.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import { WebhookTargetPolicy, parseAllowedHosts } from './webhooks/target-policy.ts';
-import { withWebhookDefaults, type WebhookSettings } from './webhooks/webhook-config.ts';
 import { WebhookOutbox } from './webhooks/webhook-outbox.ts';
 import type { RunArchive } from '@baton/core';
 import { Archiver } from './archive/archiver.ts';
 import { PgArchive } from './archive/pg-archive.ts';
 
-/** Default ARCHIVE_HOLD_SECONDS: a finished run waits this long in Redis for the archive. */
-const ARCHIVE_HOLD_DEFAULT_SECONDS = 7 * 86_400;
-/** Default ARCHIVE_BATCH. */
-const ARCHIVE_BATCH_DEFAULT = 200;
-
-/** Settings added after SDK users first built configurations in code: each has a default. */
-type LaterSettings =
-  | 'BATON_QUEUE_SHARDS'
-  | 'THREAD_MAX_MESSAGES'
-  | 'THREAD_MAX_BYTES'
-  | 'THREAD_HISTORY_MAX_MESSAGES'
-  | 'THREAD_HISTORY_MAX_BYTES';
-
-/** A RuntimeConfig whose webhook settings and later settings may be left out (they have defaults). */
-export type RuntimeOptions = Omit<
-  RuntimeConfig,
-  keyof WebhookSettings | keyof TenantLimits | LaterSettings
-> &
-  Partial<WebhookSettings> &
-  Partial<TenantLimits> &
-  Partial<Pick<RuntimeConfig, LaterSettings>>;
+/**
+ * A RuntimeConfig built in code: every setting left out (or undefined) takes the schema's
+ * default (config/runtime-config.ts), as SDK users' configurations predate later settings.
+ */
+export type RuntimeOptions = Partial<RuntimeConfig>;
 
 /** What a BatonRuntime is built from. */
 export interface BatonRuntimeOptions {
@@ -106,24 +86,11 @@ export class BatonRuntime {
    */
   readonly outage: RedisOutageLog;
   private readonly ownsClient: boolean;
+  private subscriber: RunEventSubscriber | undefined;
 
   constructor(opts: BatonRuntimeOptions) {
     const { config: options, logger, clock = systemClock, role = 'worker', redis: client } = opts;
-    // Configurations built in code (SDK users) predate the webhook settings: defaults fill in.
-    const config: RuntimeConfig = {
-      ...withWebhookDefaults(options),
-      SCHEDULES_MAX_PER_TENANT:
-        options.SCHEDULES_MAX_PER_TENANT ?? TENANT_LIMIT_DEFAULTS.SCHEDULES_MAX_PER_TENANT,
-      RATE_LIMIT_PER_MINUTE:
-        options.RATE_LIMIT_PER_MINUTE ?? TENANT_LIMIT_DEFAULTS.RATE_LIMIT_PER_MINUTE,
-      BATON_QUEUE_SHARDS: options.BATON_QUEUE_SHARDS ?? 1,
-      THREAD_MAX_MESSAGES: options.THREAD_MAX_MESSAGES ?? THREAD_LIMIT_DEFAULTS.THREAD_MAX_MESSAGES,
-      THREAD_MAX_BYTES: options.THREAD_MAX_BYTES ?? THREAD_LIMIT_DEFAULTS.THREAD_MAX_BYTES,
-      THREAD_HISTORY_MAX_MESSAGES:
-        options.THREAD_HISTORY_MAX_MESSAGES ?? THREAD_LIMIT_DEFAULTS.THREAD_HISTORY_MAX_MESSAGES,
-      THREAD_HISTORY_MAX_BYTES:
-        options.THREAD_HISTORY_MAX_BYTES ?? THREAD_LIMIT_DEFAULTS.THREAD_HISTORY_MAX_BYTES,
-    };
+    const config: RuntimeConfig = withRuntimeDefaults(options);
     this.clock = clock;
     this.config = config;
     this.ownsClient = client === undefined;
@@ -134,9 +101,7 @@ export class BatonRuntime {
       url: config.REDIS_URL,
       logger,
       isUp: () => redis.status === 'ready',
-      ...(config.REDIS_RETRY_REMINDER_MS === undefined
-        ? {}
-        : { remindEveryMs: config.REDIS_RETRY_REMINDER_MS }),
+      remindEveryMs: config.REDIS_RETRY_REMINDER_MS,
     });
     const outage = this.outage;
     this.redis.on('error', (err) => {
@@ -156,10 +121,7 @@ export class BatonRuntime {
     // With an archive a finished run's keys are held until it is archived (the archiver then
     // gives them EVENT_RETENTION_SECONDS); without one they expire after the retention.
     const finishedTtl = config.ARCHIVE_URL
-      ? Math.max(
-          config.ARCHIVE_HOLD_SECONDS ?? ARCHIVE_HOLD_DEFAULT_SECONDS,
-          config.EVENT_RETENTION_SECONDS,
-        )
+      ? Math.max(config.ARCHIVE_HOLD_SECONDS, config.EVENT_RETENTION_SECONDS)
       : config.EVENT_RETENTION_SECONDS;
     this.store = new RedisRunStore({
       redis: this.redis,
@@ -219,23 +181,20 @@ export class BatonRuntime {
       now,
       logger,
     });
-    this.committer = new RunCommitter({
-      admission: this.admission,
-      store: this.store,
-      threads: this.threads,
-      queues: this.queues,
-      redis: this.redis,
-      keys: this.keys,
-      now,
-      logger,
-      retentionSeconds: finishedTtl,
-      afterCommitHook: this.webhooks.afterCommit,
-      onFinished: async (cp) => {
-        await this.children.onFinished(cp);
-        // A finished duty like the others: redone by the reconciler after a crash.
-        await this.archiver?.mark(cp);
-      },
-    });
+    this.archive = config.ARCHIVE_URL ? new PgArchive({ url: config.ARCHIVE_URL, logger }) : null;
+    this.archiver = this.archive
+      ? new Archiver({
+          redis: this.redis,
+          keys: this.keys,
+          store: this.store,
+          threads: this.threads,
+          archive: this.archive,
+          logger,
+          now,
+          retentionSeconds: config.EVENT_RETENTION_SECONDS,
+          batch: config.ARCHIVE_BATCH,
+        })
+      : null;
     this.children = new ChildRuns({
       redis: this.redis,
       keys: this.keys,
@@ -248,20 +207,19 @@ export class BatonRuntime {
       resultTtlSeconds: config.EVENT_RETENTION_SECONDS,
       archive: () => this.archive,
     });
-    this.archive = config.ARCHIVE_URL ? new PgArchive({ url: config.ARCHIVE_URL, logger }) : null;
-    this.archiver = this.archive
-      ? new Archiver({
-          redis: this.redis,
-          keys: this.keys,
-          store: this.store,
-          threads: this.threads,
-          archive: this.archive,
-          logger,
-          now,
-          retentionSeconds: config.EVENT_RETENTION_SECONDS,
-          batch: config.ARCHIVE_BATCH ?? ARCHIVE_BATCH_DEFAULT,
-        })
-      : null;
+    this.committer = new RunCommitter({
+      admission: this.admission,
+      store: this.store,
+      threads: this.threads,
+      queues: this.queues,
+      redis: this.redis,
+      keys: this.keys,
+      now,
+      logger,
+      retentionSeconds: finishedTtl,
+      afterCommitHook: this.webhooks.afterCommit,
+      onFinished: finishedDuties({ children: this.children, archiver: this.archiver }),
+    });
     this.service = new RunService({
       redis: this.redis,
       keys: this.keys,
@@ -274,7 +232,20 @@ export class BatonRuntime {
       clock,
       webhooks: this.webhooks,
       ...(this.archive ? { archive: this.archive } : {}),
+      subscriber: () => this.eventSubscriber(),
     });
+  }
+
+  /**
+   * The subscriber every event stream of this process shares (RunService.openEvents): created
+   * on first use, on a dedicated connection, so a worker that streams nothing opens none. The
+   * first caller's options are its options (the API passes its logger and metrics tap).
+   */
+  eventSubscriber(
+    opts: Pick<RunEventSubscriberOptions, 'onError' | 'onMessage'> = {},
+  ): RunEventSubscriber {
+    this.subscriber ??= new RunEventSubscriber({ redis: this.redis, source: this.store, ...opts });
+    return this.subscriber;
   }
 
   /**
@@ -314,6 +285,7 @@ export class BatonRuntime {
   }
 
   async close(): Promise<void> {
+    await this.subscriber?.close().catch(() => undefined);
     await this.store.metrics.close();
     await this.archive?.close();
     this.outage.close();

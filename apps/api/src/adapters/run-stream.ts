@@ -13,16 +13,13 @@ import {
 import type { Response } from 'express';
 import type { ApiContext } from '../context.ts';
 import { validationError } from '../errors.ts';
-import { formatComment } from '../sse.ts';
+import { SseConnection } from '../sse-connection.ts';
 import type { PendingRun } from './shared.ts';
 
 /**
  * The I/O half of the protocol routes (the mappings themselves are pure, see README.md): find the
  * run a thread waits on, start runs, and stream a run's events through a protocol mapper.
  */
-
-/** A slow client whose unsent output exceeds this is dropped (as on the native event stream). */
-const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 
 /** What a thread looks like to a protocol request. */
 export interface ThreadView {
@@ -138,20 +135,20 @@ export interface FrameSink {
  * A subscription to one run's events that buffers until `open()` writes the response headers.
  * Subscribe BEFORE submitting decisions (so the first resumed event cannot be missed), open the
  * stream only once the decisions were accepted (so a refused decision is still a JSON error).
+ * Once open it is an SseConnection like the native event stream's: the same heartbeat, buffer
+ * limit, stream slot and shutdown.
  */
 export class RunStream {
   private readonly ctx: ApiContext;
   private readonly runId: string;
   private buffer: RunEvent[] = [];
   private sink: FrameSink | null = null;
-  private res: Response | null = null;
+  private conn: SseConnection | null = null;
   private unsubscribe: (() => Promise<void>) | null = null;
-  private heartbeat: NodeJS.Timeout | undefined;
   private release: (() => void) | null = null;
   private finished = false;
   /** The log was found rewound before the response opened (see onRewound). */
   private rewound = false;
-  private readonly finishHook = (): void => this.finish();
 
   private constructor(ctx: ApiContext, runId: string) {
     this.ctx = ctx;
@@ -170,17 +167,13 @@ export class RunStream {
     stream.release = await ctx.sseLimiter.acquire(tenantId);
     try {
       // A run only the archive still has: its whole log is the backlog, nothing comes live.
-      const archived = await ctx.service.archivedEvents(tenantId, runId, afterSeq);
-      if (archived !== null) {
-        stream.buffer = archived;
-        return stream;
-      }
-      stream.unsubscribe = await ctx.subscriber.subscribe(
-        runId,
-        afterSeq,
-        (event) => stream.onEvent(event),
-        { onRewound: () => stream.onRewound() },
-      );
+      const opened = await ctx.service.openEvents(tenantId, runId, afterSeq);
+      if (opened.archived) stream.buffer = opened.events;
+      else
+        stream.unsubscribe = await opened.follow({
+          onEvent: (event) => stream.onEvent(event),
+          onRewound: () => stream.onRewound(),
+        });
     } catch (error) {
       stream.release();
       stream.release = null;
@@ -200,21 +193,15 @@ export class RunStream {
   /** Writes the headers, flushes the buffered events and streams until the sink is done. */
   open(res: Response, headers: Readonly<Record<string, string>>, sink: FrameSink): void {
     if (this.finished) return;
-    this.res = res;
+    const release = this.release ?? ((): void => undefined);
+    this.release = null;
     this.sink = sink;
-    res.status(200);
-    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-    res.flushHeaders();
-    res.socket?.setNoDelay(true);
-    this.ctx.metrics.sseConnections.inc();
-    this.ctx.streams.add(this.finishHook);
-    res.on('close', this.finishHook);
-    // SSE comments: ignored by both protocols' parsers, they keep proxies from timing out.
-    this.heartbeat = setInterval(
-      () => this.write(formatComment('ping')),
-      this.ctx.config.SSE_HEARTBEAT_MS,
-    );
-    this.heartbeat.unref();
+    const conn = new SseConnection(this.ctx, res, release, headers);
+    this.conn = conn;
+    // The connection's finish (the client left, shutdown, the buffer limit) ends this stream.
+    if (this.unsubscribe !== null) void conn.adopt(this.unsubscribe);
+    this.unsubscribe = null;
+    conn.onFinish = () => this.finish();
     if (res.destroyed || res.closed) {
       this.finish(); // the client left while the run was being prepared
       return;
@@ -250,35 +237,31 @@ export class RunStream {
     try {
       for (const frame of sink.map(event)) this.write(frame);
     } catch (error) {
-      this.res?.req.log?.error({ err: error, runId: this.runId }, 'protocol mapping failed');
+      this.conn?.res.req.log?.error({ err: error, runId: this.runId }, 'protocol mapping failed');
       for (const frame of sink.error('internal error while streaming the run')) this.write(frame);
       this.finish(false);
       return;
     }
     this.ctx.metrics.sseEventLag.observe(Math.max(0, Date.now() - event.at) / 1000);
     if (sink.done) this.finish();
-    else if ((this.res?.writableLength ?? 0) > MAX_BUFFERED_BYTES) this.finish(false);
+    else if (this.conn?.overBuffered() === true) this.finish(false);
   }
 
   private write(frame: string): void {
-    const res = this.res;
-    if (res === null || res.writableEnded || res.destroyed) return;
-    res.write(frame);
+    this.conn?.stream.write(frame);
   }
 
   /** Ends the response (closing frames unless the sink already finished) and unsubscribes. */
   finish(closeFrames = true): void {
     if (this.finished) return;
     this.finished = true;
-    if (this.heartbeat) clearInterval(this.heartbeat);
-    this.ctx.streams.delete(this.finishHook);
-    const { sink, res } = this;
-    if (sink !== null && res !== null) {
+    const { sink, conn } = this;
+    // On the connection's own finish too (shutdown, the client left): before its stream closes.
+    if (sink !== null && conn !== null && !conn.stream.closed) {
       if (closeFrames && !sink.done) for (const frame of sink.end()) this.write(frame);
       if (sink.trailer !== undefined) this.write(sink.trailer);
-      if (!res.writableEnded && !res.destroyed) res.end();
-      this.ctx.metrics.sseConnections.dec();
     }
+    conn?.finish();
     this.release?.();
     this.release = null;
     const unsubscribe = this.unsubscribe;

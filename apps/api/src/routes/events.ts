@@ -72,8 +72,8 @@ class LiveFrames {
 
 /**
  * GET /v1/runs/:id/events: replays the durable stream after Last-Event-ID (or ?after=), then
- * continues live with no gap and no duplicate (RunEventSubscriber subscribes first, reads the
- * backlog second and de-duplicates by sequence).
+ * continues live with no gap and no duplicate (RunService.openEvents: the subscriber subscribes
+ * first, reads the backlog second and de-duplicates by sequence), or replays an archived run.
  */
 export function eventsRouter(ctx: ApiContext): Router {
   const router = Router();
@@ -117,12 +117,13 @@ export function eventsRouter(ctx: ApiContext): Router {
       res.status(204).end();
       return;
     }
-    // A run only the archive still has (Redis let it go): its events after `after`, then the end.
-    const archived = end.archived ? await ctx.service.archivedEvents(tenantId, runId, after) : null;
+    // A run only the archive still has (Redis let it go) is replayed: its events after `after`,
+    // then the end. Any other is followed live once the stream is open.
+    const opened = await ctx.service.openEvents(tenantId, runId, after, end);
     const conn = await openSseConnection(ctx, res, tenantId);
     conn.stream.comment(`run ${runId} after ${after}`);
-    if (archived !== null) {
-      for (const event of archived) {
+    if (opened.archived) {
+      for (const event of opened.events) {
         if (conn.finished) break;
         conn.stream.write(eventFrame(event));
         if (endsStream(event, until)) break;
@@ -135,10 +136,7 @@ export function eventsRouter(ctx: ApiContext): Router {
     req.next = undefined;
     const live = new LiveFrames(conn, res, until, ctx.metrics.sseEventLag);
     try {
-      const unsubscribe = await ctx.subscriber.subscribe(runId, after, live.onEvent, {
-        onRewound: live.onRewound,
-      });
-      await conn.adopt(unsubscribe);
+      await conn.adopt(await opened.follow(live));
     } catch (error) {
       req.log.warn({ err: error, runId }, 'event subscription failed');
       conn.finish();

@@ -19,7 +19,10 @@ export const opsPaths: OpenApiPaths = {
       operationId: 'readyz',
       security: [],
       responses: {
-        '200': json('Health', 'Redis and queues usable'),
+        '200': json(
+          'Health',
+          'Redis and queues usable; `workers` says how many workers heartbeat (0: `down`), which never makes it 503',
+        ),
         '503': json('Health', 'Not ready'),
       },
     },

@@ -44,18 +44,29 @@ export function opsRouter(ctx: ApiContext): Router {
     };
     const { health } = ctx;
     const status = health.redisStatus();
+    let live: number | undefined;
     if (status !== 'ready') {
       checks['redis'] = `not connected (${status})`;
       checks['queues'] = 'unusable without redis';
     } else {
+      let count: number | undefined;
       await Promise.all([
         probe('redis', () => health.ping()),
         probe('queues', () => health.queuesAnswer()),
+        withTimeout(health.liveWorkers(), READY_BUDGET_MS, 'workers').then(
+          (n) => void (count = n),
+          () => undefined,
+        ),
       ]);
+      live = count;
     }
     const ok = Object.values(checks).every((c) => c === 'ok');
     if (!ok) res.setHeader('Retry-After', '1');
-    res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'unavailable', checks });
+    // Workers are reported, never a condition: the API takes runs without any (they wait in
+    // their queues), so a load balancer must not take it out of service when workers are down.
+    const workers =
+      live === undefined ? {} : { workers: { live, state: live > 0 ? 'up' : 'down' } };
+    res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'unavailable', checks, ...workers });
   });
 
   router.get('/metrics', async (_req, res) => {

@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { principalOf } from '../auth.ts';
 import type { ApiContext } from '../context.ts';
 import { RunNotFoundError } from '@baton/runtime';
-import { SCHEDULE_ID_METADATA, fairnessKeyOf } from '@baton/runtime/internal';
+import { SCHEDULE_ID_METADATA, encodeCursor, fairnessKeyOf } from '@baton/runtime/internal';
 import {
   CreateRunResponseSchema,
   ListRunsQuerySchema,
@@ -101,6 +101,44 @@ async function runView(ctx: ApiContext, tenantId: string, runId: string): Promis
   return view;
 }
 
+type ListRunsQuery = Parameters<ApiContext['service']['listRuns']>[0];
+type RunPage = Awaited<ReturnType<ApiContext['service']['listRuns']>>;
+
+/** Runs GET /v1/runs?admission=queued reads per list page, and pages at most per request. */
+const QUEUED_SCAN_BATCH = 100;
+const QUEUED_SCAN_PAGES = 50;
+
+/**
+ * The runs waiting for a slot, newest first, as a page of the ordinary list: the tenant's parked
+ * runs are known first (its admission state, bounded by its runs in progress and waiting: none
+ * parked answers at once), then the list is read in batches and filtered by them. Without a
+ * cursor it stops once every parked run was seen; a page may hold fewer runs than `limit` with a
+ * cursor when the scan stopped at QUEUED_SCAN_PAGES batches.
+ */
+async function listQueued(
+  ctx: ApiContext,
+  filters: Omit<ListRunsQuery, 'cursor' | 'limit'>,
+  cursor: string | null,
+  limit: number,
+): Promise<RunPage> {
+  const parked = await ctx.service.parkedRuns(filters.tenantId);
+  if (parked.size === 0) return { runs: [], nextCursor: null };
+  const runs: RunPage['runs'] = [];
+  let next = cursor;
+  for (let pages = 0; pages < QUEUED_SCAN_PAGES; pages += 1) {
+    const page = await ctx.service.listRuns({ ...filters, cursor: next, limit: QUEUED_SCAN_BATCH });
+    for (const run of page.runs) if (parked.has(run.runId)) runs.push(run);
+    next = page.nextCursor;
+    if (runs.length > limit) {
+      const last = runs[limit - 1]!;
+      return { runs: runs.slice(0, limit), nextCursor: encodeCursor(last.createdAt, last.runId) };
+    }
+    if (next === null || (cursor === null && runs.length >= parked.size)) break;
+  }
+  const done = next === null || (cursor === null && runs.length >= parked.size);
+  return { runs, nextCursor: done ? null : next };
+}
+
 function idempotencyKeyOf(req: Request): string | undefined {
   const key = req.headers['idempotency-key'];
   return typeof key === 'string' ? key : undefined;
@@ -148,16 +186,26 @@ export function runsRouter(ctx: ApiContext): Router {
         throw new BatonError('forbidden', "listing another tenant's runs needs an admin key");
       tenantId = query.tenant;
     }
-    const page = await ctx.service.listRuns({
+    const filters = {
       tenantId,
       ...(query.status ? { status: query.status } : {}),
       ...(query.agent ? { agent: query.agent } : {}),
       ...(query.thread ? { threadId: query.thread } : {}),
       ...(query.fairnessKey ? { fairnessKey: query.fairnessKey } : {}),
-      cursor: query.cursor ?? null,
-      limit: query.limit ?? 20,
+    };
+    const limit = query.limit ?? 20;
+    const page =
+      query.admission === 'queued'
+        ? await listQueued(ctx, filters, query.cursor ?? null, limit)
+        : await ctx.service.listRuns({ ...filters, cursor: query.cursor ?? null, limit });
+    const admission = await ctx.service.admissionOf(
+      tenantId,
+      page.runs.map((r) => r.runId),
+    );
+    res.json({
+      runs: page.runs.map((r) => ({ ...r, ...admission.get(r.runId) })),
+      nextCursor: page.nextCursor,
     });
-    res.json(page);
   });
 
   router.get('/runs/:id', async (req, res) => {

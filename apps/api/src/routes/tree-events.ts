@@ -122,12 +122,13 @@ export async function streamRunTree(
       if (res.writableLength > MAX_BUFFERED_BYTES) finish();
     };
     // A run only the archive still has: its log is all there is, nothing comes live.
-    const archived = await ctx.service.archivedEvents(tenantId, runId, after);
-    if (archived !== null) {
-      for (const event of archived) onEvent(event);
+    const opened = await ctx.service.openEvents(tenantId, runId, after);
+    if (opened.archived) {
+      for (const event of opened.events) onEvent(event);
       return;
     }
-    const unsubscribe = await ctx.subscriber.subscribe(runId, after, onEvent, {
+    const unsubscribe = await opened.follow({
+      onEvent,
       // What this stream sent of that run is no longer its log: say so and end, as the flat
       // stream does; the details name the run, since a tree stream follows several.
       onRewound: (rewound) => {

@@ -1,4 +1,5 @@
 import { extname } from 'node:path';
+import { processEnv } from '@baton/runtime/internal';
 import type { AgentDefinition, Clock } from '@baton/core';
 import { loadAgents } from '../agents.ts';
 import { AgentConfigError } from './agent-config-error.ts';
@@ -23,7 +24,7 @@ export async function loadAgentSources(
   clock: Clock,
   options: AgentSourceOptions = {},
 ): Promise<LoadedAgents> {
-  const env = options.env ?? process.env;
+  const env = options.env ?? processEnv();
   const entries = (env['BATON_AGENTS'] ?? (env['BATON_AGENTS_FILE'] ? '' : 'demo'))
     .split(',')
     .map((s) => s.trim())

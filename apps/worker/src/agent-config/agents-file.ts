@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { processEnv } from '@baton/runtime/internal';
 import { extname } from 'node:path';
 import {
   AiSdkModel,
@@ -77,7 +78,7 @@ export async function loadAgentsFile(
     );
   }
   const config = parseAgentsFile(text, file);
-  const env = options.env ?? process.env;
+  const env = options.env ?? processEnv();
   const models = config.agents.map((agent, i) =>
     createProviderModel(agent.model, config.providers, env, `${file}: agents[${i}].model`),
   );

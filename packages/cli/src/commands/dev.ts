@@ -25,7 +25,11 @@ export function devCommand(program: Command, ctx: CommandContext): void {
       'agent modules (.ts/.js) and agents files (.yaml) (default: BATON_AGENTS, else agents.ts and baton.agents.yaml here)',
     )
     .option('--no-watch', 'do not reload on changes (still restarts a crashed worker or API)')
-    .action(async (sources: string[], opts: { watch: boolean }) => {
+    .option(
+      '--fresh',
+      'start with an empty local Redis (the runs of earlier starts, kept in .baton/, are gone; the API key stays)',
+    )
+    .action(async (sources: string[], opts: { watch: boolean; fresh?: boolean }) => {
       const root = batonCheckout('dev');
       const cwd = process.cwd();
       const env: NodeJS.ProcessEnv = { ...ctx.io.env };
@@ -57,7 +61,8 @@ export function devCommand(program: Command, ctx: CommandContext): void {
           );
       }
       env['BATON_WATCH'] = opts.watch ? '1' : '0';
-      const child = spawn(typescriptNode(root), [join(root, 'scripts', 'start.ts')], {
+      const startArgs = [join(root, 'scripts', 'start.ts'), ...(opts.fresh ? ['--fresh'] : [])];
+      const child = spawn(typescriptNode(root), startArgs, {
         cwd,
         env,
         stdio: 'inherit',

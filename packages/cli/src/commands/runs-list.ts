@@ -20,6 +20,7 @@ export function runsListCommand(runs: Command, ctx: CommandContext): void {
       '--fairness-key <key>',
       'only runs of this fairness key (a run without one: its tenant)',
     )
+    .option('--queued', 'only runs waiting for a slot of their tenant or fairness key')
     .option('--limit <n>', 'page size (1-100)', parseCount)
     .option('--cursor <cursor>', 'the next page (printed after a full page)')
     .option('--roots', 'only runs started by a client or schedule, not child runs of agent tools')
@@ -31,6 +32,7 @@ export function runsListCommand(runs: Command, ctx: CommandContext): void {
           agent?: string;
           thread?: string;
           fairnessKey?: string;
+          queued?: boolean;
           limit?: number;
           cursor?: string;
           roots?: boolean;
@@ -44,6 +46,7 @@ export function runsListCommand(runs: Command, ctx: CommandContext): void {
             ...(opts.agent ? { agent: opts.agent } : {}),
             ...(opts.thread ? { thread: opts.thread } : {}),
             ...(opts.fairnessKey ? { fairnessKey: opts.fairnessKey } : {}),
+            ...(opts.queued ? { admission: 'queued' as const } : {}),
             ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
             ...(opts.cursor ? { cursor: opts.cursor } : {}),
           },

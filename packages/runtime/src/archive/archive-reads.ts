@@ -27,13 +27,97 @@ function newestFirst(a: RunSummary, b: RunSummary): number {
   return a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0;
 }
 
+/** What a page of a thread asks for (RedisThreadStore.page). */
+interface PageAt {
+  readonly before: number | null;
+  readonly limit: number;
+  readonly maxBytes: number;
+}
+
 /**
- * RunService's reads once an archive is on: Redis while it has a run (the live copy), the
+ * The cold half of RunReads: what it asks once Redis has answered that it does not have a run
+ * (or to merge with what Redis has: lists, threads). ArchiveReads with ARCHIVE_URL, NoArchive
+ * without one (every run Redis let go is gone), so no read has an `if` for the archive.
+ */
+export interface ColdReads {
+  loadRun(tenantId: string, runId: string): Promise<StoredCheckpoint | null>;
+  lastSeq(tenantId: string, runId: string): Promise<number | null>;
+  /**
+   * The events after afterSeq of a run Redis does not have; null when the archive has no such
+   * run of this tenant. `known`: the caller has just read this run of this tenant (loadRun), so
+   * the archive skips its own existence check (one round trip less).
+   */
+  readEvents(
+    tenantId: string,
+    runId: string,
+    afterSeq: number,
+    known?: boolean,
+  ): Promise<RunEvent[] | null>;
+  listRuns(query: ListRunsQuery): Promise<RunPage>;
+  thread(tenantId: string, threadId: string, hot: ThreadPage, at: PageAt): Promise<ThreadPage>;
+  threadForRun(tenantId: string, threadId: string): Promise<ThreadSnapshotForRun>;
+  gone(tenantId: string, runId: string): Promise<StoredCheckpoint | 'deleted' | null>;
+  deleteRun(cp: Checkpoint): Promise<void>;
+  forgetRuns(tenantId: string, runIds: readonly string[]): Promise<void>;
+  deleteThread(tenantId: string, threadId: string): Promise<string[]>;
+}
+
+/** No archive: Redis is the only store, and what it let go is gone. */
+export class NoArchive implements ColdReads {
+  private readonly deps: Omit<ArchiveReadsDeps, 'archive'>;
+
+  constructor(deps: Omit<ArchiveReadsDeps, 'archive'>) {
+    this.deps = deps;
+  }
+
+  loadRun(): Promise<null> {
+    return Promise.resolve(null);
+  }
+
+  lastSeq(): Promise<null> {
+    return Promise.resolve(null);
+  }
+
+  readEvents(): Promise<null> {
+    return Promise.resolve(null);
+  }
+
+  listRuns(query: ListRunsQuery): Promise<RunPage> {
+    return this.deps.store.listRuns(query);
+  }
+
+  thread(_tenantId: string, _threadId: string, hot: ThreadPage): Promise<ThreadPage> {
+    return Promise.resolve(hot);
+  }
+
+  threadForRun(tenantId: string, threadId: string): Promise<ThreadSnapshotForRun> {
+    return this.deps.threads.loadForRun(tenantId, threadId);
+  }
+
+  gone(): Promise<null> {
+    return Promise.resolve(null);
+  }
+
+  deleteRun(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  forgetRuns(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  deleteThread(): Promise<string[]> {
+    return Promise.resolve([]);
+  }
+}
+
+/**
+ * RunReads' cold half once an archive is on: Redis while it has a run (the live copy), the
  * archive after. A client cannot tell which answered: the archive stores the checkpoint and
  * events as Redis had them, and reads by tenant, so another tenant's archived run is missing
  * exactly as another tenant's hot one is.
  */
-export class ArchiveReads {
+export class ArchiveReads implements ColdReads {
   private readonly deps: ArchiveReadsDeps;
 
   constructor(deps: ArchiveReadsDeps) {
@@ -48,10 +132,13 @@ export class ArchiveReads {
     return this.deps.archive.lastSeq(tenantId, runId);
   }
 
-  /** Null while Redis has the run (read it there); the archived events after that. */
-  async events(tenantId: string, runId: string, afterSeq: number): Promise<RunEvent[] | null> {
-    if ((await this.deps.store.lastSeqForTenant(runId, tenantId)) !== null) return null;
-    return this.deps.archive.readEvents(tenantId, runId, afterSeq);
+  readEvents(
+    tenantId: string,
+    runId: string,
+    afterSeq: number,
+    known = false,
+  ): Promise<RunEvent[] | null> {
+    return this.deps.archive.readEvents(tenantId, runId, afterSeq, known ? { known } : undefined);
   }
 
   /**
@@ -85,7 +172,7 @@ export class ArchiveReads {
     tenantId: string,
     threadId: string,
     hot: ThreadPage,
-    at: { readonly before: number | null; readonly limit: number; readonly maxBytes: number },
+    at: PageAt,
   ): Promise<ThreadPage> {
     const archived = await this.deps.archive.loadThread(tenantId, threadId);
     if (!archived) return hot;
@@ -171,7 +258,7 @@ function mergeRuns(archived: readonly ThreadRun[], hot: readonly ThreadRun[]): T
 /** RedisThreadStore.page over an archived thread's messages (their positions: the array's). */
 function pageOf(
   messages: readonly Message[],
-  at: { readonly before: number | null; readonly limit: number; readonly maxBytes: number },
+  at: PageAt,
 ): Pick<ThreadPage, 'messages' | 'before' | 'listLength'> {
   const end = Math.min(messages.length, at.before ?? messages.length);
   let start = end;

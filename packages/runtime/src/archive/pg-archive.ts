@@ -234,12 +234,19 @@ export class PgArchive implements RunArchive {
     return rows[0]?.last_seq ?? null;
   }
 
-  async readEvents(tenantId: string, runId: string, afterSeq = 0): Promise<RunEvent[] | null> {
-    const last = await this.lastSeq(tenantId, runId);
-    if (last === null) return null;
+  async readEvents(
+    tenantId: string,
+    runId: string,
+    afterSeq = 0,
+    opts: { readonly known?: boolean } = {},
+  ): Promise<RunEvent[] | null> {
+    // A run the caller has just read (loadRun: this tenant's) needs no existence check; its
+    // afterSeq is then bounded by what it read, which fits the column.
+    const last = opts.known === true ? null : await this.lastSeq(tenantId, runId);
+    if (last === null && opts.known !== true) return null;
     // Nothing after the end; and a client's seq past it (a tree cursor allows 15 digits) would
     // not fit the integer column.
-    if (afterSeq >= last) return [];
+    if (last !== null && afterSeq >= last) return [];
     const rows = await this.query<{ event: RunEvent }>(
       'SELECT event FROM baton_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq',
       [runId, Math.max(0, Math.floor(afterSeq))],

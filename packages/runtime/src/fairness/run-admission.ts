@@ -332,6 +332,50 @@ export class RunAdmission {
   }
 
   /**
+   * queued() for a page of one tenant's runs (GET /v1/runs): one HMGET of the tenant's `:where`
+   * for the whole page, then the three reads of queued() only for the runs that wait in a
+   * backlog (a page of done or admitted runs costs one command).
+   */
+  async queuedMany(
+    tenantId: string,
+    runs: readonly Pick<RunIdentity, 'runId' | 'fairnessKey'>[],
+  ): Promise<Map<string, QueuedInfo>> {
+    const out = new Map<string, QueuedInfo>();
+    if (!this.enabled || runs.length === 0) return out;
+    const states = await this.deps.redis.hmget(
+      this.tenantKeys(tenantId).where,
+      ...runs.map((r) => r.runId),
+    );
+    const parked = runs.filter((_, i) => states[i]?.startsWith('p\t') ?? false);
+    await Promise.all(
+      parked.map(async (r) => {
+        const info = await this.queued({ ...r, tenantId });
+        if (info) out.set(r.runId, info);
+      }),
+    );
+    return out;
+  }
+
+  /**
+   * The ids of the tenant's runs waiting in a backlog (`GET /v1/runs?admission=queued`). Its
+   * `:where` holds only runs in progress or waiting for a slot, so the scan is bounded by those,
+   * never by the tenant's history.
+   */
+  async parkedRuns(tenantId: string): Promise<Set<string>> {
+    const parked = new Set<string>();
+    if (!this.enabled) return parked;
+    const where = this.tenantKeys(tenantId).where;
+    let cursor = '0';
+    do {
+      const [next, flat] = await this.deps.redis.hscan(where, cursor, 'COUNT', 500);
+      cursor = next;
+      for (let i = 0; i + 1 < flat.length; i += 2)
+        if ((flat[i + 1] as string).startsWith('p\t')) parked.add(flat[i] as string);
+    } while (cursor !== '0');
+    return parked;
+  }
+
+  /**
    * Leak safety (the reconciler, each scan): slots and backlog places whose run finished, is
    * gone, or waits for a human, directly or through a descendant (its tree holds no slot then;
    * a crash between the child's waiting commit and the root's release would otherwise leave the

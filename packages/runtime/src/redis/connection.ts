@@ -1,5 +1,5 @@
 import { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { installCommandTimeoutAfterPoll } from './command-timeout.ts';
+import { installCommandTimeoutAfterPoll } from '../internals/ioredis/command-timeout.ts';
 import type { RedisClient } from './scripts.ts';
 
 /**

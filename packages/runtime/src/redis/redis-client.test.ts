@@ -1,10 +1,10 @@
 import { Cluster, Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { duplicateClient, isRedisUnavailable } from './connection.ts';
-import { FailFastCluster } from './fail-fast-cluster.ts';
+import { FailFastCluster } from '../internals/ioredis/fail-fast-cluster.ts';
 import { createRedisClient, parseNatMap } from './redis-client.ts';
 import type { RedisClient } from './scripts.ts';
-import { runtimeConfigShape } from '../runtime-config.ts';
+import { runtimeConfigShape } from '../config/runtime-config.ts';
 import { z } from 'zod';
 
 /** Port 1: nothing answers there, and these tests only look at the options. */

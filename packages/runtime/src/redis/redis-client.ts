@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Cluster, Redis, type ClusterOptions } from 'ioredis';
 import { z } from 'zod';
-import { FailFastCluster } from './fail-fast-cluster.ts';
+import { FailFastCluster } from '../internals/ioredis/fail-fast-cluster.ts';
 import { clusterRoleOptions, reconnectDelay, roleOptions, type RedisRole } from './connection.ts';
 import { parseRedisUrl, type RedisNode } from './redis-url.ts';
 import type { RedisClient } from './scripts.ts';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { TracingConfigError, tracingSettingsFromEnv } from './tracing-config.ts';
+import { tracingSettingsFromEnv } from './tracing-config.ts';
+import { ConfigError } from '../errors/config-error.ts';
 
 const on = (env: Readonly<Record<string, string | undefined>>) =>
   tracingSettingsFromEnv(env, 'baton-worker');
@@ -102,7 +103,7 @@ describe('tracingSettingsFromEnv', () => {
       ],
     ];
     for (const [env, message] of cases) {
-      expect(() => on(env)).toThrow(TracingConfigError);
+      expect(() => on(env)).toThrow(ConfigError);
       expect(() => on(env)).toThrow(message);
     }
   });

@@ -1,12 +1,12 @@
 /**
  * Which traces a process exports, read from the standard OpenTelemetry environment variables
- * (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/). Pure:
- * deciding "off" must cost nothing, so this file loads no SDK.
+ * (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/; listed in
+ * config/env-keys.ts). A value Baton cannot honour throws the configuration's ConfigError, naming
+ * the variable and what it accepts. Pure: deciding "off" must cost nothing, so this file loads
+ * no SDK.
  */
 
-import { TracingConfigError } from '../errors/tracing-config-error.ts';
-
-export { TracingConfigError };
+import { ConfigError } from '../errors/config-error.ts';
 
 export type TracesExporterName = 'otlp' | 'console';
 
@@ -69,9 +69,7 @@ function positiveInt(env: Env, name: string): number | undefined {
   const v = value(env, name);
   if (v === undefined) return undefined;
   if (!/^\d+$/.test(v) || Number(v) <= 0)
-    throw new TracingConfigError(
-      `${name}="${v}" is not a positive integer (milliseconds or spans)`,
-    );
+    throw new ConfigError(`${name}="${v}" is not a positive integer (milliseconds or spans)`);
   return Number(v);
 }
 
@@ -109,7 +107,7 @@ export function tracingSettingsFromEnv(
   const exporters: TracesExporterName[] = [];
   for (const name of named ?? ['otlp']) {
     if (name !== 'otlp' && name !== 'console')
-      throw new TracingConfigError(
+      throw new ConfigError(
         `OTEL_TRACES_EXPORTER="${name}" is not supported; use otlp (OTLP over HTTP/JSON), console or none`,
       );
     if (!exporters.includes(name)) exporters.push(name);
@@ -117,26 +115,26 @@ export function tracingSettingsFromEnv(
   const protocol =
     value(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') ?? value(env, 'OTEL_EXPORTER_OTLP_PROTOCOL');
   if (exporters.includes('otlp') && protocol === 'grpc')
-    throw new TracingConfigError(
+    throw new ConfigError(
       'OTEL_EXPORTER_OTLP_PROTOCOL="grpc" is not supported; Baton exports OTLP over HTTP (http/json, port 4318)',
     );
   for (const name of ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_ENDPOINT']) {
     const url = value(env, name);
     if (url !== undefined && !/^https?:\/\/[^/]/i.test(url))
-      throw new TracingConfigError(
+      throw new ConfigError(
         `${name}="${url}" is not an http(s) URL; use e.g. http://localhost:4318`,
       );
   }
 
   const samplerName = (value(env, 'OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on').toLowerCase();
   if (!SAMPLERS.includes(samplerName as SamplerName))
-    throw new TracingConfigError(
+    throw new ConfigError(
       `OTEL_TRACES_SAMPLER="${samplerName}" is not supported; use one of ${SAMPLERS.join(', ')}`,
     );
   const arg = value(env, 'OTEL_TRACES_SAMPLER_ARG');
   const ratio = arg === undefined ? 1 : Number(arg);
   if (samplerName.endsWith('traceidratio') && (!Number.isFinite(ratio) || ratio < 0 || ratio > 1))
-    throw new TracingConfigError(
+    throw new ConfigError(
       `OTEL_TRACES_SAMPLER_ARG="${arg ?? ''}" is not a ratio; use a number from 0 to 1`,
     );
 
@@ -144,7 +142,7 @@ export function tracingSettingsFromEnv(
   for (const name of list(env, 'OTEL_PROPAGATORS') ?? ['tracecontext', 'baggage']) {
     if (name === 'none') continue;
     if (name !== 'tracecontext' && name !== 'baggage')
-      throw new TracingConfigError(
+      throw new ConfigError(
         `OTEL_PROPAGATORS="${name}" is not supported; use tracecontext, baggage or none`,
       );
     propagators.push(name);

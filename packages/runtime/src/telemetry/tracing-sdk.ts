@@ -42,7 +42,8 @@ import {
   type SpanExporter,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace';
-import { TracingConfigError, type TracingSettings } from './tracing-config.ts';
+import type { TracingSettings } from './tracing-config.ts';
+import { ConfigError } from '../errors/config-error.ts';
 
 /**
  * BullMQ traces its own housekeeping (the blocking wait for a job, the stalled-job check, queue
@@ -112,7 +113,7 @@ export function installSdk(settings: TracingSettings, exporter?: SpanExporter): 
         name === 'console'
           ? new SimpleSpanProcessor({ exporter: new ConsoleSpanExporter() })
           : // The URL as read from the settings' environment; OTEL_EXPORTER_OTLP_(TRACES_)HEADERS,
-            // _TIMEOUT and _COMPRESSION the exporter reads from process.env itself.
+            // _TIMEOUT and _COMPRESSION the exporter reads from the environment itself.
             new BatchSpanProcessor({
               exporter: new OTLPTraceExporter(
                 settings.otlpTracesUrl === undefined ? {} : { url: settings.otlpTracesUrl },
@@ -134,7 +135,7 @@ export function installSdk(settings: TracingSettings, exporter?: SpanExporter): 
   const contextManager = new AsyncLocalStorageContextManager().enable();
   if (!trace.setGlobalTracerProvider(provider)) {
     contextManager.disable();
-    throw new TracingConfigError(
+    throw new ConfigError(
       'an OpenTelemetry SDK is already registered in this process; let Baton use it with useGlobalTracing() instead of startTracing()',
     );
   }

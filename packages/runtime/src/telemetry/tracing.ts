@@ -3,6 +3,7 @@ import type { SpanExporter } from '@opentelemetry/sdk-trace';
 import type { Telemetry } from 'bullmq';
 import { activateTracing } from './tracing-state.ts';
 import { tracingSettingsFromEnv, type TracingSettings } from './tracing-config.ts';
+import { processEnv } from '../config/process-env.ts';
 
 /** The tracer name of Baton's own spans (HTTP, model calls, tool calls). */
 const BATON_TRACER = 'baton';
@@ -10,7 +11,7 @@ const BATON_TRACER = 'baton';
 export interface StartTracingOptions {
   /** service.name unless OTEL_SERVICE_NAME (or OTEL_RESOURCE_ATTRIBUTES) says otherwise. */
   readonly serviceName: string;
-  /** Where OTEL_* are read (default: process.env). */
+  /** Where OTEL_* are read (default: the process's environment). */
   readonly env?: Readonly<Record<string, string | undefined>>;
   /**
    * Export here instead of what the environment names, and trace whatever it says (tests pass an
@@ -39,7 +40,7 @@ async function bullTelemetry(): Promise<Telemetry> {
  * not. Call it before creating loggers, queues and workers: they look once, when created.
  */
 export async function startTracing(opts: StartTracingOptions): Promise<TracingHandle | null> {
-  const env = opts.env ?? process.env;
+  const env = opts.env ?? processEnv();
   const settings = opts.exporter
     ? tracingSettingsFromEnv({ ...env, OTEL_TRACES_EXPORTER: 'otlp' }, opts.serviceName)
     : tracingSettingsFromEnv(env, opts.serviceName);

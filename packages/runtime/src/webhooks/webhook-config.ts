@@ -36,17 +36,3 @@ export const webhookConfigShape = {
   /** How often a worker sweeps for deliveries a crash kept from being enqueued. */
   WEBHOOK_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(10_000),
 };
-
-export type WebhookSettings = z.infer<z.ZodObject<typeof webhookConfigShape>>;
-
-/** The webhook settings' defaults (a configuration built in code may leave them out). */
-const WEBHOOK_DEFAULTS: WebhookSettings = z.object(webhookConfigShape).parse({});
-
-/** `config` with every webhook setting it leaves out (or sets to undefined) at its default. */
-export function withWebhookDefaults<C extends Partial<WebhookSettings>>(
-  config: C,
-): C & WebhookSettings {
-  const out: Record<string, unknown> = { ...WEBHOOK_DEFAULTS };
-  for (const [key, value] of Object.entries(config)) if (value !== undefined) out[key] = value;
-  return out as C & WebhookSettings;
-}

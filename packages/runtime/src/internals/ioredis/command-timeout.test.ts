@@ -6,7 +6,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { roleOptions } from './connection.ts';
+import { roleOptions } from '../../redis/connection.ts';
 
 const clients: Redis[] = [];
 

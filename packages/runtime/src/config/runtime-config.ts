@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { parseNatMap } from './redis/redis-client.ts';
-import { parseRedisUrl } from './redis/redis-url.ts';
-import { webhookConfigShape } from './webhooks/webhook-config.ts';
-import { MAX_QUEUE_SHARDS } from './queue-shards.ts';
-import { parseFairness } from './fairness/fairness-config.ts';
+import { parseNatMap } from '../redis/redis-client.ts';
+import { parseRedisUrl } from '../redis/redis-url.ts';
+import { webhookConfigShape } from '../webhooks/webhook-config.ts';
+import { MAX_QUEUE_SHARDS } from '../queue-shards.ts';
+import { parseFairness } from '../fairness/fairness-config.ts';
 
 /** A check that throws with a message becomes a zod issue with that message. */
 function valid(check: (value: string) => unknown) {
@@ -20,7 +20,7 @@ function valid(check: (value: string) => unknown) {
 }
 
 /** Per-tenant limits the API and the workers both enforce. */
-export const tenantLimitsShape = {
+const tenantLimitsShape = {
   /**
    * Schedules one tenant may have (any state): creating one more is refused with 409
    * quota_exceeded. Enforced by the create script, so concurrent creates cannot overshoot.
@@ -33,10 +33,6 @@ export const tenantLimitsShape = {
    */
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(0),
 };
-export type TenantLimits = z.infer<z.ZodObject<typeof tenantLimitsShape>>;
-/** What a configuration built in code (SDK users, written before these existed) gets. */
-export const TENANT_LIMIT_DEFAULTS: TenantLimits = z.object(tenantLimitsShape).parse({});
-
 /**
  * Settings the API and the workers share because both write the same keys and queues; they must
  * agree (see docs/durability.md and docs/configuration.md).
@@ -107,8 +103,8 @@ export const runtimeConfigShape = {
    */
   BATON_FAIRNESS: z.string().superRefine(valid(parseFairness)).optional(),
   ...tenantLimitsShape,
-  /** While Redis cannot be reached, how often the process says so again (default 30 s). */
-  REDIS_RETRY_REMINDER_MS: z.coerce.number().int().min(100).optional(),
+  /** While Redis cannot be reached, how often the process says so again. */
+  REDIS_RETRY_REMINDER_MS: z.coerce.number().int().min(100).default(30_000),
   /** Webhook targets and delivery (webhooks/webhook-config.ts). */
   ...webhookConfigShape,
   /**
@@ -121,24 +117,30 @@ export const runtimeConfigShape = {
     .optional(),
   /**
    * With ARCHIVE_URL: how long a finished run's keys are held in Redis while the archive does
-   * not have them yet (default 7 days); once archived they live EVENT_RETENTION_SECONDS more.
+   * not have them yet; once archived they live EVENT_RETENTION_SECONDS more.
    */
-  ARCHIVE_HOLD_SECONDS: z.coerce.number().int().min(1).optional(),
-  /** With ARCHIVE_URL: runs per archive transaction (default 200). */
-  ARCHIVE_BATCH: z.coerce.number().int().min(1).max(5_000).optional(),
-  /** With ARCHIVE_URL: how often an idle archiver looks for finished runs (default 500 ms). */
-  ARCHIVE_INTERVAL_MS: z.coerce.number().int().min(10).optional(),
+  ARCHIVE_HOLD_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(7 * 86_400),
+  /** With ARCHIVE_URL: runs per archive transaction. */
+  ARCHIVE_BATCH: z.coerce.number().int().min(1).max(5_000).default(200),
+  /** With ARCHIVE_URL: how often an idle archiver looks for finished runs. */
+  ARCHIVE_INTERVAL_MS: z.coerce.number().int().min(10).default(500),
 };
 
 /** The settings a runtime needs (the API's and the workers' configs both have them). */
 export type RuntimeConfig = z.infer<z.ZodObject<typeof runtimeConfigShape>>;
 
-/** What a configuration built in code before the thread limits existed gets. */
-export const THREAD_LIMIT_DEFAULTS = z
-  .object({
-    THREAD_MAX_MESSAGES: runtimeConfigShape.THREAD_MAX_MESSAGES,
-    THREAD_MAX_BYTES: runtimeConfigShape.THREAD_MAX_BYTES,
-    THREAD_HISTORY_MAX_MESSAGES: runtimeConfigShape.THREAD_HISTORY_MAX_MESSAGES,
-    THREAD_HISTORY_MAX_BYTES: runtimeConfigShape.THREAD_HISTORY_MAX_BYTES,
-  })
-  .parse({});
+const RUNTIME_DEFAULTS: RuntimeConfig = z.object(runtimeConfigShape).parse({});
+
+/**
+ * A configuration built in code (an SDK user's BatonRuntime, written before some settings
+ * existed) with every setting it leaves out, or sets to undefined, at the schema's default.
+ */
+export function withRuntimeDefaults(config: Partial<RuntimeConfig>): RuntimeConfig {
+  const out: Record<string, unknown> = { ...RUNTIME_DEFAULTS };
+  for (const [key, value] of Object.entries(config)) if (value !== undefined) out[key] = value;
+  return out as RuntimeConfig;
+}

@@ -7,8 +7,8 @@ import {
   type BackendFactory,
   type KeyPrefixOptions,
 } from 'bullmq';
-import { keySlot } from './queue-shards.ts';
-import { slotOwnerClient } from './redis/slot-owner-client.ts';
+import { keySlot } from '../../queue-shards.ts';
+import { slotOwnerClient } from '../ioredis/slot-owner-client.ts';
 
 /**
  * A Worker's backend on a cluster: its blocking connection is a slot owner connection (see
