@@ -10,7 +10,7 @@
  * (`npm run pack:packages` here, then `npm install <path>/baton-protocol-*.tgz
  * <path>/baton-client-*.tgz` there) and import the same names; the client runs on Node 20.17+.
  */
-import { BatonClient, BatonClientError, isApiError } from '@baton/client';
+import { BatonClient, isApiError, isClientError } from '@baton/client';
 
 // `npm start` listens on PORT (default 3000) and prints its URL: BATON_URL wins, else that port.
 const baseUrl = process.env['BATON_URL'] ?? `http://localhost:${process.env['PORT'] ?? '3000'}`;
@@ -25,7 +25,7 @@ const baton = new BatonClient({ baseUrl, apiKey });
 
 // What goes wrong before the run starts is the setup, not the example: say so in one line.
 process.on('uncaughtException', (error) => {
-  if (error instanceof BatonClientError && error.code === 'network')
+  if (isClientError(error, 'network'))
     console.error(
       `example:client cannot reach Baton at ${baseUrl} (${error.message}). Is \`npm start\` running? If it listens elsewhere, set BATON_URL to the URL it printed (or PORT to its port).`,
     );
