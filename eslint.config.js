@@ -141,7 +141,7 @@ const PRODUCTION_SOURCES = [
 const NOT_PRODUCTION = ['**/*.test.ts', '**/*.test-d.ts', '**/*.bench.ts', 'apps/*/src/testing/**'];
 
 export default defineConfig(
-  globalIgnores(['**/node_modules/', '**/coverage/', '**/dist/', '.cache/']),
+  globalIgnores(['**/node_modules/', '**/coverage/', '**/dist/', '**/.cache/']),
 
   {
     files: ['**/*.{js,mjs,cjs}'],

@@ -17,6 +17,7 @@ import { budgets } from './budgets.ts';
 import { cluster } from './cluster.ts';
 import { fairness } from './fairness.ts';
 import { archive } from './archive.ts';
+import { cliStart } from './cli-start.ts';
 
 export const scenarios: readonly Scenario[] = [
   throughput,
@@ -31,5 +32,6 @@ export const scenarios: readonly Scenario[] = [
   cluster,
   fairness,
   archive,
+  cliStart,
   budgets,
 ];

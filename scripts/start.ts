@@ -35,6 +35,7 @@ import { startRedisCluster } from '@baton/testing/redis-cluster';
 import { bannerLines, fetchLoadedAgents } from './start/banner.ts';
 import { loadLocalState, redisDataDir, saveLocalState } from './start/local-state.ts';
 import { SupervisedChild } from './start/supervised-child.ts';
+import { typecheckOnSave } from './start/typecheck-on-save.ts';
 import { agentSourceDirs, watchAgentSources } from './start/watch-agents.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -401,6 +402,7 @@ function shutdown(code: number): Promise<never> {
     stopping = true;
     say('stopping…');
     watcher?.close();
+    typecheck?.close();
     await Promise.all([api.stop(), worker.stop()]);
     await redis.stop();
     process.exit(code);
@@ -411,12 +413,15 @@ function shutdown(code: number): Promise<never> {
 process.stdout.on('error', () => undefined);
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void shutdown(0));
 
+const typecheck =
+  watching.length > 0 ? typecheckOnSave(cwd, say, color(34, '[tsc]   ')) : undefined;
 const watcher =
   watching.length > 0
     ? watchAgentSources(watching, cwd, (file) => {
         if (stopping) return;
         say(`${file} changed; restarting the worker (the API, Redis and the runs stay)`);
         void worker.reload();
+        if (/\.[cm]?ts$/.test(file)) typecheck?.run();
       })
     : undefined;
 api.start();

@@ -187,7 +187,9 @@ describe('baton schedules, webhooks and run trees', () => {
     const parent = await runCli(['runs', 'get', runId], env);
     expect(parent.code).toBe(0);
     expect(parent.stdout).toMatch(
-      new RegExp(`child ${childId.replace(/\./g, '\\.')} waiting child-approval for approval`),
+      new RegExp(
+        `child ${childId.replace(/\./g, '\\.')} waiting agent child-approval for approval`,
+      ),
     );
     expect(parent.stdout).toContain(`in child run ${childId}`);
     expect(parent.stdout).toContain(`baton decide ${childId} ${call.toolCallId} --approve`);

@@ -92,6 +92,8 @@ it('baton init makes a project of TypeScript and YAML agents linked to this clon
     devDependencies: Record<string, string>;
   };
   expect(manifest.scripts['dev']).toBe('baton dev agents.ts baton.agents.yaml');
+  expect(manifest.scripts['typecheck']).toBe('tsc --noEmit -p tsconfig.json');
+  expect(manifest.devDependencies['typescript']).toBeDefined();
   expect(manifest.dependencies['@baton/core']).toMatch(/^file:.*packages\/core$/);
   expect(manifest.devDependencies['@baton/cli']).toMatch(/^file:.*packages\/cli$/);
   for (const file of ['agents.ts', 'baton.agents.yaml', '.env.example', 'README.md', '.gitignore'])
@@ -167,9 +169,31 @@ it('npm run dev: a saved tool is used by the next run; a waiting run survives th
   await dev.waitForLine(/the worker exited \(code 1\) before it was ready\. Fix your agents/, {
     from,
   });
+  // The line that says what is wrong names the place: file, line, column.
+  const brokenLine = source.split('\n').length + 1;
+  expect(dev.lines.slice(from).join('\n')).toMatch(
+    new RegExp(`cannot import it: agents\\.ts:${brokenLine}:23: Expression expected`),
+  );
   expect(dev.child.exitCode).toBeNull();
   from = dev.lines.length;
   await writeFile(file, source);
   await dev.waitForLine(/the worker is back \(\S+\); agents: counter, helper, writer/, { from });
   expect(dev.descendants('apps/api/src/main.ts')).toEqual(apis);
 }, 240_000);
+
+it('npm run dev type-checks a saved agents.ts and reports errors without holding the worker back', async () => {
+  const file = join(project, 'agents.ts');
+  const source = await readFile(file, 'utf8');
+  const from = dev!.lines.length;
+  // Valid JavaScript once the types are stripped, a type error for tsc.
+  await writeFile(file, source.replace('text.split(/\\s+/)', 'text.splitt(/\\s+/)'));
+  await dev!.waitForLine(/the worker is back \(\S+\); agents: counter, helper, writer/, { from });
+  await dev!.waitForLine(/typecheck: 1 type error; the worker runs the code anyway/, {
+    from,
+    timeoutMs: 120_000,
+  });
+  expect(dev!.lines.slice(from).join('\n')).toMatch(/agents\.ts\(\d+,\d+\): error TS2551/);
+  const after = dev!.lines.length;
+  await writeFile(file, source);
+  await dev!.waitForLine(/typecheck: no type errors/, { from: after, timeoutMs: 120_000 });
+}, 300_000);

@@ -42,3 +42,14 @@ export function batonCheckout(command: string, explicit?: string): string {
     throw new UsageError(`run \`npm install\` in the Baton clone first (${root})`);
   return root;
 }
+
+/**
+ * A Node that runs the checkout's TypeScript (scripts/start.ts): this one when it strips types,
+ * else the checkout's own Node 24 (its `node` dev dependency). The bundled CLI also runs on the
+ * system Node 20, which cannot.
+ */
+export function typescriptNode(root: string): string {
+  if (process.features.typescript) return process.execPath;
+  const own = join(root, 'node_modules', 'node', 'bin', 'node');
+  return existsSync(own) ? own : process.execPath;
+}

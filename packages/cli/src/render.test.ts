@@ -1,6 +1,6 @@
-import type { RunSummary, RunView } from '@baton/protocol';
+import type { RunEvent, RunSummary, RunView } from '@baton/protocol';
 import { describe, expect, it } from 'vitest';
-import { parentRunIdOf, plain, renderRunList, renderSnapshot } from './render.ts';
+import { EventRenderer, parentRunIdOf, plain, renderRunList, renderSnapshot } from './render.ts';
 
 const run = (runId: string, status: RunSummary['status'] = 'done'): RunSummary => ({
   runId,
@@ -38,6 +38,53 @@ describe('runs list', () => {
       .map((l) => /^[└ ]*(\S+)/.exec(l)![0]);
     expect(ids).toEqual(['r2', 'r1', '└ r1.s1c0', '  └ r1.s1c0.s1c0', '└ r1.s2c0', 'gone.s1c0']);
     expect(text).toMatch(/^gone\.s1c0 .* child of gone$/m);
+  });
+});
+
+describe('run lines', () => {
+  it('names an agent tool once when the tool is named after its agent, both when not', () => {
+    const linked = (toolName: string, childAgentId: string): string =>
+      new EventRenderer(plain).render({
+        type: 'child_run.linked',
+        runId: 'r1',
+        seq: 5,
+        at: 0,
+        link: { toolCallId: 'c1', toolName, childRunId: 'r1.s1c0', childAgentId },
+      } as unknown as RunEvent);
+    expect(linked('counter', 'counter')).toBe('  counter runs as child run r1.s1c0\n');
+    expect(linked('middle', 'grand-middle')).toBe(
+      '  middle runs as child run r1.s1c0 (agent grand-middle)\n',
+    );
+  });
+
+  it('runs get says what a waiting run waits for, not that it ended', () => {
+    const view = (status: RunView['status'], termination: RunView['termination']): RunView =>
+      ({
+        runId: 'r1',
+        status,
+        agent: 'counter',
+        threadId: 'th',
+        step: 2,
+        phase: null,
+        usage: { totalTokens: 0 },
+        termination,
+        toolCalls: [],
+        childRuns: [{ childRunId: 'r1.s1c0', childAgentId: 'counter', toolName: 'counter' }],
+        await:
+          status === 'waiting'
+            ? {
+                kind: 'tool_calls',
+                calls: [{ toolCallId: 'c1', toolName: 'deploy', message: 'ok?' }],
+              }
+            : null,
+      }) as unknown as RunView;
+    const waiting = renderSnapshot(view('waiting', { kind: 'suspended' }), plain);
+    expect(waiting).toContain('0 tokens, waiting for a decision\n');
+    expect(waiting).not.toContain('ended');
+    expect(waiting).toContain('  child r1.s1c0 not started agent counter\n');
+    expect(renderSnapshot(view('done', { kind: 'natural_end' }), plain)).toContain(
+      '0 tokens, ended: natural_end\n',
+    );
   });
 });
 

@@ -116,7 +116,7 @@ export class EventRenderer {
           `decision ${event.decision.decisionId} not applied: ${event.reason} ${s.dim(event.decision.toolCallId)}`,
         );
       case 'child_run.linked':
-        return `  ${event.link.toolName} ${s.dim(`runs as child run ${event.link.childRunId} (${event.link.childAgentId})`)}`;
+        return `  ${event.link.toolName} ${s.dim(`runs as child run ${event.link.childRunId}${agentUnlessTool(event.link.childAgentId, event.link.toolName)}`)}`;
       case 'child_run.finished':
         return `  ${s.dim(`child run ${event.child.runId} ended: ${event.child.termination.kind}`)}`;
       case 'run.cancel_requested':
@@ -155,7 +155,7 @@ export class EventRenderer {
 export function renderSnapshot(snap: RunView, s: Style): string {
   const lines = [
     `${s.bold(snap.runId)}  ${statusText(snap.status, s)}  agent ${snap.agent}  thread ${snap.threadId}`,
-    `step ${snap.step}, phase ${snap.phase ?? '-'}, ${snap.usage.totalTokens} tokens${snap.termination ? `, ended: ${snap.termination.kind}` : ''}`,
+    `step ${snap.step}, phase ${snap.phase ?? '-'}, ${snap.usage.totalTokens} tokens${endedText(snap)}`,
   ];
   if (snap.parent)
     lines.push(
@@ -167,7 +167,7 @@ export function renderSnapshot(snap: RunView, s: Style): string {
   if (snap.scheduleId !== undefined) lines.push(`created by schedule ${snap.scheduleId}`);
   for (const child of snap.childRuns ?? [])
     lines.push(
-      `  child ${child.childRunId} ${statusText(child.status ?? 'not started', s)} ${s.dim(`${child.childAgentId} for ${child.toolName}`)}`,
+      `  child ${child.childRunId} ${statusText(child.status ?? 'not started', s)} ${s.dim(child.childAgentId === child.toolName ? `agent ${child.childAgentId}` : `agent ${child.childAgentId} for ${child.toolName}`)}`,
     );
   if (snap.lastAssistantMessage) lines.push(`assistant: ${snap.lastAssistantMessage}`);
   for (const call of snap.toolCalls)
@@ -177,6 +177,26 @@ export function renderSnapshot(snap: RunView, s: Style): string {
       `${s.yellow('waiting:')} ${call.toolName} ${s.dim(call.toolCallId)}${call.runId !== undefined ? s.dim(` in child run ${call.runId}`) : ''} ${call.message}\n  baton decide ${call.runId ?? snap.runId} ${call.toolCallId} --approve | --deny`,
     );
   return lines.join('\n') + '\n';
+}
+
+/**
+ * An agent tool is usually named after its agent (`agentTool('counter')` is the tool `counter`):
+ * the tree line names the agent only when it differs.
+ */
+function agentUnlessTool(agent: string, tool: string): string {
+  return agent === tool ? '' : ` (agent ${agent})`;
+}
+
+/**
+ * How the run stands once it stopped moving: a waiting run has not ended (its termination reads
+ * `suspended` until a decision resumes it), it waits on the calls listed below.
+ */
+function endedText(snap: RunView): string {
+  if (snap.status === 'waiting' || snap.termination?.kind === 'suspended') {
+    const n = snap.await?.calls.length ?? 0;
+    return n === 0 ? ', waiting' : `, waiting for ${n === 1 ? 'a decision' : `${n} decisions`}`;
+  }
+  return snap.termination ? `, ended: ${snap.termination.kind}` : '';
 }
 
 /** A run waiting for a slot of its tenant or fairness key (docs/fairness.md). */

@@ -24,9 +24,17 @@ const FILES: Readonly<Record<string, string>> = {
 
 const AGENT_SOURCES = 'agents.ts baton.agents.yaml';
 
-function versionOf(baton: string, manifest: string, dependency: string): string {
-  const { dependencies = {} } = JSON.parse(readFileSync(join(baton, manifest), 'utf8')) as {
+function versionOf(
+  baton: string,
+  manifest: string,
+  dependency: string,
+  field: 'dependencies' | 'devDependencies' = 'dependencies',
+): string {
+  const { [field]: dependencies = {} } = JSON.parse(
+    readFileSync(join(baton, manifest), 'utf8'),
+  ) as {
     dependencies?: Record<string, string>;
+    devDependencies?: Record<string, string>;
   };
   const version = dependencies[dependency];
   if (version === undefined) throw new Error(`${manifest} does not depend on ${dependency}`);
@@ -42,7 +50,9 @@ function fileLink(projectDir: string, target: string): string {
 /**
  * The project's package.json: @baton/core (types, defineTool) and @baton/cli (`baton dev`, the
  * CLI) linked to the checkout (nothing @baton/* is on npm), zod and the OpenAI provider at the
- * versions Baton uses, and `dev` naming the agent sources it runs.
+ * versions Baton uses, `dev` naming the agent sources it runs, and `typecheck` (tsc with the
+ * TypeScript and Node types Baton uses): Node only strips types, so without it a type error
+ * surfaces as a failing tool at run time.
  */
 function projectManifest(name: string, projectDir: string, baton: string): object {
   return {
@@ -54,6 +64,7 @@ function projectManifest(name: string, projectDir: string, baton: string): objec
     scripts: {
       dev: `baton dev ${AGENT_SOURCES}`,
       start: `baton dev --no-watch ${AGENT_SOURCES}`,
+      typecheck: 'tsc --noEmit -p tsconfig.json',
     },
     dependencies: {
       '@ai-sdk/openai': versionOf(baton, 'apps/worker/package.json', '@ai-sdk/openai'),
@@ -62,6 +73,8 @@ function projectManifest(name: string, projectDir: string, baton: string): objec
     },
     devDependencies: {
       '@baton/cli': fileLink(projectDir, join(baton, 'packages', 'cli')),
+      '@types/node': versionOf(baton, 'package.json', '@types/node', 'devDependencies'),
+      typescript: versionOf(baton, 'package.json', 'typescript', 'devDependencies'),
     },
   };
 }

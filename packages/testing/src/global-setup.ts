@@ -2,6 +2,8 @@
  * Vitest globalSetup: starts ONE isolated Redis for the whole run and provides its URL
  * to tests as `inject('redisUrl')`. Tests isolate their keys with `uniquePrefix()`.
  */
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 import { chromiumSkipNotice } from './browser.ts';
 import { startRedis, type RedisSource } from './redis.ts';
@@ -21,6 +23,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // The console tests are integration tests: say once why they skip, if they do.
   const notice = project.name === 'integration' ? chromiumSkipNotice() : undefined;
   if (notice !== undefined) console.warn(notice);
+  // The CLI's bundle (packages/cli/scripts/bundle.js), built once here when a source changed,
+  // rather than by the first of the CLI processes the tests start in parallel.
+  execFileSync(
+    process.execPath,
+    [fileURLToPath(new URL('../../cli/scripts/bundle.js', import.meta.url))],
+    { stdio: 'ignore' },
+  );
   const redis = await startRedis();
   project.provide('redisUrl', redis.url);
   project.provide('redisSource', redis.source);

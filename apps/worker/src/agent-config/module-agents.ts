@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { AgentDefinition } from '@baton/core';
 import { AgentConfigError } from './agent-config-error.ts';
+import { importErrorLocation } from './import-error-location.ts';
 import { resolveFromBatonToo } from './resolve-from-baton.ts';
 
 function isAgent(value: unknown): value is AgentDefinition {
@@ -41,9 +42,10 @@ export async function loadModuleAgents(
   try {
     module = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   } catch (error) {
+    const where = importErrorLocation(error, cwd);
     throw new AgentConfigError(
       'agents_module_invalid',
-      `${path}: cannot import it: ${(error as Error).message.split('\n')[0]}`,
+      `${path}: cannot import it: ${where === undefined ? '' : `${where}: `}${(error as Error).message.split('\n')[0]}`,
       { cause: error },
     );
   }

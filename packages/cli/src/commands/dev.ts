@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseEnv } from 'node:util';
 import type { Command } from 'commander';
-import { batonCheckout } from '../checkout.ts';
+import { batonCheckout, typescriptNode } from '../checkout.ts';
 import type { CommandContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { UsageError } from '../usage-error.ts';
@@ -62,7 +62,7 @@ export function devCommand(program: Command, ctx: CommandContext): void {
       }
       env['BATON_WATCH'] = opts.watch ? '1' : '0';
       const startArgs = [join(root, 'scripts', 'start.ts'), ...(opts.fresh ? ['--fresh'] : [])];
-      const child = spawn(process.execPath, startArgs, {
+      const child = spawn(typescriptNode(root), startArgs, {
         cwd,
         env,
         stdio: 'inherit',
