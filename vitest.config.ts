@@ -140,6 +140,9 @@ export default defineConfig({
           globalSetup: ['packages/testing/src/global-setup.ts'],
           setupFiles: ['packages/testing/src/worker-redis.ts'],
           maxWorkers: INTEGRATION_WORKERS,
+          // Set-up hooks start API, worker and Redis processes: 1 s each on a quiet 2-core
+          // machine, 20 s and more at a load of 20 with files running beside them.
+          hookTimeout: 90_000,
           // After the unit files (one worker, one module graph): projects that run side by side
           // must share a worker count, and the unit run is short.
           sequence: { groupOrder: 1 },

@@ -180,7 +180,8 @@ describe('baton CLI against a real API and worker', () => {
     const again = await runCli(['decide', runId, call.toolCallId, '--deny'], env);
     expect(again.code).toBe(5);
     expect(again.stderr).toContain('run_done');
-  });
+    // Seven CLI processes one after another: 3-6 s each to start at a load of 10-20.
+  }, 90_000);
 
   it('--watch follows the run tree: the approval a child run waits for is prompted for and decided through the parent', async () => {
     const pty = ptyCli(
@@ -426,7 +427,8 @@ describe('baton CLI against a real API and worker', () => {
     expect(tooMany.code).toBe(5);
     expect(down.code).toBe(6);
     expect(help.code).toBe(0);
-  });
+    // Eleven CLI start-ups at once: ~10 s on a quiet 2-core machine, 20 s and more at load 20.
+  }, 90_000);
 });
 
 describe('baton runs watch survives an API restart', () => {
