@@ -65,17 +65,19 @@ describe('baton schedules, webhooks and run trees', () => {
     });
     const id = schedule.scheduleId;
 
-    const list = await runCli(['schedules', 'list'], env);
+    // The three reads are independent: started together, their start-up overlaps.
+    const [list, listJson, get] = await Promise.all([
+      runCli(['schedules', 'list'], env),
+      runCli(['schedules', 'list', '--json'], env),
+      runCli(['schedules', 'get', id], env),
+    ]);
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(
       new RegExp(`${id} +active +assistant +cron "0 9 \\* \\* 1-5" Europe/Paris`),
     );
-    const page = SchedulePageSchema.parse(
-      JSON.parse((await runCli(['schedules', 'list', '--json'], env)).stdout),
-    );
+    const page = SchedulePageSchema.parse(JSON.parse(listJson.stdout));
     expect(page.schedules.map((x) => x.scheduleId)).toContain(id);
 
-    const get = await runCli(['schedules', 'get', id], env);
     expect(get.code).toBe(0);
     expect(get.stdout).toContain('message: weather in Paris?');
 
@@ -91,7 +93,9 @@ describe('baton schedules, webhooks and run trees', () => {
     expect(deleted.code).toBe(0);
     expect(deleted.stdout).toBe(`schedule ${id} deleted\n`);
     expect((await runCli(['schedules', 'get', id], env)).code).toBe(4);
-  });
+    // Six CLI processes one after another (each step needs the one before): 3-6 s each to
+    // start at a load of 10-20 on 2 cores (issue 37), more than the default 30 s together.
+  }, 90_000);
 
   it('schedules runs lists the runs a schedule created', async () => {
     const created = await runCli(
@@ -124,17 +128,26 @@ describe('baton schedules, webhooks and run trees', () => {
 
   it('refuses bad schedules with usage (2), validation (5) and not found (4) codes', async () => {
     const base = ['schedules', 'create', '-a', 'assistant', '-m', 'hi'];
-    const both = await runCli([...base, '--cron', '* * * * *', '--every', '1m'], env);
+    // Independent CLI processes, started together: their start-up overlaps on a loaded machine.
+    const [both, noTiming, badEvery, timezoneWithEvery, badCron, pauseNone, runsNone] =
+      await Promise.all([
+        runCli([...base, '--cron', '* * * * *', '--every', '1m'], env),
+        runCli(base, env),
+        runCli([...base, '--every', 'often'], env),
+        runCli([...base, '--every', '1m', '--timezone', 'UTC'], env),
+        runCli([...base, '--cron', 'every day'], env),
+        runCli(['schedules', 'pause', 'sch-none'], env),
+        runCli(['schedules', 'runs', 'sch-none'], env),
+      ]);
     expect(both.code).toBe(2);
     expect(both.stderr).toContain('exactly one of --cron and --every');
-    expect((await runCli(base, env)).code).toBe(2);
-    expect((await runCli([...base, '--every', 'often'], env)).code).toBe(2);
-    expect((await runCli([...base, '--every', '1m', '--timezone', 'UTC'], env)).code).toBe(2);
-    const badCron = await runCli([...base, '--cron', 'every day'], env);
+    expect(noTiming.code).toBe(2);
+    expect(badEvery.code).toBe(2);
+    expect(timezoneWithEvery.code).toBe(2);
     expect(badCron.code).toBe(5);
     expect(badCron.stderr).toContain('validation_failed');
-    expect((await runCli(['schedules', 'pause', 'sch-none'], env)).code).toBe(4);
-    expect((await runCli(['schedules', 'runs', 'sch-none'], env)).code).toBe(4);
+    expect(pauseNone.code).toBe(4);
+    expect(runsNone.code).toBe(4);
   });
 
   it("baton webhooks prints a run's delivery log", async () => {

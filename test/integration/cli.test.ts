@@ -20,6 +20,7 @@ import { KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harne
 import { spawnApi, stopAllApiProcesses } from '@baton/testing/api-process';
 import { BATON_BIN, ptyCli, runCli } from '@baton/testing/cli';
 import { freePort } from '@baton/testing/redis';
+import { withRepoLock } from '@baton/testing/repo-lock';
 import { startHarness, type Harness } from '@baton/testing/worker-harness';
 
 const execFileAsync = promisify(execFile);
@@ -179,7 +180,8 @@ describe('baton CLI against a real API and worker', () => {
     const again = await runCli(['decide', runId, call.toolCallId, '--deny'], env);
     expect(again.code).toBe(5);
     expect(again.stderr).toContain('run_done');
-  });
+    // Seven CLI processes one after another: 3-6 s each to start at a load of 10-20.
+  }, 90_000);
 
   it('--watch follows the run tree: the approval a child run waits for is prompted for and decided through the parent', async () => {
     const pty = ptyCli(
@@ -338,13 +340,11 @@ describe('baton CLI against a real API and worker', () => {
     try {
       const npm = (args: string[], cwd: string): string =>
         execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-      const tarball = npm(
-        ['pack', '--pack-destination', dir, '--silent'],
-        join(REPO, 'packages', 'cli'),
-      )
-        .trim()
-        .split('\n')
-        .at(-1)!;
+      // Locked: node-versions.test.ts packs packages/cli too, and a pack deletes dist/ at its end.
+      const packed = await withRepoLock('cli-pack', () =>
+        npm(['pack', '--pack-destination', dir, '--silent'], join(REPO, 'packages', 'cli')),
+      );
+      const tarball = packed.trim().split('\n').at(-1)!;
       writeFileSync(join(dir, 'package.json'), '{"name":"pack-test","private":true}');
       npm(['install', '--offline', '--no-audit', '--no-fund', '--silent', join(dir, tarball)], dir);
       const { runId } = await client.runs.create({
@@ -385,28 +385,50 @@ describe('baton CLI against a real API and worker', () => {
   });
 
   it('exit codes: usage 2, auth 3, not found 4, refused 5, unreachable 6', async () => {
-    expect((await runCli(['runs', 'frobnicate'], env)).code).toBe(2);
-    expect((await runCli(['decide', 'r', 'c', '--approve', '--deny'], env)).code).toBe(2);
-    expect((await runCli(['decide', 'r', 'c', '--approve', '--payload', '{nope'], env)).code).toBe(
-      2,
-    );
-    const noKey = await runCli(['agents'], { BATON_URL: env['BATON_URL'] });
+    // Eleven independent CLI processes, started together: their start-up (most of their time
+    // on a loaded machine) overlaps instead of adding up against the test's timeout.
+    const downUrl = `http://127.0.0.1:${await freePort()}`;
+    const [
+      unknownCommand,
+      bothDecisions,
+      badPayload,
+      noKey,
+      badKey,
+      flagOverrides,
+      noRun,
+      noAgent,
+      tooMany,
+      down,
+      help,
+    ] = await Promise.all([
+      runCli(['runs', 'frobnicate'], env),
+      runCli(['decide', 'r', 'c', '--approve', '--deny'], env),
+      runCli(['decide', 'r', 'c', '--approve', '--payload', '{nope'], env),
+      runCli(['agents'], { BATON_URL: env['BATON_URL'] }),
+      runCli(['agents'], { ...env, BATON_API_KEY: 'wrong-key-entirely' }),
+      // flags override the environment
+      runCli(['agents', '--api-key', KEYS.a], { ...env, BATON_API_KEY: 'wrong' }),
+      runCli(['runs', 'get', 'no-such-run'], env),
+      runCli(['runs', 'create', '-a', 'nobody', '-m', 'hi'], env),
+      runCli(['runs', 'list', '--limit', '1000'], env),
+      runCli(['agents', '--url', downUrl], env),
+      runCli(['--help'], env),
+    ]);
+    expect(unknownCommand.code).toBe(2);
+    expect(bothDecisions.code).toBe(2);
+    expect(badPayload.code).toBe(2);
     expect(noKey.code).toBe(2);
     expect(noKey.stderr).toContain('BATON_API_KEY');
-    const badKey = await runCli(['agents'], { ...env, BATON_API_KEY: 'wrong-key-entirely' });
     expect(badKey.code).toBe(3);
     expect(badKey.stderr).toContain('unauthorized');
-    // flags override the environment
-    expect(
-      (await runCli(['agents', '--api-key', KEYS.a], { ...env, BATON_API_KEY: 'wrong' })).code,
-    ).toBe(0);
-    expect((await runCli(['runs', 'get', 'no-such-run'], env)).code).toBe(4);
-    expect((await runCli(['runs', 'create', '-a', 'nobody', '-m', 'hi'], env)).code).toBe(4);
-    expect((await runCli(['runs', 'list', '--limit', '1000'], env)).code).toBe(5);
-    const down = await runCli(['agents', '--url', `http://127.0.0.1:${await freePort()}`], env);
+    expect(flagOverrides.code).toBe(0);
+    expect(noRun.code).toBe(4);
+    expect(noAgent.code).toBe(4);
+    expect(tooMany.code).toBe(5);
     expect(down.code).toBe(6);
-    expect((await runCli(['--help'], env)).code).toBe(0);
-  });
+    expect(help.code).toBe(0);
+    // Eleven CLI start-ups at once: ~10 s on a quiet 2-core machine, 20 s and more at load 20.
+  }, 90_000);
 });
 
 describe('baton runs watch survives an API restart', () => {

@@ -16,6 +16,7 @@ import { BatonClient } from '@baton/client';
 import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
 import { KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+import { withRepoLock } from '@baton/testing/repo-lock';
 import { SYSTEM_PATH, systemNode } from '@baton/testing/system-node';
 
 const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -201,11 +202,14 @@ describe.skipIf(!NODE || !HAS_NPM)(
       async () => {
         const dir = mkdtempSync(join(tmpdir(), 'baton-cli-node-'));
         try {
-          const packed = await run(
-            'npm',
-            ['pack', '--pack-destination', dir, '--silent'],
-            process.env,
-            join(REPO, 'packages', 'cli'),
+          // Locked: cli.test.ts packs packages/cli too, and a pack deletes dist/ at its end.
+          const packed = await withRepoLock('cli-pack', () =>
+            run(
+              'npm',
+              ['pack', '--pack-destination', dir, '--silent'],
+              process.env,
+              join(REPO, 'packages', 'cli'),
+            ),
           );
           expect(packed.code, packed.err).toBe(0);
           const tarball = packed.out.trim().split('\n').at(-1)!;

@@ -85,15 +85,13 @@ export async function spawnApi(opts: SpawnApiOptions): Promise<ApiProcess> {
     }),
   );
   createInterface({ input: child.stderr }).on('line', (l) => remember(`[stderr] ${l}`));
+  // A bound on waiting for LISTENING, not a pace: ~1 s quiet, 20 s and more at a load of 25.
+  const readyTimeoutMs = opts.readyTimeoutMs ?? 60_000;
   const url = await new Promise<string>((res, rej) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      rej(
-        new Error(
-          `API not listening within ${opts.readyTimeoutMs ?? 20_000} ms\n${tail.join('\n')}`,
-        ),
-      );
-    }, opts.readyTimeoutMs ?? 20_000);
+      rej(new Error(`API not listening within ${readyTimeoutMs} ms\n${tail.join('\n')}`));
+    }, readyTimeoutMs);
     createInterface({ input: child.stdout }).on('line', (line) => {
       if (line.startsWith('LISTENING ')) {
         opts.onLine?.(line);

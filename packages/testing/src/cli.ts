@@ -26,11 +26,14 @@ function cliEnv(env: Readonly<Record<string, string | undefined>>): NodeJS.Proce
   return out;
 }
 
-/** Runs `baton args…` to its end with piped stdio (not a terminal). */
+/**
+ * Runs `baton args…` to its end with piped stdio (not a terminal). The default timeout is for a
+ * loaded 2-core machine, where a CLI process alone takes 3-6 s to start (issue 37).
+ */
 export function runCli(
   args: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
-  timeoutMs = 20_000,
+  timeoutMs = 60_000,
 ): Promise<CliResult> {
   return new Promise((res, rej) => {
     const child = spawn(process.execPath, [BATON_BIN, ...args], {

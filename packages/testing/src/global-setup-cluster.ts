@@ -5,15 +5,24 @@
  */
 import type { TestProject } from 'vitest/node';
 import { startRedisCluster } from './redis-cluster.ts';
-import './global-setup.ts'; // the ProvidedContext declaration
+import { markRun } from './global-setup.ts'; // and the ProvidedContext declaration
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   console.info(`[baton tests] node ${process.version} (${process.execPath})`);
-  const cluster = await startRedisCluster({ masters: 3, replicasPerMaster: 1 });
+  // Every process of the run carries a marker: the teardown or a watchdog kills what is left.
+  const unmark = markRun();
+  const cluster = await startRedisCluster({ masters: 3, replicasPerMaster: 1 }).catch(
+    async (err: unknown) => {
+      await unmark();
+      throw err;
+    },
+  );
   console.info(`[baton tests] Redis Cluster ${cluster.url}`);
   project.provide('redisUrl', cluster.url);
+  project.provide('redisUrls', [cluster.url]);
   project.provide('redisSource', 'redis-server');
   return async () => {
     await cluster.stop();
+    await unmark();
   };
 }

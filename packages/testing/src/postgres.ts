@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { runTempPrefix } from './run-processes.ts';
 
 const PG_ADMIN_URL = process.env['PG_TEST_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -91,10 +92,9 @@ async function run(file: string, args: readonly string[]): Promise<void> {
  */
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const { mkdtemp, rm, chown } = await import('node:fs/promises');
-  const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
   const { createServer } = await import('node:net');
-  const dir = await mkdtemp(join(tmpdir(), 'baton-pg-'));
+  const dir = await mkdtemp(runTempPrefix('baton-pg'));
   const data = join(dir, 'data');
   const root = typeof process.getuid === 'function' && process.getuid() === 0;
   if (root) {

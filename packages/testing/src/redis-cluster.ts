@@ -8,10 +8,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { findRedisServer, freePort } from './redis.ts';
+import { runTempPrefix } from './run-processes.ts';
 
 export type ClusterRole = 'master' | 'replica';
 
@@ -100,7 +100,7 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
   const replicas = opts.replicasPerMaster ?? 1;
   const nodeTimeout = opts.nodeTimeoutMs ?? 3000;
   const readyTimeout = opts.readyTimeoutMs ?? 30_000;
-  const root = await mkdtemp(join(tmpdir(), 'baton-redis-cluster-'));
+  const root = await mkdtemp(runTempPrefix('baton-redis-cluster'));
   const procs: NodeProcess[] = [];
   const byPort = new Map<number, NodeProcess>();
   const killAll = (): void => {

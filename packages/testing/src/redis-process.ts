@@ -5,9 +5,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { findRedisServer, freePort, pingRedis } from './redis.ts';
+import { runTempPrefix } from './run-processes.ts';
 
 export interface RedisProcess {
   readonly url: string;
@@ -34,7 +33,7 @@ export async function startRedisProcess(opts: RedisProcessOptions): Promise<Redi
   const bin = await findRedisServer();
   if (!bin) throw new Error('redis-server is needed on PATH for this test');
   const port = opts.port ?? (await freePort());
-  const dir = await mkdtemp(join(tmpdir(), 'baton-redis-proc-'));
+  const dir = await mkdtemp(runTempPrefix('baton-redis-proc'));
   const url = `redis://127.0.0.1:${port}`;
   const persistence =
     opts.aof === 'off'

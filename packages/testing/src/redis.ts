@@ -14,10 +14,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { constants as fsConstants } from 'node:fs';
 import { access, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { runTempPrefix } from './run-processes.ts';
 
 export type RedisSource = 'env' | 'redis-server' | 'testcontainers';
 
@@ -181,7 +181,7 @@ async function spawnRedisServer(
   port: number,
   readyTimeoutMs: number,
 ): Promise<RedisHandle> {
-  const dir = await mkdtemp(join(tmpdir(), 'baton-redis-'));
+  const dir = await mkdtemp(runTempPrefix('baton-redis'));
   const args = [
     '--port',
     String(port),

@@ -253,7 +253,9 @@ export async function spawnWorker(opts: SpawnWorkerOptions): Promise<WorkerProce
   live.add(handle);
   void exited.then(() => live.delete(handle));
 
-  const timeoutMs = opts.readyTimeoutMs ?? 20_000;
+  // A bound on waiting for an event, not a pace: a worker starts in ~1 s on a quiet 2-core
+  // machine and has taken 20 s at a load of 25 with test files running beside it.
+  const timeoutMs = opts.readyTimeoutMs ?? 60_000;
   let readyTimer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
