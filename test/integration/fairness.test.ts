@@ -268,7 +268,16 @@ describe('fairness', () => {
       { toolCallId, action: 'resume' },
     ]);
     for (const id of [...reports, deploys[0]!]) await waitForStatus(harness, id, ['done'], 20_000);
-    const stats = await harness.client.admission.stats();
+    // A run gives its slot back right after its final commit (RunCommitter.finished), so `done`
+    // can be seen a moment before the slot is free: wait for the release, then check the books.
+    const stats = await waitFor(
+      async () => {
+        const all = await harness.client.admission.stats();
+        return all.find((s) => s.key === 'tenant-l')?.inProgress === 0 ? all : null;
+      },
+      10_000,
+      "tenant-l's slots given back",
+    );
     expect(stats.find((s) => s.key === 'tenant-l')).toMatchObject({
       inProgress: 0,
       backlog: 0,
