@@ -66,8 +66,17 @@ describe('fairness across a worker crash', () => {
       expect((await client.store.load(id))!.checkpoint.termination).toEqual({
         kind: 'natural_end',
       });
-    // Each run was admitted once (a retried job kept its run's slot), all slots are back.
-    expect(await keyStats()).toMatchObject({ inProgress: 0, backlog: 0, dispatched: 6 });
+    // Each run was admitted once (a retried job kept its run's slot), all slots are back (a
+    // run's slot is given back just after its final commit: waited for, not assumed).
+    const settled = await waitFor(
+      async () => {
+        const row = await keyStats();
+        return row?.inProgress === 0 ? row : null;
+      },
+      10_000,
+      'the slots given back',
+    );
+    expect(settled).toMatchObject({ inProgress: 0, backlog: 0, dispatched: 6 });
   }, 60_000);
 
   it('a slot held by a run that is gone is given back by the reconciler', async () => {
