@@ -6,18 +6,18 @@ import type { RedisCluster } from './redis-cluster.ts';
  */
 
 /**
- * The live master holding the most BullMQ keys of this prefix (its queue shard(s)), and the share
- * of those keys it holds: killing it is the failover that hurts the queues most.
+ * The BullMQ keys of this prefix on each live master, by port: SCAN on every master, since a
+ * cluster client's SCAN sees one node only.
  */
-export async function busiestQueueMaster(
+export async function queueKeysByMaster(
   cluster: RedisCluster,
   prefix: string,
-): Promise<{ port: number; share: number }> {
-  const counts = new Map<number, number>();
+): Promise<Map<number, string[]>> {
+  const out = new Map<number, string[]>();
   for (const node of await cluster.nodes()) {
     if (node.role !== 'master' || !node.alive) continue;
+    const found: string[] = [];
     let cursor = '0';
-    let n = 0;
     do {
       const [next, keys] = (await cluster.nodeCommand(
         node.port,
@@ -29,10 +29,24 @@ export async function busiestQueueMaster(
         1000,
       )) as [string, string[]];
       cursor = next;
-      n += keys.length;
+      found.push(...keys);
     } while (cursor !== '0');
-    counts.set(node.port, n);
+    out.set(node.port, found);
   }
+  return out;
+}
+
+/**
+ * The live master holding the most BullMQ keys of this prefix (its queue shard(s)), and the share
+ * of those keys it holds: killing it is the failover that hurts the queues most.
+ */
+export async function busiestQueueMaster(
+  cluster: RedisCluster,
+  prefix: string,
+): Promise<{ port: number; share: number }> {
+  const counts = new Map(
+    [...(await queueKeysByMaster(cluster, prefix))].map(([port, keys]) => [port, keys.length]),
+  );
   const total = [...counts.values()].reduce((a, b) => a + b, 0);
   const [port, n] = [...counts.entries()].sort((a, b) => b[1] - a[1])[0] ?? [0, 0];
   return { port, share: total === 0 ? 0 : n / total };
