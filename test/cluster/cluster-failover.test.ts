@@ -17,6 +17,7 @@ import {
   busiestQueueMaster,
   clusterOkAgain,
   queueKeysByMaster,
+  toolExecutions,
 } from '@baton/testing/cluster-failover';
 import { FAILOVER_AGENTS_MODULE } from '@baton/testing/failover-agents';
 import { startRedisCluster, type RedisCluster } from '@baton/testing/redis-cluster';
@@ -249,12 +250,7 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
           const okAt = await okWatch;
 
           const problems: string[] = [];
-          const executions = new Map<string, number>();
-          for (const p of worker.probes.slice(executionsBefore))
-            if (p.point === 'tool-executed') {
-              const call = `${String(p['runId'])}/${String(p['toolCallId'])}`;
-              executions.set(call, (executions.get(call) ?? 0) + 1);
-            }
+          const executions = toolExecutions(worker.probes.slice(executionsBefore));
           for (const id of runIds) {
             const audit = await auditRun(rt, id);
             for (const p of audit.problems) problems.push(`${id}: ${p}`);

@@ -1,4 +1,5 @@
 import type { RedisCluster } from './redis-cluster.ts';
+import type { ProbeEvent } from './worker-process.ts';
 
 /**
  * What the failover tests kill and wait for, shared so that every failover test picks its victim
@@ -76,4 +77,18 @@ export async function clusterOkAgain(
     await new Promise((r) => setTimeout(r, 25));
   }
   return null;
+}
+
+/**
+ * How often each tool call ran (`<runId>/<toolCallId>` → count), from the worker's
+ * `tool-executed` probes: a failover may run a call again (at least once), never lose it.
+ */
+export function toolExecutions(probes: readonly ProbeEvent[]): Map<string, number> {
+  const executions = new Map<string, number>();
+  for (const p of probes)
+    if (p.point === 'tool-executed') {
+      const call = `${String(p['runId'])}/${String(p['toolCallId'])}`;
+      executions.set(call, (executions.get(call) ?? 0) + 1);
+    }
+  return executions;
 }
