@@ -41,7 +41,7 @@ const FAULT_TESTS = [
  * back to 127.0.0.1:6379, the machine's shared Redis.
  */
 const NEEDS_REDIS_OR_PROCESSES =
-  /\binject\(|['"]node:child_process['"]|@baton\/testing\/(redis|postgres|process-stack|worker-process|api-process|api-harness|worker-harness|child-stack)|\.\/redis-(cluster|process)(\.ts)?['"]/;
+  /\binject\(|['"]node:child_process['"]|@baton\/testing\/(redis|postgres|process-stack|worker-process|api-process|api-harness|worker-harness|child-stack)|\.\/redis-(cluster|process)[\w-]*(\.ts)?['"]/;
 
 /**
  * The cluster project: the end-to-end suites again, on one real Redis Cluster (3 masters + 3

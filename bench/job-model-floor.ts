@@ -32,7 +32,7 @@ import {
   type JobsOptions,
 } from 'bullmq';
 import { Redis } from 'ioredis';
-import { coalesceWrites } from '@baton/runtime/internal';
+import { coalesceBullWrites, coalesceWrites, jobHashKeyOf } from '@baton/runtime/internal';
 import {
   BenchError,
   benchClient,
@@ -105,7 +105,7 @@ export async function floorHarness(
   const prefix = `${base}-bull`;
   const queueName = 'floor.s00-01{q1-0-0}';
   const queue = new Queue(queueName, { connection, prefix, streams: { events: { maxLen: 100 } } });
-  queue.backend.client.then(coalesceWrites, () => undefined);
+  coalesceBullWrites(queue);
   const redis = new Redis(url, { maxRetriesPerRequest: null, connectionName: 'floor' });
   coalesceWrites(redis);
   const r = redis as FloorRedis;
@@ -116,7 +116,7 @@ export async function floorHarness(
   r.defineCommand('floorNote', { numberOfKeys: 1, lua: HOLDER_NOTE });
   const holder = `floor-${randomBytes(4).toString('hex')}`;
   const note = async (job: Job): Promise<void> => {
-    if (k.holderNote) await r.floorNote(queue.toKey(job.id ?? ''), holder, job.stalledCounter);
+    if (k.holderNote) await r.floorNote(jobHashKeyOf(job), holder, job.stalledCounter);
   };
   const keys = (runId: string): Record<string, string> => {
     const at = `${base}:{run:${runId}}`;
@@ -313,7 +313,7 @@ export async function floorHarness(
       maxStalledCount: 50,
     },
   );
-  worker.backend.client.then(coalesceWrites, () => undefined);
+  coalesceBullWrites(worker);
   worker.on('completed', (job) => {
     if ((job.data as { kind: string }).kind === 'step') finished += 1;
   });

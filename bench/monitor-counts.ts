@@ -4,6 +4,7 @@
  */
 import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { bullClientOf } from '@baton/runtime/internal';
 import { round, startMonitor } from './lib.ts';
 
 /**
@@ -11,7 +12,7 @@ import { round, startMonitor } from './lib.ts';
  * Worker's blocking connection is named after the prefix and queue).
  */
 export async function bullmqAddrs(queue: Queue, worker: Worker): Promise<Set<string>> {
-  return new Set([localAddr(await queue.backend.client), localAddr(await worker.backend.client)]);
+  return new Set([localAddr(await bullClientOf(queue)), localAddr(await bullClientOf(worker))]);
 }
 
 /** host:port of a client's socket (how MONITOR names it). */

@@ -5,7 +5,7 @@
 import { round } from './lib.ts';
 
 /** Nearest-rank percentile of an ascending array. */
-function percentile(sorted: readonly number[], p: number): number {
+function percentile(sorted: ArrayLike<number>, p: number): number {
   if (sorted.length === 0) return Number.NaN;
   const rank = Math.ceil((p / 100) * sorted.length);
   return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1] as number;
@@ -25,12 +25,11 @@ export function stats(values: readonly number[]): Stats {
   const sorted = Float64Array.from(values).sort();
   let sum = 0;
   for (const v of sorted) sum += v;
-  const list = sorted as unknown as readonly number[];
   return {
     n: sorted.length,
-    p50: round(percentile(list, 50), 3),
-    p95: round(percentile(list, 95), 3),
-    p99: round(percentile(list, 99), 3),
+    p50: round(percentile(sorted, 50), 3),
+    p95: round(percentile(sorted, 95), 3),
+    p99: round(percentile(sorted, 99), 3),
     mean: round(sum / Math.max(1, sorted.length), 3),
     min: round(sorted[0] ?? Number.NaN, 3),
     max: round(sorted[sorted.length - 1] ?? Number.NaN, 3),

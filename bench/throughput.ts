@@ -713,8 +713,8 @@ function scriptNames(clients: readonly unknown[]): Map<string, string> {
 }
 
 function localAddr(client: RedisClient): string | undefined {
-  const stream = (client as unknown as { stream?: { localAddress?: string; localPort?: number } })
-    .stream;
+  // A cluster client has a socket per node, none of its own.
+  const stream = 'stream' in client ? client.stream : undefined;
   return stream?.localPort === undefined
     ? undefined
     : `${stream.localAddress ?? '127.0.0.1'}:${stream.localPort}`;

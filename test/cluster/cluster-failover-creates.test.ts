@@ -17,7 +17,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatonRuntime } from '@baton/runtime';
 import { spawnApi, stopAllApiProcesses, type ApiProcess } from '@baton/testing/api-process';
-import { busiestQueueMaster, clusterOkAgain } from '@baton/testing/cluster-failover';
+import {
+  busiestQueueMaster,
+  clusterOkAgain,
+  toolExecutions,
+} from '@baton/testing/cluster-failover';
 import { FAILOVER_AGENTS_MODULE } from '@baton/testing/failover-agents';
 import { startRedisCluster, type RedisCluster } from '@baton/testing/redis-cluster';
 import { silentLogger, testConfig, testPrefix, waitFor } from '@baton/testing/worker-harness';
@@ -238,12 +242,7 @@ describe('a Redis Cluster master failover with runs created before, during and a
       keys: [],
       listed: [],
     };
-    const executions = new Map<string, number>();
-    for (const p of worker.probes.slice(executionsBefore))
-      if (p.point === 'tool-executed') {
-        const call = `${String(p['runId'])}/${String(p['toolCallId'])}`;
-        executions.set(call, (executions.get(call) ?? 0) + 1);
-      }
+    const executions = toolExecutions(worker.probes.slice(executionsBefore));
     for (const c of creations) {
       const where = `${c.key} (${c.phase}; answers ${c.answers.join(' ')})`;
       if (c.acceptedAt === undefined) failures['keys']!.push(`${where}: never accepted`);

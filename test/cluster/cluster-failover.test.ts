@@ -13,7 +13,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatonRuntime } from '@baton/runtime';
 import { spawnApi, stopAllApiProcesses, type ApiProcess } from '@baton/testing/api-process';
-import { busiestQueueMaster, clusterOkAgain } from '@baton/testing/cluster-failover';
+import {
+  busiestQueueMaster,
+  clusterOkAgain,
+  queueKeysByMaster,
+  toolExecutions,
+} from '@baton/testing/cluster-failover';
 import { FAILOVER_AGENTS_MODULE } from '@baton/testing/failover-agents';
 import { startRedisCluster, type RedisCluster } from '@baton/testing/redis-cluster';
 import { silentLogger, testConfig, testPrefix, waitFor } from '@baton/testing/worker-harness';
@@ -168,31 +173,14 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
   /** Lengths of every BullMQ list and sorted set of this prefix, on every live master. */
   async function queueLengths(): Promise<Record<string, number>> {
     const out: Record<string, number> = {};
-    for (const node of await cluster.nodes()) {
-      if (node.role !== 'master' || !node.alive) continue;
-      let cursor = '0';
-      do {
-        const [next, keys] = (await cluster.nodeCommand(
-          node.port,
-          'SCAN',
-          cursor,
-          'MATCH',
-          `*${prefix}*bull*`,
-          'COUNT',
-          1000,
-        )) as [string, string[]];
-        cursor = next;
-        for (const key of keys) {
-          const state = /:(wait|active|delayed|prioritized|waiting-children|paused)$/.exec(key);
-          if (!state) continue;
-          const type = String(await cluster.nodeCommand(node.port, 'TYPE', key));
-          const n = Number(
-            await cluster.nodeCommand(node.port, type === 'list' ? 'LLEN' : 'ZCARD', key),
-          );
-          if (n > 0) out[`${node.port} ${key.replace(/^.*\}:/, '')}`] = n;
-        }
-      } while (cursor !== '0');
-    }
+    for (const [port, keys] of await queueKeysByMaster(cluster, prefix))
+      for (const key of keys) {
+        const state = /:(wait|active|delayed|prioritized|waiting-children|paused)$/.exec(key);
+        if (!state) continue;
+        const type = String(await cluster.nodeCommand(port, 'TYPE', key));
+        const n = Number(await cluster.nodeCommand(port, type === 'list' ? 'LLEN' : 'ZCARD', key));
+        if (n > 0) out[`${port} ${key.replace(/^.*\}:/, '')}`] = n;
+      }
     return out;
   }
 
@@ -262,12 +250,7 @@ describe('a Redis Cluster master failover with 100 runs in flight', () => {
           const okAt = await okWatch;
 
           const problems: string[] = [];
-          const executions = new Map<string, number>();
-          for (const p of worker.probes.slice(executionsBefore))
-            if (p.point === 'tool-executed') {
-              const call = `${String(p['runId'])}/${String(p['toolCallId'])}`;
-              executions.set(call, (executions.get(call) ?? 0) + 1);
-            }
+          const executions = toolExecutions(worker.probes.slice(executionsBefore));
           for (const id of runIds) {
             const audit = await auditRun(rt, id);
             for (const p of audit.problems) problems.push(`${id}: ${p}`);

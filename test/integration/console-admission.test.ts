@@ -8,18 +8,12 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { z } from 'zod';
 import { BatonClient } from '@baton/client';
-import {
-  ScriptedModel,
-  agentTool,
-  defineTool,
-  toolResult,
-  type AgentDefinition,
-} from '@baton/core';
+import { ScriptedModel, agentTool, type AgentDefinition } from '@baton/core';
 import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
 import { KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+import { holdingAgent } from '@baton/testing/holding-agent';
 import { waitFor } from '@baton/testing/worker-harness';
 import { openConsole as openConsolePage, signIn as signInWith } from '@baton/testing/console-page';
 import {
@@ -31,28 +25,7 @@ import {
 } from '@baton/testing/browser';
 
 // A run of `holder` keeps its fairness slot until the test lets go.
-let letGo: () => void = () => undefined;
-const gate = new Promise<void>((resolve) => (letGo = resolve));
-const holder: AgentDefinition = {
-  name: 'holder',
-  model: new ScriptedModel((request) =>
-    request.messages.some((m) => m.role === 'tool')
-      ? { text: 'let go' }
-      : { toolCalls: [{ name: 'hold', arguments: {} }] },
-  ),
-  tools: [
-    defineTool({
-      name: 'hold',
-      description: 'holds until the test lets go',
-      inputSchema: z.object({}),
-      execute: async () => {
-        await gate;
-        return toolResult.success({ ok: true });
-      },
-    }),
-  ],
-  executionMode: 'sequential',
-};
+const { agent: holder, letGo } = holdingAgent();
 
 // An agent tool named after its agent (agentTool's default): the tree names it once.
 const researcher: AgentDefinition = {

@@ -3,36 +3,14 @@
  * priority and fairness key, a run waiting for a slot its `queued` place, and
  * `?admission=queued` lists only those, newest first, in pages; a bad value is a 400.
  */
-import { ScriptedModel, defineTool, toolResult, type AgentDefinition } from '@baton/core';
 import type { CreateRunResponse, RunPage } from '@baton/protocol';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { z } from 'zod';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+import { holdingAgent } from '@baton/testing/holding-agent';
 import { waitForStatus } from '@baton/testing/worker-harness';
 
 // Every run holds its slot in this tool until the test lets go, so the queue stays put.
-let letGo: () => void = () => undefined;
-const gate = new Promise<void>((resolve) => (letGo = resolve));
-const holder: AgentDefinition = {
-  name: 'holder',
-  model: new ScriptedModel((request) =>
-    request.messages.some((m) => m.role === 'tool')
-      ? { text: 'let go' }
-      : { toolCalls: [{ name: 'hold', arguments: {} }] },
-  ),
-  tools: [
-    defineTool({
-      name: 'hold',
-      description: 'holds until the test lets go',
-      inputSchema: z.object({}),
-      execute: async () => {
-        await gate;
-        return toolResult.success({ ok: true });
-      },
-    }),
-  ],
-  executionMode: 'sequential',
-};
+const { agent: holder, letGo } = holdingAgent();
 
 let cluster: ApiCluster;
 let api: ApiClient;

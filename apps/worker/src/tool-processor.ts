@@ -11,14 +11,15 @@ type ToolOutcome = 'stale' | 'recorded' | 'aborted';
 /** How long a tool job whose Redis writes failed waits before it is tried again. */
 const REDIS_RETRY_MS = 1_000;
 
+/** Results held by executedUnrecorded at most: the oldest is let go past it. */
+const UNRECORDED_MAX = 10_000;
+
 /**
  * One tool call of a parallel round. The result is recorded durably first (first writer wins,
  * so a redelivered job yields one result), then applied if the run's lease is free; otherwise
  * the lease holder applies it. Either way the step waiting for this child is not needed for
  * progress, only for the barrier.
  */
-/** Results held by executedUnrecorded at most: the oldest is let go past it. */
-const UNRECORDED_MAX = 10_000;
 
 export class ToolProcessor {
   private readonly deps: WorkerDeps;
@@ -85,6 +86,9 @@ export class ToolProcessor {
         stored.checkpoint.cancelRequested
       ) {
         log.debug('tool job is stale (call moved on); nothing to do');
+        // A result held for this attempt is never recorded now: let it go instead of keeping it
+        // until UNRECORDED_MAX pushes it out.
+        this.executedUnrecorded.delete(unrecordedKey(data));
         return 'stale';
       }
       const held = this.executedUnrecorded.get(unrecordedKey(data));

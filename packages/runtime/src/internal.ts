@@ -53,7 +53,7 @@ export { defineScript, type LuaScript } from './redis/scripts.ts';
 export { withSingletonLock } from './redis/singleton-lock.ts';
 export { RedisThreadStore } from './redis/thread-store.ts';
 export { coalesceWrites } from './internals/ioredis/write-coalescing.ts';
-export { coalesceBullWrites } from './internals/bullmq/clients.ts';
+export { bullClientOf, coalesceBullWrites } from './internals/bullmq/clients.ts';
 export {
   JOB_DEATHS_FIELD,
   JOB_HOLDER_FIELD,

@@ -2,7 +2,8 @@
  * The docs' file map is a promise: every source or doc file that README.md, the docs/ pages and
  * the run record's README name in backticks exists in the tree, and every relative link between
  * them points at a file, so a move or a rename that forgets the docs fails here instead of leaving
- * readers a path to nowhere.
+ * readers a path to nowhere. The other way round, docs/ARCHITECTURE.md names every source folder
+ * of the apps and packages, so a new folder comes with its line in the map.
  */
 import { existsSync, globSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,6 +20,10 @@ const DOCS = [
 const LINK = /\]\((?!https?:|#|mailto:)([^)#\s]+)(?:#[^)\s]*)?\)/g;
 const FILE = /`([A-Za-z0-9_.\-/]+\.(?:ts|tsx|md|json|jsonc|yml|yaml|sh))`/g;
 const IGNORED = /(^|\/)(node_modules|dist|coverage|\.git)(\/|$)/;
+/** A folder in backticks, written with its trailing slash (`packages/runtime/src/config/`). */
+const FOLDER = /`([A-Za-z0-9_-][A-Za-z0-9_.\-/]*)\/`/g;
+/** Build output and a user project's folders, which the tree does not hold. */
+const NOT_IN_TREE = new Set(['dist', '.baton']);
 
 /** Where a named path may live: as written from the root, or under a package or app folder. */
 function exists(path: string, doc: string): boolean {
@@ -46,5 +51,29 @@ describe('the file paths the docs name', () => {
     const text = readFileSync(join(ROOT, doc), 'utf8');
     const links = [...new Set([...text.matchAll(LINK)].map((m) => m[1] ?? ''))];
     expect(links.filter((link) => !existsSync(join(ROOT, doc, '..', link)))).toEqual([]);
+  });
+});
+
+describe("docs/ARCHITECTURE.md's file map", () => {
+  const text = readFileSync(join(ROOT, 'docs/ARCHITECTURE.md'), 'utf8');
+
+  it('names only folders that exist', () => {
+    const named = [...new Set([...text.matchAll(FOLDER)].map((m) => m[1] ?? ''))].filter(
+      (p) => !NOT_IN_TREE.has(p),
+    );
+    expect(named.length).toBeGreaterThan(0);
+    expect(named.filter((p) => !exists(p, 'docs/ARCHITECTURE.md'))).toEqual([]);
+  });
+
+  it('names every source folder of the apps and packages by its path', () => {
+    const folders = globSync(['apps/*/src/**/', 'packages/*/src/**/'], {
+      cwd: ROOT,
+      exclude: (p) => IGNORED.test(p),
+    })
+      .map((p) => p.replace(/\/$/, ''))
+      .filter((p) => !/\/src$/.test(p))
+      .sort();
+    expect(folders.length).toBeGreaterThan(10);
+    expect(folders.filter((folder) => !text.includes(folder))).toEqual([]);
   });
 });

@@ -21,7 +21,7 @@ import {
 } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { coalesceBullWrites } from './clients.ts';
+import { bullClientOf, coalesceBullWrites } from './clients.ts';
 import {
   BULL_STALLS_FIELD,
   JOB_DEATHS_FIELD,
@@ -255,17 +255,26 @@ describe('BullMQ job hash with Baton fields (job-hash.ts)', () => {
 });
 
 describe("BullMQ's clients and backend (clients.ts, worker-backend.ts)", () => {
-  it('hands out the ioredis client behind a queue, which coalesceBullWrites patches', async () => {
+  it('hands out the ioredis client behind a queue (bullClientOf), which coalesceBullWrites patches', async () => {
     const queue = queueNamed('client');
-    const client = await queue.backend.client;
+    const client = await bullClientOf(queue);
+    expect(client).toBe(await queue.backend.client);
     expect(client).toBeInstanceOf(Redis);
     coalesceBullWrites(queue);
     await new Promise((r) => setImmediate(r));
-    const stream = (client as unknown as { stream: { write: unknown } }).stream;
+    const stream = (client as { stream: { write: unknown } }).stream;
     expect(Object.getOwnPropertySymbols(stream).map(String)).toContain(
       'Symbol(baton.writeCoalescing)',
     );
     expect((await queue.add('j', {})).id).toBeDefined();
+  });
+
+  it('hands out the ioredis client behind a worker (bullClientOf), on which it sends commands', async () => {
+    const worker = manualWorker('client-worker');
+    const client = await bullClientOf(worker);
+    expect(client).toBe(await worker.backend.client);
+    expect(client).toBeInstanceOf(Redis);
+    expect(await (client as Redis).ping()).toBe('PONG');
   });
 
   it("keeps the classes worker-backend.ts extends and builds, with BullMQ's names", async () => {

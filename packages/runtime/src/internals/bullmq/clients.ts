@@ -13,9 +13,17 @@ export interface WithBackendClient {
 }
 
 /**
+ * The ioredis client `target` sends its commands on (not its blocking connection): how a bench
+ * finds that connection's socket under MONITOR, since BullMQ leaves it unnamed.
+ */
+export function bullClientOf(target: WithBackendClient): Promise<unknown> {
+  return target.backend.client;
+}
+
+/**
  * Gives the connection `target` sends its commands on write coalescing (coalesceWrites): a job's
  * completion and the next fetch, and what several jobs send in one turn, go out in one write.
  */
 export function coalesceBullWrites(target: WithBackendClient): void {
-  target.backend.client.then(coalesceWrites, () => undefined);
+  bullClientOf(target).then(coalesceWrites, () => undefined);
 }
