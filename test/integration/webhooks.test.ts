@@ -397,7 +397,16 @@ describe('webhooks under kill -9', () => {
     try {
       const s = await startStack({ BATON_WEBHOOK_ALLOW_PRIVATE: '1' });
       const env = { BATON_WEBHOOK_ALLOW_PRIVATE: '1' };
-      const first = await worker(s, env, { 'before-webhook-outbox': 60_000 });
+      // The first worker only runs the agent: with no delivery and no sweeper of its own
+      // (WEBHOOK_CONCURRENCY 0), nothing but its commit hook, held at the probe, may enqueue
+      // the webhook, so the crash window stays open however slow the machine (its sweeper
+      // could enqueue it first once WEBHOOK_SWEEP_INTERVAL_MS passed). The second worker's
+      // sweep is what must find it.
+      const first = await worker(
+        s,
+        { ...env, WEBHOOK_CONCURRENCY: '0' },
+        { 'before-webhook-outbox': 60_000 },
+      );
       const { runId, webhook } = await createRun(s.a, 'weather in Paris', {
         url: rx.url('/crash'),
       });
