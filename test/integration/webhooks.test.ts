@@ -433,7 +433,9 @@ describe('webhooks under kill -9', () => {
     } finally {
       await rx.close();
     }
-  });
+    // Two worker processes start here one after the other (about 6 s each on a loaded 2-core
+    // machine), as in this file's other process test.
+  }, 120_000);
 });
 
 describe("webhooks: one tenant's endpoint that never answers", () => {
