@@ -1,6 +1,7 @@
 import { globSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { SlowFirstSequencer } from './packages/testing/src/slow-first-sequencer.ts';
 
 /**
  * Four projects (docs/development.md, "Tests and scripts"):
@@ -107,6 +108,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     teardownTimeout: 10_000,
+    // The longest integration files first (a clean clone has no timings cached): see the file.
+    sequence: { sequencer: SlowFirstSequencer },
     projects: [
       {
         extends: true,
