@@ -1,8 +1,9 @@
 import type { BatonClient } from '@baton/client';
-import { DEFAULT_PRIORITY, type AgentDescriptor, type CreateRunResponse } from '@baton/protocol';
-import { useEffect, useState } from 'preact/hooks';
+import { DEFAULT_PRIORITY, type CreateRunResponse } from '@baton/protocol';
+import { useState } from 'preact/hooks';
 import { describeError, handleAuth } from './errors.ts';
 import { href, navigate } from './route.ts';
+import { AdmissionFields, admissionOptions, useAgents } from './run-options-fields.tsx';
 
 /**
  * Starts a run of any agent the workers advertise, with its priority, fairness key and webhook
@@ -15,8 +16,6 @@ export function NewRunPage({
   client: BatonClient;
   onUnauthorized: () => void;
 }) {
-  const [agents, setAgents] = useState<AgentDescriptor[] | null>(null);
-  const [agent, setAgent] = useState('');
   const [message, setMessage] = useState('');
   const [thread, setThread] = useState('');
   const [priority, setPriority] = useState(DEFAULT_PRIORITY);
@@ -26,17 +25,7 @@ export function NewRunPage({
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
 
-  useEffect(() => {
-    client.agents.list().then(
-      (list) => {
-        setAgents(list);
-        setAgent((a) => a || list[0]?.name || '');
-      },
-      (e: unknown) => {
-        if (!handleAuth(e, onUnauthorized)) setError(describeError(e));
-      },
-    );
-  }, [client]);
+  const { agents, agent, setAgent } = useAgents(client, onUnauthorized, setError);
 
   const selected = agents?.find((a) => a.name === agent);
 
@@ -50,10 +39,7 @@ export function NewRunPage({
         input: { messages: [{ role: 'user', content: message }] },
         ...(thread.trim() ? { threadId: thread.trim() } : {}),
         ...(webhookUrl.trim() ? { webhook: { url: webhookUrl.trim() } } : {}),
-        options: {
-          ...(priority !== DEFAULT_PRIORITY ? { priority } : {}),
-          ...(fairnessKey.trim() ? { fairnessKey: fairnessKey.trim() } : {}),
-        },
+        options: admissionOptions(priority, fairnessKey),
       });
       // The generated secret is shown this once: the run's page cannot show it again.
       if (created.webhook?.secret) setCreated(created);
@@ -124,32 +110,13 @@ export function NewRunPage({
           placeholder="continue a conversation"
           onInput={(e) => setThread(e.currentTarget.value)}
         />
-        <label for="run-priority">Priority</label>
-        <select
-          id="run-priority"
-          value={String(priority)}
-          onChange={(e) => setPriority(Number(e.currentTarget.value))}
-        >
-          {[1, 2, 3, 4, 5].map((p) => (
-            <option key={p} value={String(p)}>
-              {p}
-              {p === 1
-                ? ' (first)'
-                : p === 5
-                  ? ' (last)'
-                  : p === DEFAULT_PRIORITY
-                    ? ' (default)'
-                    : ''}
-            </option>
-          ))}
-        </select>
-        <label for="run-fairness-key">Fairness key (optional)</label>
-        <input
-          id="run-fairness-key"
-          value={fairnessKey}
-          placeholder="e.g. your end user's id (default: your tenant)"
-          pattern="[A-Za-z0-9._:\-]{1,128}"
-          onInput={(e) => setFairnessKey(e.currentTarget.value)}
+        <AdmissionFields
+          idPrefix="run"
+          labels={{ priority: 'Priority', fairnessKey: 'Fairness key (optional)' }}
+          priority={priority}
+          setPriority={setPriority}
+          fairnessKey={fairnessKey}
+          setFairnessKey={setFairnessKey}
         />
         <label for="run-webhook">Webhook URL (optional)</label>
         <input

@@ -1,8 +1,9 @@
 import type { BatonClient } from '@baton/client';
-import { DEFAULT_PRIORITY, type AgentDescriptor } from '@baton/protocol';
-import { useEffect, useState } from 'preact/hooks';
+import { DEFAULT_PRIORITY } from '@baton/protocol';
+import { useState } from 'preact/hooks';
 import { describeError, handleAuth } from './errors.ts';
 import { navigate } from './route.ts';
+import { AdmissionFields, admissionOptions, useAgents } from './run-options-fields.tsx';
 
 /**
  * Creates a schedule (POST /v1/schedules): an agent and its message, fired every N seconds or
@@ -16,9 +17,7 @@ export function ScheduleForm({
   client: BatonClient;
   onUnauthorized: () => void;
 }) {
-  const [agents, setAgents] = useState<AgentDescriptor[] | null>(null);
   const [name, setName] = useState('');
-  const [agent, setAgent] = useState('');
   const [message, setMessage] = useState('');
   const [kind, setKind] = useState<'every' | 'cron'>('every');
   const [everySeconds, setEverySeconds] = useState('3600');
@@ -29,17 +28,7 @@ export function ScheduleForm({
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
 
-  useEffect(() => {
-    client.agents.list().then(
-      (list) => {
-        setAgents(list);
-        setAgent((a) => a || list[0]?.name || '');
-      },
-      (e: unknown) => {
-        if (!handleAuth(e, onUnauthorized)) setError(describeError(e));
-      },
-    );
-  }, [client]);
+  const { agents, agent, setAgent } = useAgents(client, onUnauthorized, setError);
 
   const submit = async (e: Event): Promise<void> => {
     e.preventDefault();
@@ -53,10 +42,7 @@ export function ScheduleForm({
         ...(kind === 'every'
           ? { everyMs: Math.round(Number(everySeconds) * 1000) }
           : { cron: cron.trim(), ...(timezone.trim() ? { timezone: timezone.trim() } : {}) }),
-        options: {
-          ...(priority !== DEFAULT_PRIORITY ? { priority } : {}),
-          ...(fairnessKey.trim() ? { fairnessKey: fairnessKey.trim() } : {}),
-        },
+        options: admissionOptions(priority, fairnessKey),
       });
       navigate({ page: 'schedule', scheduleId: created.scheduleId });
     } catch (err) {
@@ -132,23 +118,16 @@ export function ScheduleForm({
             />
           </>
         )}
-        <label for="schedule-priority">Priority of its runs</label>
-        <select
-          id="schedule-priority"
-          value={String(priority)}
-          onChange={(e) => setPriority(Number(e.currentTarget.value))}
-        >
-          {[1, 2, 3, 4, 5].map((p) => (
-            <option key={p} value={String(p)}>
-              {p}
-            </option>
-          ))}
-        </select>
-        <label for="schedule-fairness-key">Fairness key of its runs (optional)</label>
-        <input
-          id="schedule-fairness-key"
-          value={fairnessKey}
-          onInput={(e) => setFairnessKey(e.currentTarget.value)}
+        <AdmissionFields
+          idPrefix="schedule"
+          labels={{
+            priority: 'Priority of its runs',
+            fairnessKey: 'Fairness key of its runs (optional)',
+          }}
+          priority={priority}
+          setPriority={setPriority}
+          fairnessKey={fairnessKey}
+          setFairnessKey={setFairnessKey}
         />
         {error && (
           <p role="alert" class="error">
