@@ -211,7 +211,14 @@ describe('a keyed run create that failed at any one of its writes, resent', () =
   const faults: [string, (runId: string) => ReturnType<typeof failOnce>][] = [
     [
       "the run's entry in the active index (before the run)",
-      () => failOnce(runtime().redis, 'zadd', (a) => a[0] === runtime().keys.activeRuns, 'unsent'),
+      // This run's entry only: other runs' steps move through the same index meanwhile.
+      (runId) =>
+        failOnce(
+          runtime().redis,
+          'zadd',
+          (a) => a[0] === runtime().keys.activeRuns && a[2] === runId,
+          'unsent',
+        ),
     ],
     [
       'the thread acquire (applied, reply lost)',
@@ -234,15 +241,26 @@ describe('a keyed run create that failed at any one of its writes, resent', () =
     ],
     [
       "the tenant's run index (after the run)",
-      () =>
+      // This run's entry only: an earlier case's run, still healing in the background on a
+      // loaded machine, writes the same index (the fault fired on it, and this create got 202).
+      (runId) =>
         failOnce(
           runtime().redis,
           'zadd',
-          (a) => a[0] === runtime().keys.tenantRuns(TENANT),
+          (a) => a[0] === runtime().keys.tenantRuns(TENANT) && a[2] === runId,
           'unsent',
         ),
     ],
-    ["the run's start", () => failOnce(apiQueues(), 'enqueueStep', () => true, 'unsent')],
+    [
+      "the run's start",
+      (runId) =>
+        failOnce(
+          apiQueues(),
+          'enqueueStep',
+          (a) => (a[0] as { runId?: string } | undefined)?.runId === runId,
+          'unsent',
+        ),
+    ],
   ];
 
   it.each(faults)(
