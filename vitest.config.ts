@@ -81,7 +81,7 @@ const OWN_CLUSTER_TESTS = [
  * Integration files run side by side, each worker with a Redis of its own
  * (packages/testing/src/global-setup.ts). Their time is mostly waiting (processes starting,
  * timers, leases), so more workers than cores pay: on a 2-core machine `npm test` took ~830 s
- * with one worker, 395 s with 3 (load 10) and 305 s with 4 (load 8), green both times.
+ * with one worker, and 321–338 s with 4 in clean-clone CI runs (384 s at a load of 10–14).
  * BATON_TEST_WORKERS overrides it (1 to run the files one at a time, as before).
  */
 const INTEGRATION_WORKERS = Number(process.env['BATON_TEST_WORKERS'] ?? 4);
