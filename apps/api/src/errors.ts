@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import { ZodError, type core } from 'zod';
 import { RateLimitedError } from './rate-limited-error.ts';
 import { UnavailableError } from './unavailable-error.ts';
+import { redactWaitpointPath } from './logger.ts';
 
 export { RateLimitedError, UnavailableError };
 
@@ -281,5 +282,5 @@ function retryAfterSeconds(err: BatonError<ErrorCode>): number | undefined {
 
 /** Unknown routes: a JSON 404 like every other error. */
 export const notFoundHandler: RequestHandler = (req, _res, next) => {
-  next(notFound(`no route for ${req.method} ${req.path}; see /openapi.json`));
+  next(notFound(`no route for ${req.method} ${redactWaitpointPath(req.path)}; see /openapi.json`));
 };

@@ -1,7 +1,7 @@
 import { RunDoneError, activityOf, runCommands } from '@baton/core';
 import { Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import { type RedisClient } from '@baton/runtime';
+import { type RedisClient, type RunWaits } from '@baton/runtime';
 import {
   SCHEDULE_QUEUE,
   WEBHOOK_QUEUE,
@@ -31,6 +31,8 @@ export interface ReconcilerDeps {
   readonly admission?: RunAdmission;
   /** Agent-as-tool: a parent whose agent calls run as child runs is driven by them. */
   readonly children?: ChildRuns;
+  /** Waits for events: their due timeouts are fired each scan. */
+  readonly waits?: Pick<RunWaits, 'fireDueTimeouts'>;
   readonly logger: Logger;
   readonly now: () => number;
   /** A run untouched for this long is checked for a live lease or job. */
@@ -119,6 +121,8 @@ export class Reconciler {
     const { redis, keys } = this.deps;
     const active = await this.scanActive();
     const waiting = await this.sweepWaiting();
+    const timedOut = (await this.deps.waits?.fireDueTimeouts(this.batch)) ?? 0;
+    if (timedOut > 0) this.deps.logger.info({ timedOut }, 'event waits timed out');
     const fairness = await this.deps.admission?.sweep(this.batch);
     if (fairness && fairness.released > 0)
       this.deps.logger.info(fairness, 'fairness slots of finished or waiting runs given back');

@@ -370,6 +370,7 @@ export class BatonWorker {
         committer: rt.committer,
         children: rt.children,
         admission: rt.admission,
+        waits: rt.waits,
         logger: this.logger,
         now: () => rt.clock.now(),
         staleAfterMs: Math.max(config.LEASE_TTL_MS * 2, 1_000),

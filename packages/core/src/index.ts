@@ -94,6 +94,11 @@ export type {
   StateView,
   ToolReturn,
 } from './tools.ts';
+export {
+  WAIT_FOR_EVENT_TOOL,
+  waitForEventTool,
+  type WaitForEventToolOptions,
+} from './wait-for-event.ts';
 export { Engine, runCommands, type Transition } from './engine/engine.ts';
 export { composeTransitions } from './engine/compose-transitions.ts';
 

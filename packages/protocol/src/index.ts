@@ -158,6 +158,26 @@ export {
   type ToolOutcome,
   type ToolResult,
 } from './tools.ts';
+export {
+  type DecisionSource,
+  MAX_EVENT_WAIT_MS,
+  type SendEventRequest,
+  SendEventRequestSchema,
+  type SendEventResponse,
+  type CreateWaitpointRequest,
+  CreateWaitpointRequestSchema,
+  type WaitFor,
+  type WaitpointCreated,
+  type WaitpointOutcome,
+} from './waits.ts';
+/** @public A wire shape for clients that validate what they receive or build what they send. */
+export {
+  DecisionSourceSchema,
+  SendEventResponseSchema,
+  WaitForSchema,
+  WaitpointCreatedSchema,
+  WaitpointOutcomeSchema,
+} from './waits.ts';
 /** @public A wire shape for clients that validate what they receive or build what they send. */
 export {
   StatePatchSchema,

@@ -302,6 +302,28 @@ export class BatonKeys {
     return `${this.prefix}:reconciler:lock`;
   }
 
+  /**
+   * A waitpoint by the SHA-256 (hex) of its token: the token itself is never stored. STRING
+   * (JSON record: tenant, run, call, responseSchema, expiresAt, and the first outcome), PEXPIREAT
+   * at its expiry plus a day so a repeat keeps its answer until the URL dies.
+   */
+  waitpoint(tokenHash: string): string {
+    return `${this.prefix}:wp:${tokenHash}`;
+  }
+
+  /** A tenant's waiters for one event name and key: SET of JSON [runId, callId] (one slot each). */
+  eventWaiters(tenantId: string, name: string, key: string): string {
+    return `${this.prefix}:{evw:${keyPart(tenantId)}:${keyPart(name)}:${keyPart(key)}}`;
+  }
+
+  /**
+   * Timeouts of waiting calls (scheduleTimeout): ZSET of JSON [tenant, runId, callId, kind],
+   * score = due (ms). The reconciler fires what is due (run-waits.ts).
+   */
+  get waitTimeouts(): string {
+    return `${this.prefix}:waits:timeouts`;
+  }
+
   /** Where the reconciler's scan of the waiting index resumes. */
   get reconcilerWaitingCursor(): string {
     return `${this.prefix}:reconciler:waiting-cursor`;
