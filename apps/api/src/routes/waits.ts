@@ -8,7 +8,14 @@ import { Router } from 'express';
 import { principalOf } from '../auth.ts';
 import { jsonBody } from '../body.ts';
 import type { ApiContext } from '../context.ts';
-import { commonErrors, error, json, ref, runIdParam, type OpenApiPaths } from '../openapi/shared.ts';
+import {
+  commonErrors,
+  error,
+  json,
+  ref,
+  runIdParam,
+  type OpenApiPaths,
+} from '../openapi/shared.ts';
 import { parseBody, parseId } from '../validation.ts';
 
 /**
@@ -26,7 +33,8 @@ export function waitpointRouter(waits: RunWaits): Router {
   const router = Router();
   const complete = Router({ mergeParams: true });
   complete.post('/', jsonBody(WAITPOINT_BODY_LIMIT_BYTES), async (req, res) => {
-    const token = String((req.params as { token?: unknown }).token ?? '');
+    const raw = (req.params as { token?: unknown }).token;
+    const token = typeof raw === 'string' ? raw : '';
     // No body (undefined): the call resumes without a payload.
     const outcome = await waits.completeWaitpoint(token, req.body as JsonValue | undefined);
     res.status(outcome.repeat ? 200 : 202).json(outcome);
@@ -79,7 +87,9 @@ const completeWaitpoint = {
     '202': json('WaitpointOutcome', 'Completed'),
     '200': json('WaitpointOutcome', 'Completed before (a repeat)'),
     '404': error('not_found: a wrong or expired token'),
-    '409': error('The call was answered otherwise (decision_conflict, call_not_suspended, run_done)'),
+    '409': error(
+      'The call was answered otherwise (decision_conflict, call_not_suspended, run_done)',
+    ),
     '413': error('payload_too_large: body over 64 KiB'),
     '422': error("payload_invalid: the body does not match the call's responseSchema"),
   },

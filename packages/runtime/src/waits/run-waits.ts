@@ -138,7 +138,10 @@ export class RunWaits {
    * Wrong or expired token: 404. A payload the call's responseSchema refuses: 422, nothing
    * stored (the URL can be used again). A repeat: the first completion's answer, nothing done.
    */
-  async completeWaitpoint(token: string, payload: JsonValue | undefined): Promise<WaitpointOutcome> {
+  async completeWaitpoint(
+    token: string,
+    payload: JsonValue | undefined,
+  ): Promise<WaitpointOutcome> {
     if (!isWaitpointTokenShape(token)) throw waitpointNotFound();
     const hash = hashWaitpointToken(token);
     const found = await this.waitpoints.get(hash, this.deps.now());
@@ -223,7 +226,8 @@ export class RunWaits {
     for (const call of Object.values(cp.calls)) {
       const waitFor = call.ticket?.waitFor;
       if (call.status !== 'suspended' || waitFor?.kind !== 'event') continue;
-      const expiresAt = waitFor.expiresAt ?? (call.completedAt ?? call.createdAt) + waitFor.timeoutMs;
+      const expiresAt =
+        waitFor.expiresAt ?? (call.completedAt ?? call.createdAt) + waitFor.timeoutMs;
       await this.waiters.add(
         tenantId,
         waitFor.name,

@@ -1,0 +1,230 @@
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { pino } from 'pino';
+import { Redis } from 'ioredis';
+import { ScriptedModel, waitForEventTool } from '@baton/core';
+import { createDemoAgents } from '@baton/core/testing';
+import { loadApiConfig, startApi, type RunningApi } from '@baton/api';
+import type { AgentDefinition } from '@baton/core';
+import type { RunEvent, RunView, WaitpointCreated } from '@baton/protocol';
+import { systemClock } from '@baton/runtime';
+import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+
+/** Waits for an event named by its user message `name key timeoutMs`, then answers its result. */
+function waiterAgent(): AgentDefinition {
+  return {
+    name: 'waiter',
+    model: new ScriptedModel((request) => {
+      const last = request.messages.at(-1);
+      if (last?.role === 'user') {
+        const [name, key, ms] = String(last.content).split(' ');
+        return {
+          text: 'waiting',
+          toolCalls: [
+            {
+              name: 'baton_wait_for_event',
+              arguments: { name: name!, key: key!, timeoutMs: Number(ms) },
+            },
+          ],
+        };
+      }
+      return { text: `result: ${JSON.stringify(last?.content ?? null)}` };
+    }),
+    tools: [waitForEventTool()],
+    stopConditions: [{ type: 'max_rounds', rounds: 4 }],
+  };
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe('waitpoints and events', () => {
+  let c: ApiCluster;
+  let a: ApiClient;
+  let b: ApiClient;
+  let logged: RunningApi;
+  let anon: ApiClient;
+  let redis: Redis;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    c = await startApiCluster(
+      inject('redisUrl'),
+      [...createDemoAgents(systemClock), waiterAgent()],
+      {
+        apis: 2,
+      },
+    );
+    // A third instance logging every request at info, to scan for tokens.
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const config = loadApiConfig({
+      REDIS_URL: inject('redisUrl'),
+      BATON_PREFIX: c.h.prefix,
+      API_KEYS: `tenant-a:${KEYS.a}`,
+      LOG_LEVEL: 'info',
+    });
+    logged = await startApi({
+      config,
+      port: 0,
+      host: '127.0.0.1',
+      logger: pino({ level: 'info' }, sink),
+    });
+    a = new ApiClient(c.apis[0]!.url, KEYS.a);
+    b = new ApiClient(c.apis[1]!.url, KEYS.b);
+    anon = new ApiClient(logged.url);
+    redis = new Redis(inject('redisUrl'));
+  });
+  afterAll(async () => {
+    redis.disconnect();
+    await logged.close();
+    await c.stop();
+  });
+
+  async function suspendedDeploy(): Promise<{ runId: string; callId: string }> {
+    const { runId } = await a.createRun('assistant');
+    await a.stream(`/v1/runs/${runId}/events?until=suspended`);
+    const view = (await a.get<RunView>(`/v1/runs/${runId}`)).body;
+    return { runId, callId: view.await!.calls[0]!.toolCallId };
+  }
+
+  it('completes a call without an API key; a repeat answers the first outcome; 404, 422, 413', async () => {
+    const { runId, callId } = await suspendedDeploy();
+    const created = await a.post<WaitpointCreated>(`/v1/runs/${runId}/calls/${callId}/waitpoint`);
+    expect(created.status).toBe(201);
+    const { url, token } = created.body;
+    expect(url).toBe(`/w/${token}`);
+    expect(created.body.responseSchema).toBeDefined();
+
+    // Another tenant cannot make one for this run.
+    expect((await b.post(`/v1/runs/${runId}/calls/${callId}/waitpoint`)).status).toBe(404);
+    // A wrong token, of the right shape or not.
+    const wrong = token.slice(0, -1) + (token.endsWith('A') ? 'B' : 'A');
+    expect((await anon.post(`/w/${wrong}`, { comment: 'x' })).status).toBe(404);
+    expect((await anon.post(`/w/nope`, { comment: 'x' })).status).toBe(404);
+    // The body fails the call's responseSchema: 422, nothing used up.
+    const bad = await anon.post<{ error: { code: string } }>(url, { comment: 5 });
+    expect(bad.status).toBe(422);
+    expect(bad.body.error.code).toBe('payload_invalid');
+    // Over the size limit: 413.
+    const big = await anon.post(url, { comment: 'x'.repeat(70 * 1024) });
+    expect(big.status).toBe(413);
+
+    const first = await anon.post<{ decisionId: string; repeat: boolean }>(
+      `/v1/waitpoints/${token}`,
+      { comment: 'ship it' },
+    );
+    expect(first.status).toBe(202);
+    expect(first.body.repeat).toBe(false);
+    const again = await anon.post<{ decisionId: string; repeat: boolean }>(url, {
+      comment: 'something else',
+    });
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ repeat: true, decisionId: first.body.decisionId });
+
+    const done = await a.stream(`/v1/runs/${runId}/events`);
+    const events = done.messages.map((m) => JSON.parse(m.data) as RunEvent);
+    const applied = events.filter((e) => e.type === 'decision.applied');
+    expect(applied).toHaveLength(1);
+    expect(applied[0]).toMatchObject({
+      decision: { source: 'waitpoint', payload: { comment: 'ship it' } },
+    });
+    expect(events.at(-1)?.type).toBe('run.finished');
+
+    // An expired waitpoint is a wrong one.
+    const other = await suspendedDeploy();
+    const short = await a.post<WaitpointCreated>(
+      `/v1/runs/${other.runId}/calls/${other.callId}/waitpoint`,
+      { expiresInMs: 1 },
+    );
+    await new Promise((r) => setTimeout(r, 20));
+    expect((await anon.post(short.body.url, { comment: 'late' })).status).toBe(404);
+    await a.post(`/v1/runs/${other.runId}/cancel`);
+
+    // No line of the logging instance carries a token (it served every waitpoint request).
+    expect(lines.length).toBeGreaterThan(5);
+    for (const t of [token, wrong, short.body.token])
+      expect(lines.filter((l) => l.includes(t))).toEqual([]);
+    expect(lines.some((l) => l.includes('/w/[redacted]'))).toBe(true);
+  });
+
+  it('an event resumes exactly the runs of its tenant waiting for its name and key', async () => {
+    const start = async (client: ApiClient, text: string): Promise<string> =>
+      (await client.createRun('waiter', text)).runId;
+    const k1 = [await start(a, 'paid order-1 60000'), await start(a, 'paid order-1 60000')];
+    const k2 = await start(a, 'paid order-2 60000');
+    const other = await start(b, 'paid order-1 60000');
+    const waiting = async (n: number, tenant: string, key: string): Promise<void> => {
+      await until(`${n} waiters of ${key}`, async () =>
+        (await redis.scard(`${c.h.prefix}:{evw:${tenant}:paid:${key}}`)) === n ? true : undefined,
+      );
+    };
+    await waiting(2, 'tenant-a', 'order-1');
+    await waiting(1, 'tenant-a', 'order-2');
+    await waiting(1, 'tenant-b', 'order-1');
+    const view = (await a.get<RunView>(`/v1/runs/${k2}`)).body;
+    expect(view.await?.calls[0]?.waitFor).toMatchObject({
+      kind: 'event',
+      name: 'paid',
+      key: 'order-2',
+    });
+    expect(view.await?.calls[0]?.waitFor?.expiresAt).toBeGreaterThan(Date.now());
+
+    const sent = await a.post<{ resumed: number; runs: string[] }>('/v1/events', {
+      name: 'paid',
+      key: 'order-1',
+      data: { amount: 42 },
+    });
+    expect(sent.status).toBe(200);
+    expect(sent.body.resumed).toBe(2);
+    expect([...sent.body.runs].sort()).toEqual([...k1].sort());
+    // Sent again (from the other instance): nobody is waiting any more.
+    const twice = await new ApiClient(c.apis[1]!.url, KEYS.a).post<{ resumed: number }>(
+      '/v1/events',
+      { name: 'paid', key: 'order-1' },
+    );
+    expect(twice.body.resumed).toBe(0);
+    for (const runId of k1) {
+      const events = (await a.stream(`/v1/runs/${runId}/events`)).messages.map(
+        (m) => JSON.parse(m.data) as RunEvent,
+      );
+      expect(events.filter((e) => e.type === 'decision.applied')).toHaveLength(1);
+      expect(events.find((e) => e.type === 'decision.applied')).toMatchObject({
+        decision: { source: 'event', payload: { event: { key: 'order-1', data: { amount: 42 } } } },
+      });
+    }
+    // Tenant b's waiter and order-2's are still waiting.
+    expect((await b.get<RunView>(`/v1/runs/${other}`)).body.status).toBe('waiting');
+    expect((await a.get<RunView>(`/v1/runs/${k2}`)).body.status).toBe('waiting');
+    await a.post(`/v1/runs/${k2}/cancel`);
+    await b.post(`/v1/runs/${other}/cancel`);
+  });
+
+  it('a wait with no event times out once, with a timeout result', async () => {
+    const { runId } = await a.createRun('waiter', 'never late-1 200');
+    const done = await a.stream(`/v1/runs/${runId}/events`);
+    const events = done.messages.map((m) => JSON.parse(m.data) as RunEvent);
+    const applied = events.filter((e) => e.type === 'decision.applied');
+    expect(applied).toHaveLength(1);
+    expect(applied[0]).toMatchObject({
+      decision: { source: 'timeout', payload: { timedOut: true } },
+    });
+    expect(events.at(-1)?.type).toBe('run.finished');
+    // The event arriving afterwards resumes nothing.
+    expect(
+      (await a.post<{ resumed: number }>('/v1/events', { name: 'never', key: 'late-1' })).body
+        .resumed,
+    ).toBe(0);
+  });
+});
