@@ -73,6 +73,14 @@
  *     p:archive:pending             ZSET   finished runs not archived yet, score = finishedAt (ms)
  *     p:archive:lock                STRING one archiver at a time across workers (SET NX PX)
  *
+ *   Waits (waits/: waitpoints, event waits and their timeouts)
+ *     p:wp:<sha256(token)>          HASH   rec (JSON: tenant, run, call, responseSchema, expiresAt),
+ *                                          outcome (the first completion); PEXPIREAT expiresAt
+ *     p:{evw:<t>:<name>:<key>}      SET    JSON [runId, callId] of the calls waiting for that event;
+ *                                          claimed (read and deleted) at once by POST /v1/events
+ *     p:waits:timeouts              ZSET   JSON [runId, callId, kind], score = due (ms): the
+ *                                          reconciler fires what is due (scheduleTimeout)
+ *
  *   API
  *     p:{idem:<t>}:<scope>:<key>    STRING Idempotency-Key record (first response or pending)
  *     p:{sse:<t>}:leases            ZSET   open SSE streams of a tenant, score = lease expiry
