@@ -8,6 +8,7 @@ import { loadApiConfig, startApi, type RunningApi } from '@baton/api';
 import type { AgentDefinition } from '@baton/core';
 import type { RunEvent, RunView, WaitpointCreated } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
+import { BatonClient } from '@baton/client';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
 
 /** Waits for an event named by its user message `name key timeoutMs`, then answers its result. */
@@ -144,17 +145,27 @@ describe('waitpoints and events', () => {
 
     // An expired waitpoint is a wrong one.
     const other = await suspendedDeploy();
-    const short = await a.post<WaitpointCreated>(
-      `/v1/runs/${other.runId}/calls/${other.callId}/waitpoint`,
+    const short = await new BatonClient({ baseUrl: a.base, apiKey: KEYS.a }).waitpoints.create(
+      other.runId,
+      other.callId,
       { expiresInMs: 1 },
     );
     await new Promise((r) => setTimeout(r, 20));
-    expect((await anon.post(short.body.url, { comment: 'late' })).status).toBe(404);
-    await a.post(`/v1/runs/${other.runId}/cancel`);
+    expect((await anon.post(short.url, { comment: 'late' })).status).toBe(404);
+    // The client completes one by its URL, without a key.
+    const fresh = await new BatonClient({ baseUrl: a.base, apiKey: KEYS.a }).waitpoints.create(
+      other.runId,
+      other.callId,
+    );
+    const viaClient = await new BatonClient({ baseUrl: logged.url }).waitpoints.complete(
+      `${logged.url}${fresh.url}`,
+      { comment: 'by client' },
+    );
+    expect(viaClient).toMatchObject({ runId: other.runId, repeat: false });
 
     // No line of the logging instance carries a token (it served every waitpoint request).
     expect(lines.length).toBeGreaterThan(5);
-    for (const t of [token, wrong, short.body.token])
+    for (const t of [token, wrong, short.token, fresh.token])
       expect(lines.filter((l) => l.includes(t))).toEqual([]);
     expect(lines.some((l) => l.includes('/w/[redacted]'))).toBe(true);
   });
@@ -190,11 +201,11 @@ describe('waitpoints and events', () => {
     expect(sent.body.resumed).toBe(2);
     expect([...sent.body.runs].sort()).toEqual([...k1].sort());
     // Sent again (from the other instance): nobody is waiting any more.
-    const twice = await new ApiClient(c.apis[1]!.url, KEYS.a).post<{ resumed: number }>(
-      '/v1/events',
-      { name: 'paid', key: 'order-1' },
-    );
-    expect(twice.body.resumed).toBe(0);
+    const twice = await new BatonClient({ baseUrl: c.apis[1]!.url, apiKey: KEYS.a }).events.send({
+      name: 'paid',
+      key: 'order-1',
+    });
+    expect(twice.resumed).toBe(0);
     for (const runId of k1) {
       const events = (await a.stream(`/v1/runs/${runId}/events`)).messages.map(
         (m) => JSON.parse(m.data) as RunEvent,
