@@ -2,7 +2,8 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { pino } from 'pino';
 import { Redis } from 'ioredis';
-import { ScriptedModel, waitForEventTool } from '@baton/core';
+import { ScriptedModel, defineTool, toolResult, waitForEventTool } from '@baton/core';
+import { z } from 'zod';
 import { createDemoAgents } from '@baton/core/testing';
 import { loadApiConfig, startApi, type RunningApi } from '@baton/api';
 import type { AgentDefinition } from '@baton/core';
@@ -36,6 +37,45 @@ function waiterAgent(): AgentDefinition {
   };
 }
 
+/** URLs the `ci` agent's tool handed out; `release` lets an early one's tool return. */
+const handed: { url: string; release?: () => void }[] = [];
+
+/** A tool that creates a waitpoint for its call and waits on it (`early`: returns when released). */
+function ciAgent(): AgentDefinition {
+  const runCi = defineTool({
+    name: 'run_ci',
+    description: 'starts a CI job that reports back through a waitpoint URL',
+    inputSchema: z.object({ early: z.boolean() }),
+    resumeMode: 'use_decision_as_tool_result',
+    execute: async ({ early }, ctx) => {
+      const wp = await ctx.waitpoint!({ expiresInMs: 60_000 });
+      if (early) await new Promise<void>((release) => handed.push({ url: wp.url, release }));
+      else handed.push({ url: wp.url });
+      return toolResult.pending({
+        reason: 'input',
+        message: 'waiting for CI',
+        resumeMode: 'use_decision_as_tool_result',
+        responseSchema: { type: 'object', properties: { passed: { type: 'boolean' } } },
+        waitFor: wp.waitFor,
+      });
+    },
+  });
+  return {
+    name: 'ci',
+    model: new ScriptedModel((request) => {
+      const last = request.messages.at(-1);
+      if (last?.role === 'user')
+        return {
+          text: 'starting CI',
+          toolCalls: [{ name: 'run_ci', arguments: { early: last.content === 'early' } }],
+        };
+      return { text: `CI: ${JSON.stringify(last?.content ?? null)}` };
+    }),
+    tools: [runCi],
+    stopConditions: [{ type: 'max_rounds', rounds: 4 }],
+  };
+}
+
 async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + 10_000;
   for (;;) {
@@ -58,7 +98,7 @@ describe('waitpoints and events', () => {
   beforeAll(async () => {
     c = await startApiCluster(
       inject('redisUrl'),
-      [...createDemoAgents(systemClock), waiterAgent()],
+      [...createDemoAgents(systemClock), waiterAgent(), ciAgent()],
       {
         apis: 2,
       },
@@ -237,5 +277,34 @@ describe('waitpoints and events', () => {
       (await a.post<{ resumed: number }>('/v1/events', { name: 'never', key: 'late-1' })).body
         .resumed,
     ).toBe(0);
+  });
+
+  it("a tool's own waitpoint completes its call, even when the completion comes first", async () => {
+    const finished = async (runId: string): Promise<RunEvent[]> =>
+      (await a.stream(`/v1/runs/${runId}/events`)).messages.map(
+        (m) => JSON.parse(m.data) as RunEvent,
+      );
+    const { runId } = await a.createRun('ci', 'late');
+    await a.stream(`/v1/runs/${runId}/events?until=suspended`);
+    const view = (await a.get<RunView>(`/v1/runs/${runId}`)).body;
+    expect(view.await?.calls[0]?.waitFor).toMatchObject({ kind: 'waitpoint' });
+    const late = handed.shift()!;
+    expect((await anon.post(late.url, { passed: true })).status).toBe(202);
+    const events = await finished(runId);
+    expect(events.find((e) => e.type === 'decision.applied')).toMatchObject({
+      decision: { source: 'waitpoint', payload: { passed: true } },
+    });
+    expect(events.at(-1)?.type).toBe('run.finished');
+
+    // Completed while the tool still runs: kept, and applied once the call suspends.
+    const early = await a.createRun('ci', 'early');
+    const handedEarly = await until('the early URL', () => Promise.resolve(handed.shift()));
+    expect((await anon.post(handedEarly.url, { passed: false })).status).toBe(202);
+    handedEarly.release!();
+    const earlyEvents = await finished(early.runId);
+    expect(earlyEvents.filter((e) => e.type === 'decision.applied')).toHaveLength(1);
+    expect(earlyEvents.find((e) => e.type === 'decision.applied')).toMatchObject({
+      decision: { source: 'waitpoint', payload: { passed: false } },
+    });
   });
 });

@@ -143,6 +143,7 @@ export class BatonWorker {
       mailbox: new ToolResultMailbox(rt.redis, rt.keys, config.EVENT_RETENTION_SECONDS),
       messages,
       children: rt.children,
+      waits: rt.waits,
       deltas: { windowMs: config.DELTA_WINDOW_MS, maxChars: config.DELTA_MAX_CHARS },
       queues: rt.queues,
       registry: this.registry,

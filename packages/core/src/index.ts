@@ -93,6 +93,7 @@ export type {
   ApprovalSpec,
   StateView,
   ToolReturn,
+  ToolWaitpoint,
 } from './tools.ts';
 export {
   WAIT_FOR_EVENT_TOOL,

@@ -18,16 +18,20 @@ export const MAX_EVENT_WAIT_MS = 30 * 24 * 3600 * 1000;
 
 /**
  * What a suspended call waits for besides a decision, carried by its ticket: an event with a
- * correlation key. `expiresAt` is set when the call suspends (now + timeoutMs); at that time the
- * call resolves with a timeout result if no event came.
+ * correlation key (`expiresAt` is set when the call suspends, now + timeoutMs; then the call
+ * resolves with a timeout result if no event came), or a waitpoint URL its tool created
+ * (ToolContext.waitpoint; the URL answers 404 after `expiresAt`).
  */
-export const WaitForSchema = z.object({
-  kind: z.literal('event'),
-  name: EventNameSchema,
-  key: EventKeySchema,
-  timeoutMs: z.number().int().positive().max(MAX_EVENT_WAIT_MS),
-  expiresAt: z.number().optional(),
-});
+export const WaitForSchema = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('event'),
+    name: EventNameSchema,
+    key: EventKeySchema,
+    timeoutMs: z.number().int().positive().max(MAX_EVENT_WAIT_MS),
+    expiresAt: z.number().optional(),
+  }),
+  z.object({ kind: z.literal('waitpoint'), expiresAt: z.number() }),
+]);
 export type WaitFor = z.infer<typeof WaitForSchema>;
 
 /** POST /v1/events: resumes every run of the tenant waiting for this name and key. */

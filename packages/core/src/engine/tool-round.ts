@@ -98,7 +98,7 @@ function settleCall(draft: Draft, call: ToolCallState, result: ToolResult): void
     const { waitFor } = result.ticket;
     // The wait's expiry is fixed when the call suspends (commit time), so every reader agrees.
     call.ticket =
-      waitFor !== undefined && waitFor.expiresAt === undefined
+      waitFor?.kind === 'event' && waitFor.expiresAt === undefined
         ? { ...result.ticket, waitFor: { ...waitFor, expiresAt: draft.now + waitFor.timeoutMs } }
         : result.ticket;
     draft.emit({

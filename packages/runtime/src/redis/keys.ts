@@ -76,6 +76,7 @@
  *   Waits (waits/: waitpoints, event waits and their timeouts)
  *     p:wp:<sha256(token)>          HASH   rec (JSON: tenant, run, call, responseSchema, expiresAt),
  *                                          outcome (the first completion); PEXPIREAT expiresAt
+ *     p:waits:early:<runId>         HASH   callId -> completion that came before its call suspended
  *     p:{evw:<t>:<name>:<key>}      SET    JSON [runId, callId] of the calls waiting for that event;
  *                                          claimed (read and deleted) at once by POST /v1/events
  *     p:waits:timeouts              ZSET   JSON [runId, callId, kind], score = due (ms): the
@@ -317,6 +318,15 @@ export class BatonKeys {
    */
   waitpoint(tokenHash: string): string {
     return `${this.prefix}:wp:${tokenHash}`;
+  }
+
+  /**
+   * Waitpoint completions that came before their call was suspended (its tool created the
+   * waitpoint and was still running): HASH callId -> JSON {decisionId, payload}, applied when
+   * the run starts waiting (RunWaits.registerWaiting).
+   */
+  waitpointEarly(runId: string): string {
+    return `${this.prefix}:waits:early:${keyPart(runId)}`;
   }
 
   /** A tenant's waiters for one event name and key: SET of JSON [runId, callId] (one slot each). */

@@ -1,4 +1,4 @@
-import { DecisionError } from '@baton/core';
+import { DecisionError, type ToolWaitpoint } from '@baton/core';
 import {
   BatonError,
   type Checkpoint,
@@ -6,6 +6,7 @@ import {
   type DecisionSource,
   isBatonError,
   type JsonValue,
+  type RunIdentity,
   type SendEventRequest,
   type SendEventResponse,
   type WaitpointCreated,
@@ -58,6 +59,12 @@ const SETTLED = new Set([
   'call_unknown',
   'decision_conflict',
 ]);
+
+/** A call_not_suspended refusal for a call whose tool is still running (or about to). */
+function isRunning(details: unknown): boolean {
+  const status = (details as { status?: unknown } | undefined)?.status;
+  return status === 'running' || status === 'new';
+}
 
 function waitpointNotFound(): BatonError {
   return new BatonError('not_found', 'no such waitpoint: the URL is wrong or has expired');
@@ -134,6 +141,29 @@ export class RunWaits {
   }
 
   /**
+   * A waitpoint a tool creates for its own call while it runs (ToolContext.waitpoint): the call
+   * is not suspended yet, so a completion that comes first is kept (completeWaitpoint) and
+   * applied when the run starts waiting (registerWaiting).
+   */
+  async createToolWaitpoint(
+    identity: RunIdentity,
+    callId: string,
+    expiresInMs = DEFAULT_WAITPOINT_TTL_MS,
+  ): Promise<ToolWaitpoint> {
+    const now = this.deps.now();
+    const expiresAt = now + expiresInMs;
+    const token = newWaitpointToken();
+    await this.waitpoints.create(hashWaitpointToken(token), {
+      tenantId: identity.tenantId,
+      runId: identity.runId,
+      toolCallId: callId,
+      expiresAt,
+      createdAt: now,
+    });
+    return { url: `/w/${token}`, token, expiresAt, waitFor: { kind: 'waitpoint', expiresAt } };
+  }
+
+  /**
    * Completes the waitpoint's call with `payload` (a resume decision, source 'waitpoint').
    * Wrong or expired token: 404. A payload the call's responseSchema refuses: 422, nothing
    * stored (the URL can be used again). A repeat: the first completion's answer, nothing done.
@@ -167,6 +197,21 @@ export class RunWaits {
       });
       return { ...base, ...first, repeat: result.accepted.length === 0 };
     } catch (error) {
+      // The call's tool made this waitpoint and still runs: kept until the call suspends.
+      if (isBatonError(error) && error.code === 'call_not_suspended' && isRunning(error.details)) {
+        await this.keepEarly(
+          record.runId,
+          record.toolCallId,
+          decisionId,
+          payload,
+          record.expiresAt,
+        );
+        const first = await this.waitpoints.recordOutcome(hash, {
+          decisionId,
+          completedAt: this.deps.now(),
+        });
+        return { ...base, ...first, repeat: false };
+      }
       // This waitpoint's own decision was taken with another body: a repeat of the first.
       if (
         isBatonError(error) &&
@@ -225,7 +270,11 @@ export class RunWaits {
     const { tenantId, runId } = cp.identity;
     for (const call of Object.values(cp.calls)) {
       const waitFor = call.ticket?.waitFor;
-      if (call.status !== 'suspended' || waitFor?.kind !== 'event') continue;
+      if (call.status !== 'suspended' || waitFor === undefined) continue;
+      if (waitFor.kind === 'waitpoint') {
+        await this.applyEarly(cp, call.id);
+        continue;
+      }
       const expiresAt =
         waitFor.expiresAt ?? (call.completedAt ?? call.createdAt) + waitFor.timeoutMs;
       await this.waiters.add(
@@ -264,6 +313,39 @@ export class RunWaits {
       await this.timeoutIndex.remove(t.member);
     }
     return fired;
+  }
+
+  private async keepEarly(
+    runId: string,
+    callId: string,
+    decisionId: string,
+    payload: JsonValue | undefined,
+    expiresAt: number,
+  ): Promise<void> {
+    const key = this.deps.keys.waitpointEarly(runId);
+    await this.deps.redis
+      .multi()
+      .hsetnx(key, callId, JSON.stringify({ decisionId, payload: payload ?? null }))
+      .pexpireat(key, expiresAt + 60_000)
+      .exec();
+  }
+
+  /** Applies a completion kept for a call that was not suspended yet (see keepEarly). */
+  private async applyEarly(cp: Checkpoint, callId: string): Promise<void> {
+    const { tenantId, runId } = cp.identity;
+    const kept = await this.deps.redis.hget(this.deps.keys.waitpointEarly(runId), callId);
+    if (!kept) return;
+    const { decisionId, payload } = JSON.parse(kept) as { decisionId: string; payload: JsonValue };
+    try {
+      await this.resolve(tenantId, { runId, callId }, decisionId, payload, 'waitpoint');
+    } catch (err) {
+      // Checked only now (the ticket's schema did not exist yet): the call waits on, for a
+      // decision or a new waitpoint; the commit that made it wait stands.
+      this.deps.logger.warn(
+        { err, runId, toolCallId: callId },
+        'an early waitpoint completion was refused when its call suspended',
+      );
+    }
   }
 
   /** One decision for one waiter; false when the waiter was no longer waiting. */
