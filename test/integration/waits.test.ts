@@ -115,6 +115,7 @@ describe('waitpoints and events', () => {
       BATON_PREFIX: c.h.prefix,
       API_KEYS: `tenant-a:${KEYS.a}`,
       LOG_LEVEL: 'info',
+      METRICS_PUBLIC: 'true',
     });
     logged = await startApi({
       config,
@@ -208,6 +209,10 @@ describe('waitpoints and events', () => {
     for (const t of [token, wrong, short.token, fresh.token])
       expect(lines.filter((l) => l.includes(t))).toEqual([]);
     expect(lines.some((l) => l.includes('/w/[redacted]'))).toBe(true);
+    // Nor any metric label (routes are labelled by their pattern).
+    const metrics = await anon.get<string>('/metrics');
+    expect(metrics.body).toContain('/w/:token');
+    for (const t of [token, short.token, fresh.token]) expect(metrics.body).not.toContain(t);
   });
 
   it('an event resumes exactly the runs of its tenant waiting for its name and key', async () => {

@@ -4,7 +4,7 @@ import {
   type JsonValue,
 } from '@baton/protocol';
 import type { RunWaits } from '@baton/runtime';
-import { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
 import { principalOf } from '../auth.ts';
 import { jsonBody } from '../body.ts';
 import type { ApiContext } from '../context.ts';
@@ -31,16 +31,18 @@ export const WAITPOINT_BODY_LIMIT_BYTES = 64 * 1024;
  */
 export function waitpointRouter(waits: RunWaits): Router {
   const router = Router();
-  const complete = Router({ mergeParams: true });
-  complete.post('/', jsonBody(WAITPOINT_BODY_LIMIT_BYTES), async (req, res) => {
-    const raw = (req.params as { token?: unknown }).token;
+  const complete: RequestHandler = async (req, res) => {
+    const raw = req.params['token'];
     const token = typeof raw === 'string' ? raw : '';
     // No body (undefined): the call resumes without a payload.
     const outcome = await waits.completeWaitpoint(token, req.body as JsonValue | undefined);
     res.status(outcome.repeat ? 200 : 202).json(outcome);
-  });
-  router.use('/w/:token', complete);
-  router.use('/v1/waitpoints/:token', complete);
+  };
+  // Routes, not a mounted router: metrics and traces label a request by its route's pattern
+  // (`/w/:token`), where a mount would put the token itself in req.baseUrl.
+  const body = jsonBody(WAITPOINT_BODY_LIMIT_BYTES);
+  router.post('/w/:token', body, complete);
+  router.post('/v1/waitpoints/:token', body, complete);
   return router;
 }
 
