@@ -164,16 +164,16 @@ export {
   type SendEventRequest,
   SendEventRequestSchema,
   type SendEventResponse,
-  type CreateWaitpointRequest,
   CreateWaitpointRequestSchema,
-  type WaitFor,
   type WaitpointCreated,
   type WaitpointOutcome,
 } from './waits.ts';
 /** @public A wire shape for clients that validate what they receive or build what they send. */
 export {
+  type CreateWaitpointRequest,
   DecisionSourceSchema,
   SendEventResponseSchema,
+  type WaitFor,
   WaitForSchema,
   WaitpointCreatedSchema,
   WaitpointOutcomeSchema,

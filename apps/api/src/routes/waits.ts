@@ -22,7 +22,7 @@ import { parseBody, parseId } from '../validation.ts';
  * Largest body a waitpoint URL takes (413 past it): a completion is an answer, not a document,
  * and the URL needs no key, so its limit is well under BODY_LIMIT_BYTES.
  */
-export const WAITPOINT_BODY_LIMIT_BYTES = 64 * 1024;
+const WAITPOINT_BODY_LIMIT_BYTES = 64 * 1024;
 
 /**
  * POST /w/:token and POST /v1/waitpoints/:token: complete a waiting call with the URL's token

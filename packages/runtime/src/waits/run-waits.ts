@@ -27,7 +27,7 @@ import {
 } from './waitpoints.ts';
 
 /** A waitpoint URL lives this long unless its creator or the call's own expiry says otherwise. */
-export const DEFAULT_WAITPOINT_TTL_MS = 24 * 3600 * 1000;
+const DEFAULT_WAITPOINT_TTL_MS = 24 * 3600 * 1000;
 /** Waiters one event resumes concurrently (each is one decision commit). */
 const EVENT_CONCURRENCY = 16;
 
