@@ -10,6 +10,8 @@ import type { AgentDefinition } from '@baton/core';
 import type { RunEvent, RunView, WaitpointCreated } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
 import { BatonClient } from '@baton/client';
+import { createCli } from '@baton/cli';
+import { PassThrough } from 'node:stream';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
 
 /** Waits for an event named by its user message `name key timeoutMs`, then answers its result. */
@@ -74,6 +76,22 @@ function ciAgent(): AgentDefinition {
     tools: [runCi],
     stopConditions: [{ type: 'max_rounds', rounds: 4 }],
   };
+}
+
+/** `baton args…` in-process; its stdout. */
+async function baton(base: string, args: readonly string[]): Promise<string> {
+  const stdout = new PassThrough();
+  let out = '';
+  stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const code = await createCli({
+    stdout,
+    stderr: new PassThrough(),
+    stdin: new PassThrough(),
+    env: { BATON_URL: base, BATON_API_KEY: KEYS.a, NO_COLOR: '1' },
+    signal: new AbortController().signal,
+  }).run(args);
+  if (code !== 0) throw new Error(`baton ${args.join(' ')} exited ${String(code)}: ${out}`);
+  return out;
 }
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
@@ -263,7 +281,12 @@ describe('waitpoints and events', () => {
     // Tenant b's waiter and order-2's are still waiting.
     expect((await b.get<RunView>(`/v1/runs/${other}`)).body.status).toBe('waiting');
     expect((await a.get<RunView>(`/v1/runs/${k2}`)).body.status).toBe('waiting');
-    await a.post(`/v1/runs/${k2}/cancel`);
+    expect(await baton(a.base, ['runs', 'get', k2])).toMatch(/event paid for order-2, until /);
+    // The CLI sends one too.
+    const cli = JSON.parse(
+      await baton(a.base, ['events', 'send', 'paid', 'order-2', '--data', '{"x":1}', '--json']),
+    ) as { resumed: number; runs: string[] };
+    expect(cli).toEqual({ resumed: 1, runs: [k2] });
     await b.post(`/v1/runs/${other}/cancel`);
   });
 
