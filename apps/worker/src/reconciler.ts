@@ -121,7 +121,7 @@ export class Reconciler {
     const { redis, keys } = this.deps;
     const active = await this.scanActive();
     const waiting = await this.sweepWaiting();
-    const timedOut = (await this.deps.waits?.fireDueTimeouts(this.batch)) ?? 0;
+    const timedOut = await this.fireTimeouts();
     if (timedOut > 0) this.deps.logger.info({ timedOut }, 'event waits timed out');
     const fairness = await this.deps.admission?.sweep(this.batch);
     if (fairness && fairness.released > 0)
@@ -226,6 +226,22 @@ export class Reconciler {
       }
     }
     return { revived, expired };
+  }
+
+  /**
+   * Event waits whose timeout is due, batch after batch while batches come full (bounded per
+   * scan, like collect): a burst of waits started together times out together.
+   */
+  private async fireTimeouts(): Promise<number> {
+    const { waits } = this.deps;
+    if (!waits) return 0;
+    let fired = 0;
+    for (let round = 0; round < MAX_COLLECT_BATCHES; round += 1) {
+      const { settled, fired: n } = await waits.fireDueTimeouts(this.batch);
+      fired += n;
+      if (settled < this.batch) break;
+    }
+    return fired;
   }
 
   /** Ends a run that waited too long for a decision; false when it moved on meanwhile. */

@@ -292,27 +292,33 @@ export class RunWaits {
   /**
    * Fires the timeouts due now (the reconciler calls this each scan): the call resumes with
    * `{ timedOut: true }` (source 'timeout') unless something completed it first. Returns how
-   * many calls timed out. A timeout that failed for a passing reason stays for the next scan.
+   * many due entries were settled (removed; at most `limit`) and how many calls timed out. A
+   * timeout that failed for a passing reason (Redis) is logged and stays for the next scan.
    */
-  async fireDueTimeouts(limit: number): Promise<number> {
+  async fireDueTimeouts(limit: number): Promise<{ settled: number; fired: number }> {
     const due = await this.timeoutIndex.due(this.deps.now(), limit);
     let fired = 0;
+    let settled = 0;
     for (const t of due) {
-      const tenantId = await this.deps.tenantOf(t.runId);
-      if (
-        tenantId !== null &&
-        (await this.resolve(
-          tenantId,
-          { runId: t.runId, callId: t.callId },
-          `timeout-${t.callId}`,
-          { timedOut: true },
-          'timeout',
-        ))
-      )
-        fired += 1;
-      await this.timeoutIndex.remove(t.member);
+      try {
+        const tenantId = await this.deps.tenantOf(t.runId);
+        const waiter = { runId: t.runId, callId: t.callId };
+        const payload = { timedOut: true };
+        if (
+          tenantId !== null &&
+          (await this.resolve(tenantId, waiter, `timeout-${t.callId}`, payload, 'timeout'))
+        )
+          fired += 1;
+        await this.timeoutIndex.remove(t.member);
+        settled += 1;
+      } catch (err) {
+        this.deps.logger.warn(
+          { err, runId: t.runId, toolCallId: t.callId },
+          'a wait timeout could not fire; the next scan tries again',
+        );
+      }
     }
-    return fired;
+    return { settled, fired };
   }
 
   private async keepEarly(
