@@ -99,6 +99,13 @@ export {
 /** @public A wire shape for clients that validate what they receive or build what they send. */
 export { QueuedInfoSchema, QueuedReasonSchema, RunPrioritySchema } from './fairness.ts';
 export {
+  FORMATS,
+  type FormatKind,
+  type FormatRange,
+  type FormatVerdict,
+  readFormat,
+} from './formats.ts';
+export {
   JOB_PAYLOAD_VERSION,
   type StepJob,
   StepJobSchema,

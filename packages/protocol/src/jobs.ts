@@ -1,7 +1,10 @@
 import { z } from 'zod';
 import { RunPrioritySchema } from './fairness.ts';
 
-export const JOB_PAYLOAD_VERSION = 1;
+import { FORMATS } from './formats.ts';
+
+/** The job format this release writes (formats.ts: readers check `v` with readFormat first). */
+export const JOB_PAYLOAD_VERSION = FORMATS.job.writes;
 
 /** One phase round of one run. */
 export const StepJobSchema = z.object({
