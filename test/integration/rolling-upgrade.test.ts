@@ -65,7 +65,6 @@ async function upgradePass(order: Order): Promise<void> {
       redisUrl,
       prefix,
       agents: 'demo,children',
-      probes: false,
       env,
       ...(root ? { root } : {}),
     });
@@ -187,12 +186,25 @@ async function upgradePass(order: Order): Promise<void> {
   expect(schedule.status).toBe(201);
   const scheduleId = schedule.body.scheduleId;
 
-  /** Replaces a worker: SIGKILL while it holds jobs (slow reports in flight), or SIGTERM. */
-  const replaceWorker = async (i: number, signal: NodeJS.Signals): Promise<void> => {
-    const next = await worker();
-    const old = workers[i]!;
-    workers[i] = next;
+  const oldWorkers = new Set(workers);
+  /**
+   * Replaces an old worker with a new one. `kill -9`: the first old worker to start a tool call
+   * from now on (slow reports are in flight), so it dies holding jobs; otherwise the remaining old
+   * one, stopped with SIGTERM.
+   */
+  const replaceWorker = async (signal: NodeJS.Signals): Promise<void> => {
+    const since = Date.now();
+    const old =
+      signal === 'SIGKILL'
+        ? await Promise.race(
+            [...oldWorkers].map((w) =>
+              w.onProbe('before-tool', (p) => p.seenAt >= since, 60_000).then(() => w),
+            ),
+          )
+        : [...oldWorkers][0]!;
     old.kill(signal);
+    oldWorkers.delete(old);
+    workers[workers.indexOf(old)] = await worker();
     await old.exited;
   };
 
@@ -205,16 +217,16 @@ async function upgradePass(order: Order): Promise<void> {
     old.kill('SIGKILL');
     await old.exited;
     await traffic(2);
-    await replaceWorker(0, 'SIGKILL');
+    await replaceWorker('SIGKILL');
     await traffic(3);
     await decide(0.5);
-    await replaceWorker(1, 'SIGTERM');
+    await replaceWorker('SIGTERM');
   } else {
-    await replaceWorker(0, 'SIGKILL');
+    await replaceWorker('SIGKILL');
     await traffic(1);
     await decide(0.5);
     await traffic(2);
-    await replaceWorker(1, 'SIGTERM');
+    await replaceWorker('SIGTERM');
     apis.push(await api());
     await traffic(3);
     await decide(0.5);
