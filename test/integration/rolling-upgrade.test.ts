@@ -209,6 +209,17 @@ async function upgradePass(order: Order): Promise<void> {
   };
 
   await traffic(0);
+  // Admission is on in both releases: the busy key's window holds its third report back.
+  await waitFor(
+    async () => {
+      const page = await client().get<{ runs: { queued?: { reason: string } }[] }>(
+        '/v1/runs?fairnessKey=busy&limit=100',
+      );
+      return page.body.runs.some((r) => r.queued?.reason === 'fairness_key_limit') ? true : null;
+    },
+    10_000,
+    'a run of the busy key to wait for its window',
+  );
   if (order === 'apis-first') {
     apis.push(await api());
     await traffic(1);
@@ -247,6 +258,15 @@ async function upgradePass(order: Order): Promise<void> {
     );
     const scheduledRuns = scheduled.body.runs.map((r) => r.runId);
     expect(scheduledRuns.length).toBeGreaterThan(0);
+    // One run per firing, one firing per instant, whichever release's worker fired it.
+    const fired = await client().get<{
+      firings: number;
+      recentFirings: { scheduledFor: number; outcome: string; runId?: string }[];
+    }>(`/v1/schedules/${scheduleId}`);
+    expect(fired.body.firings).toBe(scheduledRuns.length);
+    const instants = fired.body.recentFirings.map((f) => f.scheduledFor);
+    expect(new Set(instants).size).toBe(instants.length);
+    for (const f of fired.body.recentFirings) expect(scheduledRuns).toContain(f.runId);
     const mine = [...created, ...scheduledRuns];
 
     // None lost or stuck: every run ends, naturally (a run without its history would fail).
