@@ -133,4 +133,24 @@ describe('values in a newer format than this release reads', () => {
     const cp = await waitForStatus(h, runId, ['done']);
     expect(cp.termination).toEqual({ kind: 'natural_end' });
   });
+  it('the reconciler passes over a run in a newer format and reschedules the stuck run behind it', async () => {
+    // A finished run, its checkpoint rewritten by a newer release, first in the active index.
+    const newer = await createWaiting();
+    await waitForStatus(h, newer, ['done']);
+    const cpKey = h.client.keys.run(newer).cp;
+    const stored = JSON.parse((await h.client.redis.hget(cpKey, 'data'))!) as { v: number };
+    await h.client.redis.hset(
+      cpKey,
+      'data',
+      JSON.stringify({ ...stored, v: FORMATS.checkpoint.newest + 1 }),
+    );
+    // Behind it, a run whose job is gone: only the reconciler's scan gives it one.
+    await h.workers.splice(0)[0]!.stop(500);
+    const stuck = await createWaiting();
+    for (const job of await jobsOf(stuck)) await job.remove();
+    await h.client.redis.zadd(h.client.keys.activeRuns, 1, newer, 2, stuck);
+    await h.addWorker([answer]);
+    const cp = await waitForStatus(h, stuck, ['done']);
+    expect(cp.termination).toEqual({ kind: 'natural_end' });
+  });
 });
