@@ -76,6 +76,12 @@ export const PUBLIC_FORM_OF: Readonly<
   tool_timeout: INTERNAL,
   tool_schema_missing: INTERNAL,
   corrupt_checkpoint: INTERNAL,
+  // During a rolling upgrade an API of the release before meets a run a newer worker wrote in a
+  // format it does not read: the API of the newer release answers the same request.
+  newer_format: {
+    code: 'unavailable',
+    message: 'this run is stored in a format of a newer release of Baton; retry shortly',
+  },
   lease_lost: INTERNAL,
   event_gap: INTERNAL,
   run_released: INTERNAL,

@@ -14,6 +14,7 @@ import {
   type RunIndex,
   type RunAdmission,
   failedJobsKey,
+  NewerFormatError,
   withSingletonLock,
 } from '@baton/runtime/internal';
 import { keepFailedJob } from './job-failures.ts';
@@ -155,40 +156,47 @@ export class Reconciler {
     const rescheduled: string[] = [];
     let parked = 0;
     for (const runId of due) {
-      const meta = await store.meta(runId);
-      if (!meta) {
-        await this.index.remove('active', runId);
-        continue;
-      }
-      if (meta.status === 'done') {
-        await this.finish(runId);
-        continue;
-      }
-      if (await this.isIdle(runId, meta)) {
-        await this.index.move('waiting', runId, now);
-        parked += 1;
-        continue;
-      }
-      // Touched first: whatever happens next, this entry goes to the back of the scan order.
-      await this.index.add('active', runId, now);
-      if (await this.deps.store.bookkeeping.leaseHeld(runId)) continue;
-      if (await this.hasLiveJob(runId, meta)) continue;
-      // Waiting for a slot of its tenant or fairness key: it holds no job until admitted.
-      if (await this.deps.admission?.isParked(meta.tenantId, runId)) continue;
-      await queues.enqueueStep(
-        { runId, tenantId: meta.tenantId, agent: meta.agent, priority: meta.priority },
-        'reconcile',
-        meta.version,
-        true,
-      );
-      // Its lost job may be waiting in another task queue's queue that nobody serves.
-      const strays = await queues.removeStrayStepJobs(runId, meta.agent, meta.version);
-      if (strays > 0)
-        this.deps.logger.info(
-          { runId, agent: meta.agent, removed: strays },
-          "a run's step job waiting in another task queue was removed; it runs on its agent's",
+      try {
+        const meta = await store.meta(runId);
+        if (!meta) {
+          await this.index.remove('active', runId);
+          continue;
+        }
+        if (meta.status === 'done') {
+          await this.finish(runId);
+          continue;
+        }
+        if (await this.isIdle(runId, meta)) {
+          await this.index.move('waiting', runId, now);
+          parked += 1;
+          continue;
+        }
+        // Touched first: whatever happens next, this entry goes to the back of the scan order.
+        await this.index.add('active', runId, now);
+        if (await this.deps.store.bookkeeping.leaseHeld(runId)) continue;
+        if (await this.hasLiveJob(runId, meta)) continue;
+        // Waiting for a slot of its tenant or fairness key: it holds no job until admitted.
+        if (await this.deps.admission?.isParked(meta.tenantId, runId)) continue;
+        await queues.enqueueStep(
+          { runId, tenantId: meta.tenantId, agent: meta.agent, priority: meta.priority },
+          'reconcile',
+          meta.version,
+          true,
         );
-      rescheduled.push(runId);
+        // Its lost job may be waiting in another task queue's queue that nobody serves.
+        const strays = await queues.removeStrayStepJobs(runId, meta.agent, meta.version);
+        if (strays > 0)
+          this.deps.logger.info(
+            { runId, agent: meta.agent, removed: strays },
+            "a run's step job waiting in another task queue was removed; it runs on its agent's",
+          );
+        rescheduled.push(runId);
+      } catch (error) {
+        // A run a newer release wrote in a format this one does not read: its workers see to
+        // it; this scan goes on past it (touched: to the back of the scan order).
+        if (!NewerFormatError.isInstance(error)) throw error;
+        await this.index.add('active', runId, now);
+      }
     }
     return { rescheduled, parked };
   }

@@ -98,6 +98,7 @@ export {
 } from './fairness.ts';
 /** @public A wire shape for clients that validate what they receive or build what they send. */
 export { QueuedInfoSchema, QueuedReasonSchema, RunPrioritySchema } from './fairness.ts';
+export { FORMATS, type FormatKind, readFormat } from './formats.ts';
 export {
   JOB_PAYLOAD_VERSION,
   type StepJob,
