@@ -130,8 +130,13 @@ export function shardBullPrefix(prefix: string): string {
   return `${prefix}-bull`;
 }
 
+const KEY_SPECIAL = /[%:{}]/;
+
 /** Escape one id so it is safe inside a key and inside a hash tag. */
 export function keyPart(id: string): string {
+  // Called for nearly every key of every command (0.7 % of the API's busy time under
+  // api-throughput): ids almost never hold one of these, and a test is cheaper than a replace.
+  if (!KEY_SPECIAL.test(id)) return id;
   return id.replace(
     /[%:{}]/g,
     (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`,
