@@ -20,6 +20,8 @@ import type { ApiPlugin } from './plugin.ts';
 import { API_REDACT_PATHS, createApiLogger, httpLogger } from './logger.ts';
 import { ApiMetrics, observeMessage } from './metrics.ts';
 import { metricsAuth } from './metrics-auth.ts';
+import { MANAGED_KEY_PREFIX, ManagedKeyStore } from './managed-keys.ts';
+import { adminKeysRouter } from './routes/admin-keys.ts';
 import { agentsRouter } from './routes/agents.ts';
 import { eventsRouter } from './routes/events.ts';
 import { opsRouter } from './routes/ops.ts';
@@ -83,6 +85,7 @@ export function v1Router(context: ApiContext): Router {
   v1.use(runsRouter(context), eventsRouter(context), threadsRouter(context), agentsRouter(context));
   v1.use(schedulesRouter(context)); // scheduled runs
   v1.use(webhooksRouter(context));
+  v1.use(adminKeysRouter(context));
   return v1;
 }
 
@@ -132,6 +135,16 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
       : {}),
   });
 
+  // Keys created at run time: every API hears changes on a channel (managed-keys.ts).
+  const managedKeys = new ManagedKeyStore(runtime.redis, runtime.keys);
+  managedKeys.listen(() =>
+    duplicateClient(runtime.redis, {
+      connectionName: 'baton-api-keys',
+      maxRetriesPerRequest: null,
+      enableOfflineQueue: true,
+    }),
+  );
+
   const context: ApiContext = {
     config,
     service: runtime.service,
@@ -139,6 +152,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     health: runtimeHealth(runtime),
     logger,
     keys,
+    managedKeys,
     metrics,
     sseLimiter: new SseConnectionLimiter(
       runtime.redis,
@@ -162,7 +176,10 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   if (tracing) app.use(tracing);
   // A configured key is a secret wherever a client put it in the URL (redactUrl).
   const isSecret = (value: string): boolean =>
-    value.length >= 8 && (keys.verify(value) !== null || value === config.METRICS_KEY);
+    value.length >= 8 &&
+    (keys.verify(value) !== null ||
+      value.startsWith(MANAGED_KEY_PREFIX) ||
+      value === config.METRICS_KEY);
   app.use(httpLogger(logger, isSecret));
   app.use(metrics.middleware());
   const corsHandler = corsMiddleware(parseCorsOrigins(config.CORS_ORIGINS), () =>
@@ -180,6 +197,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   const auth = authenticate(
     keys,
     new AuthFailureLimiter(runtime.redis, runtime.keys, config.AUTH_FAILURES_PER_MINUTE),
+    [managedKeys],
   );
   const board = new BoardQueues(runtime.queues, () => runtime.service.catalog.names());
   app.use(
@@ -220,6 +238,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
       // What is still being answered needs Redis until it is done.
       await gate.drain(2_000);
       context.sseLimiter.close();
+      managedKeys.close();
       // The runtime's subscriber: an embedder's runtime keeps it until its own close().
       if (!ownsRuntime) return;
       await subscriber.close().catch(() => undefined);

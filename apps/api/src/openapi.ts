@@ -1,5 +1,9 @@
 import {
   AgentDescriptorSchema,
+  ApiKeyListSchema,
+  CreateApiKeyRequestSchema,
+  CreatedApiKeySchema,
+  RotateApiKeyRequestSchema,
   CreateRunRequestSchema,
   CreateScheduleRequestSchema,
   ScheduleDetailSchema,
@@ -19,6 +23,7 @@ import { agUiPaths } from './adapters/ag-ui/route.ts';
 import { ChatRequestSchema } from './adapters/ai-sdk/request.ts';
 import { aiSdkPaths } from './adapters/ai-sdk/route.ts';
 import { components, secured, type Json } from './openapi/shared.ts';
+import { adminKeysPaths } from './routes/admin-keys.ts';
 import { agentsPaths } from './routes/agents.ts';
 import { eventsPaths } from './routes/events.ts';
 import { opsPaths } from './routes/ops-paths.ts';
@@ -50,6 +55,8 @@ const REQUESTS = {
   AiSdkChatRequest: ChatRequestSchema,
   AgUiRunAgentInput: AgUiRunInputSchema,
   CreateScheduleRequest: CreateScheduleRequestSchema,
+  CreateApiKeyRequest: CreateApiKeyRequestSchema,
+  RotateApiKeyRequest: RotateApiKeyRequestSchema,
 } as const;
 
 const RESPONSES = {
@@ -71,6 +78,8 @@ const RESPONSES = {
   SchedulePage: SchedulePageSchema,
   RunWebhooks: RunWebhooksResponseSchema,
   WebhookMessage: WebhookMessageSchema,
+  CreatedApiKey: CreatedApiKeySchema,
+  ApiKeyList: ApiKeyListSchema,
 } as const;
 
 export function buildOpenApiDocument(): Json {
@@ -92,6 +101,7 @@ export function buildOpenApiDocument(): Json {
       { name: 'schedules', description: 'Scheduled runs: cron (with a time zone) or intervals' },
       { name: 'protocols', description: 'Front-end protocols: AI SDK UI message stream, AG-UI' },
       { name: 'ops' },
+      { name: 'admin', description: 'Admin keys only: tenant API keys managed at run time' },
     ],
     paths: {
       ...runsPaths,
@@ -103,6 +113,7 @@ export function buildOpenApiDocument(): Json {
       ...agUiPaths,
       ...schedulesPaths,
       ...opsPaths,
+      ...adminKeysPaths,
     },
     components: {
       schemas,

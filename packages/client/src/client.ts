@@ -25,6 +25,7 @@ import {
 import { z } from 'zod';
 import { RunEventStream, type StreamOptions } from './run-stream.ts';
 import { SchedulesApi } from './schedules.ts';
+import { AdminKeysApi } from './admin-keys.ts';
 import { Transport, type ClientOptions, type RequestOptions } from './transport.ts';
 
 /** Filters of `GET /v1/runs` (newest first). */
@@ -268,6 +269,8 @@ export class BatonClient {
   readonly threads: ThreadsApi;
   readonly agents: AgentsApi;
   readonly schedules: SchedulesApi;
+  /** Tenant API keys (needs an admin key). */
+  readonly keys: AdminKeysApi;
   readonly baseUrl: string;
   private readonly transport: Transport;
 
@@ -278,6 +281,7 @@ export class BatonClient {
     this.threads = new ThreadsApi(this.transport);
     this.agents = new AgentsApi(this.transport);
     this.schedules = new SchedulesApi(this.transport);
+    this.keys = new AdminKeysApi(this.transport);
   }
 
   /** `GET /healthz`: resolves when the API process answers. */
