@@ -22,6 +22,11 @@ import { ApiMetrics, observeMessage } from './metrics.ts';
 import { metricsAuth } from './metrics-auth.ts';
 import { MANAGED_KEY_PREFIX, ManagedKeyStore } from './managed-keys.ts';
 import { adminKeysRouter } from './routes/admin-keys.ts';
+import { idpTenants } from './idp/idp-config.ts';
+import { IdpVerifier } from './idp/idp-verifier.ts';
+import { loadAuthzHook } from './authz/authz-hook.ts';
+import { authorizeRequest } from './authz/authorize-request.ts';
+import { buildOpenApiDocument } from './openapi.ts';
 import { agentsRouter } from './routes/agents.ts';
 import { eventsRouter } from './routes/events.ts';
 import { opsRouter } from './routes/ops.ts';
@@ -96,6 +101,9 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     ? toPino(opts.logger, API_REDACT_PATHS)
     : createApiLogger(config.LOG_LEVEL);
   const tenantWebhooks = parseTenantWebhooks(config);
+  // Tenants' own identity providers and the authorization hook: read (and refused) at start.
+  const idp = new IdpVerifier(idpTenants(config));
+  const authzHook = config.BATON_AUTHZ ? await loadAuthzHook(config.BATON_AUTHZ) : undefined;
   const ownsRuntime = opts.runtime === undefined;
   const runtime =
     opts.runtime ??
@@ -197,7 +205,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   const auth = authenticate(
     keys,
     new AuthFailureLimiter(runtime.redis, runtime.keys, config.AUTH_FAILURES_PER_MINUTE),
-    [managedKeys],
+    [managedKeys, idp],
   );
   const board = new BoardQueues(runtime.queues, () => runtime.service.catalog.names());
   app.use(
@@ -213,6 +221,11 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     auth,
     rateLimit(runtime.redis, runtime.keys, config.RATE_LIMIT_PER_MINUTE),
     jsonBody(config.BODY_LIMIT_BYTES),
+    authorizeRequest(context, {
+      paths: buildOpenApiDocument()['paths'] as Record<string, unknown>,
+      ...(authzHook ? { hook: authzHook } : {}),
+      allowedAgents: (tenantId) => idp.tenantConfig(tenantId)?.allowedAgents ?? [],
+    }),
   ];
   // Plugins first: one under /v1 (e.g. /v1/ai-sdk) must not pass through /v1's auth and rate
   // limit a second time.
