@@ -4,104 +4,14 @@
  * authorization hook (BATON_AUTHZ) allowing, denying, narrowing and failing closed.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { createDemoAgents } from '@baton/core/testing';
 import { ErrorBodySchema, RunPageSchema } from '@baton/protocol';
 import { systemClock } from '@baton/runtime';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
-
-const ISSUER = 'https://idp.example.test/';
-const AUDIENCE = 'baton-api';
-
-interface SigningKey {
-  readonly kid: string;
-  readonly privateKey: CryptoKey;
-  readonly jwk: JWK;
-}
-
-async function signingKey(kid: string): Promise<SigningKey> {
-  const { privateKey, publicKey } = await generateKeyPair('ES256');
-  return {
-    kid,
-    privateKey,
-    jwk: { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' },
-  };
-}
-
-/** The identity provider: a JWKS endpoint whose keys the test swaps, and a token signer. */
-class LocalIdp {
-  server!: Server;
-  keys: SigningKey[] = [];
-  signer!: SigningKey;
-  fetches = 0;
-
-  async start(): Promise<void> {
-    this.signer = await signingKey('k1');
-    this.keys = [this.signer];
-    this.server = createServer((req, res) => {
-      if (req.url !== '/jwks.json') {
-        res.writeHead(404).end();
-        return;
-      }
-      this.fetches += 1;
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ keys: this.keys.map((k) => k.jwk) }));
-    });
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-  }
-
-  get jwksUrl(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/jwks.json`;
-  }
-
-  /** A hard rotation: the old key is gone from the JWKS and the new one signs from now on. */
-  async rotate(kid: string): Promise<void> {
-    this.signer = await signingKey(kid);
-    this.keys = [this.signer];
-  }
-
-  token(
-    subject: string,
-    claims: Record<string, unknown> = {},
-    opts: { audience?: string; expiresIn?: string | number; key?: SigningKey } = {},
-  ): Promise<string> {
-    const key = opts.key ?? this.signer;
-    return new SignJWT(claims)
-      .setProtectedHeader({ alg: 'ES256', kid: key.kid })
-      .setIssuer(ISSUER)
-      .setAudience(opts.audience ?? AUDIENCE)
-      .setSubject(subject)
-      .setIssuedAt()
-      .setExpirationTime(opts.expiresIn ?? '2m')
-      .sign(key.privateKey);
-  }
-
-  stop(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-}
-
-function idpEnv(idp: LocalIdp, extra: Record<string, string> = {}): Record<string, string> {
-  return {
-    IDP_TENANTS: JSON.stringify([
-      {
-        tenant: 'tenant-a',
-        issuer: ISSUER,
-        jwksUrl: idp.jwksUrl,
-        audience: AUDIENCE,
-        algorithms: ['ES256'],
-        allowedAgents: ['assistant'],
-        jwksCooldownSeconds: 1,
-      },
-    ]),
-    ...extra,
-  };
-}
+import { LocalIdp, idpEnv, signingKey } from '@baton/testing/local-idp';
 
 const codeOf = (body: unknown): string => ErrorBodySchema.parse(body).error.code;
 

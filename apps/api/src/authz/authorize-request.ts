@@ -156,17 +156,15 @@ async function resourceOf(
   }
   if (START_OPERATIONS.has(op.id)) {
     const body: unknown = req.body;
+    // As the routes read them: AG-UI names the agent in forwardedProps, the AI SDK in the body;
+    // both fall back to PROTOCOL_DEFAULT_AGENT. The chat id is the thread.
     const agent =
       op.id === 'agUiRun'
-        ? stringAt(body, 'forwardedProps', 'agent')
-        : (stringAt(body, 'agent') ??
-          (op.id === 'aiSdkChat' ? ctx.config.PROTOCOL_DEFAULT_AGENT : undefined));
-    const threadId =
-      op.id === 'aiSdkChat'
-        ? stringAt(body, 'id')
-        : op.id === 'agUiRun'
-          ? stringAt(body, 'threadId')
-          : stringAt(body, 'threadId');
+        ? (stringAt(body, 'forwardedProps', 'agent') ?? ctx.config.PROTOCOL_DEFAULT_AGENT)
+        : op.id === 'aiSdkChat'
+          ? (stringAt(body, 'agent') ?? ctx.config.PROTOCOL_DEFAULT_AGENT)
+          : stringAt(body, 'agent');
+    const threadId = op.id === 'aiSdkChat' ? stringAt(body, 'id') : stringAt(body, 'threadId');
     const resource: PolicyResource = {
       tenantId,
       ...(agent !== undefined ? { agent } : {}),
@@ -215,7 +213,7 @@ export interface AuthorizeOptions {
 
 export function authorizeRequest(ctx: ApiContext, opts: AuthorizeOptions): RequestHandler {
   const ops = operationTable(opts.paths);
-  return async (req, _res, next) => {
+  return async (req, res, next) => {
     const principal = req.principal;
     if (principal === undefined || principal.scopes === null) {
       next();
@@ -259,6 +257,11 @@ export function authorizeRequest(ctx: ApiContext, opts: AuthorizeOptions): Reque
     if (decision !== 'deny' && NARROWABLE.has(op.id)) {
       req.authzNarrow = decision.narrow;
       next();
+      return;
+    }
+    // The AI SDK's resume answers 204 for a thread it does not know: so does another user's.
+    if (op.id === 'aiSdkResumeStream' && !canSee(user, resource)) {
+      res.status(204).end();
       return;
     }
     throw refusal(op, resource, user);
