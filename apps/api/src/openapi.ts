@@ -121,7 +121,8 @@ export function buildOpenApiDocument(): Json {
         bearerAuth: {
           type: 'http',
           scheme: 'bearer',
-          description: 'Authorization: Bearer <API key>',
+          description:
+            "Authorization: Bearer <API key>, or a JWT of the tenant's identity provider (IDP_TENANTS)",
         },
         apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
       },
