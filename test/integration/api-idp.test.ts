@@ -104,6 +104,36 @@ describe("a tenant's identity provider", () => {
     await tenantA.post(`/v1/runs/${keyRun}/cancel`);
   });
 
+  it('a chat an end user starts through the AI SDK route is theirs: readable by them, not by another user', async () => {
+    const chat = async (token: string, id: string): Promise<number> => {
+      const controller = new AbortController();
+      const res = await fetch(`${base}/v1/ai-sdk/chat`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          id,
+          trigger: 'submit-message',
+          messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }],
+        }),
+        signal: controller.signal,
+      });
+      controller.abort();
+      return res.status;
+    };
+    const alice = await idp.token('alice');
+    const bob = await idp.token('bob');
+    const id = `chat-${Date.now()}`;
+    expect(await chat(alice, id)).toBe(200);
+    expect((await new ApiClient(base, alice).get(`/v1/threads/${id}`)).status).toBe(200);
+    expect((await new ApiClient(base, bob).get(`/v1/threads/${id}`)).status).toBe(404);
+    expect(await chat(bob, id)).toBe(403);
+    const runs = RunPageSchema.parse(
+      (await new ApiClient(base, alice).get(`/v1/runs?thread=${id}`)).body,
+    );
+    expect(runs.runs).toHaveLength(1);
+    await tenantA.post(`/v1/runs/${runs.runs[0]!.runId}/cancel`);
+  });
+
   it('refuses expired tokens, another audience, another tenant and garbage with 401', async () => {
     const expired = await idp.token(
       'alice',

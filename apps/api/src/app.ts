@@ -222,7 +222,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     rateLimit(runtime.redis, runtime.keys, config.RATE_LIMIT_PER_MINUTE),
     jsonBody(config.BODY_LIMIT_BYTES),
     authorizeRequest(context, {
-      paths: buildOpenApiDocument()['paths'] as Record<string, unknown>,
+      paths: () => buildOpenApiDocument()['paths'] as Record<string, unknown>,
       ...(authzHook ? { hook: authzHook } : {}),
       allowedAgents: (tenantId) => idp.tenantConfig(tenantId)?.allowedAgents ?? [],
     }),

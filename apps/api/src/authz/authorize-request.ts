@@ -205,14 +205,15 @@ async function askHook(hook: AuthzHook, input: AuthzInput, logger: Logger): Prom
 }
 
 export interface AuthorizeOptions {
-  readonly paths: Json;
+  /** /openapi.json's paths; read on the first end user's request (tenant keys never need them). */
+  readonly paths: () => Json;
   readonly hook?: AuthzHook;
   /** The tenant's allowed agents for runs:start (its identity provider's `allowedAgents`). */
   readonly allowedAgents: (tenantId: string) => readonly string[];
 }
 
 export function authorizeRequest(ctx: ApiContext, opts: AuthorizeOptions): RequestHandler {
-  const ops = operationTable(opts.paths);
+  let ops: Operation[] | undefined;
   return async (req, res, next) => {
     const principal = req.principal;
     if (principal === undefined || principal.scopes === null) {
@@ -220,6 +221,7 @@ export function authorizeRequest(ctx: ApiContext, opts: AuthorizeOptions): Reque
       return;
     }
     const path = `${req.baseUrl}${req.path}`;
+    ops ??= operationTable(opts.paths());
     const found = matchOperation(ops, req.method === 'HEAD' ? 'GET' : req.method, path);
     if (found === null) {
       next();
