@@ -76,7 +76,7 @@ function newSecret(): string {
   return `${MANAGED_KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
 }
 
-export function keyNotFound(id: string): BatonError {
+function keyNotFound(id: string): BatonError {
   return new BatonError('not_found', `no managed API key "${id}" (it may have been revoked)`);
 }
 

@@ -52,4 +52,3 @@ export const CreatedApiKeySchema = ApiKeyViewSchema.extend({ key: z.string() });
 export type CreatedApiKey = z.infer<typeof CreatedApiKeySchema>;
 
 export const ApiKeyListSchema = z.object({ keys: z.array(ApiKeyViewSchema) });
-export type ApiKeyList = z.infer<typeof ApiKeyListSchema>;

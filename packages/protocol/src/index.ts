@@ -282,10 +282,8 @@ export {
 export { canonicalJson, endsStream, parseRetryAfter, type StreamUntil } from './wire-facts.ts';
 // Tenant API keys managed at run time (issue 35)
 export {
-  type ApiKeyList,
   ApiKeyListSchema,
   type ApiKeyView,
-  ApiKeyViewSchema,
   type CreateApiKeyRequest,
   CreateApiKeyRequestSchema,
   type CreatedApiKey,
@@ -293,4 +291,4 @@ export {
   RotateApiKeyRequestSchema,
 } from './api-keys.ts';
 /** @public A wire shape for clients that validate what they receive or build what they send. */
-export { ApiKeyStatusSchema } from './api-keys.ts';
+export { ApiKeyStatusSchema, ApiKeyViewSchema } from './api-keys.ts';

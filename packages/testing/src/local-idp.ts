@@ -7,8 +7,8 @@ import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'j
  * test rotates, counting its fetches, and a signer of its users' tokens.
  */
 
-export const ISSUER = 'https://idp.example.test/';
-export const AUDIENCE = 'baton-api';
+const ISSUER = 'https://idp.example.test/';
+const AUDIENCE = 'baton-api';
 
 export interface SigningKey {
   readonly kid: string;

@@ -33,7 +33,7 @@ import {
  * on runs an end user creates (withOwner); a thread's owner is its first run's.
  */
 
-export const OWNER_METADATA = 'baton.owner';
+const OWNER_METADATA = 'baton.owner';
 
 interface Operation {
   readonly id: string;
@@ -55,7 +55,7 @@ function escape(text: string): string {
 }
 
 /** Every operation of the OpenAPI document, as method + path pattern → operationId. */
-export function operationTable(paths: Json): Operation[] {
+function operationTable(paths: Json): Operation[] {
   const ops: Operation[] = [];
   for (const [path, item] of Object.entries(paths)) {
     const pattern = new RegExp(
