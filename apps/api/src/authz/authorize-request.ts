@@ -223,10 +223,10 @@ export function authorizeRequest(ctx: ApiContext, opts: AuthorizeOptions): Reque
     const path = `${req.baseUrl}${req.path}`;
     ops ??= operationTable(opts.paths());
     const found = matchOperation(ops, req.method === 'HEAD' ? 'GET' : req.method, path);
-    if (found === null) {
-      next();
-      return;
-    }
+    // A route /openapi.json does not list is not open to tokens (fail closed; an unknown path
+    // would be a 404 anyway).
+    if (found === null)
+      throw new BatonError('forbidden', 'this route is not open to tokens; use an API key');
     const { op, id } = found;
     const user = {
       scopes: principal.scopes,
