@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { BatonError } from '@baton/core';
 import {
   createRemoteJWKSet,
@@ -24,6 +25,13 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 const BATON_SCOPE =
   /^(runs:own|runs:start|(run:read|run:decide|thread:read|thread:run|agent:start):[^\s]{1,256})$/;
 const POLL_MS = 25;
+/**
+ * A verified token is remembered this long at most (and never past its exp): a page sends the
+ * same token with every request, and a hit costs one SHA-256 instead of a signature check. A
+ * key the provider withdraws stops verifying new tokens at once, cached ones within this.
+ */
+const VERIFIED_TTL_MS = 30_000;
+const VERIFIED_MAX = 10_000;
 
 interface Provider {
   readonly tenant: IdpTenant;
@@ -82,6 +90,7 @@ function scopesOf(claims: JWTPayload, tenant: IdpTenant): string[] {
 export class IdpVerifier implements CredentialVerifier {
   private readonly byIssuer = new Map<string, Provider>();
   private readonly byTenant = new Map<string, IdpTenant>();
+  private readonly verified = new Map<string, { principal: Principal; until: number }>();
 
   constructor(tenants: readonly IdpTenant[], fetchTimeoutMs = 5_000) {
     for (const tenant of tenants) {
@@ -117,6 +126,10 @@ export class IdpVerifier implements CredentialVerifier {
     const provider = iss === undefined ? undefined : this.byIssuer.get(iss);
     if (provider === undefined) return null;
     const { tenant } = provider;
+    const digest = createHash('sha256').update(presented).digest('base64url');
+    const now = Date.now();
+    const hit = this.verified.get(digest);
+    if (hit !== undefined && hit.until > now) return hit.principal;
     let claims: JWTPayload;
     try {
       ({ payload: claims } = await jwtVerify(presented, this.keyOf(provider), {
@@ -132,7 +145,7 @@ export class IdpVerifier implements CredentialVerifier {
     const subject = claims[tenant.subjectClaim];
     if (typeof subject !== 'string' || subject === '' || subject.length > 256)
       throw unauthorized(`token has no "${tenant.subjectClaim}" claim naming the user`);
-    return {
+    const principal: Principal = {
       tenantId: tenant.tenant,
       admin: false,
       subject,
@@ -144,6 +157,10 @@ export class IdpVerifier implements CredentialVerifier {
       },
       claims,
     };
+    if (this.verified.size >= VERIFIED_MAX) this.verified.clear();
+    const exp = (claims.exp ?? 0) * 1000;
+    this.verified.set(digest, { principal, until: Math.min(exp, now + VERIFIED_TTL_MS) });
+    return principal;
   }
 
   /**
