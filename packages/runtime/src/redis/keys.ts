@@ -382,6 +382,27 @@ export class BatonKeys {
     return `${this.prefix}:sse:instances`;
   }
 
+  /**
+   * Tenant API keys managed at run time (apps/api managed-keys.ts), one hash tag so that a
+   * rotation updates both hashes atomically: `byHash` sha256(key) -> record (the one lookup a
+   * request pays), `byId` id -> sha256, `lastUsed` id -> ms, and the channel every API hears
+   * changes on.
+   */
+  get apiKeys(): {
+    readonly byHash: string;
+    readonly byId: string;
+    readonly lastUsed: string;
+    readonly channel: string;
+  } {
+    const base = `${this.prefix}:{apikeys}`;
+    return {
+      byHash: `${base}:by-hash`,
+      byId: `${base}:by-id`,
+      lastUsed: `${base}:last-used`,
+      channel: `${this.prefix}:apikeys:changed`,
+    };
+  }
+
   /** One Idempotency-Key record. */
   idempotency(tenantId: string, scope: string, idemKey: string): string {
     return `${this.prefix}:{idem:${keyPart(tenantId)}}:${scope}:${keyPart(idemKey)}`;
