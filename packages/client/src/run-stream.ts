@@ -207,7 +207,7 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
 }
 
 /** One HTTP response of GET /v1/runs/:id/events, read to its end (or until dropped). */
-class Connection implements AsyncIterable<{ event: RunEvent; id: string | undefined }> {
+class Connection implements AsyncIterable<{ event: RunEvent | UnknownEvent; id: string | undefined }> {
   ended: 'no_content' | 'closed' | undefined;
   private readonly transport: Transport;
   private readonly runId: string;
@@ -231,7 +231,7 @@ class Connection implements AsyncIterable<{ event: RunEvent; id: string | undefi
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<
-    { event: RunEvent; id: string | undefined },
+    { event: RunEvent | UnknownEvent; id: string | undefined },
     void,
     undefined
   > {
