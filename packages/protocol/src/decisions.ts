@@ -18,6 +18,13 @@ export const DecisionSchema = z.object({
   payload: JsonValueSchema.optional().describe(
     "The answer the tool resumes with; must satisfy the call's responseSchema when it has one.",
   ),
+  /** Absent: a client's (HTTP, CLI, console). `deadline`: the call's deadline passed. */
+  source: z
+    .enum(['deadline'])
+    .optional()
+    .describe("Absent: a client's decision; 'deadline': taken by the call's deadline."),
+  /** A deadline's deny: why, which becomes the cancelled call's error. */
+  reason: z.string().optional().describe("A deadline's deny: why (the cancelled call's error)."),
 });
 export type Decision = z.infer<typeof DecisionSchema>;
 

@@ -40,6 +40,24 @@ export {
 /** @public A wire shape for clients that validate what they receive or build what they send. */
 export type { ContentPattern } from './content-pattern.ts';
 export {
+  deadlineDecisionId,
+  type DeadlineOutcome,
+  type DeadlinePolicy,
+  type Duration,
+  durationMs,
+  type FinalDeadlineOutcome,
+  MAX_DURATION_MS,
+  type TicketDeadline,
+} from './deadlines.ts';
+/** @public A wire shape for clients that validate what they receive or build what they send. */
+export {
+  DeadlineOutcomeSchema,
+  DeadlinePolicySchema,
+  DurationSchema,
+  FinalDeadlineOutcomeSchema,
+  TicketDeadlineSchema,
+} from './deadlines.ts';
+export {
   type Decision,
   type DecisionInput,
   MAX_DECISIONS_PER_REQUEST,

@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import { ResumeModeSchema, ToolCallStatusSchema } from './enums.ts';
 import { ChildRunEndSchema, ChildRunRefSchema } from './child-runs.ts';
+import { TicketDeadlineSchema } from './deadlines.ts';
 import { JsonObjectSchema, JsonValueSchema } from './json.ts';
 
 /** Why a call waits: shown to the human (or client) who must answer it. */
-export const SuspendReasonSchema = z.enum(['approval', 'client_tool', 'input']);
+/** `sleep`: the call waits for its deadline only (a durable sleep; docs/agents-and-tools.md). */
+export const SuspendReasonSchema = z.enum(['approval', 'client_tool', 'input', 'sleep']);
 export type SuspendReason = z.infer<typeof SuspendReasonSchema>;
 
 /** The ticket a suspended call carries until a decision arrives. */
@@ -15,6 +17,11 @@ export const SuspendTicketSchema = z.object({
   /** JSON Schema the decision payload must satisfy when action is resume. */
   responseSchema: JsonObjectSchema.optional(),
   resumeMode: ResumeModeSchema,
+  /**
+   * When the call stops waiting without a decision, and what happens then (docs/ARCHITECTURE.md,
+   * "Timers"). Stored with `at` resolved; absent: it waits until decided or cancelled.
+   */
+  deadline: TicketDeadlineSchema.optional(),
 });
 export type SuspendTicket = z.infer<typeof SuspendTicketSchema>;
 

@@ -12,6 +12,7 @@ import type { ToolDefinition } from '../tools.ts';
 import { own } from '../own.ts';
 import { toJsonSchema, toolInputSchema } from '../tools.ts';
 import { hookContext, traitsOf } from './context.ts';
+import { withResolvedDeadline } from './deadlines.ts';
 import type { Draft } from './draft.ts';
 import { applyCommonCommands, finishRun, runPhaseHooks } from './lifecycle.ts';
 import { applicableDecisions, roundState } from './round-state.ts';
@@ -95,13 +96,9 @@ function builtinGate(
 function settleCall(draft: Draft, call: ToolCallState, result: ToolResult): void {
   if (result.kind === 'pending') {
     draft.setCallStatus(call.id, 'suspended');
-    call.ticket = result.ticket;
-    draft.emit({
-      type: 'tool_call.suspended',
-      toolCallId: call.id,
-      toolName: call.name,
-      ticket: result.ticket,
-    });
+    const ticket = withResolvedDeadline(draft, call, result.ticket);
+    call.ticket = ticket;
+    draft.emit({ type: 'tool_call.suspended', toolCallId: call.id, toolName: call.name, ticket });
     return;
   }
   const failed = result.kind === 'error';
