@@ -3,6 +3,7 @@ import { z } from 'zod';
 import {
   ScriptedModel,
   defineTool,
+  sleepTool,
   toolResult,
   type AgentDefinition,
   type Clock,
@@ -83,11 +84,21 @@ function approvalTurn(request: InferenceRequest): ScriptedTurn {
   return { text: words(d.deltas), chunkDelayMs: d.deltaMs };
 }
 
+/** Round 1 sleeps the seconds the user message names (`sleep 30`), round 2 ends the run. */
+function sleepTurn(request: InferenceRequest): ScriptedTurn {
+  if (request.step !== 1) return { text: 'done' };
+  const user = request.messages.find((m) => m.role === 'user');
+  const text = typeof user?.content === 'string' ? user.content : '';
+  const seconds = Number(/sleep (\d+(?:\.\d+)?)/.exec(text)?.[1] ?? 1);
+  return { toolCalls: [{ name: 'baton_sleep', arguments: { seconds } }] };
+}
+
 /**
  * Benchmark agents. `bench` / `bench-sequential`: 3 steps, 2 parallel no-op tools in each of the
  * first two, instant model. `bench-streaming`: streams `deltas` text deltas per round, `deltaMs`
  * apart (see BenchDirective). `bench-approval`: round 1 calls an approval-gated tool, so the run
- * parks until a decision; round 2 streams like `bench-streaming`'s last round.
+ * parks until a decision; round 2 streams like `bench-streaming`'s last round. `bench-sleep`:
+ * round 1 sleeps durably (`sleep <seconds>` in the user message), round 2 ends.
  */
 export function benchAgents(clock?: Clock): AgentDefinition[] {
   const round = {
@@ -120,6 +131,12 @@ export function benchAgents(clock?: Clock): AgentDefinition[] {
       name: 'bench-approval',
       model: new ScriptedModel(approvalTurn, opts),
       tools: [approve],
+      executionMode: 'sequential',
+    },
+    {
+      name: 'bench-sleep',
+      model: new ScriptedModel(sleepTurn, opts),
+      tools: [sleepTool(clock ?? systemClock)],
       executionMode: 'sequential',
     },
   ];

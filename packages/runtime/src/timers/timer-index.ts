@@ -34,11 +34,15 @@ export interface ClaimedTimer extends TimerEntry {
 /**
  * Claims up to `limit` due entries: each one's score becomes the claim's expiry, so no other
  * sweeper takes it meanwhile, and a sweeper that dies leaves it due again once the claim expires.
- * KEYS: shard   ARGV: now, limit, leaseUntil   Reply: [member, due, member, due, …]
+ * Also answers the earliest score left, so a sweeper can sleep until it.
+ * KEYS: shard   ARGV: now, limit, leaseUntil
+ * Reply: [earliest score left or '', member, due, member, due, …]
  */
 const CLAIM_LUA = `
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
 for i = 1, #due, 2 do redis.call('ZADD', KEYS[1], 'XX', ARGV[3], due[i]) end
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+table.insert(due, 1, first[2] or '')
 return due`;
 
 /**
@@ -150,22 +154,28 @@ export class TimerIndex {
     return n;
   }
 
-  /** Claims up to `limit` entries of `key` due at `now`, for `leaseMs`. */
-  async claim(key: string, now: number, limit: number, leaseMs: number): Promise<ClaimedTimer[]> {
+  /**
+   * Claims up to `limit` entries of `key` due at `now`, for `leaseMs`; `next`: the earliest score
+   * left in the shard (a later timer, or a claim's expiry), null when it is empty.
+   */
+  async claim(
+    key: string,
+    now: number,
+    limit: number,
+    leaseMs: number,
+  ): Promise<{ readonly claimed: ClaimedTimer[]; readonly next: number | null }> {
     // A fraction makes each claim's expiry its own, so an ack never settles another's claim.
     const lease = Math.round((now + leaseMs + Math.random()) * 1000) / 1000;
-    const reply = await this.claimScript([key], [now, limit, lease]);
+    const [first, ...reply] = await this.claimScript([key], [now, limit, lease]);
     const claimed: ClaimedTimer[] = [];
     for (let i = 0; i + 1 < reply.length; i += 2) {
       const member = reply[i] ?? '';
       const ref = refOf(member);
-      if (ref === null) {
-        // Not ours to read (a later release's format?): left for whoever wrote it.
-        continue;
-      }
+      // Not ours to read (a later release's format?): left for whoever wrote it.
+      if (ref === null) continue;
       claimed.push({ ...ref, due: Number(reply[i + 1]), key, member, lease });
     }
-    return claimed;
+    return { claimed, next: first === undefined || first === '' ? null : Number(first) };
   }
 
   /** Settles claimed timers: removed (`next` null) or due again at `next`, unless moved since. */

@@ -37,6 +37,8 @@ export class TimerSweeper {
   private stopped = false;
   private keys: string[] = [];
   private keysReadAt = 0;
+  /** The earliest timer the last sweep saw left (ms): the next sweep comes no later. */
+  private earliest = Number.POSITIVE_INFINITY;
 
   constructor(opts: TimerSweeperOptions) {
     this.opts = opts;
@@ -70,21 +72,26 @@ export class TimerSweeper {
     // A random first shard: workers sweeping at once do not all start on the same one.
     const start = Math.floor(Math.random() * this.keys.length);
     let fired = 0;
+    let earliest = Number.POSITIVE_INFINITY;
     for (let i = 0; i < this.keys.length && !this.stopped; i += 1) {
       const key = this.keys[(start + i) % this.keys.length] ?? '';
       for (;;) {
-        const claimed = await index.claim(key, now(), batch, leaseMs);
-        if (claimed.length === 0) break;
+        const { claimed, next } = await index.claim(key, now(), batch, leaseMs);
+        if (claimed.length === 0) {
+          if (next !== null) earliest = Math.min(earliest, next);
+          break;
+        }
         const settled = await Promise.all(claimed.map((t) => this.fire(t)));
-        const acks = settled.flatMap((next, j) => {
+        const acks = settled.flatMap((n, j) => {
           const timer = claimed[j];
-          return next === undefined || timer === undefined ? [] : [{ timer, next }];
+          return n === undefined || timer === undefined ? [] : [{ timer, next: n }];
         });
         await index.ack(acks);
         fired += claimed.length;
-        if (claimed.length < batch || this.stopped) break;
+        if (this.stopped) break;
       }
     }
+    this.earliest = earliest;
     return fired;
   }
 
@@ -112,8 +119,12 @@ export class TimerSweeper {
 
   private schedule(): void {
     if (this.stopped) return;
-    const { intervalMs } = this.opts;
-    const delay = intervalMs * (0.75 + Math.random() * 0.5);
+    const { intervalMs, now } = this.opts;
+    // At the next timer when it comes before the next periodic sweep (so a deadline fires on
+    // time, not up to an interval late), never sooner than 5 ms (a busy shard is swept in a
+    // loop by sweep() itself). The periodic sweep still finds timers added meanwhile.
+    const periodic = intervalMs * (0.75 + Math.random() * 0.5);
+    const delay = Math.max(5, Math.min(periodic, this.earliest - now()));
     this.timer = setTimeout(() => {
       this.running = this.sweep()
         .then(() => undefined)
