@@ -285,6 +285,8 @@ export {
 /** @public A wire shape for clients that validate what they receive or build what they send. */
 export {
   CreatedRunWebhookSchema,
+  type RunDeadlineData,
+  RunDeadlineDataSchema,
   type RunFinishedData,
   RunFinishedDataSchema,
   type RunWaitingData,
