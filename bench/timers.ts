@@ -28,7 +28,6 @@ export const timers: Scenario = {
       mode: 'deadline',
       runs,
       spreadMs: spreadS * 1000,
-      sleepMs: 0,
       leadMs: 5_000,
       workers,
       killEveryMs: killS * 1000,

@@ -22,11 +22,12 @@ export interface TimerLoadOptions {
   readonly redisUrl: string;
   readonly mode: 'deadline' | 'sleep';
   readonly runs: number;
-  /** deadline: deadlines spread evenly over this window, starting `leadMs` after the creates. */
+  /** Timers spread evenly over this window, starting `leadMs` after the (estimated) creates. */
   readonly spreadMs: number;
-  /** sleep: how long each run sleeps. */
-  readonly sleepMs: number;
-  /** Time between the end of the creates and the first timer (the waiting runs are measured in it). */
+  /**
+   * Time between the end of the creates and the first timer (the waiting runs are measured, and
+   * restarts made, in it). A sleep lasts at least this long (from its run's create).
+   */
   readonly leadMs: number;
   readonly workers: number;
   /** SIGKILL one worker this often (0: never), and start a replacement at once. */
@@ -157,7 +158,7 @@ export async function runTimerLoad(opts: TimerLoadOptions): Promise<TimerLoadRes
       Array.from({ length: opts.runs }, (_, i) => i),
       opts.parallelism,
       async (i) => {
-        const dueAt = firstAt + (opts.mode === 'deadline' ? (i * opts.spreadMs) / opts.runs : 0);
+        const dueAt = Math.round(firstAt + (i * opts.spreadMs) / opts.runs);
         const body =
           opts.mode === 'deadline'
             ? {
@@ -172,7 +173,7 @@ export async function runTimerLoad(opts: TimerLoadOptions): Promise<TimerLoadRes
               }
             : {
                 agent: 'bench-sleep',
-                input: { messages: [{ role: 'user', content: `sleep ${opts.sleepMs / 1000}` }] },
+                input: { messages: [{ role: 'user', content: `sleep until ${dueAt}` }] },
               };
         const res = await client.post<CreateRunResponse>('/v1/runs', body);
         if (res.status !== 202)
@@ -183,7 +184,7 @@ export async function runTimerLoad(opts: TimerLoadOptions): Promise<TimerLoadRes
     const createSeconds = (performance.now() - c0) / 1000;
     opts.log(`created in ${createSeconds.toFixed(1)} s; waiting for them to park`);
     let waiting = 0;
-    const parkBy = opts.mode === 'deadline' ? firstAt : t0 + opts.sleepMs;
+    const parkBy = firstAt;
     while (Date.now() < parkBy - 500) {
       waiting = Number(await redis.zcard(`${prefix}:runs:waiting`));
       if (waiting >= opts.runs) break;
@@ -208,7 +209,9 @@ export async function runTimerLoad(opts: TimerLoadOptions): Promise<TimerLoadRes
       await opts.redisProcess.kill('SIGKILL');
       await opts.redisProcess.start();
     }
-    const lastAt = opts.mode === 'deadline' ? firstAt + opts.spreadMs : Date.now() + opts.sleepMs;
+    if (Date.now() >= firstAt)
+      opts.log(`the restarts ended ${Date.now() - firstAt} ms after the first timer: raise leadMs`);
+    const lastAt = firstAt + opts.spreadMs;
     if (opts.killEveryMs > 0)
       killer = setInterval(() => {
         const victim = workers.shift();
