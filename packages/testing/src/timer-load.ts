@@ -150,7 +150,8 @@ export async function runTimerLoad(opts: TimerLoadOptions): Promise<TimerLoadRes
     // Every run's timer is due at an absolute instant: the creates take a while, the first timer
     // comes `leadMs` after the estimated end of the creates.
     const t0 = Date.now();
-    const estimate = Math.max(5_000, opts.runs * 4);
+    // ~10 ms a create on a loaded 2-core machine: 15 ms each, so the timers start after them.
+    const estimate = Math.max(5_000, opts.runs * 15);
     const firstAt = t0 + estimate + opts.leadMs;
     opts.log(`creating ${opts.runs} ${opts.mode} runs`);
     const c0 = performance.now();
