@@ -67,7 +67,7 @@ function inputFor(field: FormField, id: string, value: string, set: (v: string) 
  * of a descendant run (shown on an ancestor's page) names and links the run that holds it.
  */
 /** "4 m 05 s" until `at` (0 once passed). */
-export function countdownText(at: number, now: number): string {
+function countdownText(at: number, now: number): string {
   const s = Math.max(0, Math.round((at - now) / 1000));
   const h = Math.floor(s / 3600);
   const m = Math.floor((s % 3600) / 60);

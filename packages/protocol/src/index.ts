@@ -43,14 +43,14 @@ export {
   deadlineDecisionId,
   type DeadlineOutcome,
   type DeadlinePolicy,
-  type Duration,
   durationMs,
   type FinalDeadlineOutcome,
-  MAX_DURATION_MS,
-  type TicketDeadline,
 } from './deadlines.ts';
 /** @public A wire shape for clients that validate what they receive or build what they send. */
 export {
+  type Duration,
+  MAX_DURATION_MS,
+  type TicketDeadline,
   DeadlineOutcomeSchema,
   DeadlinePolicySchema,
   DurationSchema,

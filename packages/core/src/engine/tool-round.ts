@@ -12,7 +12,7 @@ import type { ToolDefinition } from '../tools.ts';
 import { own } from '../own.ts';
 import { toJsonSchema, toolInputSchema } from '../tools.ts';
 import { hookContext, traitsOf } from './context.ts';
-import { withResolvedDeadline } from './deadlines.ts';
+import { withResolvedDeadline } from './ticket-deadline.ts';
 import type { Draft } from './draft.ts';
 import { applyCommonCommands, finishRun, runPhaseHooks } from './lifecycle.ts';
 import { applicableDecisions, roundState } from './round-state.ts';
