@@ -139,8 +139,8 @@ describe('timers at volume', () => {
         restartWorkers: true,
         mode: 'sleep',
         runs: SLEEP_RUNS,
-        // Every run sleeps at least 30 s; their wake-ups are spread over 15 s after that.
-        spreadMs: 15_000,
+        // Every run sleeps at least 30 s; their wake-ups are spread over 30 s after that.
+        spreadMs: 30_000,
         leadMs: 30_000,
         workers: 2,
         killEveryMs: 0,

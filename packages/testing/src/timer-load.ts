@@ -191,7 +191,12 @@ export async function runTimerLoad(opts: TimerLoadOptions): Promise<TimerLoadRes
       if (waiting >= opts.runs) break;
       await new Promise((r) => setTimeout(r, 250));
     }
-    const jobsHeldWhileWaiting = await heldJobs(redis, prefix);
+    // Counted waiting by the commit that parked it, a run's step job may still be completing.
+    let jobsHeldWhileWaiting = await heldJobs(redis, prefix);
+    for (let i = 0; i < 20 && jobsHeldWhileWaiting > 0; i += 1) {
+      await new Promise((r) => setTimeout(r, 250));
+      jobsHeldWhileWaiting = await heldJobs(redis, prefix);
+    }
     const bytes = await bytesPerRun(redis, keys, runIds);
     opts.log(`${waiting} waiting, ${jobsHeldWhileWaiting} jobs held, ${Math.round(bytes)} B/run`);
 
