@@ -30,10 +30,12 @@ const FAULT_TESTS = [
   'test/integration/worker-fencing.test.ts', // workers frozen (SIGSTOP) past their lease
   'test/integration/redis-outage.test.ts', // Redis away for 20 s
   'test/integration/reconciler-scale.test.ts', // 2,000 waiting runs
+  'test/integration/events-scale.test.ts', // 1,000 runs waiting for events over 100 keys
   'test/integration/stall-accounting.test.ts', // frozen and killed workers until MAX_STALLS
   'test/integration/finished-runs.test.ts', // workers killed before recording a job
   'test/integration/archive-crash.test.ts', // archiver killed mid-batch, PostgreSQL restarted
   'test/integration/timers-volume.test.ts', // 1,000 deadlines under kill -9, 1,000 sleeps across restarts, 200 races
+  'test/integration/rolling-upgrade.test.ts', // N−1 and N side by side, kill -9 mid-upgrade
 ];
 
 /**

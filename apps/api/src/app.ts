@@ -28,6 +28,7 @@ import { schedulesRouter } from './routes/schedules.ts';
 import { threadsRouter } from './routes/threads.ts';
 import { httpTracing } from './tracing.ts';
 import { webhooksRouter } from './routes/webhooks.ts';
+import { waitpointRouter, waitsRouter } from './routes/waits.ts';
 import { parseTenantWebhooks } from './webhooks/tenant-webhooks.ts';
 import { ShutdownGate } from './shutdown-gate.ts';
 
@@ -83,6 +84,7 @@ export function v1Router(context: ApiContext): Router {
   v1.use(runsRouter(context), eventsRouter(context), threadsRouter(context), agentsRouter(context));
   v1.use(schedulesRouter(context)); // scheduled runs
   v1.use(webhooksRouter(context));
+  v1.use(waitsRouter(context));
   return v1;
 }
 
@@ -135,6 +137,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   const context: ApiContext = {
     config,
     service: runtime.service,
+    waits: runtime.waits,
     schedules: new ScheduleService(runtime),
     health: runtimeHealth(runtime),
     logger,
@@ -202,6 +205,8 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     if (plugin.public) app.use(plugin.path, plugin.router(context));
     else app.use(plugin.path, ...api, plugin.router(context));
   }
+  // A waitpoint URL's token is its credential: no API key, its own small body limit.
+  app.use(waitpointRouter(context.waits));
   app.use('/v1', ...api, v1Router(context));
 
   app.use(notFoundHandler);

@@ -1,4 +1,4 @@
-import type { RunService } from '@baton/runtime';
+import type { RunService, RunWaits } from '@baton/runtime';
 import type { ScheduleService } from '@baton/runtime/internal';
 import type { Logger } from 'pino';
 import type { KeyStore } from './auth.ts';
@@ -16,6 +16,8 @@ import type { ApiMetrics } from './metrics.ts';
 export interface ApiContext {
   readonly config: ApiConfig;
   readonly service: RunService;
+  /** Waitpoints and events (routes/waits.ts). */
+  readonly waits: RunWaits;
   readonly schedules: ScheduleService;
   /** Readiness probes (ops routes). */
   readonly health: HealthPort;

@@ -13,6 +13,11 @@ import {
   RunWebhooksResponseSchema,
   SubmitDecisionsRequestSchema,
   WebhookMessageSchema,
+  CreateWaitpointRequestSchema,
+  SendEventRequestSchema,
+  SendEventResponseSchema,
+  WaitpointCreatedSchema,
+  WaitpointOutcomeSchema,
 } from '@baton/protocol';
 import { AgUiRunInputSchema } from './adapters/ag-ui/input.ts';
 import { agUiPaths } from './adapters/ag-ui/route.ts';
@@ -26,6 +31,7 @@ import { runsPaths } from './routes/runs.ts';
 import { schedulesPaths } from './routes/schedules.ts';
 import { threadsPaths } from './routes/threads.ts';
 import { webhooksPaths } from './routes/webhooks.ts';
+import { waitsPaths } from './routes/waits.ts';
 import {
   AgentListSchema,
   CancelResponseSchema,
@@ -50,6 +56,8 @@ const REQUESTS = {
   AiSdkChatRequest: ChatRequestSchema,
   AgUiRunAgentInput: AgUiRunInputSchema,
   CreateScheduleRequest: CreateScheduleRequestSchema,
+  CreateWaitpointRequest: CreateWaitpointRequestSchema,
+  SendEventRequest: SendEventRequestSchema,
 } as const;
 
 const RESPONSES = {
@@ -71,6 +79,9 @@ const RESPONSES = {
   SchedulePage: SchedulePageSchema,
   RunWebhooks: RunWebhooksResponseSchema,
   WebhookMessage: WebhookMessageSchema,
+  WaitpointCreated: WaitpointCreatedSchema,
+  WaitpointOutcome: WaitpointOutcomeSchema,
+  SendEventResponse: SendEventResponseSchema,
 } as const;
 
 export function buildOpenApiDocument(): Json {
@@ -91,6 +102,7 @@ export function buildOpenApiDocument(): Json {
       { name: 'agents' },
       { name: 'schedules', description: 'Scheduled runs: cron (with a time zone) or intervals' },
       { name: 'protocols', description: 'Front-end protocols: AI SDK UI message stream, AG-UI' },
+      { name: 'waits', description: 'Waitpoint URLs and events that complete waiting calls' },
       { name: 'ops' },
     ],
     paths: {
@@ -102,6 +114,7 @@ export function buildOpenApiDocument(): Json {
       ...aiSdkPaths,
       ...agUiPaths,
       ...schedulesPaths,
+      ...waitsPaths,
       ...opsPaths,
     },
     components: {

@@ -95,7 +95,7 @@ function summarize(event: RunEvent): string | null {
     case 'tool_call.result':
       return `${event.toolName} ${event.outcome.status}${event.outcome.error ? `: ${event.outcome.error}` : ''}`;
     case 'decision.applied':
-      return `${event.decision.source === 'deadline' ? 'deadline decision' : 'decision'} ${event.decision.action === 'resume' ? 'approve' : 'deny'} (${event.decision.toolCallId})${payloadText(event.decision.payload)}`;
+      return `decision ${event.decision.action === 'resume' ? 'approve' : 'deny'} (${event.decision.toolCallId})${event.decision.source !== undefined && event.decision.source !== 'api' ? ` by ${event.decision.source}` : ''}${payloadText(event.decision.payload)}`;
     case 'tool_call.deadline_expired':
       return `${event.toolName}: deadline passed (${new Date(event.deadlineAt).toISOString()}), ${event.outcome.action}`;
     case 'tool_call.deadline_escalated':

@@ -7,6 +7,7 @@ import { initCommand } from './commands/init.ts';
 import { runsCommand } from './commands/runs.ts';
 import { schedulesCommand } from './commands/schedules.ts';
 import { webhooksCommand } from './commands/webhooks.ts';
+import { eventsCommand, waitpointCommand } from './commands/waits.ts';
 import { commandContext, type CliIo } from './context.ts';
 import { UsageError } from './usage-error.ts';
 import { EXIT, exitCodeForError, type ExitCode } from './exit-codes.ts';
@@ -48,6 +49,8 @@ Exit codes:
   agentsCommand(program, ctx);
   schedulesCommand(program, ctx);
   webhooksCommand(program, ctx);
+  eventsCommand(program, ctx);
+  waitpointCommand(program, ctx);
   initCommand(program, ctx);
   devCommand(program, ctx);
 

@@ -25,6 +25,7 @@ import {
 import { z } from 'zod';
 import { RunEventStream, type StreamOptions } from './run-stream.ts';
 import { SchedulesApi } from './schedules.ts';
+import { EventsApi, WaitpointsApi } from './waits.ts';
 import { Transport, type ClientOptions, type RequestOptions } from './transport.ts';
 
 /** Filters of `GET /v1/runs` (newest first). */
@@ -268,6 +269,10 @@ export class BatonClient {
   readonly threads: ThreadsApi;
   readonly agents: AgentsApi;
   readonly schedules: SchedulesApi;
+  /** `POST /v1/events`: resume the calls waiting for an event. */
+  readonly events: EventsApi;
+  /** Waitpoint URLs: create one for a waiting call, or complete one. */
+  readonly waitpoints: WaitpointsApi;
   readonly baseUrl: string;
   private readonly transport: Transport;
 
@@ -278,6 +283,8 @@ export class BatonClient {
     this.threads = new ThreadsApi(this.transport);
     this.agents = new AgentsApi(this.transport);
     this.schedules = new SchedulesApi(this.transport);
+    this.events = new EventsApi(this.transport);
+    this.waitpoints = new WaitpointsApi(this.transport);
   }
 
   /** `GET /healthz`: resolves when the API process answers. */

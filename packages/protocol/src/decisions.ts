@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { JsonValueSchema } from './json.ts';
+import { DecisionSourceSchema } from './waits.ts';
 
 export const DecisionActionSchema = z.enum(['resume', 'cancel']);
 export type DecisionAction = z.infer<typeof DecisionActionSchema>;
@@ -18,11 +19,9 @@ export const DecisionSchema = z.object({
   payload: JsonValueSchema.optional().describe(
     "The answer the tool resumes with; must satisfy the call's responseSchema when it has one.",
   ),
-  /** Absent: a client's (HTTP, CLI, console). `deadline`: the call's deadline passed. */
-  source: z
-    .enum(['deadline'])
-    .optional()
-    .describe("Absent: a client's decision; 'deadline': taken by the call's deadline."),
+  source: DecisionSourceSchema.optional().describe(
+    'Where the decision came from: absent or api (a decisions request), waitpoint, event, timeout.',
+  ),
   /** A deadline's deny: why, which becomes the cancelled call's error. */
   reason: z.string().optional().describe("A deadline's deny: why (the cancelled call's error)."),
 });

@@ -8,11 +8,13 @@ import {
 } from './enums.ts';
 import { ChildRunLinkSchema, ChildRunViewSchema, RunParentSchema } from './child-runs.ts';
 import { DecisionActionSchema } from './decisions.ts';
+import { DecisionSourceSchema } from './waits.ts';
 import { QueuedInfoSchema } from './fairness.ts';
 import { JsonObjectSchema, JsonValueSchema } from './json.ts';
 import { TerminationReasonSchema } from './termination.ts';
 import { SuspendReasonSchema, ToolOutcomeSchema } from './tools.ts';
 import { UsageSchema } from './usage.ts';
+import { WaitForSchema } from './waits.ts';
 
 /**
  * Run snapshots (seed: goa-ai run.Snapshot): a derived view of a run computed by folding its
@@ -32,6 +34,8 @@ export const AwaitedToolCallSchema = z.object({
   /** JSON Schema a resume decision's payload must satisfy. */
   responseSchema: JsonObjectSchema.optional(),
   resumeMode: ResumeModeSchema,
+  /** What else completes it: an event (name, key) by its expiry, when the ticket says so. */
+  waitFor: WaitForSchema.optional(),
   /** When the call was suspended. */
   since: z.number(),
   /** Set when the call belongs to a descendant run (agent-as-tool): send decisions for it here. */
@@ -86,8 +90,8 @@ export const AppliedDecisionSchema = z.object({
   toolCallId: z.string(),
   action: DecisionActionSchema,
   at: z.number(),
-  /** 'deadline': taken by the call's deadline; absent: a client's decision. */
-  source: z.enum(['deadline']).optional(),
+  /** Where it came from (absent or api: a client's; 'deadline': taken by the call's deadline). */
+  source: DecisionSourceSchema.optional(),
   /** Set when the run ended before applying this accepted decision: why. */
   discarded: z.string().optional(),
 });

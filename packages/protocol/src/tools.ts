@@ -3,6 +3,7 @@ import { ResumeModeSchema, ToolCallStatusSchema } from './enums.ts';
 import { ChildRunEndSchema, ChildRunRefSchema } from './child-runs.ts';
 import { TicketDeadlineSchema } from './deadlines.ts';
 import { JsonObjectSchema, JsonValueSchema } from './json.ts';
+import { WaitForSchema } from './waits.ts';
 
 /** Why a call waits: shown to the human (or client) who must answer it. */
 /** `sleep`: the call waits for its deadline only (a durable sleep; docs/agents-and-tools.md). */
@@ -22,6 +23,8 @@ export const SuspendTicketSchema = z.object({
    * "Timers"). Stored with `at` resolved; absent: it waits until decided or cancelled.
    */
   deadline: TicketDeadlineSchema.optional(),
+  /** An event the call waits for (with a required timeout) instead of a person's decision. */
+  waitFor: WaitForSchema.optional(),
 });
 export type SuspendTicket = z.infer<typeof SuspendTicketSchema>;
 

@@ -3,7 +3,6 @@ import type { DeadlineExpiry } from '@baton/core';
 import type {
   Checkpoint,
   CreateRunRequest,
-  DecisionInput,
   QueuedInfo,
   RunEvent,
   RunStatus,
@@ -19,7 +18,7 @@ import { RunReads, type LogEnd, type OpenedEvents, type RunFollowState } from '.
 import { RunStarts } from './run-starts.ts';
 import { RunCreation, type CreateRunOptions, type CreatedRun } from './run-creation.ts';
 import { RunDeletion } from './run-deletion.ts';
-import { RunDecisions } from './run-decisions.ts';
+import { RunDecisions, type SourcedDecisionInput } from './run-decisions.ts';
 import { RunAdmissionViews, type RunAdmissionView } from './run-admission-views.ts';
 
 export type { RunServiceDeps } from './run-service-deps.ts';
@@ -86,7 +85,7 @@ export class RunService {
   submitDecisions(
     tenantId: string,
     runId: string,
-    inputs: readonly DecisionInput[],
+    inputs: readonly SourcedDecisionInput[],
     opts: { readonly current?: Loaded } = {},
   ): Promise<SubmittedDecisions> {
     return this.decisions.submitDecisions(tenantId, runId, inputs, opts);

@@ -14,6 +14,7 @@ import { RedisThreadStore } from './redis/thread-store.ts';
 import { BatonQueues } from './queues.ts';
 import { TimerIndex } from './timers/timer-index.ts';
 import { RunCommitter } from './run-committer.ts';
+import { RunWaits } from './waits/run-waits.ts';
 import { ChildRuns } from './child-runs.ts';
 import { RunService } from './run-service.ts';
 import { finishedDuties } from './finished-duties.ts';
@@ -69,6 +70,8 @@ export class BatonRuntime {
   /** The shared timer index (deadlines, durable sleeps; timers/timer-index.ts). */
   readonly timers: TimerIndex;
   readonly service: RunService;
+  /** Waitpoints, event waits and their timeouts (waits/run-waits.ts). */
+  readonly waits: RunWaits;
   /** Fairness admission: priorities, fairness keys, tenants' run limits (docs/fairness.md). */
   readonly admission: RunAdmission;
   /** Agent-as-tool: child run creation, result delivery, cancel cascade. */
@@ -226,6 +229,7 @@ export class BatonRuntime {
       logger,
       retentionSeconds: finishedTtl,
       afterCommitHook: this.webhooks.afterCommit,
+      onWaiting: (cp) => this.waits.registerWaiting(cp),
       onFinished: finishedDuties({ children: this.children, archiver: this.archiver }),
     });
     this.service = new RunService({
@@ -241,6 +245,15 @@ export class BatonRuntime {
       webhooks: this.webhooks,
       ...(this.archive ? { archive: this.archive } : {}),
       subscriber: () => this.eventSubscriber(),
+    });
+    this.waits = new RunWaits({
+      redis: this.redis,
+      keys: this.keys,
+      now,
+      logger,
+      decide: (tenantId, runId, inputs) => this.service.submitDecisions(tenantId, runId, inputs),
+      load: (tenantId, runId) => this.service.load(tenantId, runId),
+      tenantOf: async (runId) => (await this.store.meta(runId))?.tenantId ?? null,
     });
   }
 

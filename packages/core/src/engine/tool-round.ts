@@ -96,7 +96,13 @@ function builtinGate(
 function settleCall(draft: Draft, call: ToolCallState, result: ToolResult): void {
   if (result.kind === 'pending') {
     draft.setCallStatus(call.id, 'suspended');
-    const ticket = withResolvedDeadline(draft, call, result.ticket);
+    const { waitFor } = result.ticket;
+    // The wait's expiry is fixed when the call suspends (commit time), so every reader agrees.
+    const waiting =
+      waitFor?.kind === 'event' && waitFor.expiresAt === undefined
+        ? { ...result.ticket, waitFor: { ...waitFor, expiresAt: draft.now + waitFor.timeoutMs } }
+        : result.ticket;
+    const ticket = withResolvedDeadline(draft, call, waiting);
     call.ticket = ticket;
     draft.emit({ type: 'tool_call.suspended', toolCallId: call.id, toolName: call.name, ticket });
     return;

@@ -78,6 +78,15 @@
  *     p:archive:pending             ZSET   finished runs not archived yet, score = finishedAt (ms)
  *     p:archive:lock                STRING one archiver at a time across workers (SET NX PX)
  *
+ *   Waits (waits/: waitpoints, event waits and their timeouts)
+ *     p:wp:<sha256(token)>          HASH   rec (JSON: tenant, run, call, responseSchema, expiresAt),
+ *                                          outcome (the first completion); PEXPIREAT expiresAt
+ *     p:waits:early:<runId>         HASH   callId -> completion that came before its call suspended
+ *     p:{evw:<t>:<name>:<key>}      SET    JSON [runId, callId] of the calls waiting for that event;
+ *                                          claimed (read and deleted) at once by POST /v1/events
+ *     p:waits:timeouts              ZSET   JSON [runId, callId, kind], score = due (ms): the
+ *                                          reconciler fires what is due (scheduleTimeout)
+ *
  *   API
  *     p:{idem:<t>}:<scope>:<key>    STRING Idempotency-Key record (first response or pending)
  *     p:{sse:<t>}:leases            ZSET   open SSE streams of a tenant, score = lease expiry
@@ -319,6 +328,37 @@ export class BatonKeys {
 
   get reconcilerLock(): string {
     return `${this.prefix}:reconciler:lock`;
+  }
+
+  /**
+   * A waitpoint by the SHA-256 (hex) of its token: the token itself is never stored. STRING
+   * (JSON record: tenant, run, call, responseSchema, expiresAt, and the first outcome), PEXPIREAT
+   * at its expiry plus a day so a repeat keeps its answer until the URL dies.
+   */
+  waitpoint(tokenHash: string): string {
+    return `${this.prefix}:wp:${tokenHash}`;
+  }
+
+  /**
+   * Waitpoint completions that came before their call was suspended (its tool created the
+   * waitpoint and was still running): HASH callId -> JSON {decisionId, payload}, applied when
+   * the run starts waiting (RunWaits.registerWaiting).
+   */
+  waitpointEarly(runId: string): string {
+    return `${this.prefix}:waits:early:${keyPart(runId)}`;
+  }
+
+  /** A tenant's waiters for one event name and key: SET of JSON [runId, callId] (one slot each). */
+  eventWaiters(tenantId: string, name: string, key: string): string {
+    return `${this.prefix}:{evw:${keyPart(tenantId)}:${keyPart(name)}:${keyPart(key)}}`;
+  }
+
+  /**
+   * Timeouts of waiting calls (scheduleTimeout): ZSET of JSON [tenant, runId, callId, kind],
+   * score = due (ms). The reconciler fires what is due (run-waits.ts).
+   */
+  get waitTimeouts(): string {
+    return `${this.prefix}:waits:timeouts`;
   }
 
   /** Where the reconciler's scan of the waiting index resumes. */
