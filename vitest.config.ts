@@ -68,6 +68,7 @@ const CLUSTER_SUITES = [
   'test/integration/protocol-ai-sdk.test.ts', // AI SDK route
   'test/integration/protocol-ag-ui.test.ts', // AG-UI route
   'test/integration/fairness.test.ts', // admission scripts on the tenants' {fair:<tenant>} slots
+  'test/integration/api-managed-keys.test.ts', // managed keys: {apikeys} scripts, pub/sub invalidation
 ];
 /** Tests that start their own Redis Cluster: too heavy for integration, run by the cluster project. */
 const OWN_CLUSTER_TESTS = [

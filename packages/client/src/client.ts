@@ -26,6 +26,7 @@ import { z } from 'zod';
 import { RunEventStream, type StreamOptions } from './run-stream.ts';
 import { SchedulesApi } from './schedules.ts';
 import { EventsApi, WaitpointsApi } from './waits.ts';
+import { AdminKeysApi } from './admin-keys.ts';
 import { Transport, type ClientOptions, type RequestOptions } from './transport.ts';
 
 /** Filters of `GET /v1/runs` (newest first). */
@@ -273,6 +274,8 @@ export class BatonClient {
   readonly events: EventsApi;
   /** Waitpoint URLs: create one for a waiting call, or complete one. */
   readonly waitpoints: WaitpointsApi;
+  /** Tenant API keys (needs an admin key). */
+  readonly keys: AdminKeysApi;
   readonly baseUrl: string;
   private readonly transport: Transport;
 
@@ -285,6 +288,7 @@ export class BatonClient {
     this.schedules = new SchedulesApi(this.transport);
     this.events = new EventsApi(this.transport);
     this.waitpoints = new WaitpointsApi(this.transport);
+    this.keys = new AdminKeysApi(this.transport);
   }
 
   /** `GET /healthz`: resolves when the API process answers. */

@@ -321,3 +321,15 @@ export {
   WebhookSecretSchema,
 } from './webhooks.ts';
 export { canonicalJson, endsStream, parseRetryAfter, type StreamUntil } from './wire-facts.ts';
+// Tenant API keys managed at run time (issue 35)
+export {
+  ApiKeyListSchema,
+  type ApiKeyView,
+  type CreateApiKeyRequest,
+  CreateApiKeyRequestSchema,
+  type CreatedApiKey,
+  CreatedApiKeySchema,
+  RotateApiKeyRequestSchema,
+} from './api-keys.ts';
+/** @public A wire shape for clients that validate what they receive or build what they send. */
+export { ApiKeyStatusSchema, ApiKeyViewSchema } from './api-keys.ts';
