@@ -256,6 +256,13 @@ export class Reconciler {
   private async expireWait(runId: string, maxWaitMs: number): Promise<boolean> {
     const loaded = await this.deps.store.load(runId);
     if (!loaded || activityOf(loaded.checkpoint) !== 'waiting') return false;
+    // A call with a deadline still to come decides the wait itself (a long sleep, a deadline
+    // beyond RUN_MAX_WAIT_SECONDS): its timer ends it, not this.
+    const now = this.deps.now();
+    const timed = Object.values(loaded.checkpoint.calls).some(
+      (c) => c.status === 'suspended' && (c.ticket?.deadline?.at ?? 0) > now,
+    );
+    if (timed) return false;
     const seconds = Math.round(maxWaitMs / 1000);
     const message = `no decision arrived within ${String(seconds)} s (RUN_MAX_WAIT_SECONDS); the run was ended`;
     try {

@@ -21,6 +21,8 @@ import {
   wakeQueue,
   workerBackend,
   ToolResultMailbox,
+  TimerSweeper,
+  deadlineTimerHandler,
 } from '@baton/runtime/internal';
 import type { WorkerConfig } from './config.ts';
 import { onJobFailed } from './job-failures.ts';
@@ -108,6 +110,8 @@ export class BatonWorker {
   private timers: NodeJS.Timeout[] = [];
   private reconciler?: Reconciler;
   private schedules?: ScheduleWorker;
+  /** Sweeps the shared timer index; other modules register their timer kinds on it (on()). */
+  timerSweeper?: TimerSweeper;
 
   constructor(opts: BatonWorkerOptions) {
     this.opts = opts;
@@ -389,6 +393,17 @@ export class BatonWorker {
         }, config.RECONCILE_INTERVAL_MS),
       );
     }
+    // Timers (deadlines, durable sleeps, and any kind a module registers on `timerSweeper`):
+    // every live worker sweeps the index, so a waiting run holds no job and no worker.
+    this.timerSweeper = new TimerSweeper({
+      index: rt.timers,
+      now: () => rt.clock.now(),
+      logger: this.logger,
+      intervalMs: config.TIMER_SWEEP_INTERVAL_MS,
+      batch: config.TIMER_BATCH,
+      leaseMs: config.TIMER_CLAIM_MS,
+    }).on('deadline', deadlineTimerHandler(rt.service));
+    this.timerSweeper.start();
     for (const t of this.timers) t.unref();
     await Promise.all(this.bullWorkers.map((w) => w.waitUntilReady()));
     this.logger.info(
@@ -436,6 +451,7 @@ export class BatonWorker {
     const started = Date.now();
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
+    const sweeping = this.timerSweeper?.stop();
     this.schedules?.stopTimers();
     // Gone from GET /v1/agents at once: new runs show that they wait for a worker. Bounded: with
     // Redis away this would wait for it (the heartbeat expires on its own anyway).
@@ -454,7 +470,7 @@ export class BatonWorker {
       new Promise<void>((resolve) => setTimeout(resolve, 1_000).unref()),
     ]);
     const workers = this.bullWorkers;
-    const finishing = Promise.all(workers.map((w) => w.close()));
+    const finishing = Promise.all([...workers.map((w) => w.close()), sweeping]);
     if (await outlasts(finishing, Math.max(0, graceMs - (Date.now() - started)))) {
       this.logger.warn({ graceMs }, 'grace period over; aborting in-flight work');
       this.aborts.abortAll('worker shutting down');

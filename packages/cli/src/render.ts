@@ -104,8 +104,23 @@ export class EventRenderer {
                 : s.dim;
         return `  ${event.toolName} ${s.dim(event.from)} → ${color(event.to)}`;
       }
-      case 'tool_call.suspended':
-        return `${s.yellow('⏸ needs a decision')} ${event.toolName}: ${event.ticket.message} ${s.dim(`(${event.ticket.reason})`)}`;
+      case 'tool_call.suspended': {
+        const d = event.ticket.deadline;
+        const until = d?.at === undefined ? '' : new Date(d.at).toISOString();
+        if (event.ticket.reason === 'sleep')
+          return `${s.yellow('⏾ sleeping')} ${event.toolName} until ${until}`;
+        const deadline =
+          d?.at === undefined ? '' : s.dim(` deadline ${until} → ${d.outcome.action}`);
+        return `${s.yellow('⏸ needs a decision')} ${event.toolName}: ${event.ticket.message} ${s.dim(`(${event.ticket.reason})`)}${deadline}`;
+      }
+      case 'tool_call.deadline_expired':
+        return s.yellow(
+          `⏱ deadline of ${event.toolName} passed (${new Date(event.deadlineAt).toISOString()}): ${event.outcome.action}`,
+        );
+      case 'tool_call.deadline_escalated':
+        return s.yellow(
+          `⏱ ${event.toolName} escalated; deadline extended to ${new Date(event.deadlineAt).toISOString()}`,
+        );
       case 'tool_call.result': {
         const o = event.outcome;
         const detail =
@@ -117,7 +132,7 @@ export class EventRenderer {
         return `  ${event.toolName} ${o.status}: ${detail}`;
       }
       case 'decision.applied':
-        return `${s.bold('decision')} ${event.decision.action} ${s.dim(event.decision.toolCallId)}`;
+        return `${s.bold(event.decision.source === 'deadline' ? 'deadline decision' : 'decision')} ${event.decision.action} ${s.dim(event.decision.toolCallId)}`;
       case 'decision.discarded':
         return s.yellow(
           `decision ${event.decision.decisionId} not applied: ${event.reason} ${s.dim(event.decision.toolCallId)}`,

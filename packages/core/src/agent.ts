@@ -1,4 +1,9 @@
-import type { DecisionReplayPolicy, ExecutionMode, StopCondition } from '@baton/protocol';
+import type {
+  DeadlinePolicy,
+  DecisionReplayPolicy,
+  ExecutionMode,
+  StopCondition,
+} from '@baton/protocol';
 import type { ModelPort } from './model.ts';
 import type { ModelRetryPolicy } from './model-retry.ts';
 import type { Plugin } from './plugins.ts';
@@ -37,6 +42,12 @@ export interface AgentSpec {
    * @default [] (a run ends when the model answers without tool calls)
    */
   readonly stopConditions?: readonly StopCondition[];
+  /**
+   * Deadline of the agent's waiting calls whose tool sets none (a run's own replaces it).
+   *
+   * @default undefined (calls wait until decided or cancelled)
+   */
+  readonly deadline?: DeadlinePolicy;
 }
 
 /**

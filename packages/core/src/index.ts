@@ -84,6 +84,7 @@ export {
   normalizeToolReturn,
   type ToolContext,
   type ToolDefinition,
+  sleepTool,
   toolResult,
 } from './tools.ts';
 /** @public For agent, plugin, tool and model authors: named in the public API's shapes. */
@@ -106,6 +107,7 @@ export { assistantMessageId } from './engine/inference.ts';
 export { rebaseOnThread } from './engine/lifecycle.ts';
 export { plan } from './engine/plan.ts';
 export { activityOf, type Activity } from './engine/activity.ts';
+export type { DeadlineExpiry } from './engine/deadlines.ts';
 export { applicableDecisions } from './engine/round-state.ts';
 export { invocationFor, type ToolInvocation } from './engine/tool-round.ts';
 export { toolMessageId, toolResultContent } from './engine/tool-messages.ts';

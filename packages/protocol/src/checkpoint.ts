@@ -7,6 +7,7 @@ import {
 } from './enums.ts';
 import { RunParentSchema } from './child-runs.ts';
 import { RunPrioritySchema } from './fairness.ts';
+import { DeadlinePolicySchema } from './deadlines.ts';
 import { DecisionSchema } from './decisions.ts';
 import { JsonValueSchema } from './json.ts';
 import { MessageSchema } from './messages.ts';
@@ -86,6 +87,8 @@ export const CheckpointSchema = z.object({
   /** Set by an external cancel; honored at the next phase boundary. */
   cancelRequested: z.boolean(),
   metadata: z.record(z.string(), z.string()),
+  /** The run's default deadline for waiting calls (run options, else the agent's); absent: none. */
+  deadline: DeadlinePolicySchema.optional(),
   createdAt: z.number(),
   startedAt: z.number().nullable(),
   updatedAt: z.number(),

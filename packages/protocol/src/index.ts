@@ -40,6 +40,24 @@ export {
 /** @public A wire shape for clients that validate what they receive or build what they send. */
 export type { ContentPattern } from './content-pattern.ts';
 export {
+  deadlineDecisionId,
+  type DeadlineOutcome,
+  type DeadlinePolicy,
+  durationMs,
+  type FinalDeadlineOutcome,
+} from './deadlines.ts';
+/** @public A wire shape for clients that validate what they receive or build what they send. */
+export {
+  type Duration,
+  MAX_DURATION_MS,
+  type TicketDeadline,
+  DeadlineOutcomeSchema,
+  DeadlinePolicySchema,
+  DurationSchema,
+  FinalDeadlineOutcomeSchema,
+  TicketDeadlineSchema,
+} from './deadlines.ts';
+export {
   type Decision,
   type DecisionInput,
   MAX_DECISIONS_PER_REQUEST,
@@ -288,6 +306,8 @@ export {
 /** @public A wire shape for clients that validate what they receive or build what they send. */
 export {
   CreatedRunWebhookSchema,
+  type RunDeadlineData,
+  RunDeadlineDataSchema,
   type RunFinishedData,
   RunFinishedDataSchema,
   type RunWaitingData,

@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import { ResumeModeSchema, ToolCallStatusSchema } from './enums.ts';
 import { ChildRunEndSchema, ChildRunRefSchema } from './child-runs.ts';
+import { TicketDeadlineSchema } from './deadlines.ts';
 import { JsonObjectSchema, JsonValueSchema } from './json.ts';
 import { WaitForSchema } from './waits.ts';
 
 /** Why a call waits: shown to the human (or client) who must answer it. */
-export const SuspendReasonSchema = z.enum(['approval', 'client_tool', 'input']);
+/** `sleep`: the call waits for its deadline only (a durable sleep; docs/agents-and-tools.md). */
+export const SuspendReasonSchema = z.enum(['approval', 'client_tool', 'input', 'sleep']);
 export type SuspendReason = z.infer<typeof SuspendReasonSchema>;
 
 /** The ticket a suspended call carries until a decision arrives. */
@@ -16,6 +18,11 @@ export const SuspendTicketSchema = z.object({
   /** JSON Schema the decision payload must satisfy when action is resume. */
   responseSchema: JsonObjectSchema.optional(),
   resumeMode: ResumeModeSchema,
+  /**
+   * When the call stops waiting without a decision, and what happens then (docs/ARCHITECTURE.md,
+   * "Timers"). Stored with `at` resolved; absent: it waits until decided or cancelled.
+   */
+  deadline: TicketDeadlineSchema.optional(),
   /** An event the call waits for (with a required timeout) instead of a person's decision. */
   waitFor: WaitForSchema.optional(),
 });

@@ -49,6 +49,13 @@ export {
 export { RunEventSubscriber } from './redis/event-subscriber.ts';
 export { BatonKeys, keyPart } from './redis/keys.ts';
 export { RedisRunStore } from './run-record/redis-run-store.ts';
+export { deadlineTimerHandler } from './timers/deadline-timers.ts';
+export { TimerIndex, type ClaimedTimer } from './timers/timer-index.ts';
+export { TimerSweeper } from './timers/timer-sweeper.ts';
+/** @public For modules that plug a timer kind into the index (docs/ARCHITECTURE.md, "Timers"). */
+export type { TimerEntry, TimerKind, TimerRef } from './timers/timer-index.ts';
+/** @public For modules that plug a timer kind into the index (docs/ARCHITECTURE.md, "Timers"). */
+export type { TimerFiring, TimerHandler } from './timers/timer-sweeper.ts';
 export { encodeCursor } from './run-record/run-list-cursor.ts';
 export { defineScript, type LuaScript } from './redis/scripts.ts';
 export { withSingletonLock } from './redis/singleton-lock.ts';

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { DeadlineExpiry } from '@baton/core';
 import type {
   Checkpoint,
   CreateRunRequest,
@@ -88,6 +89,11 @@ export class RunService {
     opts: { readonly current?: Loaded } = {},
   ): Promise<SubmittedDecisions> {
     return this.decisions.submitDecisions(tenantId, runId, inputs, opts);
+  }
+
+  /** See RunDecisions.expireDeadline (a timer's handler calls it). */
+  expireDeadline(tenantId: string, runId: string, toolCallId: string): Promise<DeadlineExpiry> {
+    return this.decisions.expireDeadline(tenantId, runId, toolCallId);
   }
 
   /** See RunDecisions.cancel. */

@@ -45,6 +45,11 @@
  *     p:task-queue:<tq>:pool        STRING signature of the agent set that holds task queue <tq>
  *                                          (task-queue-pools.ts), with a TTL refreshed by its adverts
  *
+ *   Timers (timers/timer-index.ts; swept by every worker)
+ *     p:{timers:<K>:<i>}            ZSET   JSON [kind, tenant, run, call] -> due (ms); a claimed
+ *                                          entry's score is its claim's expiry until acked
+ *     p:timers:layouts              SET    the shard counts K timers were written under
+ *
  *   Reconciler (workers)
  *     p:reconciler:lock             STRING one scanner at a time across workers (SET NX PX)
  *     p:reconciler:waiting-cursor   STRING where the scan of waiting runs resumes
@@ -312,6 +317,20 @@ export class BatonKeys {
   }
 
   /** The reconciler's scan lock: one scanner at a time across workers. */
+  /**
+   * Shard `index` of `shards` of the timer index (timers/timer-index.ts): ZSET of timer members
+   * (JSON `[kind, tenant, run, call]`) scored by when they are due (or, while claimed, by the
+   * claim's expiry). Each shard is its own hash tag, so a cluster spreads them.
+   */
+  timerShard(index: number, shards: number): string {
+    return `${this.prefix}:{timers:${String(shards)}:${String(index)}}`;
+  }
+
+  /** SET of the shard counts timers were written under (a changed count leaves none behind). */
+  get timerLayouts(): string {
+    return `${this.prefix}:timers:layouts`;
+  }
+
   get reconcilerLock(): string {
     return `${this.prefix}:reconciler:lock`;
   }
