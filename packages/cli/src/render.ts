@@ -6,6 +6,7 @@ import type {
   RunSummary,
   RunView,
 } from '@baton/protocol';
+import { isSleepTicket } from '@baton/protocol';
 
 export interface Style {
   readonly dim: (s: string) => string;
@@ -107,7 +108,7 @@ export class EventRenderer {
       case 'tool_call.suspended': {
         const d = event.ticket.deadline;
         const until = d?.at === undefined ? '' : new Date(d.at).toISOString();
-        if (event.ticket.reason === 'sleep')
+        if (isSleepTicket(event.ticket))
           return `${s.yellow('⏾ sleeping')} ${event.toolName} until ${until}`;
         const deadline =
           d?.at === undefined ? '' : s.dim(` deadline ${until} → ${d.outcome.action}`);

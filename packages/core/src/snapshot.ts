@@ -9,7 +9,7 @@ import type {
   ToolCallStatus,
   ToolOutcome,
 } from '@baton/protocol';
-import { ZERO_USAGE } from '@baton/protocol';
+import { ZERO_USAGE, isSleepTicket } from '@baton/protocol';
 import { isTerminalCallStatus } from './tool-call-status.ts';
 
 /**
@@ -274,7 +274,7 @@ function applySuspended(s: RunSnapshot, event: EventOf<'tool_call.suspended'>): 
   const awaited: AwaitedToolCall = {
     toolCallId: event.toolCallId,
     toolName: event.toolName,
-    reason: ticket.reason,
+    reason: isSleepTicket(ticket) ? 'sleep' : ticket.reason,
     message: ticket.message,
     ...(ticket.parameters !== undefined ? { parameters: ticket.parameters } : {}),
     ...(ticket.responseSchema !== undefined ? { responseSchema: ticket.responseSchema } : {}),

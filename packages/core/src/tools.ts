@@ -162,7 +162,8 @@ export const toolResult = {
   sleep: (until: number, message?: string): ToolResult => ({
     kind: 'pending',
     ticket: {
-      reason: 'sleep',
+      reason: 'input',
+      sleep: true,
       message: message ?? `Sleeping until ${new Date(until).toISOString()}`,
       resumeMode: 'replay_tool_call',
       deadline: {

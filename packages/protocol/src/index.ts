@@ -202,6 +202,7 @@ export {
   StatePatchSchema,
   SuspendReasonSchema,
   SuspendTicketSchema,
+  isSleepTicket,
   ToolCallStateSchema,
   ToolDescriptorSchema,
   ToolOutcomeSchema,

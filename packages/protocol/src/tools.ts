@@ -25,8 +25,20 @@ export const SuspendTicketSchema = z.object({
   deadline: TicketDeadlineSchema.optional(),
   /** An event the call waits for (with a required timeout) instead of a person's decision. */
   waitFor: WaitForSchema.optional(),
+  /**
+   * A durable sleep: the call waits for its deadline only. Written with reason `input`, because
+   * 7c7c246 reads only the three older reasons and would take the checkpoint for corrupt; a reason
+   * `sleep` (read since this field) is written once no such release can run beside this one
+   * (docs/deployment-and-scaling.md, "Upgrading").
+   */
+  sleep: z.literal(true).optional(),
 });
 export type SuspendTicket = z.infer<typeof SuspendTicketSchema>;
+
+/** Whether a ticket is a durable sleep, in either of the two ways one is written. */
+export function isSleepTicket(ticket: Pick<SuspendTicket, 'reason' | 'sleep'>): boolean {
+  return ticket.reason === 'sleep' || ticket.sleep === true;
+}
 
 /** What a tool returns (seed: Success / Warning / Error / Pending). */
 export const ToolResultSchema = z.discriminatedUnion('kind', [

@@ -1,4 +1,4 @@
-import { durationMs, type SuspendTicket, type ToolCallState } from '@baton/protocol';
+import { durationMs, isSleepTicket, type SuspendTicket, type ToolCallState } from '@baton/protocol';
 import type { Draft } from './draft.ts';
 
 /**
@@ -18,7 +18,7 @@ export function withResolvedDeadline(
     const at = given.at ?? draft.now + (durationMs(timeout ?? 0) ?? 0);
     return { ...ticket, deadline: { ...rest, at } };
   }
-  if (ticket.reason === 'sleep') return ticket;
+  if (isSleepTicket(ticket)) return ticket;
   const policy =
     draft.ctx.tools.get(call.name)?.deadline ?? draft.cp.deadline ?? draft.ctx.agent.deadline;
   if (!policy) return ticket;
