@@ -1,6 +1,8 @@
 import {
   AgentDescriptorSchema,
   CreateRunRequestSchema,
+  ForkRunRequestSchema,
+  ForkRunResponseSchema,
   CreateScheduleRequestSchema,
   ScheduleDetailSchema,
   SchedulePageSchema,
@@ -50,6 +52,7 @@ const REQUESTS = {
   AiSdkChatRequest: ChatRequestSchema,
   AgUiRunAgentInput: AgUiRunInputSchema,
   CreateScheduleRequest: CreateScheduleRequestSchema,
+  ForkRunRequest: ForkRunRequestSchema,
 } as const;
 
 const RESPONSES = {
@@ -60,6 +63,7 @@ const RESPONSES = {
   RunEvent: RunEventSchema,
   DecisionsResponse: DecisionsResponseSchema,
   CancelResponse: CancelResponseSchema,
+  ForkRunResponse: ForkRunResponseSchema,
   DeleteThreadResponse: DeleteThreadResponseSchema,
   Thread: ThreadResponseSchema,
   AgentList: AgentListSchema,

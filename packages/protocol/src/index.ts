@@ -280,3 +280,15 @@ export {
   WebhookSecretSchema,
 } from './webhooks.ts';
 export { canonicalJson, endsStream, parseRetryAfter, type StreamUntil } from './wire-facts.ts';
+export {
+  BulkReplayRequestSchema,
+  type BulkReplayRequest,
+  BulkReplayStatusSchema,
+  type BulkReplayStatus,
+  ForkRunRequestSchema,
+  type ForkRunRequest,
+  ForkRunResponseSchema,
+  type ForkRunResponse,
+  RunOriginSchema,
+  type RunOrigin,
+} from './forks.ts';

@@ -3,6 +3,7 @@ import type {
   Checkpoint,
   CreateRunRequest,
   DecisionInput,
+  ForkRunRequest,
   QueuedInfo,
   RunEvent,
   RunStatus,
@@ -20,6 +21,7 @@ import { RunCreation, type CreateRunOptions, type CreatedRun } from './run-creat
 import { RunDeletion } from './run-deletion.ts';
 import { RunDecisions } from './run-decisions.ts';
 import { RunAdmissionViews, type RunAdmissionView } from './run-admission-views.ts';
+import { RunForks, type ForkedRun } from './run-forks.ts';
 
 export type { RunServiceDeps } from './run-service-deps.ts';
 export type { CreateRunOptions, CreatedRun } from './run-creation.ts';
@@ -53,6 +55,7 @@ export class RunService {
   private readonly deletion: RunDeletion;
   private readonly decisions: RunDecisions;
   private readonly admissionViews: RunAdmissionViews;
+  private readonly forks: RunForks;
 
   constructor(deps: RunServiceDeps) {
     this.catalog = new AgentCatalog(deps.redis, deps.keys);
@@ -70,6 +73,17 @@ export class RunService {
     );
     this.deletion = new RunDeletion(parts);
     this.admissionViews = new RunAdmissionViews(deps.store, deps.admission);
+    this.forks = new RunForks(parts, this.catalog);
+  }
+
+  /** See RunForks.fork: a new run from the original's state after event atSeq. */
+  forkRun(tenantId: string, runId: string, request: ForkRunRequest): Promise<ForkedRun> {
+    return this.forks.fork(tenantId, runId, request);
+  }
+
+  /** See RunForks.replay: a failed or cancelled run again, from its last committed step. */
+  replayRun(tenantId: string, runId: string): Promise<ForkedRun> {
+    return this.forks.replay(tenantId, runId);
   }
 
   /** See CreateRunOptions for runs whose id derives from their trigger, and resends. */

@@ -7,7 +7,6 @@ import {
   matrixAgents,
   payloadFor,
 } from '../testing/scenario-agents.ts';
-import { createDemoAgents } from '../demo/demo-agents.ts';
 import type { InProcessRunner } from '../runner/in-process-runner.ts';
 import { eventBody, firstForkSeq, forkCheckpoint } from './fork-checkpoint.ts';
 
@@ -154,18 +153,15 @@ describe('forkCheckpoint', () => {
   });
 
   it('reopens a finished run with input: the new message follows the whole conversation', async () => {
-    const agents = createDemoAgents();
+    const agents = matrixAgents();
     const { runner } = runnerFor(...agents);
-    const { runId, finished } = await runner.start({
-      agent: agents[0]?.name ?? '',
-      input: [{ role: 'user', content: 'hello' }],
-    });
-    await flush();
+    const name = matrixAgentName('sequential', 'immediate', 'replay_tool_call');
+    const runId = await runMatrixCase(runner, name, undefined);
     const cp = await runner.checkpoint(runId);
-    if (cp?.status !== 'done') return void (await finished.catch(() => undefined));
+    const spec = agents.find((a) => a.name === name);
+    if (!cp || !spec) throw new Error('no run');
+    expect(cp.status).toBe('done');
     const events: RunEvent[] = runner.events(runId);
-    const spec = agents[0];
-    if (!spec) throw new Error('no agent');
     const forked = forkCheckpoint(
       spec,
       { checkpoint: cp, events },
@@ -177,7 +173,12 @@ describe('forkCheckpoint', () => {
     );
     if (forked.kind !== 'forked') throw new Error(forked.kind);
     expect(forked.checkpoint.status).toBe('running');
+    expect(forked.checkpoint.phase).toBe('step_end');
     expect(forked.checkpoint.messages.slice(0, cp.messages.length)).toEqual(cp.messages);
     expect(forked.checkpoint.messages.at(-1)?.content).toBe('and again');
+    expect(forked.events.slice(events.length).map((e) => e.type)).toEqual([
+      'run.status',
+      'message.input',
+    ]);
   });
 });
