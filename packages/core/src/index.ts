@@ -98,6 +98,7 @@ export { Engine, runCommands, type Transition } from './engine/engine.ts';
 export { composeTransitions } from './engine/compose-transitions.ts';
 export {
   eventBody,
+  firstForkSeq,
   forkCheckpoint,
   type ForkResult,
 } from './engine/fork-checkpoint.ts';

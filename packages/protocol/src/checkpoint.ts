@@ -6,7 +6,7 @@ import {
   RunStatusSchema,
 } from './enums.ts';
 import { RunParentSchema } from './child-runs.ts';
-import { RunOriginSchema } from './forks.ts';
+import { RunOriginSchema } from './run-origin.ts';
 import { RunPrioritySchema } from './fairness.ts';
 import { DecisionSchema } from './decisions.ts';
 import { JsonValueSchema } from './json.ts';

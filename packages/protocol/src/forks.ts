@@ -2,23 +2,7 @@ import { z } from 'zod';
 import { RunStatusSchema } from './enums.ts';
 import { RunLinksSchema } from './http.ts';
 import { InputMessageSchema } from './messages.ts';
-
-/**
- * Where a fork or a replay came from (stored on the new run's checkpoint; optional, so runs
- * written before forks read as runs of their own).
- */
-export const RunOriginSchema = z.object({
-  kind: z.enum(['fork', 'replay']),
-  /** The run it was forked from (or replays). */
-  runId: z.string(),
-  /** That run's thread: the fork's own thread is a new branch of it. */
-  threadId: z.string(),
-  /** The original's last event the fork's state includes; its events 1…atSeq open the fork's log. */
-  atSeq: z.number().int().positive(),
-  /** The agent version the caller asked the fork to continue on (recorded; routing is separate). */
-  agentVersion: z.string().optional(),
-});
-export type RunOrigin = z.infer<typeof RunOriginSchema>;
+import { RunOriginSchema } from './run-origin.ts';
 
 export const ForkRunRequestSchema = z.strictObject({
   /** The original's event the fork starts after (its state includes that event). */

@@ -289,6 +289,5 @@ export {
   type ForkRunRequest,
   ForkRunResponseSchema,
   type ForkRunResponse,
-  RunOriginSchema,
-  type RunOrigin,
 } from './forks.ts';
+export { RunOriginSchema, type RunOrigin } from './run-origin.ts';

@@ -7,7 +7,7 @@ import {
   ToolCallStatusSchema,
 } from './enums.ts';
 import { ChildRunLinkSchema, ChildRunViewSchema, RunParentSchema } from './child-runs.ts';
-import { RunOriginSchema } from './forks.ts';
+import { RunOriginSchema } from './run-origin.ts';
 import { DecisionActionSchema } from './decisions.ts';
 import { QueuedInfoSchema } from './fairness.ts';
 import { JsonObjectSchema, JsonValueSchema } from './json.ts';

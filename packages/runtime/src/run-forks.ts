@@ -1,4 +1,10 @@
-import { activityOf, forkCheckpoint, UnknownAgentError, type ForkResult } from '@baton/core';
+import {
+  activityOf,
+  firstForkSeq,
+  forkCheckpoint,
+  UnknownAgentError,
+  type ForkResult,
+} from '@baton/core';
 import {
   BatonError,
   type Checkpoint,
@@ -16,19 +22,40 @@ export type ForkedRun = Omit<ForkRunResponseWithLinks, 'links'>;
 /** The terminations a replay reruns: a run that failed or was cancelled. */
 const REPLAYABLE = new Set(['error', 'cancelled']);
 
+/** Events of a run's end, or of an inference it never committed: not part of its progress. */
+function isEndingOrUncommitted(e: RunEvent): boolean {
+  switch (e.type) {
+    case 'run.finished':
+      return e.status === 'done';
+    case 'run.status':
+      return e.to === 'done';
+    case 'decision.discarded':
+    case 'text.delta':
+    case 'reasoning.delta':
+    case 'inference.reset':
+    case 'model.retry':
+      return true;
+    case 'tool_call.result':
+      return e.outcome.status === 'cancelled' && (e.outcome.error ?? '').startsWith('run ended');
+    case 'tool_call.status':
+      return e.to === 'cancelled';
+    default:
+      return false;
+  }
+}
+
 /**
- * The seq a replay starts after: the original's last finished step (its results committed,
- * none of its tool calls runs again), else the end of its start (the first step runs anew).
+ * The seq a replay starts after: the original's last committed progress before its cancel
+ * request or its failure (every tool result, decision and step it committed is kept; what was
+ * unfinished runs again), never before the end of its start. Null: the run never started.
  */
 export function replayPoint(events: readonly RunEvent[]): number | null {
-  let start: number | null = null;
-  let lastStep: number | null = null;
-  for (const e of events) {
-    if (e.type === 'step.finished') lastStep = e.seq;
-    else if (e.type === 'run.started' || (e.type === 'message.input' && lastStep === null))
-      start = e.seq;
-  }
-  return lastStep ?? start;
+  const min = firstForkSeq(events);
+  if (min === null) return null;
+  const cancel = events.findIndex((e) => e.type === 'run.cancel_requested');
+  let i = (cancel === -1 ? events.length : cancel) - 1;
+  while (i >= 0 && isEndingOrUncommitted(events[i]!)) i -= 1;
+  return Math.max(min, events[i]?.seq ?? min);
 }
 
 function refusal(result: Exclude<ForkResult, { kind: 'forked' }>, atSeq: number): BatonError {
