@@ -33,6 +33,7 @@ const FAULT_TESTS = [
   'test/integration/stall-accounting.test.ts', // frozen and killed workers until MAX_STALLS
   'test/integration/finished-runs.test.ts', // workers killed before recording a job
   'test/integration/archive-crash.test.ts', // archiver killed mid-batch, PostgreSQL restarted
+  'test/integration/fork-random.test.ts', // 1,000 random forks (FORK_TEST_COUNT)
 ];
 
 /**

@@ -316,6 +316,16 @@ function continueFork(cp: Checkpoint, copied: EventBody[], req: ForkRequest): Fo
       kind: 'input_required',
       message: `the run had ended at seq ${String(req.atSeq)}: give input to continue it, or fork at an earlier seq`,
     };
+  if (
+    cp.status === 'waiting' &&
+    !cp.round.some((id) => own(cp.calls, id)?.status === 'suspended')
+  ) {
+    // atSeq fell inside the commit that ended the wait (its calls settled, its status not yet
+    // changed): nothing is left to wait for, so the fork goes on with the round.
+    copied.push({ type: 'run.status', from: 'waiting', to: 'running' });
+    cp.status = 'running';
+    cp.termination = null;
+  }
   if (input.length === 0) return { kind: 'forked', checkpoint: cp, events: copied };
   if (cp.status === 'waiting')
     return {
