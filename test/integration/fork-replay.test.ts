@@ -8,6 +8,7 @@ import type { RunEvent, RunView } from '@baton/protocol';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
 import { waitForStatus } from '@baton/testing/worker-harness';
 import { ToolProbe, bodyJson, callsSettledBy, forkAgents } from '@baton/testing/fork-agents';
+import { runCli } from '@baton/testing/cli';
 
 const probe = new ToolProbe();
 let c: ApiCluster;
@@ -138,5 +139,23 @@ describe('POST /v1/runs/:id/replay', () => {
     const again = await a.post<{ error: { code: string } }>(`/v1/runs/${replay}/replay`);
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('run_not_replayable');
+  });
+});
+
+describe('baton runs fork|replay', () => {
+  it('forks through the CLI, and says why a finished run cannot be replayed (exit 5)', async () => {
+    const { runId, log } = await finishedRun('fork-parallel');
+    const env = { BATON_URL: c.apis[0]!.url, BATON_API_KEY: KEYS.a };
+    const atSeq = log.find((e) => e.type === 'step.finished')!.seq;
+    const forked = await runCli(['runs', 'fork', runId, '--at', String(atSeq), '--json'], env);
+    expect(forked.code).toBe(0);
+    const body = JSON.parse(forked.stdout) as { runId: string; origin: { atSeq: number } };
+    expect(body.origin.atSeq).toBe(atSeq);
+    await waitForStatus(c.h, body.runId, ['done']);
+    expect(probe.count(body.runId, 'A')).toBe(0);
+    expect(probe.count(body.runId, 'D')).toBe(1);
+    const refused = await runCli(['runs', 'replay', runId], env);
+    expect(refused.code).toBe(5);
+    expect(refused.stderr).toContain('only a failed or cancelled run can be replayed');
   });
 });

@@ -5,6 +5,7 @@ import {
   CreateRunResponseSchema,
   DecisionsResponseSchema,
   DeleteThreadResponseSchema,
+  ForkRunResponseSchema,
   RunPageSchema,
   RunViewSchema,
   RunWebhooksResponseSchema,
@@ -16,6 +17,8 @@ import {
   type DecisionInput,
   type DecisionsResponse,
   type DeleteThreadResponse,
+  type ForkRunRequest,
+  type ForkRunResponse,
   type RunPage,
   type RunStatus,
   type RunView,
@@ -148,6 +151,33 @@ export class RunsApi {
   /** `POST /v1/runs/:id/cancel`: cancels the run (202, idempotent: a finished run answers `done`). */
   async cancel(runId: string, opts: RequestOptions = {}): Promise<CancelResponse> {
     return (await this.t.json('POST', `/v1/runs/${enc(runId)}/cancel`, CancelResponseSchema, opts))
+      .body;
+  }
+
+  /**
+   * `POST /v1/runs/:id/fork`: a new run on a new thread branch whose state is this run's after
+   * event `atSeq` (its log opens with this run's events 1…atSeq); `input` adds user messages at
+   * a step boundary or after the run's end. The original is not changed.
+   */
+  async fork(
+    runId: string,
+    request: ForkRunRequest,
+    opts: RequestOptions = {},
+  ): Promise<ForkRunResponse> {
+    return (
+      await this.t.json('POST', `/v1/runs/${enc(runId)}/fork`, ForkRunResponseSchema, {
+        ...opts,
+        body: request,
+      })
+    ).body;
+  }
+
+  /**
+   * `POST /v1/runs/:id/replay`: a failed or cancelled run again, as a new run (`origin.kind`
+   * `replay`) from its last committed progress (409 `run_not_replayable` for any other run).
+   */
+  async replay(runId: string, opts: RequestOptions = {}): Promise<ForkRunResponse> {
+    return (await this.t.json('POST', `/v1/runs/${enc(runId)}/replay`, ForkRunResponseSchema, opts))
       .body;
   }
 
