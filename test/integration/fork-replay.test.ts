@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RunEvent, RunView } from '@baton/protocol';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
-import { waitForStatus } from '@baton/testing/worker-harness';
+import { waitFor, waitForStatus } from '@baton/testing/worker-harness';
 import { ToolProbe, bodyJson, callsSettledBy, forkAgents } from '@baton/testing/fork-agents';
 import { runCli } from '@baton/testing/cli';
 
@@ -139,6 +139,50 @@ describe('POST /v1/runs/:id/replay', () => {
     const again = await a.post<{ error: { code: string } }>(`/v1/runs/${replay}/replay`);
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('run_not_replayable');
+  });
+});
+
+describe('POST /v1/runs/replay (bulk)', () => {
+  it('replays the cancelled runs the filter selects, with progress, and no others', async () => {
+    const since = Date.now();
+    const cancelled: string[] = [];
+    for (let i = 0; i < 3; i += 1) {
+      const { runId } = await a.createRun('fork-sequential', `bulk ${String(i)}`);
+      await waitForStatus(c.h, runId, ['waiting']);
+      await a.post(`/v1/runs/${runId}/cancel`);
+      await waitForStatus(c.h, runId, ['done']);
+      cancelled.push(runId);
+    }
+    const { runId: finished } = await finishedRun('fork-sequential');
+    const r = await a.post<{ replayId: string; total: number }>('/v1/runs/replay', {
+      filter: { agent: 'fork-sequential', status: ['cancelled'], createdAfter: since },
+    });
+    expect(r.status).toBe(202);
+    expect(r.body.total).toBe(3);
+    const done = await waitFor(
+      async () => {
+        const p = await a.get<{
+          state: string;
+          processed: number;
+          replays: Record<string, string>;
+          replayed: number;
+        }>(`/v1/replays/${r.body.replayId}`);
+        expect(p.status).toBe(200);
+        return p.body.state === 'done' ? p.body : null;
+      },
+      15_000,
+      'the bulk replay',
+    );
+    expect(done.replayed).toBe(3);
+    expect(Object.keys(done.replays).sort()).toEqual([...cancelled].sort());
+    expect(done.replays[finished]).toBeUndefined();
+    for (const replay of Object.values(done.replays)) {
+      const view = await a.get<RunView>(`/v1/runs/${replay}`);
+      expect(view.body.origin?.kind).toBe('replay');
+    }
+    expect((await a.withKey(KEYS.b).get(`/v1/replays/${r.body.replayId}`)).status).toBe(404);
+    const bad = await a.post('/v1/runs/replay', { filter: { status: ['done'] } });
+    expect(bad.status).toBe(400);
   });
 });
 

@@ -1,6 +1,8 @@
 import {
   AgentDescriptorSchema,
   CreateRunRequestSchema,
+  BulkReplayRequestSchema,
+  BulkReplayStatusSchema,
   ForkRunRequestSchema,
   ForkRunResponseSchema,
   CreateScheduleRequestSchema,
@@ -53,6 +55,7 @@ const REQUESTS = {
   AgUiRunAgentInput: AgUiRunInputSchema,
   CreateScheduleRequest: CreateScheduleRequestSchema,
   ForkRunRequest: ForkRunRequestSchema,
+  BulkReplayRequest: BulkReplayRequestSchema,
 } as const;
 
 const RESPONSES = {
@@ -64,6 +67,7 @@ const RESPONSES = {
   DecisionsResponse: DecisionsResponseSchema,
   CancelResponse: CancelResponseSchema,
   ForkRunResponse: ForkRunResponseSchema,
+  BulkReplayStatus: BulkReplayStatusSchema,
   DeleteThreadResponse: DeleteThreadResponseSchema,
   Thread: ThreadResponseSchema,
   AgentList: AgentListSchema,

@@ -281,6 +281,7 @@ export {
 } from './webhooks.ts';
 export { canonicalJson, endsStream, parseRetryAfter, type StreamUntil } from './wire-facts.ts';
 export {
+  type BulkReplayFilter,
   BulkReplayRequestSchema,
   type BulkReplayRequest,
   BulkReplayStatusSchema,

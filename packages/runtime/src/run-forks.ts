@@ -98,7 +98,11 @@ export class RunForks {
    * POST /v1/runs/:id/replay: a failed or cancelled run again, as a new run from its last
    * committed step (replayPoint); 409 run_not_replayable for any other run.
    */
-  async replay(tenantId: string, runId: string): Promise<ForkedRun> {
+  async replay(
+    tenantId: string,
+    runId: string,
+    ids?: { readonly runId: string; readonly threadId: string },
+  ): Promise<ForkedRun> {
     const loaded = await this.p.reads.loadWithEvents(tenantId, runId);
     const cp = loaded.checkpoint;
     if (cp.status !== 'done' || !REPLAYABLE.has(cp.termination?.kind ?? ''))
@@ -114,7 +118,7 @@ export class RunForks {
         `run ${runId} never started: create it again instead`,
         { runId },
       );
-    return this.forkLoaded(cp, loaded.events, { atSeq }, 'replay');
+    return this.forkLoaded(cp, loaded.events, { atSeq }, 'replay', ids);
   }
 
   private async forkLoaded(
@@ -122,6 +126,8 @@ export class RunForks {
     events: readonly RunEvent[],
     request: ForkRunRequest,
     kind: RunOrigin['kind'],
+    /** Ids derived by the caller (a bulk replay): a second attempt answers the first's run. */
+    derived?: { readonly runId: string; readonly threadId: string },
   ): Promise<ForkedRun> {
     const { deps } = this.p;
     const { tenantId, agent } = original.identity;
@@ -132,8 +138,19 @@ export class RunForks {
         (await this.catalog.list()).map((a) => a.name),
       );
     deps.queues.taskQueues.learn(agent, descriptor.taskQueue);
-    const runId = this.p.ids();
-    const threadId = this.p.ids();
+    const runId = derived?.runId ?? this.p.ids();
+    const threadId = derived?.threadId ?? this.p.ids();
+    if (derived) {
+      const existing = await deps.store.loadHeadForTenant(runId, tenantId);
+      if (existing?.checkpoint.origin)
+        return {
+          runId,
+          threadId: existing.checkpoint.identity.threadId,
+          turnId: existing.checkpoint.identity.turnId,
+          status: existing.checkpoint.status,
+          origin: existing.checkpoint.origin,
+        };
+    }
     const identity = {
       runId,
       threadId,

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type {
   Checkpoint,
   CreateRunRequest,
+  BulkReplayFilter,
+  BulkReplayStatus,
   DecisionInput,
   ForkRunRequest,
   QueuedInfo,
@@ -22,6 +24,7 @@ import { RunDeletion } from './run-deletion.ts';
 import { RunDecisions } from './run-decisions.ts';
 import { RunAdmissionViews, type RunAdmissionView } from './run-admission-views.ts';
 import { RunForks, type ForkedRun } from './run-forks.ts';
+import { BulkReplays } from './bulk-replays.ts';
 
 export type { RunServiceDeps } from './run-service-deps.ts';
 export type { CreateRunOptions, CreatedRun } from './run-creation.ts';
@@ -56,6 +59,7 @@ export class RunService {
   private readonly decisions: RunDecisions;
   private readonly admissionViews: RunAdmissionViews;
   private readonly forks: RunForks;
+  private readonly bulkReplays: BulkReplays;
 
   constructor(deps: RunServiceDeps) {
     this.catalog = new AgentCatalog(deps.redis, deps.keys);
@@ -74,6 +78,17 @@ export class RunService {
     this.deletion = new RunDeletion(parts);
     this.admissionViews = new RunAdmissionViews(deps.store, deps.admission);
     this.forks = new RunForks(parts, this.catalog);
+    this.bulkReplays = new BulkReplays(parts, this.forks);
+  }
+
+  /** See BulkReplays.start: replays the runs the filter selects, in the background. */
+  replayRuns(tenantId: string, filter: BulkReplayFilter): Promise<BulkReplayStatus> {
+    return this.bulkReplays.start(tenantId, filter);
+  }
+
+  /** A bulk replay's progress (and it carries on one whose processor is gone). */
+  bulkReplay(tenantId: string, replayId: string): Promise<BulkReplayStatus> {
+    return this.bulkReplays.status(tenantId, replayId);
   }
 
   /** See RunForks.fork: a new run from the original's state after event atSeq. */

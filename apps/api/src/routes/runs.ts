@@ -1,6 +1,7 @@
 import { BatonError, foldSnapshot } from '@baton/core';
 import {
   CreateRunRequestSchema,
+  BulkReplayRequestSchema,
   DEFAULT_PRIORITY,
   ForkRunRequestSchema,
   SubmitDecisionsRequestSchema,
@@ -257,6 +258,23 @@ export function runsRouter(ctx: ApiContext): Router {
     res.status(202).json({ ...forked, links: runLinks(forked.runId, forked.threadId) });
   });
 
+  /** Replays the failed or cancelled runs a filter selects, in batches; progress at /v1/replays/:id. */
+  router.post('/runs/replay', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const body = parseBody(BulkReplayRequestSchema, req);
+    const status = await ctx.service.replayRuns(tenantId, body.filter);
+    res
+      .status(202)
+      .location(`/v1/replays/${encodeURIComponent(status.replayId)}`)
+      .json(status);
+  });
+
+  router.get('/replays/:id', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const replayId = parseId(req.params['id'], 'replay id');
+    res.json(await ctx.service.bulkReplay(tenantId, replayId));
+  });
+
   /** A failed or cancelled run again, as a new run from its last committed step. */
   router.post('/runs/:id/replay', async (req, res) => {
     const { tenantId } = principalOf(req);
@@ -399,6 +417,46 @@ export const runsPaths: OpenApiPaths = {
         '422': error(
           'fork_point_invalid (atSeq outside the log, or input where the run is inside a step or waits), or unknown_agent',
         ),
+      },
+    },
+  },
+  '/v1/runs/replay': {
+    post: {
+      tags: ['runs'],
+      operationId: 'replayRuns',
+      summary:
+        'Replay the failed or cancelled runs a filter selects (202): a bulk operation whose progress GET /v1/replays/{id} shows',
+      description:
+        "The filter (agent, status failed/cancelled, createdAfter/createdBefore, agentVersion, limit) is applied when the request arrives; the selected runs are then replayed in batches, each as POST /v1/runs/{id}/replay would. A replay's ids derive from the operation and the run, so a batch handled twice replays nothing twice.",
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: ref('BulkReplayRequest') } },
+      },
+      responses: {
+        '202': json('BulkReplayStatus', 'Bulk replay started'),
+        ...commonErrors,
+      },
+    },
+  },
+  '/v1/replays/{id}': {
+    get: {
+      tags: ['runs'],
+      operationId: 'getBulkReplay',
+      summary:
+        "A bulk replay's progress: total, processed, replayed, skipped, failed, and each original's replay",
+      parameters: [
+        {
+          name: 'id',
+          in: 'path',
+          required: true,
+          schema: { type: 'string' },
+          description: 'replayId',
+        },
+      ],
+      responses: {
+        '200': json('BulkReplayStatus', 'Progress'),
+        ...commonErrors,
+        '404': error('not_found'),
       },
     },
   },

@@ -337,6 +337,11 @@ export class BatonKeys {
     return `${this.prefix}:sse:instances`;
   }
 
+  /** A bulk replay's record (JSON: its selection, progress and the replays made so far). */
+  bulkReplay(tenantId: string, replayId: string): string {
+    return `${this.prefix}:{replay:${keyPart(tenantId)}}:${keyPart(replayId)}`;
+  }
+
   /** One Idempotency-Key record. */
   idempotency(tenantId: string, scope: string, idemKey: string): string {
     return `${this.prefix}:{idem:${keyPart(tenantId)}}:${scope}:${keyPart(idemKey)}`;
