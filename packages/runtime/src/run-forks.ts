@@ -194,6 +194,9 @@ export class RunForks {
       throw new BatonError('conflict', `the fork's new thread ${threadId} was not free`, {
         threadId,
       });
+    // The tenant's webhooks hear of forks as of any run (the original's own webhook is its own).
+    const hooks = await deps.webhooks?.endpointsFor(tenantId, undefined);
+    await deps.webhooks?.register(runId, tenantId, hooks?.endpoints ?? [], checkpoint.metadata);
     const thread = history.length > 0 ? await deps.threads.loadForRun(tenantId, threadId) : null;
     const created = await deps.store.create(checkpoint, result.events, {
       threadIndexed: true,
