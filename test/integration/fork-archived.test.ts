@@ -4,7 +4,6 @@
  * opens with the archived events.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { RunEvent } from '@baton/protocol';
 import { ApiClient, KEYS, eventsOf } from '@baton/testing/api-harness';
 import { startArchivedStack, type ArchivedStack } from '@baton/testing/archive-stack';
 import { bodyJson } from '@baton/testing/fork-agents';
@@ -33,7 +32,7 @@ describe('forking an archived run', () => {
     expect(r.status, JSON.stringify(r.body)).toBe(202);
     const forked = eventsOf(
       await api.stream(`/v1/runs/${r.body.runId}/events`, { timeoutMs: 30_000 }),
-    ) as RunEvent[];
+    );
     expect(forked.slice(0, atSeq).map(bodyJson)).toEqual(live.slice(0, atSeq).map(bodyJson));
     expect(forked.at(-1)).toMatchObject({ type: 'run.finished', status: 'done' });
     const other = await api.withKey(KEYS.b).post(`/v1/runs/${runId}/fork`, { atSeq });

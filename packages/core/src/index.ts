@@ -96,12 +96,7 @@ export type {
 } from './tools.ts';
 export { Engine, runCommands, type Transition } from './engine/engine.ts';
 export { composeTransitions } from './engine/compose-transitions.ts';
-export {
-  eventBody,
-  firstForkSeq,
-  forkCheckpoint,
-  type ForkResult,
-} from './engine/fork-checkpoint.ts';
+export { firstForkSeq, forkCheckpoint, type ForkResult } from './engine/fork-checkpoint.ts';
 
 export { executeTool } from './engine/execute-tool.ts';
 export { assistantMessageId } from './engine/inference.ts';

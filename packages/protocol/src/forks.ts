@@ -42,7 +42,6 @@ export const BulkReplayFilterSchema = z.strictObject({
 export type BulkReplayFilter = z.infer<typeof BulkReplayFilterSchema>;
 
 export const BulkReplayRequestSchema = z.strictObject({ filter: BulkReplayFilterSchema });
-export type BulkReplayRequest = z.infer<typeof BulkReplayRequestSchema>;
 
 export const BulkReplayStatusSchema = z.object({
   replayId: z.string(),

@@ -283,7 +283,6 @@ export { canonicalJson, endsStream, parseRetryAfter, type StreamUntil } from './
 export {
   type BulkReplayFilter,
   BulkReplayRequestSchema,
-  type BulkReplayRequest,
   BulkReplayStatusSchema,
   type BulkReplayStatus,
   ForkRunRequestSchema,
@@ -291,4 +290,4 @@ export {
   ForkRunResponseSchema,
   type ForkRunResponse,
 } from './forks.ts';
-export { RunOriginSchema, type RunOrigin } from './run-origin.ts';
+export { type RunOrigin } from './run-origin.ts';

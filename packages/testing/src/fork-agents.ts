@@ -31,7 +31,7 @@ function probeTool(probe: ToolProbe, name: string, approval: boolean): ToolDefin
       probe.hit(ctx.identity.runId, ctx.toolCallId);
       return toolResult.success({ tool: name });
     },
-  }) as ToolDefinition;
+  });
 }
 
 export const FORK_AGENTS: readonly (readonly [string, ExecutionMode])[] = [
