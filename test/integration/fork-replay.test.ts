@@ -186,7 +186,7 @@ describe('POST /v1/runs/replay (bulk)', () => {
 });
 
 describe('baton runs fork|replay', () => {
-  it('forks through the CLI, and says why a finished run cannot be replayed (exit 5)', async () => {
+  it('forks through the CLI, says why a finished run cannot be replayed (exit 5), replays in bulk', async () => {
     const { runId, log } = await finishedRun('fork-parallel');
     const env = { BATON_URL: c.apis[0]!.url, BATON_API_KEY: KEYS.a };
     const atSeq = log.find((e) => e.type === 'step.finished')!.seq;
@@ -200,5 +200,23 @@ describe('baton runs fork|replay', () => {
     const refused = await runCli(['runs', 'replay', runId], env);
     expect(refused.code).toBe(5);
     expect(refused.stderr).toContain('only a failed or cancelled run can be replayed');
+    const since = Date.now();
+    const { runId: cancelled } = await a.createRun('fork-parallel', 'to cancel');
+    await waitForStatus(c.h, cancelled, ['waiting']);
+    await a.post(`/v1/runs/${cancelled}/cancel`);
+    await waitForStatus(c.h, cancelled, ['done']);
+    const bulk = await runCli(
+      ['runs', 'replay-many', '--agent', 'fork-parallel', '--status', 'cancelled'].concat([
+        '--created-after',
+        String(since),
+        '--wait',
+        '--json',
+      ]),
+      env,
+    );
+    expect(bulk.code, bulk.stderr).toBe(0);
+    const progress = JSON.parse(bulk.stdout) as { state: string; replays: Record<string, string> };
+    expect(progress.state).toBe('done');
+    expect(Object.keys(progress.replays)).toEqual([cancelled]);
   });
 });

@@ -1,6 +1,7 @@
 import {
   AgentDescriptorSchema,
   AgentListSchema,
+  BulkReplayStatusSchema,
   CancelResponseSchema,
   CreateRunResponseSchema,
   DecisionsResponseSchema,
@@ -11,6 +12,8 @@ import {
   RunWebhooksResponseSchema,
   ThreadResponseSchema,
   type AgentDescriptor,
+  type BulkReplayFilter,
+  type BulkReplayStatus,
   type CancelResponse,
   type CreateRunRequest,
   type CreateRunResponse,
@@ -178,6 +181,28 @@ export class RunsApi {
    */
   async replay(runId: string, opts: RequestOptions = {}): Promise<ForkRunResponse> {
     return (await this.t.json('POST', `/v1/runs/${enc(runId)}/replay`, ForkRunResponseSchema, opts))
+      .body;
+  }
+
+  /**
+   * `POST /v1/runs/replay`: replays the failed or cancelled runs `filter` selects, in batches;
+   * the answer (and {@link bulkReplay}) says how far it got.
+   */
+  async replayMany(
+    filter: Partial<BulkReplayFilter>,
+    opts: RequestOptions = {},
+  ): Promise<BulkReplayStatus> {
+    return (
+      await this.t.json('POST', '/v1/runs/replay', BulkReplayStatusSchema, {
+        ...opts,
+        body: { filter },
+      })
+    ).body;
+  }
+
+  /** `GET /v1/replays/:id`: a bulk replay's progress. */
+  async bulkReplay(replayId: string, opts: RequestOptions = {}): Promise<BulkReplayStatus> {
+    return (await this.t.json('GET', `/v1/replays/${enc(replayId)}`, BulkReplayStatusSchema, opts))
       .body;
   }
 

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { ForkRunResponse } from '@baton/protocol';
+import type { BulkReplayStatus, ForkRunResponse } from '@baton/protocol';
 import type { CommandContext } from '../context.ts';
 import { UsageError } from '../usage-error.ts';
 
@@ -58,4 +58,66 @@ export function runsForkCommands(runs: Command, ctx: CommandContext): void {
       if (opts.json) ctx.json(result);
       else ctx.out(printed(result));
     });
+  runs
+    .command('replay-many')
+    .description('replay the failed or cancelled runs a filter selects (a bulk operation)')
+    .option('--agent <name>', "only this agent's runs")
+    .option('--status <list>', 'failed, cancelled or both (comma-separated)', 'failed,cancelled')
+    .option('--created-after <ms>', 'created at or after (epoch ms)')
+    .option('--created-before <ms>', 'created at or before (epoch ms)')
+    .option('--agent-version <version>', 'only runs of this agent version')
+    .option('--limit <n>', 'at most this many runs (newest first)')
+    .option('--wait', 'wait until every selected run was handled')
+    .option('--json', 'the answer as JSON')
+    .action(
+      async (
+        opts: {
+          agent?: string;
+          status: string;
+          createdAfter?: string;
+          createdBefore?: string;
+          agentVersion?: string;
+          limit?: string;
+          wait?: boolean;
+          json?: boolean;
+        },
+        cmd: Command,
+      ) => {
+        const num = (v: string | undefined, what: string): number | undefined => {
+          if (v === undefined) return undefined;
+          const n = Number(v);
+          if (!Number.isInteger(n) || n < 0)
+            throw new UsageError(`${what} must be a whole number, got ${v}`);
+          return n;
+        };
+        const status = opts.status.split(',').map((s) => s.trim());
+        for (const s of status)
+          if (s !== 'failed' && s !== 'cancelled')
+            throw new UsageError(`--status takes failed and/or cancelled, got ${s}`);
+        const client = ctx.clientFor(cmd);
+        const after = num(opts.createdAfter, '--created-after');
+        const before = num(opts.createdBefore, '--created-before');
+        const limit = num(opts.limit, '--limit');
+        let progress: BulkReplayStatus = await client.runs.replayMany(
+          {
+            status: status as ('failed' | 'cancelled')[],
+            ...(opts.agent === undefined ? {} : { agent: opts.agent }),
+            ...(after === undefined ? {} : { createdAfter: after }),
+            ...(before === undefined ? {} : { createdBefore: before }),
+            ...(opts.agentVersion === undefined ? {} : { agentVersion: opts.agentVersion }),
+            ...(limit === undefined ? {} : { limit }),
+          },
+          { signal: ctx.io.signal },
+        );
+        while (opts.wait && progress.state !== 'done') {
+          await new Promise((r) => setTimeout(r, 500));
+          progress = await client.runs.bulkReplay(progress.replayId, { signal: ctx.io.signal });
+        }
+        if (opts.json) ctx.json(progress);
+        else
+          ctx.out(
+            `bulk replay ${progress.replayId} ${progress.state}: ${String(progress.processed)} of ${String(progress.total)} handled, ${String(progress.replayed)} replayed, ${String(progress.skipped)} skipped, ${String(progress.failed)} failed\n`,
+          );
+      },
+    );
 }
