@@ -85,7 +85,7 @@ export class BulkReplays {
       version: 0,
     };
     const written = await this.write(tenantId, record, 0);
-    if (written.state === 'running') void this.process(tenantId, written);
+    if (written.state === 'running') this.carryOn(tenantId, written);
     return publicStatus(written);
   }
 
@@ -95,9 +95,17 @@ export class BulkReplays {
     if (record.state === 'running' && this.p.deps.clock.now() - record.updatedAt > STALE_MS) {
       // Its processor is gone: this API carries on from the last recorded batch.
       const claimed = await this.write(tenantId, record, record.version).catch(() => null);
-      if (claimed) void this.process(tenantId, claimed);
+      if (claimed) this.carryOn(tenantId, claimed);
     }
     return publicStatus(record);
+  }
+
+  /**
+   * Processes in the background. A failure (Redis gone, the API closing) stops it where its
+   * record says; the next GET of the operation after STALE_MS carries it on.
+   */
+  private carryOn(tenantId: string, record: BulkReplayRecord): void {
+    this.process(tenantId, record).catch(() => undefined);
   }
 
   /** The runs the filter selects, newest first, at most filter.limit. */

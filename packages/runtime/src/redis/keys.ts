@@ -75,6 +75,7 @@
  *
  *   API
  *     p:{idem:<t>}:<scope>:<key>    STRING Idempotency-Key record (first response or pending)
+ *     p:{replay:<t>}:<id>           STRING bulk replay: selection, progress, replays (CAS on version, 7 days)
  *     p:{sse:<t>}:leases            ZSET   open SSE streams of a tenant, score = lease expiry
  *     p:sse:instances               ZSET   live API instances (whose leases count), score =
  *                                          heartbeat expiry (ms)
