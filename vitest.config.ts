@@ -30,10 +30,12 @@ const FAULT_TESTS = [
   'test/integration/worker-fencing.test.ts', // workers frozen (SIGSTOP) past their lease
   'test/integration/redis-outage.test.ts', // Redis away for 20 s
   'test/integration/reconciler-scale.test.ts', // 2,000 waiting runs
+  'test/integration/events-scale.test.ts', // 1,000 runs waiting for events over 100 keys
   'test/integration/stall-accounting.test.ts', // frozen and killed workers until MAX_STALLS
   'test/integration/finished-runs.test.ts', // workers killed before recording a job
   'test/integration/archive-crash.test.ts', // archiver killed mid-batch, PostgreSQL restarted
   'test/integration/fork-random.test.ts', // 1,000 random forks (FORK_TEST_COUNT)
+  'test/integration/rolling-upgrade.test.ts', // N−1 and N side by side, kill -9 mid-upgrade
 ];
 
 /**
@@ -66,6 +68,7 @@ const CLUSTER_SUITES = [
   'test/integration/protocol-ai-sdk.test.ts', // AI SDK route
   'test/integration/protocol-ag-ui.test.ts', // AG-UI route
   'test/integration/fairness.test.ts', // admission scripts on the tenants' {fair:<tenant>} slots
+  'test/integration/api-managed-keys.test.ts', // managed keys: {apikeys} scripts, pub/sub invalidation
 ];
 /** Tests that start their own Redis Cluster: too heavy for integration, run by the cluster project. */
 const OWN_CLUSTER_TESTS = [

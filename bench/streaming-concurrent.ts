@@ -7,9 +7,14 @@
  * (min(runs, WORKER_CONCURRENCY)), is the memory one in-flight step costs; WORKER_CONCURRENCY's
  * default is derived from that figure (apps/worker/src/worker-concurrency.ts).
  *
- * Two variants, each sample on a fresh stack (RSS does not shrink back after a batch):
- * `default` (the worker's default concurrency) and `wide` (WORKER_CONCURRENCY = runs: every run's
- * step in flight at once, which is what the memory figure is measured on).
+ * Three variants, each sample on a fresh stack (RSS does not shrink back after a batch):
+ * `default` (every setting at its default, fairness admission included: one key, so at most its
+ * window of 64 runs in progress and the rest parked until a slot frees), `admitted` (the
+ * fairness window raised to `runs` on API and worker, so no run is parked: what the worker's
+ * streaming path alone does at its default concurrency) and `wide` (WORKER_CONCURRENCY = runs and
+ * the same window: every run's step in flight at once, which is what the memory figure is
+ * measured on). Worker CPU is also given per streamed delta (`workerCpuUsecPerDelta`: the batch's
+ * worker CPU over runs × deltas, so the runs' own steps are spread over their deltas).
  */
 import { performance } from 'node:perf_hooks';
 import { defaultWorkerConcurrency } from '../apps/worker/src/worker-concurrency.ts';
@@ -35,15 +40,26 @@ interface Sample {
   readonly peakRssBytes: number | undefined;
   readonly rssBytesPerInFlightStep: number | undefined;
   readonly workerCpuSeconds: number | undefined;
+  readonly workerCpuUsecPerDelta: number | undefined;
   readonly batchSeconds: number;
+}
+
+interface Variant {
+  /** WORKER_CONCURRENCY; undefined = the worker's default. */
+  readonly concurrency: number | undefined;
+  /** BATON_FAIRNESS of API and worker; undefined = the default (admission on, window 64). */
+  readonly fairness: string | undefined;
 }
 
 async function sampleOnce(
   ctx: BenchContext,
   url: string,
   k: ConcurrentStreamingKnobs,
-  concurrency: number | undefined,
+  variant: Variant,
 ): Promise<Sample> {
+  const { concurrency, fairness } = variant;
+  const fairnessEnv: Record<string, string> =
+    fairness === undefined ? {} : { BATON_FAIRNESS: fairness };
   const directive = JSON.stringify({ deltas: k.deltas, deltaMs: k.deltaMs, steps: 1 });
   const body = {
     agent: 'bench-streaming',
@@ -56,10 +72,11 @@ async function sampleOnce(
       logLevel: k.logLevel,
       startTimeoutMs: k.startTimeoutMs,
       maxSockets: k.runs * 2 + 16,
-      apiEnv: { SSE_MAX_PER_TENANT: String(Math.max(100, k.runs * 2)) },
-      ...(concurrency === undefined
-        ? {}
-        : { workerEnv: { WORKER_CONCURRENCY: String(concurrency) } }),
+      apiEnv: { SSE_MAX_PER_TENANT: String(Math.max(100, k.runs * 2)), ...fairnessEnv },
+      workerEnv: {
+        ...fairnessEnv,
+        ...(concurrency === undefined ? {} : { WORKER_CONCURRENCY: String(concurrency) }),
+      },
     });
     const { client } = stack;
     const pid = stack.worker.process.pid;
@@ -101,6 +118,10 @@ async function sampleOnce(
         idle === undefined || peak === undefined ? undefined : Math.round((peak - idle) / inFlight),
       workerCpuSeconds:
         cpu0 === undefined || cpu1 === undefined ? undefined : round(cpu1 - cpu0, 2),
+      workerCpuUsecPerDelta:
+        cpu0 === undefined || cpu1 === undefined
+          ? undefined
+          : round(((cpu1 - cpu0) * 1e6) / (runs.length * k.deltas), 1),
       batchSeconds: round(batchSeconds, 2),
     };
   } finally {
@@ -119,7 +140,13 @@ export async function concurrentStreaming(
   url: string,
   k: ConcurrentStreamingKnobs,
 ): Promise<Record<string, unknown>> {
-  const variants: Record<string, number | undefined> = { default: undefined, wide: k.runs };
+  // A window of `runs` parks none of them (the tenant window defaults to the key window).
+  const unparked = JSON.stringify({ window: k.runs });
+  const variants: Record<string, Variant> = {
+    default: { concurrency: undefined, fairness: undefined },
+    admitted: { concurrency: undefined, fairness: unparked },
+    wide: { concurrency: k.runs, fairness: unparked },
+  };
   const out: Record<string, unknown> = {
     config: {
       runs: k.runs,
@@ -129,15 +156,18 @@ export async function concurrentStreaming(
       samples: k.samples,
       defaultWorkerConcurrency: defaultWorkerConcurrency(),
       how: 'all runs submitted at once (POST + SSE to run.finished), one worker process, a fresh stack per sample; RSS from /proc every 20 ms, peak minus idle before the batch, over min(runs, WORKER_CONCURRENCY) steps in flight',
+      variants:
+        'default: every setting at its default (fairness admission on: one key, window 64, the rest of the runs parked until slots free); admitted: BATON_FAIRNESS={"window":runs} on API and worker, nothing parked; wide: that and WORKER_CONCURRENCY = runs',
     },
   };
-  for (const [name, concurrency] of Object.entries(variants)) {
+  for (const [name, variant] of Object.entries(variants)) {
+    const { concurrency } = variant;
     const samples: Sample[] = [];
     for (let i = 0; i < k.samples; i += 1) {
       ctx.log(
         `streaming concurrent (${name}): ${k.runs} runs at once, sample ${i + 1}/${k.samples}`,
       );
-      samples.push(await sampleOnce(ctx, url, k, concurrency));
+      samples.push(await sampleOnce(ctx, url, k, variant));
     }
     out[name] = {
       workerConcurrency: concurrency ?? defaultWorkerConcurrency(),
@@ -147,6 +177,7 @@ export async function concurrentStreaming(
       },
       rssBytesPerInFlightStep: median(samples.map((s) => s.rssBytesPerInFlightStep)),
       workerCpuSecondsPerBatch: median(samples.map((s) => s.workerCpuSeconds)),
+      workerCpuUsecPerDelta: median(samples.map((s) => s.workerCpuUsecPerDelta)),
       samples,
     };
   }

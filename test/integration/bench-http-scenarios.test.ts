@@ -99,7 +99,7 @@ describe('npm run bench: HTTP scenarios', () => {
     // A run references its thread's history: its own keys do not grow with the thread.
     expect(get('thread-growth.ratiosToLength0.1.runKeyBytes')).toBeLessThan(1.5);
 
-    // The issue-24 table reads the scenarios before it: every row of a scenario that ran has a
+    // The issue-38 table reads the scenarios before it: every row of a scenario that ran has a
     // figure (a renamed output path would show as null here); throughput did not run.
     expect(get('budgets.notMeasured')).toEqual([
       'batonRedisCommandsPerStep',
@@ -107,11 +107,17 @@ describe('npm run bench: HTTP scenarios', () => {
       'redisCpuPerStepOverRawJob',
       'workerCpuPerStepOverRawJob',
     ]);
-    expect(get('budgets.budgets.latencyOverRawChain_bench.floor')).toBe(
-      get('latency.httpFloor.overRawBullmqChain.p50'),
+    expect(get('budgets.budgets.latencyOverHttpFloor_bench.measured')).toBe(
+      get('latency.bench.sequential.distributedOverHttpFloor.p50'),
     );
-    expect(typeof get('budgets.budgets.apiCpuPerRunOverRawChainCpu_bench.measured')).toBe('number');
-    expect(get('budgets.budgets.apiCpuPerRunOverRawChainCpu_bench.max')).toBe(1.5);
+    expect(get('budgets.budgets.latencyOverHttpFloor_bench.base')).toBe(
+      get('latency.httpFloor.latencyMs.p50'),
+    );
+    expect(typeof get('budgets.budgets.apiCpuPerRunOverHttpFloor_bench.measured')).toBe('number');
+    expect(get('budgets.budgets.apiCpuPerRunOverHttpFloor_bench.max')).toBe(2);
+    expect(get('budgets.budgets.workerCpuUsecPerStreamedDelta.floor')).toBe(
+      get('streaming.concurrent.admitted.workerCpuUsecPerDelta'),
+    );
     expect(get('budgets.budgets.runKeyBytes1000Over0.measured')).toBe(
       get('thread-growth.ratiosToLength0.1.runKeyBytes'),
     );
@@ -121,9 +127,10 @@ describe('npm run bench: HTTP scenarios', () => {
     expect(get('streaming.ratios.deltaFramesReceivedOverDeltasEmitted')).toBeGreaterThan(0);
     expect(get('streaming.redisCommandsPerDelta')).toBeGreaterThan(0);
     // The concurrent case: every run of each variant finished, against the model's pacing.
-    for (const variant of ['default', 'wide']) {
+    for (const variant of ['default', 'admitted', 'wide']) {
       expect(get(`streaming.concurrent.${variant}.samples.0.runs`)).toBe(4);
       expect(get(`streaming.concurrent.${variant}.runMsOverModelPacing.p50`)).toBeGreaterThan(0);
+      expect(get(`streaming.concurrent.${variant}.workerCpuUsecPerDelta`)).toBeGreaterThan(0);
     }
     expect(get('streaming.concurrent.wide.workerConcurrency')).toBe(4);
 

@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import { ZodError, type core } from 'zod';
 import { RateLimitedError } from './rate-limited-error.ts';
 import { UnavailableError } from './unavailable-error.ts';
+import { redactWaitpointPath } from './logger.ts';
 
 export { RateLimitedError, UnavailableError };
 
@@ -77,6 +78,12 @@ export const PUBLIC_FORM_OF: Readonly<
   tool_timeout: INTERNAL,
   tool_schema_missing: INTERNAL,
   corrupt_checkpoint: INTERNAL,
+  // During a rolling upgrade an API of the release before meets a run a newer worker wrote in a
+  // format it does not read: the API of the newer release answers the same request.
+  newer_format: {
+    code: 'unavailable',
+    message: 'this run is stored in a format of a newer release of Baton; retry shortly',
+  },
   lease_lost: INTERNAL,
   event_gap: INTERNAL,
   run_released: INTERNAL,
@@ -283,5 +290,5 @@ function retryAfterSeconds(err: BatonError<ErrorCode>): number | undefined {
 
 /** Unknown routes: a JSON 404 like every other error. */
 export const notFoundHandler: RequestHandler = (req, _res, next) => {
-  next(notFound(`no route for ${req.method} ${req.path}; see /openapi.json`));
+  next(notFound(`no route for ${req.method} ${redactWaitpointPath(req.path)}; see /openapi.json`));
 };

@@ -86,7 +86,8 @@ function looksLikeToken(value: string): boolean {
  * `?bearer=<key>`, `?k=<key>`, `?<key>`), and one shaped like a token (except a list's
  * `cursor`, which is one by design and no secret).
  */
-export function redactUrl(url: string, isSecret: SecretTest = () => false): string {
+export function redactUrl(raw: string, isSecret: SecretTest = () => false): string {
+  const url = redactWaitpointPath(raw);
   const q = url.indexOf('?');
   if (q === -1) return url;
   const secret = (raw: string, shape: boolean): boolean => {
@@ -108,6 +109,14 @@ export function redactUrl(url: string, isSecret: SecretTest = () => false): stri
     })
     .join('&');
   return `${url.slice(0, q)}?${query}`;
+}
+
+/** A waitpoint URL's path segment after /w/ or /v1/waitpoints/: the token, a bearer secret. */
+const WAITPOINT_PATH_RE = /^(\/w\/|\/v1\/waitpoints\/)[^/?#]*/;
+
+/** `url` with a waitpoint token in its path replaced by [redacted] (logs, traces, errors). */
+export function redactWaitpointPath(url: string): string {
+  return url.replace(WAITPOINT_PATH_RE, '$1[redacted]');
 }
 
 type Bindings = Record<string, unknown>;

@@ -1,5 +1,9 @@
 import {
   AgentDescriptorSchema,
+  ApiKeyListSchema,
+  CreateApiKeyRequestSchema,
+  CreatedApiKeySchema,
+  RotateApiKeyRequestSchema,
   CreateRunRequestSchema,
   BulkReplayRequestSchema,
   BulkReplayStatusSchema,
@@ -17,12 +21,18 @@ import {
   RunWebhooksResponseSchema,
   SubmitDecisionsRequestSchema,
   WebhookMessageSchema,
+  CreateWaitpointRequestSchema,
+  SendEventRequestSchema,
+  SendEventResponseSchema,
+  WaitpointCreatedSchema,
+  WaitpointOutcomeSchema,
 } from '@baton/protocol';
 import { AgUiRunInputSchema } from './adapters/ag-ui/input.ts';
 import { agUiPaths } from './adapters/ag-ui/route.ts';
 import { ChatRequestSchema } from './adapters/ai-sdk/request.ts';
 import { aiSdkPaths } from './adapters/ai-sdk/route.ts';
 import { components, secured, type Json } from './openapi/shared.ts';
+import { adminKeysPaths } from './routes/admin-keys.ts';
 import { agentsPaths } from './routes/agents.ts';
 import { eventsPaths } from './routes/events.ts';
 import { opsPaths } from './routes/ops-paths.ts';
@@ -30,6 +40,7 @@ import { runsPaths } from './routes/runs.ts';
 import { schedulesPaths } from './routes/schedules.ts';
 import { threadsPaths } from './routes/threads.ts';
 import { webhooksPaths } from './routes/webhooks.ts';
+import { waitsPaths } from './routes/waits.ts';
 import {
   AgentListSchema,
   CancelResponseSchema,
@@ -56,6 +67,10 @@ const REQUESTS = {
   CreateScheduleRequest: CreateScheduleRequestSchema,
   ForkRunRequest: ForkRunRequestSchema,
   BulkReplayRequest: BulkReplayRequestSchema,
+  CreateWaitpointRequest: CreateWaitpointRequestSchema,
+  SendEventRequest: SendEventRequestSchema,
+  CreateApiKeyRequest: CreateApiKeyRequestSchema,
+  RotateApiKeyRequest: RotateApiKeyRequestSchema,
 } as const;
 
 const RESPONSES = {
@@ -79,6 +94,11 @@ const RESPONSES = {
   SchedulePage: SchedulePageSchema,
   RunWebhooks: RunWebhooksResponseSchema,
   WebhookMessage: WebhookMessageSchema,
+  WaitpointCreated: WaitpointCreatedSchema,
+  WaitpointOutcome: WaitpointOutcomeSchema,
+  SendEventResponse: SendEventResponseSchema,
+  CreatedApiKey: CreatedApiKeySchema,
+  ApiKeyList: ApiKeyListSchema,
 } as const;
 
 export function buildOpenApiDocument(): Json {
@@ -99,7 +119,9 @@ export function buildOpenApiDocument(): Json {
       { name: 'agents' },
       { name: 'schedules', description: 'Scheduled runs: cron (with a time zone) or intervals' },
       { name: 'protocols', description: 'Front-end protocols: AI SDK UI message stream, AG-UI' },
+      { name: 'waits', description: 'Waitpoint URLs and events that complete waiting calls' },
       { name: 'ops' },
+      { name: 'admin', description: 'Admin keys only: tenant API keys managed at run time' },
     ],
     paths: {
       ...runsPaths,
@@ -110,7 +132,9 @@ export function buildOpenApiDocument(): Json {
       ...aiSdkPaths,
       ...agUiPaths,
       ...schedulesPaths,
+      ...waitsPaths,
       ...opsPaths,
+      ...adminKeysPaths,
     },
     components: {
       schemas,
@@ -118,7 +142,8 @@ export function buildOpenApiDocument(): Json {
         bearerAuth: {
           type: 'http',
           scheme: 'bearer',
-          description: 'Authorization: Bearer <API key>',
+          description:
+            "Authorization: Bearer <API key>, or a JWT of the tenant's identity provider (IDP_TENANTS)",
         },
         apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
       },

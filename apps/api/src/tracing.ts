@@ -8,6 +8,7 @@
 import { SpanKind, SpanStatusCode, context, propagation, trace } from '@opentelemetry/api';
 import { batonTracer } from '@baton/runtime/internal';
 import type { Request, RequestHandler } from 'express';
+import { redactWaitpointPath } from './logger.ts';
 
 /** The route template of the last route that matched, taken when the router picks it. */
 const ROUTE = Symbol('baton.route');
@@ -52,7 +53,7 @@ export function httpTracing(): RequestHandler | null {
         attributes: {
           'http.request.method': req.method,
           'url.scheme': req.protocol,
-          'url.path': req.path,
+          'url.path': redactWaitpointPath(req.path),
           'network.protocol.version': req.httpVersion,
         },
       },

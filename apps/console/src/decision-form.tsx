@@ -119,6 +119,15 @@ export function DecisionForm({
         </p>
       )}
       <p class="ticket">{call.message}</p>
+      {call.waitFor && (
+        <p class="muted" data-testid="wait-for">
+          {call.waitFor.kind === 'event'
+            ? `Waiting for event ${call.waitFor.name} (key ${call.waitFor.key})`
+            : 'Waiting for its waitpoint URL'}
+          {call.waitFor.expiresAt !== undefined &&
+            ` until ${new Date(call.waitFor.expiresAt).toLocaleString()}`}
+        </p>
+      )}
       {call.parameters !== undefined && (
         <pre class="args">{JSON.stringify(call.parameters, null, 2)}</pre>
       )}

@@ -112,6 +112,21 @@ describe('timeline lines', () => {
     expect(decided(undefined)).toBe('decision approve (c1)');
   });
 
+  it('a decision made by a waitpoint, an event or a timeout says so', () => {
+    const by = (source: 'waitpoint' | 'event' | 'timeout' | 'api') => {
+      seq = 0;
+      return fold([
+        ev({
+          type: 'decision.applied',
+          decision: { decisionId: 'd', toolCallId: 'c1', action: 'resume', source },
+        }),
+      ]).timeline[0]?.summary;
+    };
+    expect(by('waitpoint')).toBe('decision approve (c1) by waitpoint');
+    expect(by('timeout')).toBe('decision approve (c1) by timeout');
+    expect(by('api')).toBe('decision approve (c1)');
+  });
+
   it('a child run line names the agent only when the tool is named otherwise', () => {
     seq = 0;
     const linked = (toolName: string, childAgentId: string) =>

@@ -95,7 +95,7 @@ function summarize(event: RunEvent): string | null {
     case 'tool_call.result':
       return `${event.toolName} ${event.outcome.status}${event.outcome.error ? `: ${event.outcome.error}` : ''}`;
     case 'decision.applied':
-      return `decision ${event.decision.action === 'resume' ? 'approve' : 'deny'} (${event.decision.toolCallId})${payloadText(event.decision.payload)}`;
+      return `decision ${event.decision.action === 'resume' ? 'approve' : 'deny'} (${event.decision.toolCallId})${event.decision.source !== undefined && event.decision.source !== 'api' ? ` by ${event.decision.source}` : ''}${payloadText(event.decision.payload)}`;
     case 'decision.discarded':
       return `decision ${event.decision.decisionId} not applied: ${event.reason}`;
     case 'child_run.linked':

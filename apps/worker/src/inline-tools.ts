@@ -2,6 +2,7 @@ import type { ToolExecutionResult } from '@baton/protocol';
 import { executeTool, type Engine, type ToolInvocation } from '@baton/core';
 import type { Lease, Loaded } from '@baton/runtime/internal';
 import type { WorkerDeps } from './worker-deps.ts';
+import { toolWaitpoint } from './tool-waitpoint.ts';
 
 /**
  * Sequential mode: the calls run inside this job; each result is recorded in the mailbox before
@@ -31,6 +32,7 @@ export async function executeInline(
         identity: state.checkpoint.identity,
         state: state.checkpoint.state,
         signal: AbortSignal.any([tracked.signal, lease.signal]),
+        ...toolWaitpoint(deps, state.checkpoint.identity, invocation.toolCallId),
         now: () => deps.clock.now(),
         sleep: (ms, signal) => deps.clock.sleep(ms, signal),
       });

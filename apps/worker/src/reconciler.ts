@@ -1,7 +1,7 @@
 import { RunDoneError, activityOf, runCommands } from '@baton/core';
 import { Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import { type RedisClient } from '@baton/runtime';
+import { type RedisClient, type RunWaits } from '@baton/runtime';
 import {
   SCHEDULE_QUEUE,
   WEBHOOK_QUEUE,
@@ -14,6 +14,7 @@ import {
   type RunIndex,
   type RunAdmission,
   failedJobsKey,
+  NewerFormatError,
   withSingletonLock,
 } from '@baton/runtime/internal';
 import { keepFailedJob } from './job-failures.ts';
@@ -31,6 +32,8 @@ export interface ReconcilerDeps {
   readonly admission?: RunAdmission;
   /** Agent-as-tool: a parent whose agent calls run as child runs is driven by them. */
   readonly children?: ChildRuns;
+  /** Waits for events: their due timeouts are fired each scan. */
+  readonly waits?: Pick<RunWaits, 'fireDueTimeouts'>;
   readonly logger: Logger;
   readonly now: () => number;
   /** A run untouched for this long is checked for a live lease or job. */
@@ -119,6 +122,8 @@ export class Reconciler {
     const { redis, keys } = this.deps;
     const active = await this.scanActive();
     const waiting = await this.sweepWaiting();
+    const timedOut = await this.fireTimeouts();
+    if (timedOut > 0) this.deps.logger.info({ timedOut }, 'event waits timed out');
     const fairness = await this.deps.admission?.sweep(this.batch);
     if (fairness && fairness.released > 0)
       this.deps.logger.info(fairness, 'fairness slots of finished or waiting runs given back');
@@ -151,40 +156,47 @@ export class Reconciler {
     const rescheduled: string[] = [];
     let parked = 0;
     for (const runId of due) {
-      const meta = await store.meta(runId);
-      if (!meta) {
-        await this.index.remove('active', runId);
-        continue;
-      }
-      if (meta.status === 'done') {
-        await this.finish(runId);
-        continue;
-      }
-      if (await this.isIdle(runId, meta)) {
-        await this.index.move('waiting', runId, now);
-        parked += 1;
-        continue;
-      }
-      // Touched first: whatever happens next, this entry goes to the back of the scan order.
-      await this.index.add('active', runId, now);
-      if (await this.deps.store.bookkeeping.leaseHeld(runId)) continue;
-      if (await this.hasLiveJob(runId, meta)) continue;
-      // Waiting for a slot of its tenant or fairness key: it holds no job until admitted.
-      if (await this.deps.admission?.isParked(meta.tenantId, runId)) continue;
-      await queues.enqueueStep(
-        { runId, tenantId: meta.tenantId, agent: meta.agent, priority: meta.priority },
-        'reconcile',
-        meta.version,
-        true,
-      );
-      // Its lost job may be waiting in another task queue's queue that nobody serves.
-      const strays = await queues.removeStrayStepJobs(runId, meta.agent, meta.version);
-      if (strays > 0)
-        this.deps.logger.info(
-          { runId, agent: meta.agent, removed: strays },
-          "a run's step job waiting in another task queue was removed; it runs on its agent's",
+      try {
+        const meta = await store.meta(runId);
+        if (!meta) {
+          await this.index.remove('active', runId);
+          continue;
+        }
+        if (meta.status === 'done') {
+          await this.finish(runId);
+          continue;
+        }
+        if (await this.isIdle(runId, meta)) {
+          await this.index.move('waiting', runId, now);
+          parked += 1;
+          continue;
+        }
+        // Touched first: whatever happens next, this entry goes to the back of the scan order.
+        await this.index.add('active', runId, now);
+        if (await this.deps.store.bookkeeping.leaseHeld(runId)) continue;
+        if (await this.hasLiveJob(runId, meta)) continue;
+        // Waiting for a slot of its tenant or fairness key: it holds no job until admitted.
+        if (await this.deps.admission?.isParked(meta.tenantId, runId)) continue;
+        await queues.enqueueStep(
+          { runId, tenantId: meta.tenantId, agent: meta.agent, priority: meta.priority },
+          'reconcile',
+          meta.version,
+          true,
         );
-      rescheduled.push(runId);
+        // Its lost job may be waiting in another task queue's queue that nobody serves.
+        const strays = await queues.removeStrayStepJobs(runId, meta.agent, meta.version);
+        if (strays > 0)
+          this.deps.logger.info(
+            { runId, agent: meta.agent, removed: strays },
+            "a run's step job waiting in another task queue was removed; it runs on its agent's",
+          );
+        rescheduled.push(runId);
+      } catch (error) {
+        // A run a newer release wrote in a format this one does not read: its workers see to
+        // it; this scan goes on past it (touched: to the back of the scan order).
+        if (!NewerFormatError.isInstance(error)) throw error;
+        await this.index.add('active', runId, now);
+      }
     }
     return { rescheduled, parked };
   }
@@ -222,6 +234,22 @@ export class Reconciler {
       }
     }
     return { revived, expired };
+  }
+
+  /**
+   * Event waits whose timeout is due, batch after batch while batches come full (bounded per
+   * scan, like collect): a burst of waits started together times out together.
+   */
+  private async fireTimeouts(): Promise<number> {
+    const { waits } = this.deps;
+    if (!waits) return 0;
+    let fired = 0;
+    for (let round = 0; round < MAX_COLLECT_BATCHES; round += 1) {
+      const { settled, fired: n } = await waits.fireDueTimeouts(this.batch);
+      fired += n;
+      if (settled < this.batch) break;
+    }
+    return fired;
   }
 
   /** Ends a run that waited too long for a decision; false when it moved on meanwhile. */

@@ -1,5 +1,6 @@
 import { DelayedError, type Job, type Processor } from 'bullmq';
-import type { StepJob } from '@baton/protocol';
+import { readFormat, type StepJob } from '@baton/protocol';
+import { NewerFormatError } from '@baton/runtime/internal';
 import { ProcessGate } from './process-gate.ts';
 import type { StallAccounting } from './stall-accounting.ts';
 import type { StepProcessor } from './step-processor.ts';
@@ -9,6 +10,8 @@ import type { WorkerDeps } from './worker-deps.ts';
 
 /** How long a job of an agent this worker does not run waits before it is offered again. */
 const NOT_HERE_DELAY_MS = 2_000;
+/** How long a job this release cannot read (a newer one's) waits before it is offered again. */
+const NEWER_FORMAT_DELAY_MS = 2_000;
 
 export interface RunJobsOptions {
   readonly deps: WorkerDeps;
@@ -63,17 +66,40 @@ export class RunJobs {
 
   /** The processor of a run queue's Worker. */
   readonly process = async (job: Job, token?: string): Promise<unknown> => {
-    const data = job.data as { kind?: unknown; runId?: unknown; agent?: unknown };
+    const data = job.data as { v?: unknown; kind?: unknown; runId?: unknown; agent?: unknown };
+    // Before anything reads the payload: a newer release's job is left for a newer worker.
+    const format = readFormat('job', data.v);
+    if (format.action === 'defer') return this.leaveForNewer(job, token, format.reason);
     const kind = data.kind === 'tool' ? 'tool' : 'step';
     const agent = await this.agentOf(job);
     if (agent !== null && !this.opts.deps.registry.engine(agent))
       return this.notHere(job, token, agent, kind);
     // BullMQ's priority of the job (the run's level; 0 for jobs of older producers).
     const priority = job.opts.priority ?? 0;
-    return kind === 'tool'
-      ? this.toolGate.run(() => this.tool(job, token), priority)
-      : this.stepGate.run(() => this.step(job, token), priority);
+    try {
+      return await (kind === 'tool'
+        ? this.toolGate.run(() => this.tool(job, token), priority)
+        : this.stepGate.run(() => this.step(job, token), priority));
+    } catch (error) {
+      // The run's checkpoint (or another value the job read) is a newer release's.
+      if (NewerFormatError.isInstance(error)) return this.leaveForNewer(job, token, error.message);
+      throw error;
+    }
   };
+
+  /**
+   * A job, or the run it drives, in a format of a newer release (a rolling upgrade under way):
+   * it goes back to its queue, delayed, for a worker of that release, and is never failed.
+   * (A refused format, no version at all, fails in the payload's parse as before.)
+   */
+  private async leaveForNewer(job: Job, token: string | undefined, why: string): Promise<never> {
+    this.opts.deps.logger.warn(
+      { jobId: job.id, runId: (job.data as { runId?: unknown }).runId },
+      `${why}; the job waits for a worker of a newer release of Baton`,
+    );
+    await job.moveToDelayed(Date.now() + NEWER_FORMAT_DELAY_MS, token);
+    throw new DelayedError();
+  }
 
   /** The run's agent: in the job (this version's producers), else read from the run. */
   private async agentOf(job: Job): Promise<string | null> {

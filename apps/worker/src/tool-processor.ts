@@ -5,6 +5,7 @@ import { failedToolJobResult } from './fan-out.ts';
 import { leaseAndLoad, releaseOrWake } from './lease-release.ts';
 import { LeaseLostError, isRedisUnavailable } from '@baton/runtime/internal';
 import type { WorkerDeps } from './worker-deps.ts';
+import { toolWaitpoint } from './tool-waitpoint.ts';
 
 type ToolOutcome = 'stale' | 'recorded' | 'aborted';
 
@@ -118,6 +119,7 @@ export class ToolProcessor {
           identity: stored.checkpoint.identity,
           state: stored.checkpoint.state,
           signal: tracked.signal,
+          ...toolWaitpoint(deps, stored.checkpoint.identity, call.id),
           now: () => deps.clock.now(),
           sleep: (ms, signal) => deps.clock.sleep(ms, signal),
         });

@@ -1,6 +1,6 @@
 import type { Clock } from '@baton/core';
 import type { Logger } from 'pino';
-import type { RedisClient } from '@baton/runtime';
+import type { RedisClient, RunWaits } from '@baton/runtime';
 import type {
   AbortRegistry,
   AgentRegistry,
@@ -29,6 +29,8 @@ export interface WorkerDeps {
   readonly messages?: MessageCache;
   /** Agent-as-tool: starts child runs of agent-tool calls (child-runs.ts). */
   readonly children: ChildRuns;
+  /** Waitpoints tools create for their calls (ToolContext.waitpoint). */
+  readonly waits?: Pick<RunWaits, 'createToolWaitpoint'>;
   readonly queues: BatonQueues;
   readonly registry: AgentRegistry;
   readonly aborts: AbortRegistry;

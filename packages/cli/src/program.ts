@@ -4,9 +4,11 @@ import { agentsCommand } from './commands/agents.ts';
 import { decideCommand } from './commands/decide.ts';
 import { devCommand } from './commands/dev.ts';
 import { initCommand } from './commands/init.ts';
+import { keysCommand } from './commands/keys.ts';
 import { runsCommand } from './commands/runs.ts';
 import { schedulesCommand } from './commands/schedules.ts';
 import { webhooksCommand } from './commands/webhooks.ts';
+import { eventsCommand, waitpointCommand } from './commands/waits.ts';
 import { commandContext, type CliIo } from './context.ts';
 import { UsageError } from './usage-error.ts';
 import { EXIT, exitCodeForError, type ExitCode } from './exit-codes.ts';
@@ -48,6 +50,9 @@ Exit codes:
   agentsCommand(program, ctx);
   schedulesCommand(program, ctx);
   webhooksCommand(program, ctx);
+  eventsCommand(program, ctx);
+  waitpointCommand(program, ctx);
+  keysCommand(program, ctx);
   initCommand(program, ctx);
   devCommand(program, ctx);
 

@@ -1,4 +1,11 @@
-import type { AgentDescriptor, QueuedInfo, RunEvent, RunSummary, RunView } from '@baton/protocol';
+import type {
+  AgentDescriptor,
+  AwaitedToolCall,
+  QueuedInfo,
+  RunEvent,
+  RunSummary,
+  RunView,
+} from '@baton/protocol';
 
 export interface Style {
   readonly dim: (s: string) => string;
@@ -174,9 +181,19 @@ export function renderSnapshot(snap: RunView, s: Style): string {
     lines.push(`  ${call.toolName} ${s.dim(call.toolCallId)} ${call.status}`);
   for (const call of snap.await?.calls ?? [])
     lines.push(
-      `${s.yellow('waiting:')} ${call.toolName} ${s.dim(call.toolCallId)}${call.runId !== undefined ? s.dim(` in child run ${call.runId}`) : ''} ${call.message}\n  baton decide ${call.runId ?? snap.runId} ${call.toolCallId} --approve | --deny`,
+      `${s.yellow('waiting:')} ${call.toolName} ${s.dim(call.toolCallId)}${call.runId !== undefined ? s.dim(` in child run ${call.runId}`) : ''} ${call.message}${waitForText(call.waitFor)}\n  baton decide ${call.runId ?? snap.runId} ${call.toolCallId} --approve | --deny`,
     );
   return lines.join('\n') + '\n';
+}
+
+/** What else completes a waiting call (an event, a waitpoint URL), and until when. */
+function waitForText(waitFor: AwaitedToolCall['waitFor']): string {
+  if (!waitFor) return '';
+  const until =
+    waitFor.expiresAt === undefined ? '' : `, until ${new Date(waitFor.expiresAt).toISOString()}`;
+  return waitFor.kind === 'event'
+    ? ` (event ${waitFor.name} for ${waitFor.key}${until})`
+    : ` (waitpoint${until})`;
 }
 
 /**

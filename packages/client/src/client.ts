@@ -31,6 +31,8 @@ import {
 import { z } from 'zod';
 import { RunEventStream, type StreamOptions } from './run-stream.ts';
 import { SchedulesApi } from './schedules.ts';
+import { EventsApi, WaitpointsApi } from './waits.ts';
+import { AdminKeysApi } from './admin-keys.ts';
 import { Transport, type ClientOptions, type RequestOptions } from './transport.ts';
 
 /** Filters of `GET /v1/runs` (newest first). */
@@ -323,6 +325,12 @@ export class BatonClient {
   readonly threads: ThreadsApi;
   readonly agents: AgentsApi;
   readonly schedules: SchedulesApi;
+  /** `POST /v1/events`: resume the calls waiting for an event. */
+  readonly events: EventsApi;
+  /** Waitpoint URLs: create one for a waiting call, or complete one. */
+  readonly waitpoints: WaitpointsApi;
+  /** Tenant API keys (needs an admin key). */
+  readonly keys: AdminKeysApi;
   readonly baseUrl: string;
   private readonly transport: Transport;
 
@@ -333,6 +341,9 @@ export class BatonClient {
     this.threads = new ThreadsApi(this.transport);
     this.agents = new AgentsApi(this.transport);
     this.schedules = new SchedulesApi(this.transport);
+    this.events = new EventsApi(this.transport);
+    this.waitpoints = new WaitpointsApi(this.transport);
+    this.keys = new AdminKeysApi(this.transport);
   }
 
   /** `GET /healthz`: resolves when the API process answers. */

@@ -93,7 +93,11 @@ export type {
   ApprovalSpec,
   StateView,
   ToolReturn,
+  ToolWaitpoint,
 } from './tools.ts';
+export { waitForEventTool } from './wait-for-event.ts';
+/** @public For agent authors: the built-in tool's default name and its options. */
+export { WAIT_FOR_EVENT_TOOL, type WaitForEventToolOptions } from './wait-for-event.ts';
 export { Engine, runCommands, type Transition } from './engine/engine.ts';
 export { composeTransitions } from './engine/compose-transitions.ts';
 export { firstForkSeq, forkCheckpoint, type ForkResult } from './engine/fork-checkpoint.ts';

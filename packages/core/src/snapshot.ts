@@ -275,6 +275,7 @@ function applySuspended(s: RunSnapshot, event: EventOf<'tool_call.suspended'>): 
     ...(ticket.parameters !== undefined ? { parameters: ticket.parameters } : {}),
     ...(ticket.responseSchema !== undefined ? { responseSchema: ticket.responseSchema } : {}),
     resumeMode: ticket.resumeMode,
+    ...(ticket.waitFor !== undefined ? { waitFor: ticket.waitFor } : {}),
     since: event.at,
   };
   const calls = s.await?.calls ?? [];

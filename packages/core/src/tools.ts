@@ -29,6 +29,24 @@ export interface ToolContext {
   readonly state: StateView;
   /** The decision payload when this execution is a replay after a resume decision. */
   readonly resume?: { readonly decisionId: string; readonly payload: JsonValue | undefined };
+  /**
+   * Creates a waitpoint for this call: a URL anyone holding it can POST the call's answer to,
+   * without an API key. Send the URL where it must go (an email, a CI job, a webhook, the
+   * ticket's message) and return `toolResult.pending({ ..., waitFor: wp.waitFor })`. A
+   * completion that arrives before the suspension is committed is kept and applied then.
+   * Present on Baton workers (absent in the in-process runner, which has no HTTP API).
+   */
+  readonly waitpoint?: (opts?: { readonly expiresInMs?: number }) => Promise<ToolWaitpoint>;
+}
+
+/** A waitpoint a tool created for its own call (ToolContext.waitpoint). */
+export interface ToolWaitpoint {
+  /** Path of the URL (`/w/<token>`): prefix it with the API's public base URL. */
+  readonly url: string;
+  readonly token: string;
+  readonly expiresAt: number;
+  /** For the ticket: the snapshot then shows the call waits for a waitpoint until expiresAt. */
+  readonly waitFor: { readonly kind: 'waitpoint'; readonly expiresAt: number };
 }
 
 /** What a tool's execute function may return beside the result: state patches to apply. */

@@ -15,8 +15,10 @@ import { StopConditionSchema } from './stop-conditions.ts';
 import { TerminationReasonSchema } from './termination.ts';
 import { ToolCallStateSchema } from './tools.ts';
 import { UsageSchema } from './usage.ts';
+import { FORMATS } from './formats.ts';
 
-export const CHECKPOINT_VERSION = 1;
+/** The checkpoint format this release writes (formats.ts: readers check `v` with readFormat). */
+export const CHECKPOINT_VERSION = FORMATS.checkpoint.writes;
 
 export const RunIdentitySchema = z.object({
   runId: z.string(),

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { JsonValueSchema } from './json.ts';
+import { DecisionSourceSchema } from './waits.ts';
 
 export const DecisionActionSchema = z.enum(['resume', 'cancel']);
 export type DecisionAction = z.infer<typeof DecisionActionSchema>;
@@ -17,6 +18,9 @@ export const DecisionSchema = z.object({
   ),
   payload: JsonValueSchema.optional().describe(
     "The answer the tool resumes with; must satisfy the call's responseSchema when it has one.",
+  ),
+  source: DecisionSourceSchema.optional().describe(
+    'Where the decision came from: absent or api (a decisions request), waitpoint, event, timeout.',
   ),
 });
 export type Decision = z.infer<typeof DecisionSchema>;

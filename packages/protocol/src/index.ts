@@ -98,6 +98,7 @@ export {
 } from './fairness.ts';
 /** @public A wire shape for clients that validate what they receive or build what they send. */
 export { QueuedInfoSchema, QueuedReasonSchema, RunPrioritySchema } from './fairness.ts';
+export { FORMATS, type FormatKind, readFormat } from './formats.ts';
 export {
   JOB_PAYLOAD_VERSION,
   type StepJob,
@@ -158,6 +159,26 @@ export {
   type ToolOutcome,
   type ToolResult,
 } from './tools.ts';
+export {
+  type DecisionSource,
+  MAX_EVENT_WAIT_MS,
+  type SendEventRequest,
+  SendEventRequestSchema,
+  type SendEventResponse,
+  CreateWaitpointRequestSchema,
+  type WaitpointCreated,
+  type WaitpointOutcome,
+} from './waits.ts';
+/** @public A wire shape for clients that validate what they receive or build what they send. */
+export {
+  type CreateWaitpointRequest,
+  DecisionSourceSchema,
+  SendEventResponseSchema,
+  type WaitFor,
+  WaitForSchema,
+  WaitpointCreatedSchema,
+  WaitpointOutcomeSchema,
+} from './waits.ts';
 /** @public A wire shape for clients that validate what they receive or build what they send. */
 export {
   StatePatchSchema,
@@ -291,3 +312,15 @@ export {
   type ForkRunResponse,
 } from './forks.ts';
 export { type RunOrigin } from './run-origin.ts';
+// Tenant API keys managed at run time (issue 35)
+export {
+  ApiKeyListSchema,
+  type ApiKeyView,
+  type CreateApiKeyRequest,
+  CreateApiKeyRequestSchema,
+  type CreatedApiKey,
+  CreatedApiKeySchema,
+  RotateApiKeyRequestSchema,
+} from './api-keys.ts';
+/** @public A wire shape for clients that validate what they receive or build what they send. */
+export { ApiKeyStatusSchema, ApiKeyViewSchema } from './api-keys.ts';

@@ -37,6 +37,8 @@ export type InternalErrorCode =
   /** A page cursor that no previous page handed out. */
   | 'invalid_cursor'
   | 'corrupt_checkpoint'
+  /** A value in a format of a newer release (formats.ts): left for a process of that release. */
+  | 'newer_format'
   /** A fenced write was refused: the worker's lease on the run is no longer current. */
   | 'lease_lost'
   | 'event_gap'

@@ -1,9 +1,15 @@
 import { z } from 'zod';
 import { RunPrioritySchema } from './fairness.ts';
 
-export const JOB_PAYLOAD_VERSION = 1;
+import { FORMATS } from './formats.ts';
 
-/** One phase round of one run. */
+/** The job format this release writes (formats.ts: readers check `v` with readFormat first). */
+export const JOB_PAYLOAD_VERSION = FORMATS.job.writes;
+
+/**
+ * One phase round of one run. `v` accepts exactly what readFormat('job') reads (checked first,
+ * in RunJobs.process): a release that reads a newer version than it writes widens it.
+ */
 export const StepJobSchema = z.object({
   v: z.literal(JOB_PAYLOAD_VERSION),
   kind: z.literal('step'),

@@ -14,6 +14,7 @@ import { JsonObjectSchema, JsonValueSchema } from './json.ts';
 import { TerminationReasonSchema } from './termination.ts';
 import { SuspendReasonSchema, ToolOutcomeSchema } from './tools.ts';
 import { UsageSchema } from './usage.ts';
+import { WaitForSchema } from './waits.ts';
 
 /**
  * Run snapshots (seed: goa-ai run.Snapshot): a derived view of a run computed by folding its
@@ -33,6 +34,8 @@ export const AwaitedToolCallSchema = z.object({
   /** JSON Schema a resume decision's payload must satisfy. */
   responseSchema: JsonObjectSchema.optional(),
   resumeMode: ResumeModeSchema,
+  /** What else completes it: an event (name, key) by its expiry, when the ticket says so. */
+  waitFor: WaitForSchema.optional(),
   /** When the call was suspended. */
   since: z.number(),
   /** Set when the call belongs to a descendant run (agent-as-tool): send decisions for it here. */

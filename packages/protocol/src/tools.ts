@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ResumeModeSchema, ToolCallStatusSchema } from './enums.ts';
 import { ChildRunEndSchema, ChildRunRefSchema } from './child-runs.ts';
 import { JsonObjectSchema, JsonValueSchema } from './json.ts';
+import { WaitForSchema } from './waits.ts';
 
 /** Why a call waits: shown to the human (or client) who must answer it. */
 export const SuspendReasonSchema = z.enum(['approval', 'client_tool', 'input']);
@@ -15,6 +16,8 @@ export const SuspendTicketSchema = z.object({
   /** JSON Schema the decision payload must satisfy when action is resume. */
   responseSchema: JsonObjectSchema.optional(),
   resumeMode: ResumeModeSchema,
+  /** An event the call waits for (with a required timeout) instead of a person's decision. */
+  waitFor: WaitForSchema.optional(),
 });
 export type SuspendTicket = z.infer<typeof SuspendTicketSchema>;
 

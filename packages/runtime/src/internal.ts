@@ -12,6 +12,7 @@ export { TaskQueuePool } from './task-queue-pools.ts';
 export { ChildRuns } from './child-runs.ts';
 export { AbortRegistry, listenForControl } from './control-channel.ts';
 export { LeaseLostError } from './errors/lease-lost-error.ts';
+export { NewerFormatError } from './errors/newer-format-error.ts';
 export { REDACT_PATHS, safeUrl, toPino } from './logger.ts';
 export {
   BatonQueues,

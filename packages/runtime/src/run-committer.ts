@@ -44,6 +44,11 @@ export interface CommitterDeps {
    * gives its slot back, a run promoted on its thread asks for one. Absent: no admission.
    */
   readonly admission?: RunAdmission;
+  /**
+   * A commit left the run waiting: its event waits are indexed (RunWaits.registerWaiting).
+   * Idempotent; a crash before it leaves those calls to their run's RUN_MAX_WAIT_SECONDS.
+   */
+  readonly onWaiting?: (cp: Checkpoint) => Promise<void>;
   /** What every finished run owes beyond its keys (finished-duties.ts); idempotent like the rest. */
   readonly onFinished?: (cp: Checkpoint) => Promise<void>;
   /**
@@ -207,7 +212,10 @@ export class RunCommitter {
     if (is === 'active' || is === 'waiting') {
       await this.index.move(is, runId, this.deps.now());
       // A run waiting for a human holds no slot (whoever resumes it asks for one again).
-      if (is === 'waiting') await this.deps.admission?.waitingForHuman(after.identity);
+      if (is === 'waiting') {
+        await this.deps.admission?.waitingForHuman(after.identity);
+        await this.deps.onWaiting?.(after);
+      }
     } else {
       // A run that finishes from active is in the waiting index only if a crash left it there
       // (a move adds before it removes), and the reconciler's waiting sweep finishes that entry.

@@ -1,5 +1,8 @@
 import { RunDoneError, activityOf, runCommands } from '@baton/core';
-import type { Checkpoint, Decision, DecisionInput } from '@baton/protocol';
+import type { Checkpoint, Decision, DecisionInput, DecisionSource } from '@baton/protocol';
+
+/** A decision as the runtime's own senders (waitpoints, events, timeouts) give it: with its source. */
+export type SourcedDecisionInput = DecisionInput & { readonly source?: DecisionSource };
 import { broadcastCancel } from './control-channel.ts';
 import type { Loaded } from './run-committer.ts';
 import {
@@ -56,7 +59,7 @@ export class RunDecisions {
   async submitDecisions(
     tenantId: string,
     runId: string,
-    inputs: readonly DecisionInput[],
+    inputs: readonly SourcedDecisionInput[],
     opts: { readonly current?: Loaded } = {},
   ): Promise<SubmittedDecisions> {
     const { current } = opts;

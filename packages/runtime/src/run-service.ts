@@ -4,7 +4,6 @@ import type {
   CreateRunRequest,
   BulkReplayFilter,
   BulkReplayStatus,
-  DecisionInput,
   ForkRunRequest,
   QueuedInfo,
   RunEvent,
@@ -21,7 +20,7 @@ import { RunReads, type LogEnd, type OpenedEvents, type RunFollowState } from '.
 import { RunStarts } from './run-starts.ts';
 import { RunCreation, type CreateRunOptions, type CreatedRun } from './run-creation.ts';
 import { RunDeletion } from './run-deletion.ts';
-import { RunDecisions } from './run-decisions.ts';
+import { RunDecisions, type SourcedDecisionInput } from './run-decisions.ts';
 import { RunAdmissionViews, type RunAdmissionView } from './run-admission-views.ts';
 import { RunForks, type ForkedRun } from './run-forks.ts';
 import { BulkReplays } from './bulk-replays.ts';
@@ -114,7 +113,7 @@ export class RunService {
   submitDecisions(
     tenantId: string,
     runId: string,
-    inputs: readonly DecisionInput[],
+    inputs: readonly SourcedDecisionInput[],
     opts: { readonly current?: Loaded } = {},
   ): Promise<SubmittedDecisions> {
     return this.decisions.submitDecisions(tenantId, runId, inputs, opts);

@@ -13,6 +13,7 @@ import { RedisRunStore } from './run-record/redis-run-store.ts';
 import { RedisThreadStore } from './redis/thread-store.ts';
 import { BatonQueues } from './queues.ts';
 import { RunCommitter } from './run-committer.ts';
+import { RunWaits } from './waits/run-waits.ts';
 import { ChildRuns } from './child-runs.ts';
 import { RunService } from './run-service.ts';
 import { finishedDuties } from './finished-duties.ts';
@@ -66,6 +67,8 @@ export class BatonRuntime {
   readonly queues: BatonQueues;
   readonly committer: RunCommitter;
   readonly service: RunService;
+  /** Waitpoints, event waits and their timeouts (waits/run-waits.ts). */
+  readonly waits: RunWaits;
   /** Fairness admission: priorities, fairness keys, tenants' run limits (docs/fairness.md). */
   readonly admission: RunAdmission;
   /** Agent-as-tool: child run creation, result delivery, cancel cascade. */
@@ -221,6 +224,7 @@ export class BatonRuntime {
       logger,
       retentionSeconds: finishedTtl,
       afterCommitHook: this.webhooks.afterCommit,
+      onWaiting: (cp) => this.waits.registerWaiting(cp),
       onFinished: finishedDuties({ children: this.children, archiver: this.archiver }),
     });
     this.service = new RunService({
@@ -236,6 +240,15 @@ export class BatonRuntime {
       webhooks: this.webhooks,
       ...(this.archive ? { archive: this.archive } : {}),
       subscriber: () => this.eventSubscriber(),
+    });
+    this.waits = new RunWaits({
+      redis: this.redis,
+      keys: this.keys,
+      now,
+      logger,
+      decide: (tenantId, runId, inputs) => this.service.submitDecisions(tenantId, runId, inputs),
+      load: (tenantId, runId) => this.service.load(tenantId, runId),
+      tenantOf: async (runId) => (await this.store.meta(runId))?.tenantId ?? null,
     });
   }
 

@@ -39,6 +39,8 @@ export interface SpawnApiOptions {
   readonly readyTimeoutMs?: number;
   /** Every line the process prints (stdout and stderr), as it comes. */
   readonly onLine?: (line: string) => void;
+  /** The checkout to run (default this one): the upgrade test runs an earlier release's tree. */
+  readonly root?: string;
 }
 
 const live = new Set<ApiProcess>();
@@ -67,7 +69,7 @@ export async function spawnApi(opts: SpawnApiOptions): Promise<ApiProcess> {
     ...opts.env,
   });
   const child = spawn(process.execPath, ['apps/api/src/main.ts'], {
-    cwd: REPO_ROOT,
+    cwd: opts.root ?? REPO_ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -52,6 +52,8 @@ export interface SpawnWorkerOptions {
   readonly logLevel?: string;
   /** How long to wait for READY (default 20 s). */
   readonly readyTimeoutMs?: number;
+  /** The checkout to run (default this one): the upgrade test runs an earlier release's tree. */
+  readonly root?: string;
 }
 
 export interface WorkerProcess {
@@ -124,7 +126,7 @@ export async function spawnWorker(opts: SpawnWorkerOptions): Promise<WorkerProce
   Object.assign(env, opts.env ?? {});
 
   const child = spawn(process.execPath, ['apps/worker/src/main.ts'], {
-    cwd: REPO_ROOT,
+    cwd: opts.root ?? REPO_ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -14,6 +14,7 @@ import {
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import { principalOf } from '../auth.ts';
+import { narrowRuns, withOwner } from '../authz/authorize-request.ts';
 import type { ApiContext } from '../context.ts';
 import { RunNotFoundError } from '@baton/runtime';
 import { SCHEDULE_ID_METADATA, encodeCursor, fairnessKeyOf } from '@baton/runtime/internal';
@@ -153,10 +154,11 @@ export function runsRouter(ctx: ApiContext): Router {
   const router = Router();
 
   router.post('/runs', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const raw = req.body as { input?: { messages?: unknown } } | undefined;
     checkCount(raw?.input?.messages, ctx.config.MAX_INPUT_MESSAGES, 'input messages');
-    const body = parseBody(CreateRunRequestSchema, req);
+    const body = withOwner(parseBody(CreateRunRequestSchema, req), principal);
     const key = idempotencyKeyOf(req);
     // Under an Idempotency-Key the run's id derives from it: an attempt after one that created
     // the run and then failed answers that run (and starts it), never creates a second one.
@@ -207,8 +209,9 @@ export function runsRouter(ctx: ApiContext): Router {
       tenantId,
       page.runs.map((r) => r.runId),
     );
+    const runs = await narrowRuns(ctx, req, tenantId, page.runs);
     res.json({
-      runs: page.runs.map((r) => ({ ...r, ...admission.get(r.runId) })),
+      runs: runs.map((r) => ({ ...r, ...admission.get(r.runId) })),
       nextCursor: page.nextCursor,
     });
   });

@@ -1,5 +1,5 @@
 import type { RunIdentity, StateScopes, ToolExecutionResult } from '@baton/protocol';
-import type { ToolDefinition } from '../tools.ts';
+import type { ToolDefinition, ToolWaitpoint } from '../tools.ts';
 import { normalizeToolReturn, toolInputSchema } from '../tools.ts';
 import type { ToolInvocation } from './tool-round.ts';
 import { stopTimer } from '../stop-timer.ts';
@@ -10,6 +10,8 @@ export interface ExecuteToolOptions {
   readonly state: StateScopes;
   readonly signal: AbortSignal;
   readonly now: () => number;
+  /** ToolContext.waitpoint for this call (Baton workers). */
+  readonly waitpoint?: (opts?: { readonly expiresInMs?: number }) => Promise<ToolWaitpoint>;
   /** Timer for the tool's timeoutMs (the driver's Clock.sleep); without it no timeout applies. */
   readonly sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
@@ -84,6 +86,7 @@ export async function executeTool(
       signal: own.signal,
       state: opts.state,
       ...(invocation.resume ? { resume: invocation.resume } : {}),
+      ...(opts.waitpoint ? { waitpoint: opts.waitpoint } : {}),
     });
     const returned = normalizeToolReturn(
       await (timedOut ? Promise.race([running, timedOut]) : running),

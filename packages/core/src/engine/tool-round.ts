@@ -95,12 +95,17 @@ function builtinGate(
 function settleCall(draft: Draft, call: ToolCallState, result: ToolResult): void {
   if (result.kind === 'pending') {
     draft.setCallStatus(call.id, 'suspended');
-    call.ticket = result.ticket;
+    const { waitFor } = result.ticket;
+    // The wait's expiry is fixed when the call suspends (commit time), so every reader agrees.
+    call.ticket =
+      waitFor?.kind === 'event' && waitFor.expiresAt === undefined
+        ? { ...result.ticket, waitFor: { ...waitFor, expiresAt: draft.now + waitFor.timeoutMs } }
+        : result.ticket;
     draft.emit({
       type: 'tool_call.suspended',
       toolCallId: call.id,
       toolName: call.name,
-      ticket: result.ticket,
+      ticket: call.ticket,
     });
     return;
   }

@@ -1,6 +1,7 @@
 import { globSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { keyPart } from './keys.ts';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 
@@ -41,5 +42,14 @@ describe('the Redis key layout (keys.ts)', () => {
     expect(elsewhere, 'these files build Redis keys themselves: add a BatonKeys member').toEqual(
       [],
     );
+  });
+});
+
+describe('keyPart', () => {
+  it('escapes what would end a key part or a hash tag, and returns a plain id as it is', () => {
+    expect(keyPart('run_01HZX-abc.def')).toBe('run_01HZX-abc.def');
+    expect(keyPart('a:b{c}%d')).toBe('a%3Ab%7Bc%7D%25d');
+    expect(keyPart('%%')).toBe('%25%25');
+    expect(keyPart('')).toBe('');
   });
 });

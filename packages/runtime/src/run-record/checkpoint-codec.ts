@@ -1,4 +1,4 @@
-import { CHECKPOINT_VERSION, CheckpointSchema } from '@baton/protocol';
+import { CheckpointSchema, readFormat } from '@baton/protocol';
 import type { Checkpoint, EventBody, Message, RunEvent, RunStatus } from '@baton/protocol';
 import type { StoredCheckpoint } from '@baton/core';
 import { mailboxField } from '../redis/keys.ts';
@@ -113,10 +113,13 @@ export function decodeAwaited(
     : { fields: JSON.parse(awaiting) as string[], results: recorded };
 }
 
-/** A decoded checkpoint (null: no such run), or why the stored one is invalid. */
+/**
+ * A decoded checkpoint (null: no such run), or why the stored one is invalid, or the newer
+ * format version it has (`newer`: a newer release wrote it; left for that release).
+ */
 export type Decoded =
   | { readonly ok: true; readonly stored: StoredCheckpoint | null }
-  | { readonly ok: false; readonly why: string };
+  | { readonly ok: false; readonly why: string; readonly newer?: number };
 
 /**
  * The stored checkpoint from its `data` and `version` fields and its messages (JSON, or parsed
@@ -142,6 +145,10 @@ export function decodeCheckpoint(
   } catch {
     return { ok: false, why: 'not JSON' };
   }
+  // Before the schema: a newer format may not fit this release's schema at all.
+  const format = readFormat('checkpoint', (parsed as { v?: unknown } | null)?.v);
+  if (format.action === 'defer') return { ok: false, why: format.reason, newer: format.version };
+  if (format.action === 'refuse') return { ok: false, why: format.reason };
   let checkpoint: Checkpoint;
   if (validate) {
     const result = CheckpointSchema.safeParse(parsed);
@@ -164,7 +171,6 @@ export function decodeCheckpoint(
 function cheapCheck(value: unknown): string | null {
   if (typeof value !== 'object' || value === null) return 'not an object';
   const cp = value as Partial<Checkpoint>;
-  if (cp.v !== CHECKPOINT_VERSION) return `checkpoint version ${String(cp.v)}`;
   if (typeof cp.identity !== 'object' || cp.identity === null) return 'no identity';
   if (typeof cp.status !== 'string' || typeof cp.phase !== 'string') return 'no status/phase';
   if (!Array.isArray(cp.messages) || typeof cp.calls !== 'object' || cp.calls === null)

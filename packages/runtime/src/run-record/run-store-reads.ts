@@ -4,6 +4,7 @@ import type { BatonKeys, RunKeys } from '../redis/keys.ts';
 import type { RedisClient } from '../redis/scripts.ts';
 import { decodeEventPayload } from '../redis/event-payload.ts';
 import { CorruptCheckpointError } from '../errors/corrupt-checkpoint-error.ts';
+import { NewerFormatError } from '../errors/newer-format-error.ts';
 import type { RunIndex } from './run-index.ts';
 import {
   META_FIELDS,
@@ -294,7 +295,10 @@ export class RunStoreReads {
     validate: boolean = this.validateOnLoad,
   ): StoredCheckpoint | null {
     const decoded = decodeCheckpoint(runId, data, version, messages, validate);
-    if (!decoded.ok) throw new CorruptCheckpointError(runId, decoded.why);
+    if (!decoded.ok)
+      throw decoded.newer === undefined
+        ? new CorruptCheckpointError(runId, decoded.why)
+        : new NewerFormatError('checkpoint', decoded.newer, `run ${runId}`);
     return decoded.stored;
   }
 }

@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { foldSnapshot } from './snapshot.ts';
+import { agentWith, flush, runnerFor } from './testing/fixtures.ts';
+import { waitForEventTool } from './wait-for-event.ts';
+
+const agent = agentWith(
+  [
+    {
+      toolCalls: [
+        {
+          name: 'baton_wait_for_event',
+          id: 'w',
+          arguments: { name: 'paid', key: 'order-1', timeoutMs: 5_000 },
+        },
+      ],
+    },
+    { text: 'done' },
+  ],
+  [waitForEventTool()],
+);
+
+describe('waitForEventTool', () => {
+  it('suspends its call on the event, with the expiry fixed when it suspends', async () => {
+    const { runner, clock } = runnerFor(agent);
+    const { runId } = await runner.start({
+      agent: 'test-agent',
+      input: [{ role: 'user', content: 'x' }],
+    });
+    await flush();
+    const cp = (await runner.checkpoint(runId))!;
+    expect(cp.status).toBe('waiting');
+    const waitFor = { kind: 'event', name: 'paid', key: 'order-1', timeoutMs: 5_000 };
+    expect(cp.calls['w']?.ticket?.waitFor).toEqual({ ...waitFor, expiresAt: clock.now() + 5_000 });
+    const snapshot = foldSnapshot(runner.events(runId));
+    expect(snapshot.await?.calls[0]?.waitFor).toEqual({
+      ...waitFor,
+      expiresAt: clock.now() + 5_000,
+    });
+  });
+
+  it("the event's payload is the call's result (nothing executes again)", async () => {
+    const { runner } = runnerFor(agent);
+    const { runId, finished } = await runner.start({
+      agent: 'test-agent',
+      input: [{ role: 'user', content: 'x' }],
+    });
+    await flush();
+    await runner.submitDecisions(runId, [
+      {
+        decisionId: 'e',
+        toolCallId: 'w',
+        action: 'resume',
+        payload: { event: { name: 'paid', key: 'order-1', data: 1 } },
+        source: 'event',
+      },
+    ]);
+    await finished;
+    const result = runner.events(runId).find((e) => e.type === 'tool_call.result');
+    expect(result).toMatchObject({
+      outcome: { status: 'succeeded', output: { event: { name: 'paid', data: 1 } } },
+    });
+  });
+});
