@@ -35,6 +35,7 @@ const FAULT_TESTS = [
   'test/integration/finished-runs.test.ts', // workers killed before recording a job
   'test/integration/archive-crash.test.ts', // archiver killed mid-batch, PostgreSQL restarted
   'test/integration/timers-volume.test.ts', // 1,000 deadlines under kill -9, 1,000 sleeps across restarts, 200 races
+  'test/integration/fork-random.test.ts', // 1,000 random forks (FORK_TEST_COUNT)
   'test/integration/rolling-upgrade.test.ts', // N−1 and N side by side, kill -9 mid-upgrade
 ];
 

@@ -1,21 +1,27 @@
 import {
   AgentDescriptorSchema,
   AgentListSchema,
+  BulkReplayStatusSchema,
   CancelResponseSchema,
   CreateRunResponseSchema,
   DecisionsResponseSchema,
   DeleteThreadResponseSchema,
+  ForkRunResponseSchema,
   RunPageSchema,
   RunViewSchema,
   RunWebhooksResponseSchema,
   ThreadResponseSchema,
   type AgentDescriptor,
+  type BulkReplayFilter,
+  type BulkReplayStatus,
   type CancelResponse,
   type CreateRunRequest,
   type CreateRunResponse,
   type DecisionInput,
   type DecisionsResponse,
   type DeleteThreadResponse,
+  type ForkRunRequest,
+  type ForkRunResponse,
   type RunPage,
   type RunStatus,
   type RunView,
@@ -150,6 +156,55 @@ export class RunsApi {
   /** `POST /v1/runs/:id/cancel`: cancels the run (202, idempotent: a finished run answers `done`). */
   async cancel(runId: string, opts: RequestOptions = {}): Promise<CancelResponse> {
     return (await this.t.json('POST', `/v1/runs/${enc(runId)}/cancel`, CancelResponseSchema, opts))
+      .body;
+  }
+
+  /**
+   * `POST /v1/runs/:id/fork`: a new run on a new thread branch whose state is this run's after
+   * event `atSeq` (its log opens with this run's events 1…atSeq); `input` adds user messages at
+   * a step boundary or after the run's end. The original is not changed.
+   */
+  async fork(
+    runId: string,
+    request: ForkRunRequest,
+    opts: RequestOptions = {},
+  ): Promise<ForkRunResponse> {
+    return (
+      await this.t.json('POST', `/v1/runs/${enc(runId)}/fork`, ForkRunResponseSchema, {
+        ...opts,
+        body: request,
+      })
+    ).body;
+  }
+
+  /**
+   * `POST /v1/runs/:id/replay`: a failed or cancelled run again, as a new run (`origin.kind`
+   * `replay`) from its last committed progress (409 `run_not_replayable` for any other run).
+   */
+  async replay(runId: string, opts: RequestOptions = {}): Promise<ForkRunResponse> {
+    return (await this.t.json('POST', `/v1/runs/${enc(runId)}/replay`, ForkRunResponseSchema, opts))
+      .body;
+  }
+
+  /**
+   * `POST /v1/runs/replay`: replays the failed or cancelled runs `filter` selects, in batches;
+   * the answer (and {@link bulkReplay}) says how far it got.
+   */
+  async replayMany(
+    filter: Partial<BulkReplayFilter>,
+    opts: RequestOptions = {},
+  ): Promise<BulkReplayStatus> {
+    return (
+      await this.t.json('POST', '/v1/runs/replay', BulkReplayStatusSchema, {
+        ...opts,
+        body: { filter },
+      })
+    ).body;
+  }
+
+  /** `GET /v1/replays/:id`: a bulk replay's progress. */
+  async bulkReplay(replayId: string, opts: RequestOptions = {}): Promise<BulkReplayStatus> {
+    return (await this.t.json('GET', `/v1/replays/${enc(replayId)}`, BulkReplayStatusSchema, opts))
       .body;
   }
 

@@ -101,6 +101,7 @@ export { waitForEventTool } from './wait-for-event.ts';
 export { WAIT_FOR_EVENT_TOOL, type WaitForEventToolOptions } from './wait-for-event.ts';
 export { Engine, runCommands, type Transition } from './engine/engine.ts';
 export { composeTransitions } from './engine/compose-transitions.ts';
+export { firstForkSeq, forkCheckpoint, type ForkResult } from './engine/fork-checkpoint.ts';
 
 export { executeTool } from './engine/execute-tool.ts';
 export { assistantMessageId } from './engine/inference.ts';

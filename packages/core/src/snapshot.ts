@@ -99,11 +99,12 @@ export function applyEvent(snapshot: RunSnapshot, event: RunEvent): RunSnapshot 
         'run_start',
       );
     case 'run.status':
-      // Leaving Waiting resumes the run: the suspension is no longer its termination.
+      // Leaving Waiting resumes the run: the suspension is no longer its termination. A fork
+      // that continues a finished run with new input leaves Done the same way.
       return {
         ...s,
         status: event.to,
-        ...(event.from === 'waiting' && event.to === 'running' ? { termination: null } : {}),
+        ...(event.from !== 'running' && event.to === 'running' ? { termination: null } : {}),
       };
     case 'message.input':
     case 'state.delta':

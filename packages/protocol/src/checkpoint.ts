@@ -6,6 +6,7 @@ import {
   RunStatusSchema,
 } from './enums.ts';
 import { RunParentSchema } from './child-runs.ts';
+import { RunOriginSchema } from './run-origin.ts';
 import { RunPrioritySchema } from './fairness.ts';
 import { DeadlinePolicySchema } from './deadlines.ts';
 import { DecisionSchema } from './decisions.ts';
@@ -93,5 +94,7 @@ export const CheckpointSchema = z.object({
   startedAt: z.number().nullable(),
   updatedAt: z.number(),
   finishedAt: z.number().nullable(),
+  /** Set on a fork or a replay: the run and event it continues from (absent: a run of its own). */
+  origin: RunOriginSchema.optional(),
 });
 export type Checkpoint = z.infer<typeof CheckpointSchema>;

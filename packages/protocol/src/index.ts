@@ -322,6 +322,17 @@ export {
   WebhookSecretSchema,
 } from './webhooks.ts';
 export { canonicalJson, endsStream, parseRetryAfter, type StreamUntil } from './wire-facts.ts';
+export {
+  type BulkReplayFilter,
+  BulkReplayRequestSchema,
+  BulkReplayStatusSchema,
+  type BulkReplayStatus,
+  ForkRunRequestSchema,
+  type ForkRunRequest,
+  ForkRunResponseSchema,
+  type ForkRunResponse,
+} from './forks.ts';
+export { type RunOrigin } from './run-origin.ts';
 // Tenant API keys managed at run time (issue 35)
 export {
   ApiKeyListSchema,

@@ -7,6 +7,7 @@ import {
   ToolCallStatusSchema,
 } from './enums.ts';
 import { ChildRunLinkSchema, ChildRunViewSchema, RunParentSchema } from './child-runs.ts';
+import { RunOriginSchema } from './run-origin.ts';
 import { DecisionActionSchema } from './decisions.ts';
 import { DecisionSourceSchema } from './waits.ts';
 import { QueuedInfoSchema } from './fairness.ts';
@@ -192,5 +193,7 @@ export const RunViewSchema = RunSnapshotSchema.extend({
   fairnessKey: z.string().optional(),
   /** Set while the run waits for a slot of its tenant or fairness key: why, and where it stands. */
   queued: QueuedInfoSchema.optional(),
+  /** On a fork or a replay: the run and the event it continues from. */
+  origin: RunOriginSchema.optional(),
 });
 export type RunView = z.infer<typeof RunViewSchema>;

@@ -3,6 +3,9 @@ import type { DeadlineExpiry } from '@baton/core';
 import type {
   Checkpoint,
   CreateRunRequest,
+  BulkReplayFilter,
+  BulkReplayStatus,
+  ForkRunRequest,
   QueuedInfo,
   RunEvent,
   RunStatus,
@@ -20,6 +23,8 @@ import { RunCreation, type CreateRunOptions, type CreatedRun } from './run-creat
 import { RunDeletion } from './run-deletion.ts';
 import { RunDecisions, type SourcedDecisionInput } from './run-decisions.ts';
 import { RunAdmissionViews, type RunAdmissionView } from './run-admission-views.ts';
+import { RunForks, type ForkedRun } from './run-forks.ts';
+import { BulkReplays } from './bulk-replays.ts';
 
 export type { RunServiceDeps } from './run-service-deps.ts';
 export type { CreateRunOptions, CreatedRun } from './run-creation.ts';
@@ -53,6 +58,8 @@ export class RunService {
   private readonly deletion: RunDeletion;
   private readonly decisions: RunDecisions;
   private readonly admissionViews: RunAdmissionViews;
+  private readonly forks: RunForks;
+  private readonly bulkReplays: BulkReplays;
 
   constructor(deps: RunServiceDeps) {
     this.catalog = new AgentCatalog(deps.redis, deps.keys);
@@ -70,6 +77,28 @@ export class RunService {
     );
     this.deletion = new RunDeletion(parts);
     this.admissionViews = new RunAdmissionViews(deps.store, deps.admission);
+    this.forks = new RunForks(parts, this.catalog);
+    this.bulkReplays = new BulkReplays(parts, this.forks);
+  }
+
+  /** See BulkReplays.start: replays the runs the filter selects, in the background. */
+  replayRuns(tenantId: string, filter: BulkReplayFilter): Promise<BulkReplayStatus> {
+    return this.bulkReplays.start(tenantId, filter);
+  }
+
+  /** A bulk replay's progress (and it carries on one whose processor is gone). */
+  bulkReplay(tenantId: string, replayId: string): Promise<BulkReplayStatus> {
+    return this.bulkReplays.status(tenantId, replayId);
+  }
+
+  /** See RunForks.fork: a new run from the original's state after event atSeq. */
+  forkRun(tenantId: string, runId: string, request: ForkRunRequest): Promise<ForkedRun> {
+    return this.forks.fork(tenantId, runId, request);
+  }
+
+  /** See RunForks.replay: a failed or cancelled run again, from its last committed step. */
+  replayRun(tenantId: string, runId: string): Promise<ForkedRun> {
+    return this.forks.replay(tenantId, runId);
   }
 
   /** See CreateRunOptions for runs whose id derives from their trigger, and resends. */

@@ -89,6 +89,9 @@
  *
  *   API
  *     p:{idem:<t>}:<scope>:<key>    STRING Idempotency-Key record (first response or pending)
+ *     p:{replay:<t>}:<id>           STRING bulk replay: selection, progress, replays (CAS on version, 7 days)
+ *     p:{apikeys}:by-hash|by-id|last-used  HASH  managed tenant API keys (managed-keys.ts)
+ *     p:apikeys:changed             PUBSUB managed key changes, heard by every API
  *     p:{sse:<t>}:leases            ZSET   open SSE streams of a tenant, score = lease expiry
  *     p:sse:instances               ZSET   live API instances (whose leases count), score =
  *                                          heartbeat expiry (ms)
@@ -399,6 +402,11 @@ export class BatonKeys {
   /** Live API instances (their SSE leases): ZSET instance id -> heartbeat expiry (ms). */
   get sseInstances(): string {
     return `${this.prefix}:sse:instances`;
+  }
+
+  /** A bulk replay's record (JSON: its selection, progress and the replays made so far). */
+  bulkReplay(tenantId: string, replayId: string): string {
+    return `${this.prefix}:{replay:${keyPart(tenantId)}}:${keyPart(replayId)}`;
   }
 
   /**
