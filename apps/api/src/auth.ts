@@ -8,6 +8,27 @@ import { credentialParams } from './logger.ts';
 export interface Principal {
   readonly tenantId: string;
   readonly admin: boolean;
+  /** The end user a token acts for (its `sub`); absent for tenant keys. */
+  readonly subject?: string;
+  /** What the credential allows (scopes.ts in @baton/protocol); null: everything of its tenant. */
+  readonly scopes: readonly string[] | null;
+  readonly credential: {
+    readonly kind: 'api-key' | 'baton-token' | 'idp-token';
+    /** A token's jti, or a key's id. */
+    readonly id?: string;
+    /** When the credential stops being accepted (ms since the epoch). */
+    readonly expiresAt?: number;
+    /** A token's `iat` (seconds): a revocation of its subject covers tokens issued until then. */
+    readonly issuedAt?: number;
+  };
+}
+
+/**
+ * A verifier of bearer tokens that are not API keys. null: not its kind of token (the next
+ * verifier's); a BatonError('unauthorized') when it is but is not valid.
+ */
+export interface TokenVerifier {
+  verify(token: string): Promise<Principal | null>;
 }
 
 interface KeyEntry {
@@ -57,7 +78,10 @@ export class KeyStore {
         `${what}: the key of tenant "${tenantId}" is shorter than 8 characters; use a longer random key`,
       );
     const hex = hashed ? hashed[1]!.toLowerCase() : hashKey(secret);
-    this.entries.push({ hash: Buffer.from(hex, 'hex'), principal: { tenantId, admin } });
+    this.entries.push({
+      hash: Buffer.from(hex, 'hex'),
+      principal: { tenantId, admin, scopes: null, credential: { kind: 'api-key' } },
+    });
   }
 
   /** Constant-time in the number of keys: every entry is compared, none short-circuits. */
@@ -102,15 +126,35 @@ export interface AuthFailureLimit {
   failed(ip: string): Promise<Error | null>;
 }
 
+/** A JWT shape: three base64url parts, the header first (API keys never look like this). */
+const JWT_RE = /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
 /**
- * 401 without a valid key; sets req.principal. With a limit, an address that failed too often
- * gets 429 before its key is checked.
+ * The token of `?access_token=` on a GET of a stream (EventSource cannot send headers), only
+ * when it is shaped like a JWT: an API key in a URL is never read (it would reach proxies' and
+ * browsers' logs; a short-lived token is the lesser evil, and the request log redacts it).
  */
-export function authenticate(keys: KeyStore, limit?: AuthFailureLimit): RequestHandler {
+function queryToken(req: Request): string | null {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return null;
+  if (!/\/(events|stream)$/.test(req.path)) return null;
+  const value = (req.query as Record<string, unknown>)['access_token'];
+  return typeof value === 'string' && JWT_RE.test(value) ? value : null;
+}
+
+/**
+ * 401 without a valid credential; sets req.principal. The chain: the API key store first, then
+ * each token verifier in turn (Baton's own tokens, a tenant's identity provider). With a limit,
+ * an address that failed too often gets 429 before its credential is checked.
+ */
+export function authenticate(
+  keys: KeyStore,
+  limit?: AuthFailureLimit,
+  verifiers: readonly TokenVerifier[] = [],
+): RequestHandler {
   return async (req, _res, next) => {
     const ip = req.ip ?? req.socket.remoteAddress ?? 'unknown';
     await limit?.check(ip);
-    const key = presentedKey(req);
+    const key = presentedKey(req) ?? (verifiers.length > 0 ? queryToken(req) : null);
     if (key === null) {
       // A key in the URL ends up in proxies' and browsers' logs: it is never read from there.
       const inQuery = credentialParams(req.originalUrl)
@@ -120,13 +164,25 @@ export function authenticate(keys: KeyStore, limit?: AuthFailureLimit): RequestH
         new BatonError(
           'unauthorized',
           inQuery.length > 0
-            ? `missing API key: the query string (${inQuery.join(', ')}) is not read for keys; send Authorization: Bearer <key> or X-API-Key: <key>`
+            ? `missing API key: the query string (${inQuery.join(', ')}) is not read for keys (only a token, as access_token, on a GET of an event stream); send Authorization: Bearer <key> or X-API-Key: <key>`
             : 'missing API key: send Authorization: Bearer <key> or X-API-Key: <key>',
         ),
       );
       return;
     }
-    const principal = keys.verify(key);
+    let principal = keys.verify(key);
+    if (!principal && JWT_RE.test(key)) {
+      try {
+        for (const verifier of verifiers) {
+          principal = await verifier.verify(key);
+          if (principal) break;
+        }
+      } catch (error) {
+        const limited = await limit?.failed(ip);
+        next(limited ?? error);
+        return;
+      }
+    }
     if (!principal) {
       const limited = await limit?.failed(ip);
       next(limited ?? new BatonError('unauthorized', 'invalid API key'));

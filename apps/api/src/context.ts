@@ -6,6 +6,7 @@ import type { ApiConfig } from './config.ts';
 import type { HealthPort } from './health.ts';
 import type { IdempotencyStore } from './idempotency.ts';
 import type { SseConnectionLimiter } from './limits.ts';
+import type { TokenService } from './tokens/token-service.ts';
 import type { ApiMetrics } from './metrics.ts';
 
 /**
@@ -21,6 +22,8 @@ export interface ApiContext {
   readonly health: HealthPort;
   readonly logger: Logger;
   readonly keys: KeyStore;
+  /** Baton's own tokens: minting, verification, revocation, and the streams opened with them. */
+  readonly tokens: TokenService;
   readonly metrics: ApiMetrics;
   readonly sseLimiter: SseConnectionLimiter;
   readonly idempotency: IdempotencyStore;

@@ -6,6 +6,7 @@ import { v1Router } from './app.ts';
 import type { ApiContext } from './context.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { opsRouter } from './routes/ops.ts';
+import { jwksRouter } from './routes/tokens.ts';
 
 /** What the walk reads of an Express 5 (router 2.x) layer: its own path and, if a router, its stack. */
 interface Layer {
@@ -44,6 +45,7 @@ describe('/openapi.json covers the routes', () => {
     // Mounted as createApp mounts them (auth, limits and body parsing aside).
     const app = express();
     app.use(opsRouter(ctx));
+    app.use(jwksRouter(ctx));
     for (const plugin of protocolPlugins()) app.use(plugin.path, plugin.router(ctx));
     app.use('/v1', v1Router(ctx));
     const routes = registered((app as unknown as { router: { stack: Layer[] } }).router.stack);

@@ -6,7 +6,9 @@ import {
   SchedulePageSchema,
   ScheduleSchema,
   ErrorBodySchema,
+  MintTokenRequestSchema,
   PROTOCOL_VERSION,
+  RevokeTokensRequestSchema,
   RunEventSchema,
   RunSnapshotSchema,
   RunViewSchema,
@@ -25,6 +27,7 @@ import { opsPaths } from './routes/ops-paths.ts';
 import { runsPaths } from './routes/runs.ts';
 import { schedulesPaths } from './routes/schedules.ts';
 import { threadsPaths } from './routes/threads.ts';
+import { tokensPaths } from './routes/tokens.ts';
 import { webhooksPaths } from './routes/webhooks.ts';
 import {
   AgentListSchema,
@@ -50,6 +53,8 @@ const REQUESTS = {
   AiSdkChatRequest: ChatRequestSchema,
   AgUiRunAgentInput: AgUiRunInputSchema,
   CreateScheduleRequest: CreateScheduleRequestSchema,
+  MintTokenRequest: MintTokenRequestSchema,
+  RevokeTokensRequest: RevokeTokensRequestSchema,
 } as const;
 
 const RESPONSES = {
@@ -91,6 +96,7 @@ export function buildOpenApiDocument(): Json {
       { name: 'agents' },
       { name: 'schedules', description: 'Scheduled runs: cron (with a time zone) or intervals' },
       { name: 'protocols', description: 'Front-end protocols: AI SDK UI message stream, AG-UI' },
+      { name: 'tokens', description: 'Scoped, revocable tokens for end users (docs/http-api.md)' },
       { name: 'ops' },
     ],
     paths: {
@@ -102,6 +108,7 @@ export function buildOpenApiDocument(): Json {
       ...aiSdkPaths,
       ...agUiPaths,
       ...schedulesPaths,
+      ...tokensPaths,
       ...opsPaths,
     },
     components: {

@@ -280,3 +280,21 @@ export {
   WebhookSecretSchema,
 } from './webhooks.ts';
 export { canonicalJson, endsStream, parseRetryAfter, type StreamUntil } from './wire-facts.ts';
+export {
+  MAX_TOKEN_SCOPES,
+  MintTokenRequestSchema,
+  type MintTokenRequest,
+  MintTokenResponseSchema,
+  type MintTokenResponse,
+  oneUseByDefault,
+  parseScope,
+  type ParsedScope,
+  RevokeTokensRequestSchema,
+  type RevokeTokensRequest,
+  runDecideScope,
+  runReadScope,
+  ScopeSchema,
+  type Scope,
+  threadReadScope,
+  threadRunScope,
+} from './scopes.ts';

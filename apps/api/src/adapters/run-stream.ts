@@ -14,6 +14,9 @@ import type { Response } from 'express';
 import type { ApiContext } from '../context.ts';
 import { validationError } from '../errors.ts';
 import { SseConnection } from '../sse-connection.ts';
+import type { Principal } from '../auth.ts';
+import { OWNER_METADATA, assertAuthorized, authorizeRun } from '../authorization.ts';
+import { withOwner } from '../run-tokens.ts';
 import type { PendingRun } from './shared.ts';
 
 /**
@@ -95,10 +98,58 @@ export function fairnessHeaders(headers: {
   };
 }
 
+/**
+ * Whether the caller may start the next run on the thread: a tenant key always; a token with
+ * thread:run for it, agent:start for the agent, or runs:start on a new thread or one whose active
+ * run its subject owns.
+ */
+export function authorizeStart(
+  principal: Principal,
+  command: { threadId: string; agent: string },
+  thread: ThreadView | null,
+): void {
+  if (principal.scopes === null) return;
+  const fresh = thread === null || (thread.active === null && thread.messages.length === 0);
+  const owner = thread?.active?.checkpoint.metadata[OWNER_METADATA];
+  assertAuthorized(principal, 'run.create', {
+    agent: command.agent,
+    ...(fresh ? {} : { threadId: command.threadId }),
+    ...(owner !== undefined ? { owner } : {}),
+  });
+}
+
+/** Whether the caller may answer the run waiting on a thread (run.decide on it). */
+export function authorizeDecide(
+  ctx: ApiContext,
+  principal: Principal,
+  runId: string,
+): Promise<void> {
+  return authorizeRun(ctx.service, principal, 'run.decide', runId);
+}
+
+/** Whether the caller may read the thread's turn: thread.read, or reading its active run. */
+export async function authorizeThreadRead(
+  ctx: ApiContext,
+  principal: Principal,
+  threadId: string,
+  activeRunId: string | null,
+): Promise<void> {
+  if (principal.scopes === null) return;
+  if (activeRunId !== null) {
+    try {
+      await authorizeRun(ctx.service, principal, 'run.read', activeRunId);
+      return;
+    } catch {
+      // not the run's reader: the thread's scopes decide
+    }
+  }
+  assertAuthorized(principal, 'thread.read', { threadId });
+}
+
 /** Creates a run on the thread through the same validation and metrics as POST /v1/runs. */
 export async function startRun(
   ctx: ApiContext,
-  tenantId: string,
+  principal: Principal,
   command: { threadId: string; agent: string; input: InputMessage[] },
   options: { priority?: unknown; fairnessKey?: unknown } = {},
 ): Promise<string> {
@@ -109,7 +160,10 @@ export async function startRun(
     ...(Object.keys(options).length > 0 ? { options } : {}),
   });
   if (!parsed.success) throw validationError(parsed.error, 'body');
-  const created = await ctx.service.createRun(tenantId, parsed.data);
+  const created = await ctx.service.createRun(
+    principal.tenantId,
+    withOwner(parsed.data, principal),
+  );
   ctx.metrics.runsCreated.inc({ agent: parsed.data.agent });
   return created.runId;
 }

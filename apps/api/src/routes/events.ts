@@ -2,6 +2,7 @@ import { endsStream, type RunEvent } from '@baton/protocol';
 import { Router, type Request, type Response } from 'express';
 import { BatonError, activityOf } from '@baton/core';
 import { principalOf } from '../auth.ts';
+import { authorizeRun } from '../authorization.ts';
 import type { ApiContext } from '../context.ts';
 import { EventsQuerySchema } from '../schemas.ts';
 import { eventFrame, rewoundFrame } from '../sse.ts';
@@ -79,8 +80,10 @@ export function eventsRouter(ctx: ApiContext): Router {
   const router = Router();
 
   router.get('/runs/:id/events', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const runId = parseId(req.params['id'], 'run id');
+    await authorizeRun(ctx.service, principal, 'run.read', runId);
     const query = parseQuery(EventsQuerySchema, req);
     if (query.children === '1') {
       await ctx.service.load(tenantId, runId);

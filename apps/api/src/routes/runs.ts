@@ -11,7 +11,9 @@ import {
 } from '@baton/protocol';
 import { Router, type Request } from 'express';
 import { z } from 'zod';
-import { principalOf } from '../auth.ts';
+import { principalOf, type Principal } from '../auth.ts';
+import { OWNER_METADATA, assertAuthorized, authorizeRun } from '../authorization.ts';
+import { publicAccessToken, withOwner } from '../run-tokens.ts';
 import type { ApiContext } from '../context.ts';
 import { RunNotFoundError } from '@baton/runtime';
 import { SCHEDULE_ID_METADATA, encodeCursor, fairnessKeyOf } from '@baton/runtime/internal';
@@ -85,6 +87,7 @@ async function runView(ctx: ApiContext, tenantId: string, runId: string): Promis
   const needsWorker = snapshot.status === 'created' || snapshot.status === 'running';
   const waitingForWorker = needsWorker && !(await ctx.service.catalog.available(snapshot.agent));
   const scheduleId = metadata[SCHEDULE_ID_METADATA];
+  const owner = metadata[OWNER_METADATA];
   const tree = await runTreeView(ctx, tenantId, snapshot);
   const view: RunView = {
     ...snapshot,
@@ -92,6 +95,7 @@ async function runView(ctx: ApiContext, tenantId: string, runId: string): Promis
     ...tree,
     waitingForWorker,
     ...(scheduleId !== undefined ? { scheduleId } : {}),
+    ...(owner !== undefined ? { owner } : {}),
     ...(parent !== undefined ? { parent } : {}),
     priority: identity.priority ?? DEFAULT_PRIORITY,
     fairnessKey: fairnessKeyOf(identity),
@@ -139,6 +143,26 @@ async function listQueued(
   return { runs, nextCursor: done ? null : next };
 }
 
+/** The runs of a page the principal may read (a runs:own token: the runs its subject owns). */
+async function visibleRuns<R extends { runId: string }>(
+  ctx: ApiContext,
+  principal: Principal,
+  runs: R[],
+): Promise<R[]> {
+  if (principal.scopes === null) return runs;
+  const seen = await Promise.all(
+    runs.map(async (run) => {
+      try {
+        await authorizeRun(ctx.service, principal, 'run.read', run.runId);
+        return true;
+      } catch {
+        return false;
+      }
+    }),
+  );
+  return runs.filter((_, i) => seen[i]);
+}
+
 function idempotencyKeyOf(req: Request): string | undefined {
   const key = req.headers['idempotency-key'];
   return typeof key === 'string' ? key : undefined;
@@ -148,10 +172,16 @@ export function runsRouter(ctx: ApiContext): Router {
   const router = Router();
 
   router.post('/runs', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const raw = req.body as { input?: { messages?: unknown } } | undefined;
     checkCount(raw?.input?.messages, ctx.config.MAX_INPUT_MESSAGES, 'input messages');
-    const body = parseBody(CreateRunRequestSchema, req);
+    const parsed = parseBody(CreateRunRequestSchema, req);
+    assertAuthorized(principal, 'run.create', {
+      agent: parsed.agent,
+      ...(parsed.threadId !== undefined ? { threadId: parsed.threadId } : {}),
+    });
+    const body = withOwner(parsed, principal);
     const key = idempotencyKeyOf(req);
     // Under an Idempotency-Key the run's id derives from it: an attempt after one that created
     // the run and then failed answers that run (and starts it), never creates a second one.
@@ -174,12 +204,21 @@ export function runsRouter(ctx: ApiContext): Router {
       response = result.response;
       if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');
     }
+    const token = await publicAccessToken(
+      ctx,
+      req,
+      principal,
+      response,
+      parsed.threadId !== undefined,
+    );
+    if (token !== undefined) response = { ...response, publicAccessToken: token };
     res.status(202).location(response.links.self).json(response);
   });
 
   router.get('/runs', async (req, res) => {
     const principal = principalOf(req);
     const query = parseQuery(ListRunsQuerySchema, req);
+    assertAuthorized(principal, 'runs.list');
     let tenantId = principal.tenantId;
     if (query.tenant !== undefined && query.tenant !== principal.tenantId) {
       if (!principal.admin)
@@ -202,21 +241,26 @@ export function runsRouter(ctx: ApiContext): Router {
       tenantId,
       page.runs.map((r) => r.runId),
     );
+    const runs = await visibleRuns(ctx, principal, page.runs);
     res.json({
-      runs: page.runs.map((r) => ({ ...r, ...admission.get(r.runId) })),
+      runs: runs.map((r) => ({ ...r, ...admission.get(r.runId) })),
       nextCursor: page.nextCursor,
     });
   });
 
   router.get('/runs/:id', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const runId = parseId(req.params['id'], 'run id');
+    await authorizeRun(ctx.service, principal, 'run.read', runId);
     res.json(await runView(ctx, tenantId, runId));
   });
 
   router.post('/runs/:id/decisions', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const runId = parseId(req.params['id'], 'run id');
+    await authorizeRun(ctx.service, principal, 'run.decide', runId);
     checkCount(
       (req.body as { decisions?: unknown } | undefined)?.decisions,
       ctx.config.MAX_DECISIONS,
@@ -230,8 +274,10 @@ export function runsRouter(ctx: ApiContext): Router {
   });
 
   router.post('/runs/:id/cancel', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const runId = parseId(req.params['id'], 'run id');
+    await authorizeRun(ctx.service, principal, 'run.cancel', runId);
     if (req.body !== undefined) parseBody(CancelBodySchema, req);
     // Idempotent: a run that finished meanwhile (run_done from the commit) is simply done.
     const result = await ctx.service.cancel(tenantId, runId).catch((error: unknown) => {
@@ -243,8 +289,10 @@ export function runsRouter(ctx: ApiContext): Router {
 
   /** Deletes a finished run now instead of at the end of its retention (409 while it runs). */
   router.delete('/runs/:id', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const runId = parseId(req.params['id'], 'run id');
+    await authorizeRun(ctx.service, principal, 'run.delete', runId);
     await ctx.service.deleteRun(tenantId, runId);
     res.status(204).end();
   });

@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { principalOf } from '../auth.ts';
+import { assertAuthorized } from '../authorization.ts';
 import type { ApiContext } from '../context.ts';
 import { badRequest, notFound } from '../errors.ts';
 import { THREAD_PAGE_DEFAULT, THREAD_PAGE_MAX_BYTES } from '@baton/runtime';
@@ -22,8 +23,10 @@ export function threadsRouter(ctx: ApiContext): Router {
    * cursor), active run, queued runs, runs. Threads are per tenant.
    */
   router.get('/threads/:id', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const threadId = parseId(req.params['id'], 'thread id');
+    assertAuthorized(principal, 'thread.read', { threadId });
     const query = parseQuery(ThreadQuerySchema, req);
     const thread = await ctx.service.thread(tenantId, threadId, {
       before: query.cursor === undefined ? null : decodeThreadCursor(query.cursor),
@@ -52,8 +55,10 @@ export function threadsRouter(ctx: ApiContext): Router {
   });
 
   router.get('/threads/:id/runs', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const threadId = parseId(req.params['id'], 'thread id');
+    assertAuthorized(principal, 'thread.read', { threadId });
     const query = parseQuery(ThreadRunsQuerySchema, req);
     const page = await ctx.service.listRuns({
       tenantId,

@@ -2,8 +2,11 @@ import { IdSchema } from '@baton/protocol';
 import { Router, type RequestHandler } from 'express';
 import { principalOf } from '../../auth.ts';
 import type { ApiContext } from '../../context.ts';
+import { setPublicAccessToken } from '../../run-tokens.ts';
 import {
   RunStream,
+  authorizeDecide,
+  authorizeStart,
   fairnessHeaders,
   loadThread,
   sendFrames,
@@ -50,7 +53,8 @@ export function agUiRouter(ctx: ApiContext, opts: AgUiRouteOptions = {}): Reques
   const defaultAgent = opts.defaultAgent ?? ctx.config.PROTOCOL_DEFAULT_AGENT;
 
   router.post('/', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     // A body that is not a RunAgentInput is the client's bug, answered like every other bad
     // input (400 JSON naming each field); RUN_ERROR is for valid inputs AG-UI cannot serve.
     const input = parseBody(RouteInputSchema, req);
@@ -73,13 +77,16 @@ export function agUiRouter(ctx: ApiContext, opts: AgUiRouteOptions = {}): Reques
     };
 
     if (command.kind === 'start') {
-      const runId = await startRun(ctx, tenantId, command, fairnessHeaders(req.headers));
+      authorizeStart(principal, command, thread);
+      const runId = await startRun(ctx, principal, command, fairnessHeaders(req.headers));
+      await setPublicAccessToken(ctx, req, res, principal, { runId, threadId: command.threadId });
       const stream = await RunStream.attach(ctx, tenantId, runId, 0);
       stream.open(res, AG_UI_SSE_HEADERS, agUiSink(base));
       return;
     }
 
     // Resume: attach first so the first resumed event reaches this response, then decide.
+    await authorizeDecide(ctx, principal, command.runId);
     const history = thread?.active?.events ?? [];
     const stream = await RunStream.attach(ctx, tenantId, command.runId, history.at(-1)?.seq ?? 0);
     try {

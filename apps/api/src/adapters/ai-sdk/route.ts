@@ -4,8 +4,12 @@ import { Router, type Request, type RequestHandler } from 'express';
 import { principalOf } from '../../auth.ts';
 import type { ApiContext } from '../../context.ts';
 import { parseId } from '../../validation.ts';
+import { setPublicAccessToken } from '../../run-tokens.ts';
 import {
   RunStream,
+  authorizeDecide,
+  authorizeStart,
+  authorizeThreadRead,
   fairnessHeaders,
   loadThread,
   startRun,
@@ -85,7 +89,8 @@ export function aiSdkRouter(ctx: ApiContext, opts: AiSdkRouteOptions = {}): Requ
   const defaultAgent = opts.defaultAgent ?? ctx.config.PROTOCOL_DEFAULT_AGENT;
 
   router.post('/chat', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const major = majorOf(req);
     const body: unknown = req.body;
     if (body === undefined)
@@ -96,13 +101,16 @@ export function aiSdkRouter(ctx: ApiContext, opts: AiSdkRouteOptions = {}): Requ
     const command = requestToCommands(body, thread?.pending ?? null, { defaultAgent });
 
     if (command.kind === 'start') {
-      const runId = await startRun(ctx, tenantId, command, fairnessHeaders(req.headers));
+      authorizeStart(principal, command, thread);
+      const runId = await startRun(ctx, principal, command, fairnessHeaders(req.headers));
+      await setPublicAccessToken(ctx, req, res, principal, { runId, threadId: command.threadId });
       const stream = await RunStream.attach(ctx, tenantId, runId, 0);
       stream.open(res, AI_SDK_UI_STREAM_HEADERS, uiSink({ major, messageId: runId }));
       return;
     }
 
     // Answer the waiting run: attach first so the first resumed event reaches this response.
+    await authorizeDecide(ctx, principal, command.runId);
     const history = thread?.active?.events ?? [];
     const afterSeq = history.at(-1)?.seq ?? 0;
     const stream = await RunStream.attach(ctx, tenantId, command.runId, afterSeq);
@@ -120,11 +128,13 @@ export function aiSdkRouter(ctx: ApiContext, opts: AiSdkRouteOptions = {}): Requ
   });
 
   router.get('/chat/:id/stream', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const major = majorOf(req);
     const threadId = parseId(req.params['id'], 'chat id');
     const thread = await loadThread(ctx, tenantId, threadId);
     const active = thread.active;
+    await authorizeThreadRead(ctx, principal, threadId, active?.runId ?? null);
     // core's one idle predicate: a run waiting under batch_all_suspended with only some calls
     // decided is idle too (nothing streams until the rest are decided).
     if (active === null || activityOf(active.checkpoint) !== 'active') {
