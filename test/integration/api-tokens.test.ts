@@ -5,6 +5,7 @@
  * on every API within 1 s while tokens of the old key keep verifying.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { BatonClient } from '@baton/client';
 import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
@@ -198,5 +199,37 @@ describe('signing key rotation', () => {
     expect((await old.get(`/v1/runs/${before.body.runId}`)).status).toBe(200);
     const listed = await admin.get<{ keys: Record<string, unknown>[] }>('/v1/admin/token-keys');
     expect(JSON.stringify(listed.body)).not.toMatch(/"d"|privateJwk|privateJwe/);
+  });
+});
+
+describe('@baton/client with a token', () => {
+  it('gets a token from getToken, and a new one once on 401', async () => {
+    const { runId } = await suspendedRun();
+    const server = new BatonClient({ baseUrl: c.apis[0]!.url, apiKey: KEYS.a });
+    const first = await server.tokens.mint({ scopes: [`run:read:${runId}`], subject: 'u-1' });
+    await server.tokens.revoke({ tokenId: first.tokenId });
+    const handed: string[] = [first.token];
+    let calls = 0;
+    const browser = new BatonClient({
+      baseUrl: c.apis[1]!.url,
+      getToken: async () => {
+        calls += 1;
+        const next = handed.shift();
+        if (next !== undefined) return next;
+        return (await server.tokens.mint({ scopes: [`run:read:${runId}`], subject: 'u-1' })).token;
+      },
+    });
+    // the first token is revoked: 401, a new one, the same request again
+    expect((await browser.runs.get(runId)).runId).toBe(runId);
+    expect(calls).toBe(2);
+    expect((await browser.runs.get(runId)).runId).toBe(runId);
+    expect(calls).toBe(2);
+    const events = [];
+    for await (const e of browser.runs.stream(runId, { until: 'suspended' })) events.push(e.type);
+    expect(events).toContain('tool_call.suspended');
+    // a token that cannot read the run: 404, not a refresh loop
+    await expect(browser.runs.get('no-such-run')).rejects.toMatchObject({ status: 404 });
+    expect(calls).toBe(2);
+    await server.runs.cancel(runId);
   });
 });

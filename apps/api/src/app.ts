@@ -145,7 +145,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
       enableOfflineQueue: true,
       maxRetriesPerRequest: null,
     }),
-    prefix: runtime.keys.prefix,
+    names: runtime.keys.tokens,
     issuer: config.TOKEN_ISSUER ?? config.PUBLIC_URL ?? 'baton',
     audience: config.TOKEN_AUDIENCE,
     maxTtlSeconds: config.TOKEN_MAX_TTL_SECONDS,

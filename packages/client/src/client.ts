@@ -26,6 +26,7 @@ import { z } from 'zod';
 import { RunEventStream, type StreamOptions } from './run-stream.ts';
 import { SchedulesApi } from './schedules.ts';
 import { Transport, type ClientOptions, type RequestOptions } from './transport.ts';
+import { TokensApi } from './tokens.ts';
 
 /** Filters of `GET /v1/runs` (newest first). */
 export interface ListRunsQuery {
@@ -268,6 +269,7 @@ export class BatonClient {
   readonly threads: ThreadsApi;
   readonly agents: AgentsApi;
   readonly schedules: SchedulesApi;
+  readonly tokens: TokensApi;
   readonly baseUrl: string;
   private readonly transport: Transport;
 
@@ -278,6 +280,7 @@ export class BatonClient {
     this.threads = new ThreadsApi(this.transport);
     this.agents = new AgentsApi(this.transport);
     this.schedules = new SchedulesApi(this.transport);
+    this.tokens = new TokensApi(this.transport);
   }
 
   /** `GET /healthz`: resolves when the API process answers. */

@@ -46,7 +46,7 @@ export {
   type StoredHistogram,
 } from './redis/event-metrics.ts';
 export { RunEventSubscriber } from './redis/event-subscriber.ts';
-export { BatonKeys, keyPart } from './redis/keys.ts';
+export { BatonKeys, keyPart, type TokenKeys } from './redis/keys.ts';
 export { RedisRunStore } from './run-record/redis-run-store.ts';
 export { encodeCursor } from './run-record/run-list-cursor.ts';
 export { defineScript, type LuaScript } from './redis/scripts.ts';

@@ -1,5 +1,5 @@
 import type { RedisClient } from '@baton/runtime';
-import { tokenKeyNames } from './signing-keys.ts';
+import type { TokenKeys } from '@baton/runtime/internal';
 
 /** One revocation: a token by its id, or every token of a subject issued until `at`. */
 export type Revocation =
@@ -34,16 +34,16 @@ const subjectKey = (tenantId: string, subject: string): string => `${tenantId}\u
  */
 export class Revocations {
   private readonly redis: RedisClient;
-  private readonly names: ReturnType<typeof tokenKeyNames>;
+  private readonly names: TokenKeys;
   private readonly maxTtlMs: number;
   private jtis = new Set<string>();
   private subjects = new Map<string, number>();
   /** Called for each revocation applied here (to close the streams it concerns). */
   onRevoked: ((r: Revocation) => void) | undefined;
 
-  constructor(redis: RedisClient, prefix: string, maxTtlMs: number) {
+  constructor(redis: RedisClient, names: TokenKeys, maxTtlMs: number) {
     this.redis = redis;
-    this.names = tokenKeyNames(prefix);
+    this.names = names;
     this.maxTtlMs = maxTtlMs;
   }
 

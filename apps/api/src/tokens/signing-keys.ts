@@ -1,5 +1,6 @@
 import { hkdfSync, randomUUID } from 'node:crypto';
 import type { RedisClient } from '@baton/runtime';
+import { defineScript, type LuaScript, type TokenKeys } from '@baton/runtime/internal';
 import {
   CompactEncrypt,
   compactDecrypt,
@@ -37,26 +38,6 @@ interface LoadedKey {
   readonly retiredAt?: number;
 }
 
-/** Redis names of the key set: one hash tag, so the rotation script runs on one cluster slot. */
-export function tokenKeyNames(prefix: string): {
-  keys: string;
-  current: string;
-  retired: string;
-  revoked: string;
-  channel: string;
-  used: (jti: string) => string;
-} {
-  const base = `${prefix}:{tokens}`;
-  return {
-    keys: `${base}:keys`,
-    current: `${base}:current`,
-    retired: `${base}:retired`,
-    revoked: `${base}:revoked`,
-    channel: `${prefix}:tokens:changes`,
-    used: (jti) => `${prefix}:tokens:used:${jti}`,
-  };
-}
-
 // Installs a key as the signing key unless (ARGV[4] = '1') one exists already; the key it
 // replaces is marked retired at ARGV[3] (it keeps verifying until its tokens expire).
 const INSTALL_SCRIPT = `
@@ -87,7 +68,12 @@ function wrappingKey(secret: string): Uint8Array {
  */
 export class SigningKeys {
   private readonly redis: RedisClient;
-  private readonly names: ReturnType<typeof tokenKeyNames>;
+  private readonly names: TokenKeys;
+  private readonly installScript: LuaScript<
+    [keys: string, current: string, retired: string],
+    [kid: string, record: string, now: number, onlyIfNone: '1' | '0'],
+    string
+  >;
   private readonly wrap: Uint8Array | null;
   private readonly maxTtlMs: number;
   private loaded = new Map<string, LoadedKey>();
@@ -96,9 +82,10 @@ export class SigningKeys {
   private lastUnknownReload = 0;
   private privateCache = new Map<string, Key>();
 
-  constructor(redis: RedisClient, prefix: string, secret: string | undefined, maxTtlMs: number) {
+  constructor(redis: RedisClient, names: TokenKeys, secret: string | undefined, maxTtlMs: number) {
     this.redis = redis;
-    this.names = tokenKeyNames(prefix);
+    this.names = names;
+    this.installScript = defineScript(redis, 'batonTokenKeyInstall', 3, INSTALL_SCRIPT);
     this.wrap = secret ? wrappingKey(secret) : null;
     this.maxTtlMs = maxTtlMs;
   }
@@ -146,18 +133,10 @@ export class SigningKeys {
           }
         : { privateJwk }),
     };
-    const result = (await this.redis.eval(
-      INSTALL_SCRIPT,
-      3,
-      this.names.keys,
-      this.names.current,
-      this.names.retired,
-      kid,
-      JSON.stringify(stored),
-      String(Date.now()),
-      onlyIfNone ? '1' : '0',
-    )) as string;
-    return result;
+    return this.installScript(
+      [this.names.keys, this.names.current, this.names.retired],
+      [kid, JSON.stringify(stored), Date.now(), onlyIfNone ? '1' : '0'],
+    );
   }
 
   /** Drops keys retired longer ago than the longest token lifetime: nothing they signed is valid. */

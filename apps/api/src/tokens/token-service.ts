@@ -7,10 +7,11 @@ import {
   type MintTokenResponse,
 } from '@baton/protocol';
 import type { RedisClient } from '@baton/runtime';
+import type { TokenKeys } from '@baton/runtime/internal';
 import { SignJWT, decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { Principal } from '../auth.ts';
 import { Revocations, TokenStreams } from './revocations.ts';
-import { SigningKeys, TOKEN_ALG, tokenKeyNames } from './signing-keys.ts';
+import { SigningKeys, TOKEN_ALG } from './signing-keys.ts';
 
 /** Default lifetime of a minted token. */
 export const DEFAULT_TOKEN_TTL_SECONDS = 900;
@@ -19,7 +20,8 @@ export interface TokenServiceOptions {
   readonly redis: RedisClient;
   /** Subscriptions (pub/sub) need a connection of their own. */
   readonly subscriber: RedisClient;
-  readonly prefix: string;
+  /** BatonKeys.tokens of the deployment's prefix. */
+  readonly names: TokenKeys;
   /** `iss` of minted tokens and what verification requires. */
   readonly issuer: string;
   readonly audience: string;
@@ -54,16 +56,16 @@ export class TokenService {
   readonly revocations: Revocations;
   readonly streams = new TokenStreams();
   private readonly opts: TokenServiceOptions;
-  private readonly names: ReturnType<typeof tokenKeyNames>;
+  private readonly names: TokenKeys;
   private timer: NodeJS.Timeout | undefined;
   private listening = false;
 
   constructor(opts: TokenServiceOptions) {
     this.opts = opts;
-    this.names = tokenKeyNames(opts.prefix);
+    this.names = opts.names;
     const maxTtlMs = opts.maxTtlSeconds * 1000;
-    this.keys = new SigningKeys(opts.redis, opts.prefix, opts.secret, maxTtlMs);
-    this.revocations = new Revocations(opts.redis, opts.prefix, maxTtlMs);
+    this.keys = new SigningKeys(opts.redis, opts.names, opts.secret, maxTtlMs);
+    this.revocations = new Revocations(opts.redis, opts.names, maxTtlMs);
     this.revocations.onRevoked = (r) => this.streams.close(r);
   }
 
