@@ -48,6 +48,13 @@ export function looksLikeJwt(value: string): boolean {
 const RELOAD_EVERY_MS = 5_000;
 
 /**
+ * Tokens verified recently, by their text: a browser sends the same token with each request, and
+ * the signature check (ES256) is most of what a token costs. Revocation and expiry are checked
+ * on every hit; one-use tokens are never cached.
+ */
+const VERIFIED_CACHE_SIZE = 10_000;
+
+/**
  * Baton's own tokens: minted for a tenant (POST /v1/tokens, and with every run a tenant key
  * creates), verified on every API with the shared key set, refused once revoked or (one-use) used.
  */
@@ -59,6 +66,7 @@ export class TokenService {
   private readonly names: TokenKeys;
   private timer: NodeJS.Timeout | undefined;
   private listening = false;
+  private readonly verified = new Map<string, Principal>();
 
   constructor(opts: TokenServiceOptions) {
     this.opts = opts;
@@ -150,6 +158,14 @@ export class TokenService {
    * verifier's), 401 when it is Baton's but not valid now.
    */
   async verify(token: string): Promise<Principal | null> {
+    const cached = this.verified.get(token);
+    if (cached !== undefined) {
+      if (cached.credential.expiresAt! > Date.now()) {
+        this.refuseRevoked(cached);
+        return cached;
+      }
+      this.verified.delete(token);
+    }
     let unverified: JWTPayload;
     try {
       unverified = decodeJwt(token);
@@ -187,16 +203,15 @@ export class TokenService {
     const jti = payload.jti!;
     const issuedAt = payload.iat!;
     const subject = payload.sub;
-    if (
-      this.revocations.isRevoked({
-        tenantId,
-        jti,
-        issuedAt,
-        ...(subject !== undefined ? { subject } : {}),
-      })
-    )
-      throw new BatonError('unauthorized', 'token revoked: get a new one');
     const expiresAt = payload.exp! * 1000;
+    const principal: Principal = {
+      tenantId,
+      admin: false,
+      ...(subject !== undefined ? { subject } : {}),
+      scopes: scopes as string[],
+      credential: { kind: 'baton-token', id: jti, expiresAt, issuedAt },
+    };
+    this.refuseRevoked(principal);
     if (payload.once === true) {
       // One use, on whichever API sees it first: the mark lives as long as the token.
       const first = await this.opts.redis.set(
@@ -208,14 +223,26 @@ export class TokenService {
       );
       if (first !== 'OK')
         throw new BatonError('unauthorized', 'this one-use token was used already: get a new one');
+      return principal;
     }
-    return {
-      tenantId,
-      admin: false,
-      ...(subject !== undefined ? { subject } : {}),
-      scopes: scopes as string[],
-      credential: { kind: 'baton-token', id: jti, expiresAt, issuedAt },
-    };
+    if (this.verified.size >= VERIFIED_CACHE_SIZE) {
+      const oldest = this.verified.keys().next();
+      if (!oldest.done) this.verified.delete(oldest.value);
+    }
+    this.verified.set(token, principal);
+    return principal;
+  }
+
+  private refuseRevoked(principal: Principal): void {
+    if (
+      this.revocations.isRevoked({
+        tenantId: principal.tenantId,
+        jti: principal.credential.id!,
+        issuedAt: principal.credential.issuedAt!,
+        ...(principal.subject !== undefined ? { subject: principal.subject } : {}),
+      })
+    )
+      throw new BatonError('unauthorized', 'token revoked: get a new one');
   }
 }
 
