@@ -73,6 +73,9 @@ describe('authorize', () => {
       200,
     );
     expect(answer(any, 'run.create', { agent: 'other', threadId: 'th1', owner: 'bob' })).toBe(403);
+    expect(answer(any, 'run.create', { agent: 'other', threadId: 'new', freshThread: true })).toBe(
+      200,
+    );
   });
 
   it('runs:own: the subject reads, decides and lists its own runs only', () => {

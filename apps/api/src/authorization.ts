@@ -26,6 +26,8 @@ export interface Resource {
   readonly threadId?: string;
   readonly owner?: string;
   readonly agent?: string;
+  /** run.create on a thread that holds nothing yet (a new chat): runs:start may start it. */
+  readonly freshThread?: boolean;
 }
 
 export type Authorization =
@@ -106,12 +108,13 @@ export function authorize(
       return seesRun ? forbid('deleting a run needs a tenant API key') : notFound;
     case 'run.create': {
       const onThread = threadId !== undefined;
+      const mayStartHere = !onThread || resource.freshThread === true || owns;
       if (
         has(
           scopes,
           (s) =>
             (s.kind === 'agent:start' && s.agent === agent) ||
-            (s.kind === 'runs:start' && (!onThread || owns)) ||
+            (s.kind === 'runs:start' && mayStartHere) ||
             (s.kind === 'thread:run' && s.threadId === threadId),
         )
       )

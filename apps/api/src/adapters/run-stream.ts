@@ -113,7 +113,8 @@ export function authorizeStart(
   const owner = thread?.active?.checkpoint.metadata[OWNER_METADATA];
   assertAuthorized(principal, 'run.create', {
     agent: command.agent,
-    ...(fresh ? {} : { threadId: command.threadId }),
+    threadId: command.threadId,
+    freshThread: fresh,
     ...(owner !== undefined ? { owner } : {}),
   });
 }
