@@ -36,6 +36,8 @@ function knobs() {
     batches: envInt('BENCH_AUTH_BATCHES', 4, 1),
     inFlight: envInt('BENCH_AUTH_IN_FLIGHT', 20, 1),
     timeoutMs: envInt('BENCH_AUTH_RUN_TIMEOUT_MS', 60_000, 100),
+    /** 1: both batches use the tenant key (an A/A check of the batches' noise). */
+    aa: envInt('BENCH_AUTH_AA', 0, 0) === 1,
     ...stackKnobs(),
   };
 }
@@ -178,7 +180,12 @@ export const auth: Scenario = {
           : (['token', 'key'] as const)) {
           const t0 = performance.now();
           await lanes(k.runs, k.inFlight, (i) =>
-            oneRun(client, mode === 'token' ? startClient : null, `${mode} ${b} ${i}`, k.timeoutMs),
+            oneRun(
+              client,
+              mode === 'token' && !k.aa ? startClient : null,
+              `${mode} ${b} ${i}`,
+              k.timeoutMs,
+            ),
           );
           elapsed[mode] += performance.now() - t0;
         }
@@ -199,6 +206,7 @@ export const auth: Scenario = {
           batches: k.batches,
           runsInFlight: k.inFlight,
           agent: AGENT,
+          aa: k.aa,
         },
         verifyMs: verify,
         perRequestMs: { ...perRequest, tokenMinusKeyP99: addedP99 },

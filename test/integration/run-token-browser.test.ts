@@ -12,7 +12,12 @@ import { BatonClient } from '@baton/client';
 import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
 import { KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
-import { launchChromium, skipWithoutChromium, type TestBrowser } from '@baton/testing/browser';
+import {
+  ensureConsoleBuilt,
+  launchChromium,
+  skipWithoutChromium,
+  type TestBrowser,
+} from '@baton/testing/browser';
 import { decodeJwt } from 'jose';
 
 const PAGE = readFileSync(new URL('../../examples/run-token-page/index.html', import.meta.url));
@@ -36,6 +41,7 @@ describe.skipIf(skipWithoutChromium())('a run token in a page on another origin'
     });
     api = c.apis[0]!.url;
     server = new BatonClient({ baseUrl: api, apiKey: KEYS.a });
+    ensureConsoleBuilt();
     b = await launchChromium();
   }, 60_000);
   afterAll(async () => {
@@ -100,6 +106,28 @@ describe.skipIf(skipWithoutChromium())('a run token in a page on another origin'
     expect(refused.status).toBe(401);
     expect(problems).toEqual([]);
     await server.runs.cancel(turn2.messageId);
+    await context.close();
+  }, 60_000);
+
+  it('opens the console read-only for one run with a link that carries its token', async () => {
+    const { runId } = await server.runs.create({
+      agent: 'assistant',
+      input: { messages: [{ role: 'user', content: 'deploy please' }] },
+    });
+    const link = await server.tokens.mint({ scopes: [`run:read:${runId}`] });
+    const context = await b.browser.newContext();
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(e.message));
+    await page.goto(`${api}/console/#/runs/${encodeURIComponent(runId)}?token=${link.token}`);
+    await page.getByRole('heading', { name: `Run ${runId}` }).waitFor({ timeout: 15_000 });
+    await page.getByTestId('run-status').getByText('waiting').waitFor({ timeout: 15_000 });
+    expect(page.url()).not.toContain(link.token);
+    expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
+    expect(await page.getByRole('heading', { name: 'Waiting for a decision' }).count()).toBe(0);
+    await page.getByText('Read-only link').waitFor();
+    expect(problems).toEqual([]);
+    await server.runs.cancel(runId);
     await context.close();
   }, 60_000);
 });
