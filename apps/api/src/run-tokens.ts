@@ -5,7 +5,7 @@ import { OWNER_METADATA } from './authorization.ts';
 import type { ApiContext } from './context.ts';
 
 /** The response header of a protocol route that started a run: that run's token. */
-export const PUBLIC_ACCESS_TOKEN_HEADER = 'X-Baton-Public-Access-Token';
+const PUBLIC_ACCESS_TOKEN_HEADER = 'X-Baton-Public-Access-Token';
 
 /**
  * The token a created run's response carries (publicAccessToken): it reads the run and decides

@@ -281,7 +281,6 @@ export {
 } from './webhooks.ts';
 export { canonicalJson, endsStream, parseRetryAfter, type StreamUntil } from './wire-facts.ts';
 export {
-  MAX_TOKEN_SCOPES,
   MintTokenRequestSchema,
   type MintTokenRequest,
   MintTokenResponseSchema,
@@ -294,7 +293,6 @@ export {
   runDecideScope,
   runReadScope,
   ScopeSchema,
-  type Scope,
   threadReadScope,
   threadRunScope,
 } from './scopes.ts';

@@ -19,7 +19,7 @@ const SCOPE_RE = new RegExp(
 );
 
 /** At most this many scopes in one token (a header stays small). */
-export const MAX_TOKEN_SCOPES = 32;
+const MAX_TOKEN_SCOPES = 32;
 
 export const ScopeSchema = z
   .string()
@@ -27,7 +27,7 @@ export const ScopeSchema = z
     SCOPE_RE,
     'a scope is run:read:<runId>, run:decide:<runId>, thread:read:<threadId>, thread:run:<threadId>, agent:start:<agent>, runs:own or runs:start',
   );
-export type Scope = z.infer<typeof ScopeSchema>;
+type Scope = z.infer<typeof ScopeSchema>;
 
 export type ParsedScope =
   | { readonly kind: 'run:read' | 'run:decide'; readonly runId: string }

@@ -307,7 +307,17 @@ export const runsPaths: OpenApiPaths = {
       tags: ['runs'],
       operationId: 'createRun',
       summary: 'Create a run (202); honors Idempotency-Key',
-      parameters: [idempotencyKeyParam],
+      parameters: [
+        idempotencyKeyParam,
+        {
+          name: 'publicAccessToken',
+          in: 'query',
+          required: false,
+          description:
+            'false: no publicAccessToken in the answer (default: a token that reads this run and decides its calls)',
+          schema: { type: 'string', enum: ['true', 'false'] },
+        },
+      ],
       requestBody: {
         required: true,
         content: { 'application/json': { schema: ref('CreateRunRequest') } },

@@ -14,7 +14,7 @@ import { Revocations, TokenStreams } from './revocations.ts';
 import { SigningKeys, TOKEN_ALG } from './signing-keys.ts';
 
 /** Default lifetime of a minted token. */
-export const DEFAULT_TOKEN_TTL_SECONDS = 900;
+const DEFAULT_TOKEN_TTL_SECONDS = 900;
 
 export interface TokenServiceOptions {
   readonly redis: RedisClient;
@@ -36,13 +36,6 @@ interface BatonClaims extends JWTPayload {
   tenant?: unknown;
   scopes?: unknown;
   once?: unknown;
-}
-
-const JWT_RE = /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
-
-/** Whether a presented credential is shaped like a JWT (API keys never are). */
-export function looksLikeJwt(value: string): boolean {
-  return JWT_RE.test(value);
 }
 
 const RELOAD_EVERY_MS = 5_000;

@@ -19,7 +19,13 @@ import { parseBody } from '../../validation.ts';
 import { AgUiRunInputSchema, inputToCommands, runErrorFor } from './input.ts';
 import { createAgUiMapper, type AgUiMapperOptions } from './mapper.ts';
 import { AG_UI_SSE_HEADERS, agUiFrame } from './sse.ts';
-import { commonErrors, error, eventStream, ref, type OpenApiPaths } from '../../openapi/shared.ts';
+import {
+  commonErrors,
+  error,
+  ref,
+  startedRunStream,
+  type OpenApiPaths,
+} from '../../openapi/shared.ts';
 
 /**
  * AG-UI route (mounted at /v1/ag-ui): POST / takes a RunAgentInput and answers with the AG-UI
@@ -115,7 +121,7 @@ export const agUiPaths: OpenApiPaths = {
         content: { 'application/json': { schema: ref('AgUiRunAgentInput') } },
       },
       responses: {
-        '200': eventStream('AG-UI events as SSE: data: <event JSON> frames (no [DONE])'),
+        '200': startedRunStream('AG-UI events as SSE: data: <event JSON> frames (no [DONE])'),
         ...commonErrors,
         '409': error('thread_busy, or a decision conflict'),
         '422': error('unknown_agent or payload_invalid'),

@@ -26,6 +26,7 @@ import {
   commonErrors,
   error,
   eventStream,
+  startedRunStream,
   ref,
   threadIdParam,
   type OpenApiPaths,
@@ -178,7 +179,7 @@ export const aiSdkPaths: OpenApiPaths = {
         content: { 'application/json': { schema: ref('AiSdkChatRequest') } },
       },
       responses: {
-        '200': eventStream(
+        '200': startedRunStream(
           'UI message stream (header x-vercel-ai-ui-message-stream: v1): data: <chunk JSON> frames, then data: [DONE]',
         ),
         ...commonErrors,
