@@ -47,7 +47,8 @@ export class SseConnection {
     ctx.streams.add(this.finish);
     res.on('close', this.finish);
     // A stream opened with a token closes when the token is revoked, on every API.
-    const principal = res.req.principal;
+    // (a test's stand-in response may have no request)
+    const principal = (res.req as Response['req'] | undefined)?.principal;
     const id = principal?.credential.id;
     if (principal && principal.scopes !== null && id !== undefined)
       this.untrack = ctx.tokens.streams.track(
