@@ -9,6 +9,7 @@ import { BatonClient } from '@baton/client';
 import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+import { runCli } from '@baton/testing/cli';
 import { waitFor } from '@baton/testing/worker-harness';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 
@@ -232,4 +233,22 @@ describe('@baton/client with a token', () => {
     expect(calls).toBe(2);
     await server.runs.cancel(runId);
   });
+});
+
+describe('baton tokens', () => {
+  it('mints, revokes and rotates from the command line', async () => {
+    const env = { BATON_URL: c.apis[0]!.url, BATON_API_KEY: KEYS.a };
+    const { runId } = await suspendedRun();
+    const minted = await runCli(['tokens', 'mint', '-s', `run:read:${runId}`, '--json'], env);
+    expect(minted.code).toBe(0);
+    const { token, tokenId } = JSON.parse(minted.stdout) as { token: string; tokenId: string };
+    expect((await a1.withKey(token).get(`/v1/runs/${runId}`)).status).toBe(200);
+    expect((await runCli(['tokens', 'revoke', '--token-id', tokenId], env)).code).toBe(0);
+    expect((await a1.withKey(token).get(`/v1/runs/${runId}`)).status).toBe(401);
+    expect((await runCli(['tokens', 'revoke'], env)).code).toBe(2);
+    expect((await runCli(['tokens', 'rotate-key'], env)).code).toBe(3);
+    const rotated = await runCli(['tokens', 'rotate-key'], { ...env, BATON_API_KEY: KEYS.admin });
+    expect([rotated.code, rotated.stdout]).toEqual([0, expect.stringMatching(/^signing with \S+/)]);
+    await a0.post(`/v1/runs/${runId}/cancel`);
+  }, 120_000);
 });

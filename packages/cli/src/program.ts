@@ -6,6 +6,7 @@ import { devCommand } from './commands/dev.ts';
 import { initCommand } from './commands/init.ts';
 import { runsCommand } from './commands/runs.ts';
 import { schedulesCommand } from './commands/schedules.ts';
+import { tokensCommand } from './commands/tokens.ts';
 import { webhooksCommand } from './commands/webhooks.ts';
 import { commandContext, type CliIo } from './context.ts';
 import { UsageError } from './usage-error.ts';
@@ -48,6 +49,7 @@ Exit codes:
   agentsCommand(program, ctx);
   schedulesCommand(program, ctx);
   webhooksCommand(program, ctx);
+  tokensCommand(program, ctx);
   initCommand(program, ctx);
   devCommand(program, ctx);
 

@@ -9,6 +9,20 @@ import type { RequestOptions, Transport } from './transport.ts';
 
 const RevokedSchema = z.object({ revoked: z.unknown() });
 
+const SigningKeysSchema = z.object({
+  kid: z.string().optional(),
+  keys: z.array(
+    z.object({
+      kid: z.string(),
+      createdAt: z.number(),
+      retiredAt: z.number().optional(),
+      signing: z.boolean(),
+    }),
+  ),
+});
+/** The token signing keys: ids and dates, never key material (admin key). */
+export type SigningKeys = z.infer<typeof SigningKeysSchema>;
+
 /**
  * Scoped tokens for end users (docs/http-api.md, Tokens): mint them on your server with the
  * tenant key, hand them to a browser, revoke them when the user signs out.
@@ -31,6 +45,18 @@ export class TokensApi {
   /** `POST /v1/tokens/revoke`: one token (`tokenId`) or every token of a `subject` so far. */
   async revoke(request: RevokeTokensRequest, opts: RequestOptions = {}): Promise<void> {
     await this.t.json('POST', '/v1/tokens/revoke', RevokedSchema, { ...opts, body: request });
+  }
+
+  /** `POST /v1/admin/token-keys/rotate` (admin key): a new signing key on every API within 1 s. */
+  async rotateSigningKey(opts: RequestOptions = {}): Promise<SigningKeys> {
+    return (
+      await this.t.json('POST', '/v1/admin/token-keys/rotate', SigningKeysSchema, { ...opts })
+    ).body;
+  }
+
+  /** `GET /v1/admin/token-keys` (admin key). */
+  async signingKeys(opts: RequestOptions = {}): Promise<SigningKeys> {
+    return (await this.t.json('GET', '/v1/admin/token-keys', SigningKeysSchema, opts)).body;
   }
 
   /**
