@@ -10,6 +10,9 @@ import { createDemoAgents } from '@baton/core/testing';
 import { systemClock } from '@baton/runtime';
 import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
 import { runCli } from '@baton/testing/cli';
+import { testRedis } from '@baton/testing/redis-client';
+import { BatonKeys } from '@baton/runtime/internal';
+import { TokenService } from '../../apps/api/src/tokens/token-service.ts';
 import { waitFor } from '@baton/testing/worker-harness';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 
@@ -251,4 +254,34 @@ describe('baton tokens', () => {
     expect([rotated.code, rotated.stdout]).toEqual([0, expect.stringMatching(/^signing with \S+/)]);
     await a0.post(`/v1/runs/${runId}/cancel`);
   }, 120_000);
+});
+
+describe('signing keys at rest', () => {
+  it('are encrypted under TOKEN_SIGNING_SECRET; another secret cannot load them', async () => {
+    const url = inject('redisUrl');
+    const names = new BatonKeys(`tokens-at-rest-${Date.now()}`).tokens;
+    const service = (secret: string): TokenService =>
+      new TokenService({
+        redis: testRedis(url),
+        subscriber: testRedis(url),
+        names,
+        issuer: 'baton',
+        audience: 'baton',
+        maxTtlSeconds: 3600,
+        secret,
+      });
+    const secret = 'at-rest-secret-0123456789abcdef0123456789';
+    const first = service(secret);
+    await first.start();
+    const raw = testRedis(url);
+    const stored = Object.values(await raw.hgetall(names.keys));
+    expect(stored).toHaveLength(1);
+    expect(stored[0]).toContain('privateJwe');
+    expect(stored[0]).not.toMatch(/"d":/);
+    const other = service('another-secret-0123456789abcdef0123456789');
+    await expect(other.start()).rejects.toThrow();
+    first.close();
+    other.close();
+    raw.disconnect();
+  });
 });

@@ -59,11 +59,14 @@ export class TokenService {
   private readonly names: TokenKeys;
   private timer: NodeJS.Timeout | undefined;
   private listening = false;
+  /** A failed background reload (the periodic one, after a message, after a reconnect). */
+  private readonly onError: (err: unknown) => void;
   private readonly verified = new Map<string, Principal>();
 
   constructor(opts: TokenServiceOptions) {
     this.opts = opts;
     this.names = opts.names;
+    this.onError = opts.onError ?? (() => undefined);
     const maxTtlMs = opts.maxTtlSeconds * 1000;
     this.keys = new SigningKeys(opts.redis, opts.names, opts.secret, maxTtlMs);
     this.revocations = new Revocations(opts.redis, opts.names, maxTtlMs);
@@ -78,7 +81,7 @@ export class TokenService {
     await Promise.all([this.keys.start(), this.revocations.reload()]);
     clearInterval(this.timer);
     this.timer = setInterval(() => {
-      void Promise.all([this.keys.reload(), this.revocations.reload()]).catch(this.opts.onError);
+      void Promise.all([this.keys.reload(), this.revocations.reload()]).catch(this.onError);
     }, RELOAD_EVERY_MS);
     this.timer.unref();
   }
@@ -87,12 +90,12 @@ export class TokenService {
     this.listening = true;
     sub.on('message', (channel: string, message: string) => {
       if (channel !== this.names.channel) return;
-      if (message === 'keys') void this.keys.reload().catch(this.opts.onError);
+      if (message === 'keys') void this.keys.reload().catch(this.onError);
       else this.revocations.applyMessage(message);
     });
     // After a reconnect the messages sent meanwhile are lost: read both sets again.
     sub.on('ready', () => {
-      void Promise.all([this.keys.reload(), this.revocations.reload()]).catch(this.opts.onError);
+      void Promise.all([this.keys.reload(), this.revocations.reload()]).catch(this.onError);
     });
   }
 
