@@ -19,6 +19,7 @@ import { fairness } from './fairness.ts';
 import { archive } from './archive.ts';
 import { cliStart } from './cli-start.ts';
 import { timers } from './timers.ts';
+import { auth } from './auth.ts';
 
 export const scenarios: readonly Scenario[] = [
   throughput,
@@ -35,5 +36,6 @@ export const scenarios: readonly Scenario[] = [
   archive,
   cliStart,
   timers,
+  auth,
   budgets,
 ];

@@ -192,3 +192,49 @@ describe('an API key in the query string', () => {
     expect(lines.some((line) => line.includes('managed API key revoked'))).toBe(true);
   }, 60_000);
 });
+
+describe('a token (issue 35)', () => {
+  it('in access_token opens a stream and, like in a header, never reaches the log', async () => {
+    const created = (
+      await client.post<CreateRunResponse>('/v1/runs', {
+        agent: 'assistant',
+        input: { messages: [{ role: 'user', content: 'hello' }] },
+      })
+    ).body;
+    const token = created.publicAccessToken!;
+    const minted = (
+      await client.post<{ token: string; tokenId: string }>('/v1/tokens', {
+        scopes: [`run:read:${created.runId}`],
+        subject: 'log-scan-user',
+      })
+    ).body;
+    const ids: string[] = [];
+    const get = async (path: string, headers: Record<string, string> = {}): Promise<number> => {
+      const id = `tk-${String(++requestSeq)}`;
+      ids.push(id);
+      const res = await fetch(`${api.url}${path}`, { headers: { 'x-request-id': id, ...headers } });
+      await res.text();
+      return res.status;
+    };
+    const q = (t: string): string => encodeURIComponent(t);
+    expect(await get(`/v1/runs/${created.runId}/events?access_token=${q(token)}`)).toBe(200);
+    expect(await get(`/v1/runs/${created.runId}?access_token=${q(token)}`)).toBe(401);
+    expect(
+      await get(`/v1/runs/${created.runId}`, { authorization: `Bearer ${minted.token}` }),
+    ).toBe(200);
+    await client.post('/v1/tokens/revoke', { tokenId: minted.tokenId });
+    expect(await get(`/v1/runs/${created.runId}/events?access_token=${q(minted.token)}`)).toBe(401);
+    expect(await get(`/v1/runs/${created.runId}/events?access_token=${q(KEY)}`)).toBe(401);
+    await waitFor(
+      () =>
+        Promise.resolve(
+          ids.every((id) => lines.some((line) => line.includes(`"id":"${id}"`))) ? true : null,
+        ),
+      30_000,
+      'a request log line for every token request',
+    );
+    const secrets = [token, minted.token, KEY, ...token.split('.'), ...minted.token.split('.')];
+    expect(lines.filter((line) => secrets.some((s) => line.includes(s)))).toEqual([]);
+    expect(lines.some((line) => line.includes('access_token=[redacted]'))).toBe(true);
+  }, 60_000);
+});

@@ -8,6 +8,8 @@ import { jsonBody } from './body.ts';
 import { corsMiddleware, parseCorsOrigins } from './cors.ts';
 import { appRouteMethods } from './internals/express/route-methods.ts';
 import { KeyStore, authenticate, requireAdmin } from './auth.ts';
+import { TokenService } from './tokens/token-service.ts';
+import { jwksRouter, tokensRouter } from './routes/tokens.ts';
 import { consoleRouter } from './console.ts';
 import { splitEntries, tenantKeyEntries, type ApiConfig } from './config.ts';
 import type { ApiContext } from './context.ts';
@@ -88,6 +90,7 @@ function trustProxy(value: string): boolean | number | string {
 /** The routes under /v1 (mounted behind auth, rate limit and body parsing). */
 export function v1Router(context: ApiContext): Router {
   const v1 = express.Router();
+  v1.use(tokensRouter(context));
   v1.use(runsRouter(context), eventsRouter(context), threadsRouter(context), agentsRouter(context));
   v1.use(schedulesRouter(context)); // scheduled runs
   v1.use(webhooksRouter(context));
@@ -154,6 +157,25 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
       enableOfflineQueue: true,
     }),
   );
+  const tokens = new TokenService({
+    redis: runtime.redis,
+    subscriber: duplicateClient(runtime.redis, {
+      connectionName: 'baton-api-tokens',
+      enableOfflineQueue: true,
+      maxRetriesPerRequest: null,
+    }),
+    names: runtime.keys.tokens,
+    issuer: config.TOKEN_ISSUER ?? config.PUBLIC_URL ?? 'baton',
+    audience: config.TOKEN_AUDIENCE,
+    maxTtlSeconds: config.TOKEN_MAX_TTL_SECONDS,
+    secret: config.TOKEN_SIGNING_SECRET,
+    onError: (err) => logger.warn({ err }, 'token key set or revocations could not be read'),
+  });
+  if (config.TOKEN_SIGNING_SECRET === undefined)
+    logger.warn(
+      'TOKEN_SIGNING_SECRET is not set: token signing keys are kept unencrypted in Redis; set it (32+ random characters, the same on every API) in production',
+    );
+  await startTokens(tokens, redisReady, logger);
 
   const context: ApiContext = {
     config,
@@ -164,6 +186,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     logger,
     keys,
     managedKeys,
+    tokens,
     metrics,
     sseLimiter: new SseConnectionLimiter(
       runtime.redis,
@@ -205,10 +228,12 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   // Static and unauthenticated: the console sends the person's key with each /v1 call.
   if (opts.consoleDir !== false) app.use('/console', consoleRouter(opts.consoleDir));
 
+  // Public: anyone may verify Baton's tokens with its public keys.
+  app.use(jwksRouter(context));
   const auth = authenticate(
     keys,
     new AuthFailureLimiter(runtime.redis, runtime.keys, config.AUTH_FAILURES_PER_MINUTE),
-    [managedKeys, idp],
+    [managedKeys, tokens, idp],
   );
   const board = new BoardQueues(runtime.queues, () => runtime.service.catalog.names());
   app.use(
@@ -227,7 +252,8 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     authorizeRequest(context, {
       paths: () => buildOpenApiDocument()['paths'] as Record<string, unknown>,
       ...(authzHook ? { hook: authzHook } : {}),
-      allowedAgents: (tenantId) => idp.tenantConfig(tenantId)?.allowedAgents ?? [],
+      // A tenant without an identity provider bounds runs:start by nothing but the token's scopes.
+      allowedAgents: (tenantId) => idp.tenantConfig(tenantId)?.allowedAgents ?? ['*'],
     }),
   ];
   // Plugins first: one under /v1 (e.g. /v1/ai-sdk) must not pass through /v1's auth and rate
@@ -257,6 +283,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
       await gate.drain(2_000);
       context.sseLimiter.close();
       managedKeys.close();
+      tokens.close();
       // The runtime's subscriber: an embedder's runtime keeps it until its own close().
       if (!ownsRuntime) return;
       await subscriber.close().catch(() => undefined);
@@ -277,6 +304,34 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
       }
     },
   };
+}
+
+/**
+ * Loads the token key set (creating the first key) and the revocations; with Redis away at
+ * start, keeps trying in the background (tokens are refused until then, with 503s).
+ */
+async function startTokens(
+  tokens: TokenService,
+  redisReady: boolean,
+  logger: { warn(obj: object, msg: string): void },
+): Promise<void> {
+  const attempt = (): Promise<boolean> =>
+    tokens.start().then(
+      () => true,
+      (err: unknown) => {
+        logger.warn({ err }, 'token key set not loaded yet; retrying');
+        return false;
+      },
+    );
+  if (redisReady && (await attempt())) return;
+  const retry = (): void => {
+    setTimeout(() => {
+      void attempt().then((ok) => {
+        if (!ok) retry();
+      });
+    }, 1_000).unref();
+  };
+  retry();
 }
 
 /**

@@ -8,15 +8,18 @@ import { credentialParams } from './logger.ts';
 export interface Principal {
   readonly tenantId: string;
   readonly admin: boolean;
-  /** The end user a token speaks for (absent for tenant keys). */
+  /** The end user a token acts for (its `sub`); absent for tenant keys. */
   readonly subject?: string;
-  /** What a token may do (packages/protocol scopes); null: everything the tenant may (a key). */
+  /** What the credential allows (scopes.ts in @baton/protocol); null: everything of its tenant. */
   readonly scopes: readonly string[] | null;
   readonly credential: {
     readonly kind: 'api-key' | 'baton-token' | 'idp-token';
+    /** A token's jti, or a key's id. */
     readonly id?: string;
-    /** ms since epoch */
+    /** When the credential stops being accepted (ms since the epoch). */
     readonly expiresAt?: number;
+    /** A token's `iat` (seconds): a revocation of its subject covers tokens issued until then. */
+    readonly issuedAt?: number;
   };
   /** A verified token's claims, for the authorization hook (BATON_AUTHZ); never logged. */
   readonly claims?: Readonly<Record<string, unknown>>;
@@ -24,8 +27,8 @@ export interface Principal {
 
 /**
  * A second kind of credential after the API keys of the environment (KeyStore): managed keys in
- * Redis, Baton-minted and identity-provider tokens. null: not its credential, or not a valid one;
- * a BatonError 'unauthorized' says why it is invalid (e.g. an expired token).
+ * Redis, Baton-minted and identity-provider tokens. null: not its credential (the next
+ * verifier's); a BatonError 'unauthorized' says why it is invalid (e.g. an expired token).
  */
 export interface CredentialVerifier {
   verify(presented: string): Promise<Principal | null>;
@@ -126,9 +129,25 @@ export interface AuthFailureLimit {
   failed(ip: string): Promise<Error | null>;
 }
 
+/** A JWT shape: three base64url parts, the header first (API keys never look like this). */
+const JWT_RE = /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
 /**
- * 401 without a valid key; sets req.principal. With a limit, an address that failed too often
- * gets 429 before its key is checked.
+ * The token of `?access_token=` on a GET of a stream (EventSource cannot send headers), only
+ * when it is shaped like a JWT: an API key in a URL is never read (it would reach proxies' and
+ * browsers' logs; a short-lived token is the lesser evil, and the request log redacts it).
+ */
+function queryToken(req: Request): string | null {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return null;
+  if (!/\/(events|stream)$/.test(req.path)) return null;
+  const value = (req.query as Record<string, unknown>)['access_token'];
+  return typeof value === 'string' && JWT_RE.test(value) ? value : null;
+}
+
+/**
+ * 401 without a valid credential; sets req.principal. The chain: the API key store first, then
+ * each token verifier in turn (Baton's own tokens, a tenant's identity provider). With a limit,
+ * an address that failed too often gets 429 before its credential is checked.
  */
 export function authenticate(
   keys: KeyStore,
@@ -138,7 +157,7 @@ export function authenticate(
   return async (req, _res, next) => {
     const ip = req.ip ?? req.socket.remoteAddress ?? 'unknown';
     await limit?.check(ip);
-    const key = presentedKey(req);
+    const key = presentedKey(req) ?? (verifiers.length > 0 ? queryToken(req) : null);
     if (key === null) {
       // A key in the URL ends up in proxies' and browsers' logs: it is never read from there.
       const inQuery = credentialParams(req.originalUrl)
@@ -148,7 +167,7 @@ export function authenticate(
         new BatonError(
           'unauthorized',
           inQuery.length > 0
-            ? `missing API key: the query string (${inQuery.join(', ')}) is not read for keys; send Authorization: Bearer <key> or X-API-Key: <key>`
+            ? `missing API key: the query string (${inQuery.join(', ')}) is not read for keys (only a token, as access_token, on a GET of an event stream); send Authorization: Bearer <key> or X-API-Key: <key>`
             : 'missing API key: send Authorization: Bearer <key> or X-API-Key: <key>',
         ),
       );

@@ -89,6 +89,17 @@ export const ApiConfigSchema = z.object({
   /** Tenant webhooks: `tenant:whsec_<base64>:https://…` entries (webhooks/tenant-webhooks.ts). */
   TENANT_WEBHOOKS: z.string().default(''),
   TENANT_WEBHOOKS_FILE: z.string().optional(),
+  /**
+   * Encrypts the token signing keys' private parts in Redis (docs/tokens.md); every API of a
+   * deployment needs the same. Unset: they are stored unencrypted (a warning at start).
+   */
+  TOKEN_SIGNING_SECRET: z.string().min(32, 'use at least 32 random characters').optional(),
+  /** The longest lifetime a minted token may ask for; also how long revocations are kept. */
+  TOKEN_MAX_TTL_SECONDS: z.coerce.number().int().min(60).max(2_592_000).default(86_400),
+  /** `iss` of Baton's tokens (default: PUBLIC_URL, else "baton"). */
+  TOKEN_ISSUER: z.string().min(1).max(512).optional(),
+  /** `aud` of Baton's tokens. */
+  TOKEN_AUDIENCE: z.string().min(1).max(512).default('baton'),
 });
 export type ApiConfig = z.infer<typeof ApiConfigSchema>;
 

@@ -7,6 +7,7 @@ import type { HealthPort } from './health.ts';
 import type { IdempotencyStore } from './idempotency.ts';
 import type { ManagedKeyStore } from './managed-keys.ts';
 import type { SseConnectionLimiter } from './limits.ts';
+import type { TokenService } from './tokens/token-service.ts';
 import type { ApiMetrics } from './metrics.ts';
 
 /**
@@ -26,6 +27,8 @@ export interface ApiContext {
   readonly keys: KeyStore;
   /** Tenant keys created, rotated and revoked at run time (admin routes /v1/admin/keys). */
   readonly managedKeys: ManagedKeyStore;
+  /** Baton's own tokens: minting, verification, revocation, and the streams opened with them. */
+  readonly tokens: TokenService;
   readonly metrics: ApiMetrics;
   readonly sseLimiter: SseConnectionLimiter;
   readonly idempotency: IdempotencyStore;

@@ -9,6 +9,7 @@ const EXPOSED_HEADERS = [
   'Location',
   'Idempotent-Replayed',
   'x-vercel-ai-ui-message-stream',
+  'X-Baton-Public-Access-Token',
 ];
 
 /** `CORS_ORIGINS`: '' (off), '*' (any origin) or a comma-separated list of exact origins. */

@@ -7,6 +7,7 @@ import type { ApiContext } from './context.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { opsRouter } from './routes/ops.ts';
 import { waitpointRouter } from './routes/waits.ts';
+import { jwksRouter } from './routes/tokens.ts';
 
 /** What the walk reads of an Express 5 (router 2.x) layer: its own path and, if a router, its stack. */
 interface Layer {
@@ -46,6 +47,7 @@ describe('/openapi.json covers the routes', () => {
     const app = express();
     app.use(opsRouter(ctx));
     app.use(waitpointRouter(ctx.waits));
+    app.use(jwksRouter(ctx));
     for (const plugin of protocolPlugins()) app.use(plugin.path, plugin.router(ctx));
     app.use('/v1', v1Router(ctx));
     const routes = registered((app as unknown as { router: { stack: Layer[] } }).router.stack);

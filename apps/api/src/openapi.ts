@@ -14,7 +14,9 @@ import {
   SchedulePageSchema,
   ScheduleSchema,
   ErrorBodySchema,
+  MintTokenRequestSchema,
   PROTOCOL_VERSION,
+  RevokeTokensRequestSchema,
   RunEventSchema,
   RunSnapshotSchema,
   RunViewSchema,
@@ -39,6 +41,7 @@ import { opsPaths } from './routes/ops-paths.ts';
 import { runsPaths } from './routes/runs.ts';
 import { schedulesPaths } from './routes/schedules.ts';
 import { threadsPaths } from './routes/threads.ts';
+import { tokensPaths } from './routes/tokens.ts';
 import { webhooksPaths } from './routes/webhooks.ts';
 import { waitsPaths } from './routes/waits.ts';
 import {
@@ -71,6 +74,8 @@ const REQUESTS = {
   SendEventRequest: SendEventRequestSchema,
   CreateApiKeyRequest: CreateApiKeyRequestSchema,
   RotateApiKeyRequest: RotateApiKeyRequestSchema,
+  MintTokenRequest: MintTokenRequestSchema,
+  RevokeTokensRequest: RevokeTokensRequestSchema,
 } as const;
 
 const RESPONSES = {
@@ -120,6 +125,7 @@ export function buildOpenApiDocument(): Json {
       { name: 'schedules', description: 'Scheduled runs: cron (with a time zone) or intervals' },
       { name: 'protocols', description: 'Front-end protocols: AI SDK UI message stream, AG-UI' },
       { name: 'waits', description: 'Waitpoint URLs and events that complete waiting calls' },
+      { name: 'tokens', description: 'Scoped, revocable tokens for end users (docs/http-api.md)' },
       { name: 'ops' },
       { name: 'admin', description: 'Admin keys only: tenant API keys managed at run time' },
     ],
@@ -133,6 +139,7 @@ export function buildOpenApiDocument(): Json {
       ...agUiPaths,
       ...schedulesPaths,
       ...waitsPaths,
+      ...tokensPaths,
       ...opsPaths,
       ...adminKeysPaths,
     },

@@ -29,6 +29,8 @@ export class SseConnection {
   private unsubscribe: Unsubscribe | undefined;
   private more: Unsubscribe[] | undefined;
   private done = false;
+  /** Forgets this stream in the token streams registry (streams opened with a token). */
+  private readonly untrack: (() => void) | undefined;
 
   /** `headers`: a protocol's own response headers (see SseStream). */
   constructor(
@@ -44,6 +46,20 @@ export class SseConnection {
     ctx.metrics.sseConnections.inc();
     ctx.streams.add(this.finish);
     res.on('close', this.finish);
+    // A stream opened with a token closes when the token is revoked, on every API.
+    // (a test's stand-in response may have no request)
+    const principal = (res.req as Response['req'] | undefined)?.principal;
+    const id = principal?.credential.id;
+    if (principal && principal.scopes !== null && id !== undefined)
+      this.untrack = ctx.tokens.streams.track(
+        {
+          tenantId: principal.tenantId,
+          jti: id,
+          issuedAt: principal.credential.issuedAt ?? 0,
+          ...(principal.subject !== undefined ? { subject: principal.subject } : {}),
+        },
+        this.finish,
+      );
   }
 
   get finished(): boolean {
@@ -56,6 +72,7 @@ export class SseConnection {
     this.done = true;
     this.onFinish?.();
     this.ctx.streams.delete(this.finish);
+    this.untrack?.();
     this.stream.close();
     this.release();
     this.ctx.metrics.sseConnections.dec();

@@ -13,7 +13,13 @@ export function parseBody<S extends z.ZodType>(schema: S, req: Request): z.outpu
 }
 
 export function parseQuery<S extends z.ZodType>(schema: S, req: Request): z.output<S> {
-  const parsed = schema.safeParse(req.query);
+  // A stream's token (auth.ts: queryToken) is the credential, not one of the route's parameters.
+  let query = req.query as Record<string, unknown>;
+  if (req.principal?.credential.kind !== 'api-key' && 'access_token' in query) {
+    const { access_token: _token, ...rest } = query;
+    query = rest;
+  }
+  const parsed = schema.safeParse(query);
   if (!parsed.success) throw validationError(parsed.error, 'query');
   return parsed.data;
 }

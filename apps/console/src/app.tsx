@@ -7,9 +7,11 @@ import { RunPage } from './run-page.tsx';
 import { RunsPage } from './runs-page.tsx';
 import { SchedulePage } from './schedule-page.tsx';
 import { SchedulesPage } from './schedules-page.tsx';
-import { clientFor, forgetKey, storeKey, storedKey } from './session.ts';
+import { adoptReadOnlyLink, clientFor, forgetKey, storeKey, storedKey } from './session.ts';
 
 export function App() {
+  // Before the key is read: a read-only link brings its own (a run token).
+  const [readOnly, setReadOnly] = useState(adoptReadOnlyLink);
   const [key, setKey] = useState(storedKey);
   const client = useMemo<BatonClient | null>(() => (key ? clientFor(key) : null), [key]);
   const route = useRoute();
@@ -25,6 +27,7 @@ export function App() {
   const signOut = (): void => {
     forgetKey();
     setKey(null);
+    setReadOnly(false);
   };
 
   return (
@@ -36,7 +39,15 @@ export function App() {
         <a class="brand" href={href(RUNS)}>
           Baton console
         </a>
-        {client && (
+        {client && readOnly && (
+          <nav aria-label="Main">
+            <span class="muted">Read-only link</span>
+            <button type="button" class="link" onClick={signOut}>
+              Forget link
+            </button>
+          </nav>
+        )}
+        {client && !readOnly && (
           <nav aria-label="Main">
             <a href={href(RUNS)} aria-current={route.page === 'runs' ? 'page' : undefined}>
               Runs
@@ -70,7 +81,13 @@ export function App() {
             }}
           />
         ) : route.page === 'run' ? (
-          <RunPage key={route.runId} client={client} runId={route.runId} onUnauthorized={signOut} />
+          <RunPage
+            key={route.runId}
+            client={client}
+            runId={route.runId}
+            readOnly={readOnly}
+            onUnauthorized={signOut}
+          />
         ) : route.page === 'new' ? (
           <NewRunPage client={client} onUnauthorized={signOut} />
         ) : route.page === 'schedules' ? (

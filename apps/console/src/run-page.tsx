@@ -38,10 +38,13 @@ function connectionText(c: Connection): string {
 export function RunPage({
   client,
   runId,
+  readOnly = false,
   onUnauthorized,
 }: {
   client: BatonClient;
   runId: string;
+  /** Opened with a read-only link (a run token): no decisions, no cancel, no webhooks. */
+  readOnly?: boolean;
   onUnauthorized: () => void;
 }) {
   const [view, setView] = useState<RunView>(EMPTY_VIEW);
@@ -191,7 +194,7 @@ export function RunPage({
         <h1 tabIndex={-1}>
           Run <span class="mono">{runId}</span>
         </h1>
-        {status !== 'done' && status !== null && (
+        {!readOnly && status !== 'done' && status !== null && (
           <button type="button" class="deny" onClick={() => void cancel()}>
             Cancel run
           </button>
@@ -297,7 +300,7 @@ export function RunPage({
         </p>
       )}
 
-      {awaited.length > 0 && (
+      {!readOnly && awaited.length > 0 && (
         <section class="waiting" aria-labelledby="waiting-title">
           <h2 id="waiting-title">Waiting for a decision</h2>
           {awaited.map((call) => (
@@ -368,7 +371,7 @@ export function RunPage({
         )}
       </section>
 
-      <WebhookLog client={client} runId={runId} onUnauthorized={onUnauthorized} />
+      {!readOnly && <WebhookLog client={client} runId={runId} onUnauthorized={onUnauthorized} />}
 
       <section aria-labelledby="timeline-title">
         <h2 id="timeline-title">Timeline</h2>

@@ -7,6 +7,7 @@ import { initCommand } from './commands/init.ts';
 import { keysCommand } from './commands/keys.ts';
 import { runsCommand } from './commands/runs.ts';
 import { schedulesCommand } from './commands/schedules.ts';
+import { tokensCommand } from './commands/tokens.ts';
 import { webhooksCommand } from './commands/webhooks.ts';
 import { eventsCommand, waitpointCommand } from './commands/waits.ts';
 import { commandContext, type CliIo } from './context.ts';
@@ -53,6 +54,7 @@ Exit codes:
   eventsCommand(program, ctx);
   waitpointCommand(program, ctx);
   keysCommand(program, ctx);
+  tokensCommand(program, ctx);
   initCommand(program, ctx);
   devCommand(program, ctx);
 

@@ -34,6 +34,7 @@ import { SchedulesApi } from './schedules.ts';
 import { EventsApi, WaitpointsApi } from './waits.ts';
 import { AdminKeysApi } from './admin-keys.ts';
 import { Transport, type ClientOptions, type RequestOptions } from './transport.ts';
+import { TokensApi } from './tokens.ts';
 
 /** Filters of `GET /v1/runs` (newest first). */
 export interface ListRunsQuery {
@@ -331,6 +332,7 @@ export class BatonClient {
   readonly waitpoints: WaitpointsApi;
   /** Tenant API keys (needs an admin key). */
   readonly keys: AdminKeysApi;
+  readonly tokens: TokensApi;
   readonly baseUrl: string;
   private readonly transport: Transport;
 
@@ -344,6 +346,7 @@ export class BatonClient {
     this.events = new EventsApi(this.transport);
     this.waitpoints = new WaitpointsApi(this.transport);
     this.keys = new AdminKeysApi(this.transport);
+    this.tokens = new TokensApi(this.transport);
   }
 
   /** `GET /healthz`: resolves when the API process answers. */

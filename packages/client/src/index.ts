@@ -5,6 +5,7 @@ export * from './errors.ts';
 export * from './payload-form.ts';
 export * from './schedules.ts';
 export * from './waits.ts';
+export * from './tokens.ts';
 export { RunEventStream, endsStream, isRetryable } from './run-stream.ts';
 export type { ReconnectInfo, StreamOptions, StreamUntil } from './run-stream.ts';
 export type { ClientOptions, JsonResponse, RequestOptions } from './transport.ts';

@@ -12,6 +12,21 @@ export interface ClientOptions {
    */
   readonly apiKey?: string | undefined;
   /**
+   * A Baton token (POST /v1/tokens, a run's publicAccessToken) or an identity provider's, sent
+   * as `Authorization: Bearer <token>` when no apiKey is given.
+   *
+   * @default undefined
+   */
+  readonly token?: string | undefined;
+  /**
+   * Gets a token (from your server, which mints it with the tenant key): called before the first
+   * request, and once more when a request is answered 401 (the token expired or was revoked),
+   * after which that request is sent again, once.
+   *
+   * @default undefined
+   */
+  readonly getToken?: (() => string | Promise<string>) | undefined;
+  /**
    * fetch implementation; pass one to add tracing, proxies, ...
    *
    * @default globalThis.fetch
@@ -46,6 +61,10 @@ export interface JsonResponse<T> {
 export class Transport {
   readonly baseUrl: string;
   private readonly apiKey: string | undefined;
+  private token: string | undefined;
+  private readonly getToken: (() => string | Promise<string>) | undefined;
+  /** One refresh at a time: concurrent 401s share it. */
+  private refreshing: Promise<string> | null = null;
   private readonly fetchImpl: typeof fetch;
   private readonly headers: Readonly<Record<string, string>>;
   private readonly timeoutMs: number;
@@ -53,6 +72,8 @@ export class Transport {
   constructor(opts: ClientOptions) {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
     this.apiKey = opts.apiKey;
+    this.token = opts.token;
+    this.getToken = opts.getToken;
     // Bound: browsers throw "Illegal invocation" when fetch is called with another `this`.
     this.fetchImpl = opts.fetch ?? globalThis.fetch.bind(globalThis);
     this.headers = opts.headers ?? {};
@@ -67,21 +88,50 @@ export class Transport {
   }
 
   authHeaders(): Record<string, string> {
-    return this.apiKey === undefined ? {} : { authorization: `Bearer ${this.apiKey}` };
+    const credential = this.apiKey ?? this.token;
+    return credential === undefined ? {} : { authorization: `Bearer ${credential}` };
   }
 
-  /** fetch with the client's headers; network failures become `network` errors. */
+  /** A fresh token from getToken (shared by concurrent callers). */
+  private refresh(): Promise<string> {
+    this.refreshing ??= Promise.resolve()
+      .then(() => this.getToken!())
+      .then((token) => {
+        this.token = token;
+        return token;
+      })
+      .finally(() => {
+        this.refreshing = null;
+      });
+    return this.refreshing;
+  }
+
+  /**
+   * fetch with the client's headers; network failures become `network` errors. With getToken, a
+   * 401 gets a new token and the request is sent once more.
+   */
   async fetch(
     url: string,
     init: RequestInit & { headers?: Record<string, string> },
   ): Promise<Response> {
+    const what = `${init.method ?? 'GET'} ${url}`;
+    const refreshes = this.apiKey === undefined && this.getToken !== undefined;
     try {
-      return await this.fetchImpl(url, {
-        ...init,
-        headers: { ...this.headers, ...this.authHeaders(), ...init.headers },
-      });
+      if (refreshes && this.token === undefined) await this.refresh();
+      const send = (): Promise<Response> =>
+        this.fetchImpl(url, {
+          ...init,
+          headers: { ...this.headers, ...this.authHeaders(), ...init.headers },
+        });
+      const sentWith = this.token;
+      const res = await send();
+      if (res.status !== 401 || !refreshes) return res;
+      await res.body?.cancel();
+      // Another request may have refreshed meanwhile: use its token rather than ask again.
+      if (this.token === sentWith) await this.refresh();
+      return await send();
     } catch (error) {
-      throw wrapFetchError(error, init.signal ?? undefined, `${init.method ?? 'GET'} ${url}`);
+      throw wrapFetchError(error, init.signal ?? undefined, what);
     }
   }
 

@@ -32,6 +32,11 @@ export const CreateRunResponseSchema = z.object({
   links: RunLinksSchema,
   /** The run's webhook (when the request named one), with its generated secret shown once. */
   webhook: CreatedRunWebhookSchema.optional(),
+  /**
+   * A token that reads this run and decides its calls (run:read, run:decide; docs/http-api.md,
+   * Tokens), for a browser; absent with ?publicAccessToken=false.
+   */
+  publicAccessToken: z.string().optional(),
 });
 export type CreateRunResponse = z.infer<typeof CreateRunResponseSchema>;
 

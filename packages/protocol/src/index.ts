@@ -345,3 +345,19 @@ export {
 } from './api-keys.ts';
 /** @public A wire shape for clients that validate what they receive or build what they send. */
 export { ApiKeyStatusSchema, ApiKeyViewSchema } from './api-keys.ts';
+export {
+  MintTokenRequestSchema,
+  type MintTokenRequest,
+  MintTokenResponseSchema,
+  type MintTokenResponse,
+  oneUseByDefault,
+  parseScope,
+  type ParsedScope,
+  RevokeTokensRequestSchema,
+  type RevokeTokensRequest,
+  runDecideScope,
+  runReadScope,
+  ScopeSchema,
+  threadReadScope,
+  threadRunScope,
+} from './scopes.ts';

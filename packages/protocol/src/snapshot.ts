@@ -184,6 +184,8 @@ export const RunViewSchema = RunSnapshotSchema.extend({
   waitingForWorker: z.boolean(),
   /** The schedule whose firing created the run (scheduled runs). */
   scheduleId: z.string().optional(),
+  /** The end user (a token's subject) who started the run; absent for runs a tenant key started. */
+  owner: z.string().optional(),
   /** Child runs with their current status (agent-as-tool); absent when none. */
   childRuns: z.array(ChildRunViewSchema).optional(),
   /** On a child run: the parent run and the call that started it; absent on top-level runs. */

@@ -47,7 +47,7 @@ export {
   type StoredHistogram,
 } from './redis/event-metrics.ts';
 export { RunEventSubscriber } from './redis/event-subscriber.ts';
-export { BatonKeys, keyPart } from './redis/keys.ts';
+export { BatonKeys, keyPart, type TokenKeys } from './redis/keys.ts';
 export { RedisRunStore } from './run-record/redis-run-store.ts';
 export { deadlineTimerHandler } from './timers/deadline-timers.ts';
 export { TimerIndex, type ClaimedTimer } from './timers/timer-index.ts';

@@ -1,4 +1,5 @@
-import { foldSnapshot } from '@baton/core';
+import { BatonError, foldSnapshot } from '@baton/core';
+import { RunNotFoundError } from '@baton/runtime';
 import {
   CreateRunRequestSchema,
   IdSchema,
@@ -11,11 +12,11 @@ import {
   type RunSnapshot,
 } from '@baton/protocol';
 import type { Response } from 'express';
-import type { Principal } from '../auth.ts';
-import { withOwner } from '../authz/authorize-request.ts';
 import type { ApiContext } from '../context.ts';
 import { validationError } from '../errors.ts';
 import { SseConnection } from '../sse-connection.ts';
+import type { Principal } from '../auth.ts';
+import { OWNER_METADATA, authorize, withOwner } from '../authorization.ts';
 import type { PendingRun } from './shared.ts';
 
 /**
@@ -97,14 +98,35 @@ export function fairnessHeaders(headers: {
   };
 }
 
+/**
+ * Whether the caller may answer the run waiting on a thread: the protocol routes know a turn is a
+ * decision only once they read it, so they ask authorization.ts's rule (run.decide) here; the
+ * request itself passed authorize-request.ts like every other.
+ */
+export async function authorizeDecide(
+  ctx: ApiContext,
+  principal: Principal,
+  runId: string,
+): Promise<void> {
+  if (principal.scopes === null) return;
+  const { checkpoint } = await ctx.service.load(principal.tenantId, runId);
+  const owner = checkpoint.metadata[OWNER_METADATA];
+  const ruled = authorize(principal, 'run.decide', {
+    runId,
+    threadId: checkpoint.identity.threadId,
+    ...(owner !== undefined ? { owner } : {}),
+  });
+  if (ruled.allowed) return;
+  if (ruled.status === 404) throw new RunNotFoundError(runId);
+  throw new BatonError('forbidden', ruled.reason);
+}
+
 /** Creates a run on the thread through the same validation and metrics as POST /v1/runs. */
 export async function startRun(
   ctx: ApiContext,
-  tenantId: string,
+  principal: Principal,
   command: { threadId: string; agent: string; input: InputMessage[] },
   options: { priority?: unknown; fairnessKey?: unknown } = {},
-  /** An end user's run is theirs (authz/authorize-request.ts withOwner). */
-  principal?: Principal,
 ): Promise<string> {
   const parsed = CreateRunRequestSchema.safeParse({
     agent: command.agent,
@@ -113,8 +135,10 @@ export async function startRun(
     ...(Object.keys(options).length > 0 ? { options } : {}),
   });
   if (!parsed.success) throw validationError(parsed.error, 'body');
-  const request = principal === undefined ? parsed.data : withOwner(parsed.data, principal);
-  const created = await ctx.service.createRun(tenantId, request);
+  const created = await ctx.service.createRun(
+    principal.tenantId,
+    withOwner(parsed.data, principal),
+  );
   ctx.metrics.runsCreated.inc({ agent: parsed.data.agent });
   return created.runId;
 }

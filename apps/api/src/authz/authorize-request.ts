@@ -2,7 +2,6 @@ import { BatonError } from '@baton/core';
 import { RunNotFoundError } from '@baton/runtime';
 import type { Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import type { Principal } from '../auth.ts';
 import type { ApiContext } from '../context.ts';
 import { notFound } from '../errors.ts';
 import type { Json } from '../openapi/shared.ts';
@@ -13,11 +12,13 @@ import {
   type AuthzHook,
   type AuthzInput,
 } from './authz-hook.ts';
+import { OWNER_METADATA, authorize } from '../authorization.ts';
 import {
   NARROWABLE,
   START_OPERATIONS,
-  canSee,
+  authorizeOperation,
   endUserBaseline,
+  type EndUser,
   type PolicyResource,
 } from './end-user-policy.ts';
 
@@ -29,11 +30,11 @@ import {
  * (scopes null) pass untouched. A refused run or thread the user cannot see answers exactly as a
  * missing one (404); anything else refused is 403.
  *
- * The run's owner is, until runs carry an owner field, the `baton.owner` metadata the API stamps
- * on runs an end user creates (withOwner); a thread's owner is its first run's.
+ * The rule itself is authorization.ts (`authorize`): this is the only place that applies it to a
+ * request, for Baton's tokens and identity providers' tokens alike. The run's owner is the
+ * `baton.owner` metadata the API stamps on runs an end user creates (authorization.ts
+ * withOwner); a thread's owner is its first run's.
  */
-
-const OWNER_METADATA = 'baton.owner';
 
 interface Operation {
   readonly id: string;
@@ -108,26 +109,35 @@ function stringAt(value: unknown, ...path: string[]): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined;
 }
 
-/** The subject that created a run (undefined: a tenant key's run, or none). */
+/** What decides a run's access: its owner and thread (nothing: no such run of the tenant). */
+async function runFacts(
+  ctx: ApiContext,
+  tenantId: string,
+  runId: string,
+): Promise<{ owner?: string; threadId?: string }> {
+  try {
+    const { checkpoint } = await ctx.service.load(tenantId, runId);
+    const owner = checkpoint.metadata[OWNER_METADATA];
+    return { threadId: checkpoint.identity.threadId, ...(owner !== undefined ? { owner } : {}) };
+  } catch (error) {
+    if (error instanceof RunNotFoundError) return {};
+    throw error;
+  }
+}
+
 async function runOwner(
   ctx: ApiContext,
   tenantId: string,
   runId: string,
 ): Promise<string | undefined> {
-  try {
-    const { checkpoint } = await ctx.service.load(tenantId, runId);
-    return checkpoint.metadata[OWNER_METADATA];
-  } catch (error) {
-    if (error instanceof RunNotFoundError) return undefined;
-    throw error;
-  }
+  return (await runFacts(ctx, tenantId, runId)).owner;
 }
 
 async function threadOwner(
   ctx: ApiContext,
   tenantId: string,
   threadId: string,
-): Promise<{ exists: boolean; owner?: string }> {
+): Promise<{ exists: boolean; owner?: string; activeRunId?: string }> {
   const page = await ctx.service.thread(tenantId, threadId, {
     before: null,
     limit: 1,
@@ -136,7 +146,11 @@ async function threadOwner(
   const first = page.runIds[0] ?? page.activeRunId ?? undefined;
   if (first === undefined) return { exists: false };
   const owner = await runOwner(ctx, tenantId, first);
-  return { exists: true, ...(owner !== undefined ? { owner } : {}) };
+  return {
+    exists: true,
+    ...(owner !== undefined ? { owner } : {}),
+    ...(page.activeRunId ? { activeRunId: page.activeRunId } : {}),
+  };
 }
 
 async function resourceOf(
@@ -147,12 +161,25 @@ async function resourceOf(
   id: string | undefined,
 ): Promise<PolicyResource> {
   if (op.idKind === 'run' && id !== undefined) {
-    const owner = await runOwner(ctx, tenantId, id);
-    return { tenantId, runId: id, ...(owner !== undefined ? { owner } : {}) };
+    const { owner, threadId } = await runFacts(ctx, tenantId, id);
+    return {
+      tenantId,
+      runId: id,
+      ...(threadId !== undefined ? { threadId } : {}),
+      ...(owner !== undefined ? { owner } : {}),
+    };
   }
   if (op.idKind === 'thread' && id !== undefined) {
     const t = await threadOwner(ctx, tenantId, id);
-    return { tenantId, threadId: id, ...(t.owner !== undefined ? { owner: t.owner } : {}) };
+    // A chat's stream follows its active run: that run's reader may read it (publicAccessToken).
+    const active =
+      op.id === 'aiSdkResumeStream' && t.activeRunId !== undefined ? { runId: t.activeRunId } : {};
+    return {
+      tenantId,
+      threadId: id,
+      ...active,
+      ...(t.owner !== undefined ? { owner: t.owner } : {}),
+    };
   }
   if (START_OPERATIONS.has(op.id)) {
     const body: unknown = req.body;
@@ -174,6 +201,7 @@ async function resourceOf(
     const t = await threadOwner(ctx, tenantId, threadId);
     return {
       ...resource,
+      ...(op.id !== 'createRun' && t.activeRunId !== undefined ? { runId: t.activeRunId } : {}),
       threadExists: t.exists,
       ...(t.owner !== undefined ? { owner: t.owner } : {}),
     };
@@ -233,7 +261,8 @@ export function authorizeRequest(ctx: ApiContext, opts: AuthorizeOptions): Reque
       ...(principal.subject !== undefined ? { subject: principal.subject } : {}),
     };
     const resource = await resourceOf(ctx, req, principal.tenantId, op, id);
-    const baseline = endUserBaseline(user, op.id, resource, opts.allowedAgents(principal.tenantId));
+    const agents = opts.allowedAgents(principal.tenantId);
+    const baseline = endUserBaseline(user, op.id, resource, agents);
     const { threadExists: _exists, ...publicResource } = resource;
     const decision = opts.hook
       ? await askHook(
@@ -261,43 +290,54 @@ export function authorizeRequest(ctx: ApiContext, opts: AuthorizeOptions): Reque
       next();
       return;
     }
+    const refused = refusal(op, resource, user, agents);
     // The AI SDK's resume answers 204 for a thread it does not know: so does another user's.
-    if (op.id === 'aiSdkResumeStream' && !canSee(user, resource)) {
+    if (op.id === 'aiSdkResumeStream' && refused instanceof NotVisible) {
       res.status(204).end();
       return;
     }
-    throw refusal(op, resource, user);
+    throw refused.error;
   };
 }
 
+class NotVisible {
+  readonly error: Error;
+  constructor(error: Error) {
+    this.error = error;
+  }
+}
+
+/**
+ * Why the request is refused: what the credential cannot see at all answers as a missing run or
+ * thread would (404, another tenant's included); anything else is 403.
+ */
 function refusal(
   op: Operation,
   resource: PolicyResource,
-  user: Parameters<typeof canSee>[0],
-): Error {
-  if (!canSee(user, resource)) {
-    if (resource.runId !== undefined) return new RunNotFoundError(resource.runId);
-    if (resource.threadId !== undefined && !START_OPERATIONS.has(op.id))
-      return notFound(`thread ${resource.threadId} was not found`);
+  user: EndUser,
+  agents: readonly string[],
+): NotVisible | { error: Error } {
+  const ruled = authorizeOperation(user, op.id, resource, agents);
+  // The hook refused what the rule allows: still a 404 for what the user cannot read.
+  const visible = ruled.allowed
+    ? resource.runId !== undefined
+      ? authorize(user, 'run.read', resource).allowed
+      : resource.threadId !== undefined && !START_OPERATIONS.has(op.id)
+        ? authorize(user, 'thread.read', resource).allowed
+        : true
+    : ruled.status === 403;
+  if (!visible) {
+    if (resource.runId !== undefined && op.idKind === 'run')
+      return new NotVisible(new RunNotFoundError(resource.runId));
+    return new NotVisible(notFound(`thread ${resource.threadId ?? ''} was not found`));
   }
-  return new BatonError(
-    'forbidden',
-    `this token may not ${op.id}${resource.agent !== undefined ? ` (agent ${resource.agent})` : ''}: its scopes do not allow it`,
-  );
-}
-
-/** Stamps the end user as the owner of the run they create (tenant keys' runs have none). */
-export function withOwner<T extends { options?: { metadata?: Record<string, string> } }>(
-  body: T,
-  principal: Principal,
-): T {
-  if (principal.subject === undefined || principal.scopes === null) return body;
   return {
-    ...body,
-    options: {
-      ...body.options,
-      metadata: { ...body.options?.metadata, [OWNER_METADATA]: principal.subject },
-    },
+    error: new BatonError(
+      'forbidden',
+      ruled.allowed
+        ? `the authorization hook (BATON_AUTHZ) refused ${op.id} to this token`
+        : `this token may not ${op.id}${resource.agent !== undefined ? ` (agent ${resource.agent})` : ''}: ${ruled.reason}`,
+    ),
   };
 }
 

@@ -17,11 +17,24 @@ describe('end users by default', () => {
     }
   });
 
-  it('list only their own runs, and never cancel, delete or manage', () => {
+  it('list and cancel only their own runs, and never delete, fork or manage', () => {
     expect(endUserBaseline(alice, 'listRuns', { tenantId: t }, [])).toEqual({
       narrow: { owner: 'alice' },
     });
-    for (const op of ['cancelRun', 'deleteRun', 'deleteThread', 'createSchedule', 'createApiKey'])
+    const own = { tenantId: t, runId: 'r1', owner: 'alice' };
+    expect(endUserBaseline(alice, 'cancelRun', own, [])).toBe('allow');
+    expect(endUserBaseline(alice, 'cancelRun', { ...own, owner: 'bob' }, [])).toBe('deny');
+    for (const op of [
+      'forkRun',
+      'replayRun',
+      'createWaitpoint',
+      'sendEvent',
+      'mintToken',
+      'deleteRun',
+      'deleteThread',
+      'createSchedule',
+      'createApiKey',
+    ])
       expect(endUserBaseline(alice, op, { tenantId: t, runId: 'r1', owner: 'alice' }, ['*'])).toBe(
         'deny',
       );

@@ -1,11 +1,13 @@
+import { authorize, operationOf, type Authorization } from '../authorization.ts';
 import type { AuthzDecision, AuthzResource } from './authz-hook.ts';
 
 /**
- * Baton's own rule for end users (tokens with scopes, issue 35), before the hook: a pure function
- * of the scopes, the resource's owner and the tenant's allowed agents. `runs:own` reads and decides
- * the runs (and threads) the subject created and narrows lists to them; `runs:start` starts runs of
- * the allowed agents, on a new thread or one of the subject's own; the per-id scopes name one run,
- * thread or agent. Everything else (cancel, delete, schedules, webhooks, admin) needs a tenant key.
+ * Baton's own answer for end users (tokens with scopes, issue 35), before the hook: the one rule
+ * of authorization.ts (`authorize`) for the operation, as a hook decision. `runs:own` reads,
+ * decides and cancels the runs (and threads) the subject created and narrows lists to them;
+ * `runs:start` starts runs of the allowed agents, on a new thread or one of the subject's own;
+ * the per-id scopes name one run, thread or agent. Everything else (delete, fork, replay,
+ * schedules, webhooks, waits, tokens, admin) needs a tenant key.
  */
 
 export interface EndUser {
@@ -15,8 +17,6 @@ export interface EndUser {
 
 /** Operations that start a run; their resource names the agent and, maybe, the thread. */
 export const START_OPERATIONS = new Set(['createRun', 'aiSdkChat', 'agUiRun']);
-const RUN_READS = new Set(['getRun', 'streamRunEvents']);
-const THREAD_READS = new Set(['getThread', 'listThreadRuns', 'aiSdkResumeStream']);
 /** List operations that apply a narrowing (authorize-request.ts narrowRuns). */
 export const NARROWABLE = new Set(['listRuns', 'listThreadRuns']);
 
@@ -25,30 +25,38 @@ export interface PolicyResource extends AuthzResource {
   readonly threadExists?: boolean;
 }
 
-function owns(user: EndUser, resource: AuthzResource): boolean {
-  return (
-    user.subject !== undefined &&
-    resource.owner === user.subject &&
-    user.scopes.includes('runs:own')
+/** authorize() for an operationId and the resource the middleware read. */
+export function authorizeOperation(
+  user: EndUser,
+  operationId: string,
+  resource: PolicyResource,
+  allowedAgents: readonly string[],
+): Authorization {
+  const { runId, threadId, owner, agent, threadExists } = resource;
+  if (START_OPERATIONS.has(operationId) && runId !== undefined) {
+    // A protocol turn on a thread whose run waits answers that run (the adapter checks
+    // run.decide on it once it knows the turn is a decision): starting or deciding may pass.
+    const { runId: _active, ...start } = resource;
+    const decides = authorize(user, 'run.decide', {
+      runId,
+      ...(threadId !== undefined ? { threadId } : {}),
+      ...(owner !== undefined ? { owner } : {}),
+    });
+    const starts = authorizeOperation(user, operationId, start, allowedAgents);
+    return starts.allowed || !decides.allowed ? starts : decides;
+  }
+  return authorize(
+    user,
+    operationOf(operationId),
+    {
+      ...(runId !== undefined ? { runId } : {}),
+      ...(threadId !== undefined ? { threadId } : {}),
+      ...(owner !== undefined ? { owner } : {}),
+      ...(agent !== undefined ? { agent } : {}),
+      ...(threadExists === false ? { freshThread: true } : {}),
+    },
+    allowedAgents,
   );
-}
-
-/** Whether the user may see the run or thread at all (else a refusal is a 404, as for a missing one). */
-export function canSee(user: EndUser, resource: AuthzResource): boolean {
-  const has = (scope: string): boolean => user.scopes.includes(scope);
-  if (resource.runId !== undefined)
-    return (
-      has(`run:read:${resource.runId}`) ||
-      has(`run:decide:${resource.runId}`) ||
-      owns(user, resource)
-    );
-  if (resource.threadId !== undefined)
-    return (
-      has(`thread:read:${resource.threadId}`) ||
-      has(`thread:run:${resource.threadId}`) ||
-      owns(user, resource)
-    );
-  return true;
 }
 
 export function endUserBaseline(
@@ -57,32 +65,8 @@ export function endUserBaseline(
   resource: PolicyResource,
   allowedAgents: readonly string[],
 ): AuthzDecision {
-  const has = (scope: string): boolean => user.scopes.includes(scope);
-  if (START_OPERATIONS.has(operation)) {
-    const agent = resource.agent;
-    const agentOk =
-      agent !== undefined &&
-      (has(`agent:start:${agent}`) ||
-        (has('runs:start') && (allowedAgents.includes('*') || allowedAgents.includes(agent))));
-    const threadOk =
-      resource.threadId === undefined ||
-      has(`thread:run:${resource.threadId}`) ||
-      (has('runs:start') &&
-        user.subject !== undefined &&
-        (resource.threadExists === false || resource.owner === user.subject));
-    return agentOk && threadOk ? 'allow' : 'deny';
-  }
-  if (operation === 'listRuns')
-    return has('runs:own') && user.subject !== undefined
-      ? { narrow: { owner: user.subject } }
-      : 'deny';
-  if (RUN_READS.has(operation) || THREAD_READS.has(operation))
-    return canSee(user, resource) ? 'allow' : 'deny';
-  if (operation === 'submitDecisions')
-    return resource.runId !== undefined &&
-      (has(`run:decide:${resource.runId}`) || owns(user, resource))
-      ? 'allow'
-      : 'deny';
-  if (operation === 'listAgents' || operation === 'getAgent') return 'allow';
-  return 'deny';
+  if (!authorizeOperation(user, operation, resource, allowedAgents).allowed) return 'deny';
+  return operation === 'listRuns' && user.subject !== undefined
+    ? { narrow: { owner: user.subject } }
+    : 'allow';
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { BatonError } from '@baton/core';
+import { parseScope } from '@baton/protocol';
 import {
   createRemoteJWKSet,
   decodeJwt,
@@ -21,9 +22,6 @@ import type { IdpTenant } from './idp-config.ts';
  */
 
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
-/** Baton's scope vocabulary (packages/protocol scopes): anything else in the claim is ignored. */
-const BATON_SCOPE =
-  /^(runs:own|runs:start|(run:read|run:decide|thread:read|thread:run|agent:start):[^\s]{1,256})$/;
 const POLL_MS = 25;
 /**
  * A verified token is remembered this long at most (and never past its exp): a page sends the
@@ -83,7 +81,8 @@ function scopesOf(claims: JWTPayload, tenant: IdpTenant): string[] {
   const scopes = list
     .filter((s) => prefix === '' || s.startsWith(prefix))
     .map((s) => s.slice(prefix.length))
-    .filter((s) => BATON_SCOPE.test(s));
+    // Baton's scope vocabulary (@baton/protocol scopes): anything else in the claim is ignored.
+    .filter((s) => parseScope(s) !== null);
   return scopes.length > 0 ? [...new Set(scopes)] : [...tenant.defaultScopes];
 }
 

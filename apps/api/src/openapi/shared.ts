@@ -88,3 +88,15 @@ export const eventStream = (description: string): Json => ({
   description,
   content: { 'text/event-stream': { schema: { type: 'string' } } },
 });
+
+/** A protocol route's stream when it started a run: that run's token, in a header. */
+export const startedRunStream = (description: string): Json => ({
+  ...eventStream(description),
+  headers: {
+    'X-Baton-Public-Access-Token': {
+      description:
+        'When the request started a run: a token that reads it, decides its calls and starts the next turn on its thread (absent with ?publicAccessToken=false)',
+      schema: { type: 'string' },
+    },
+  },
+});

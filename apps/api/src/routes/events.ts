@@ -79,7 +79,8 @@ export function eventsRouter(ctx: ApiContext): Router {
   const router = Router();
 
   router.get('/runs/:id/events', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const runId = parseId(req.params['id'], 'run id');
     const query = parseQuery(EventsQuerySchema, req);
     if (query.children === '1') {

@@ -14,7 +14,9 @@ import {
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import { principalOf } from '../auth.ts';
-import { narrowRuns, withOwner } from '../authz/authorize-request.ts';
+import { OWNER_METADATA, withOwner } from '../authorization.ts';
+import { narrowRuns } from '../authz/authorize-request.ts';
+import { publicAccessToken } from '../run-tokens.ts';
 import type { ApiContext } from '../context.ts';
 import { RunNotFoundError } from '@baton/runtime';
 import { SCHEDULE_ID_METADATA, encodeCursor, fairnessKeyOf } from '@baton/runtime/internal';
@@ -90,6 +92,7 @@ async function runView(ctx: ApiContext, tenantId: string, runId: string): Promis
   const needsWorker = snapshot.status === 'created' || snapshot.status === 'running';
   const waitingForWorker = needsWorker && !(await ctx.service.catalog.available(snapshot.agent));
   const scheduleId = metadata[SCHEDULE_ID_METADATA];
+  const owner = metadata[OWNER_METADATA];
   const tree = await runTreeView(ctx, tenantId, snapshot);
   const view: RunView = {
     ...snapshot,
@@ -97,6 +100,7 @@ async function runView(ctx: ApiContext, tenantId: string, runId: string): Promis
     ...tree,
     waitingForWorker,
     ...(scheduleId !== undefined ? { scheduleId } : {}),
+    ...(owner !== undefined ? { owner } : {}),
     ...(parent !== undefined ? { parent } : {}),
     priority: identity.priority ?? DEFAULT_PRIORITY,
     fairnessKey: fairnessKeyOf(identity),
@@ -158,7 +162,8 @@ export function runsRouter(ctx: ApiContext): Router {
     const { tenantId } = principal;
     const raw = req.body as { input?: { messages?: unknown } } | undefined;
     checkCount(raw?.input?.messages, ctx.config.MAX_INPUT_MESSAGES, 'input messages');
-    const body = withOwner(parseBody(CreateRunRequestSchema, req), principal);
+    const parsed = parseBody(CreateRunRequestSchema, req);
+    const body = withOwner(parsed, principal);
     const key = idempotencyKeyOf(req);
     // Under an Idempotency-Key the run's id derives from it: an attempt after one that created
     // the run and then failed answers that run (and starts it), never creates a second one.
@@ -181,6 +186,14 @@ export function runsRouter(ctx: ApiContext): Router {
       response = result.response;
       if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');
     }
+    const token = await publicAccessToken(
+      ctx,
+      req,
+      principal,
+      response,
+      parsed.threadId !== undefined,
+    );
+    if (token !== undefined) response = { ...response, publicAccessToken: token };
     res.status(202).location(response.links.self).json(response);
   });
 
@@ -217,13 +230,15 @@ export function runsRouter(ctx: ApiContext): Router {
   });
 
   router.get('/runs/:id', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const runId = parseId(req.params['id'], 'run id');
     res.json(await runView(ctx, tenantId, runId));
   });
 
   router.post('/runs/:id/decisions', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const runId = parseId(req.params['id'], 'run id');
     checkCount(
       (req.body as { decisions?: unknown } | undefined)?.decisions,
@@ -238,7 +253,8 @@ export function runsRouter(ctx: ApiContext): Router {
   });
 
   router.post('/runs/:id/cancel', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const runId = parseId(req.params['id'], 'run id');
     if (req.body !== undefined) parseBody(CancelBodySchema, req);
     // Idempotent: a run that finished meanwhile (run_done from the commit) is simply done.
@@ -289,7 +305,8 @@ export function runsRouter(ctx: ApiContext): Router {
 
   /** Deletes a finished run now instead of at the end of its retention (409 while it runs). */
   router.delete('/runs/:id', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const runId = parseId(req.params['id'], 'run id');
     await ctx.service.deleteRun(tenantId, runId);
     res.status(204).end();
@@ -305,7 +322,17 @@ export const runsPaths: OpenApiPaths = {
       tags: ['runs'],
       operationId: 'createRun',
       summary: 'Create a run (202); honors Idempotency-Key',
-      parameters: [idempotencyKeyParam],
+      parameters: [
+        idempotencyKeyParam,
+        {
+          name: 'publicAccessToken',
+          in: 'query',
+          required: false,
+          description:
+            'false: no publicAccessToken in the answer (default: a token that reads this run and decides its calls)',
+          schema: { type: 'string', enum: ['true', 'false'] },
+        },
+      ],
       requestBody: {
         required: true,
         content: { 'application/json': { schema: ref('CreateRunRequest') } },

@@ -23,7 +23,8 @@ export function threadsRouter(ctx: ApiContext): Router {
    * cursor), active run, queued runs, runs. Threads are per tenant.
    */
   router.get('/threads/:id', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const threadId = parseId(req.params['id'], 'thread id');
     const query = parseQuery(ThreadQuerySchema, req);
     const thread = await ctx.service.thread(tenantId, threadId, {
@@ -53,7 +54,8 @@ export function threadsRouter(ctx: ApiContext): Router {
   });
 
   router.get('/threads/:id/runs', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const threadId = parseId(req.params['id'], 'thread id');
     const query = parseQuery(ThreadRunsQuerySchema, req);
     const page = await ctx.service.listRuns({

@@ -76,6 +76,10 @@ export const ENV_KEYS = {
     'LOG_LEVEL',
     'TENANT_WEBHOOKS',
     'TENANT_WEBHOOKS_FILE',
+    'TOKEN_SIGNING_SECRET',
+    'TOKEN_MAX_TTL_SECONDS',
+    'TOKEN_ISSUER',
+    'TOKEN_AUDIENCE',
   ],
   /** A worker process (apps/worker/src/config.ts); the agents it runs (agent-sources.ts). */
   worker: [

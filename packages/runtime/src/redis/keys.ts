@@ -99,6 +99,13 @@
  *     p:metrics:events              HASH   event metrics of every process (counts, histogram buckets;
  *                                          HINCRBYFLOAT by each process's periodic flush, see
  *                                          event-metrics.ts; read by /metrics)
+ *   Tokens (apps/api/src/tokens; one slot for the key set, so one script rotates it)
+ *     p:{tokens:keys}:all           HASH   kid -> signing key JSON (public JWK, private JWK as JWE)
+ *     p:{tokens:keys}:current       STRING kid of the key that signs
+ *     p:{tokens:keys}:retired       HASH   kid -> when it stopped signing (ms)
+ *     p:tokens:revoked              ZSET   revocation JSON, score = when it stops mattering (ms)
+ *     p:tokens:used:<jti>           STRING a one-use token was used (SET NX, expires with it)
+ *     p:tokens:changes              PUB/SUB "keys" (rotated) or "revoked <json>" to every API
  *
  *   BullMQ queues (BullMQ's own keys under each queue; see queue-shards.ts and queues.ts)
  *     p-bull:<tq>.sNN-KK{<tag>}:…   run queues: shard NN of K of task queue <tq>, each its own
@@ -503,7 +510,29 @@ export class BatonKeys {
   get scheduleRepairCursor(): string {
     return `${this.prefix}:schedules:repair-cursor`;
   }
+
+  /** Baton's token signing keys, revocations and one-use marks (apps/api/src/tokens). */
+  get tokens(): TokenKeys {
+    const set = `${this.prefix}:{tokens:keys}`;
+    return {
+      keys: `${set}:all`,
+      current: `${set}:current`,
+      retired: `${set}:retired`,
+      revoked: `${this.prefix}:tokens:revoked`,
+      channel: `${this.prefix}:tokens:changes`,
+      used: (jti) => `${this.prefix}:tokens:used:${keyPart(jti)}`,
+    };
+  }
 }
+
+export type TokenKeys = {
+  readonly keys: string;
+  readonly current: string;
+  readonly retired: string;
+  readonly revoked: string;
+  readonly channel: string;
+  used(jti: string): string;
+};
 
 export type ScheduleKeys = {
   readonly index: string;

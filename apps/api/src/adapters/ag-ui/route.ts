@@ -2,8 +2,10 @@ import { IdSchema } from '@baton/protocol';
 import { Router, type RequestHandler } from 'express';
 import { principalOf } from '../../auth.ts';
 import type { ApiContext } from '../../context.ts';
+import { setPublicAccessToken } from '../../run-tokens.ts';
 import {
   RunStream,
+  authorizeDecide,
   fairnessHeaders,
   loadThread,
   sendFrames,
@@ -16,7 +18,13 @@ import { parseBody } from '../../validation.ts';
 import { AgUiRunInputSchema, inputToCommands, runErrorFor } from './input.ts';
 import { createAgUiMapper, type AgUiMapperOptions } from './mapper.ts';
 import { AG_UI_SSE_HEADERS, agUiFrame } from './sse.ts';
-import { commonErrors, error, eventStream, ref, type OpenApiPaths } from '../../openapi/shared.ts';
+import {
+  commonErrors,
+  error,
+  ref,
+  startedRunStream,
+  type OpenApiPaths,
+} from '../../openapi/shared.ts';
 
 /**
  * AG-UI route (mounted at /v1/ag-ui): POST / takes a RunAgentInput and answers with the AG-UI
@@ -50,7 +58,8 @@ export function agUiRouter(ctx: ApiContext, opts: AgUiRouteOptions = {}): Reques
   const defaultAgent = opts.defaultAgent ?? ctx.config.PROTOCOL_DEFAULT_AGENT;
 
   router.post('/', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     // A body that is not a RunAgentInput is the client's bug, answered like every other bad
     // input (400 JSON naming each field); RUN_ERROR is for valid inputs AG-UI cannot serve.
     const input = parseBody(RouteInputSchema, req);
@@ -73,19 +82,15 @@ export function agUiRouter(ctx: ApiContext, opts: AgUiRouteOptions = {}): Reques
     };
 
     if (command.kind === 'start') {
-      const runId = await startRun(
-        ctx,
-        tenantId,
-        command,
-        fairnessHeaders(req.headers),
-        req.principal,
-      );
+      const runId = await startRun(ctx, principal, command, fairnessHeaders(req.headers));
+      await setPublicAccessToken(ctx, req, res, principal, { runId, threadId: command.threadId });
       const stream = await RunStream.attach(ctx, tenantId, runId, 0);
       stream.open(res, AG_UI_SSE_HEADERS, agUiSink(base));
       return;
     }
 
     // Resume: attach first so the first resumed event reaches this response, then decide.
+    await authorizeDecide(ctx, principal, command.runId);
     const history = thread?.active?.events ?? [];
     const stream = await RunStream.attach(ctx, tenantId, command.runId, history.at(-1)?.seq ?? 0);
     try {
@@ -114,7 +119,7 @@ export const agUiPaths: OpenApiPaths = {
         content: { 'application/json': { schema: ref('AgUiRunAgentInput') } },
       },
       responses: {
-        '200': eventStream('AG-UI events as SSE: data: <event JSON> frames (no [DONE])'),
+        '200': startedRunStream('AG-UI events as SSE: data: <event JSON> frames (no [DONE])'),
         ...commonErrors,
         '409': error('thread_busy, or a decision conflict'),
         '422': error('unknown_agent or payload_invalid'),

@@ -4,8 +4,10 @@ import { Router, type Request, type RequestHandler } from 'express';
 import { principalOf } from '../../auth.ts';
 import type { ApiContext } from '../../context.ts';
 import { parseId } from '../../validation.ts';
+import { setPublicAccessToken } from '../../run-tokens.ts';
 import {
   RunStream,
+  authorizeDecide,
   fairnessHeaders,
   loadThread,
   startRun,
@@ -22,6 +24,7 @@ import {
   commonErrors,
   error,
   eventStream,
+  startedRunStream,
   ref,
   threadIdParam,
   type OpenApiPaths,
@@ -85,7 +88,8 @@ export function aiSdkRouter(ctx: ApiContext, opts: AiSdkRouteOptions = {}): Requ
   const defaultAgent = opts.defaultAgent ?? ctx.config.PROTOCOL_DEFAULT_AGENT;
 
   router.post('/chat', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const major = majorOf(req);
     const body: unknown = req.body;
     if (body === undefined)
@@ -96,19 +100,15 @@ export function aiSdkRouter(ctx: ApiContext, opts: AiSdkRouteOptions = {}): Requ
     const command = requestToCommands(body, thread?.pending ?? null, { defaultAgent });
 
     if (command.kind === 'start') {
-      const runId = await startRun(
-        ctx,
-        tenantId,
-        command,
-        fairnessHeaders(req.headers),
-        req.principal,
-      );
+      const runId = await startRun(ctx, principal, command, fairnessHeaders(req.headers));
+      await setPublicAccessToken(ctx, req, res, principal, { runId, threadId: command.threadId });
       const stream = await RunStream.attach(ctx, tenantId, runId, 0);
       stream.open(res, AI_SDK_UI_STREAM_HEADERS, uiSink({ major, messageId: runId }));
       return;
     }
 
     // Answer the waiting run: attach first so the first resumed event reaches this response.
+    await authorizeDecide(ctx, principal, command.runId);
     const history = thread?.active?.events ?? [];
     const afterSeq = history.at(-1)?.seq ?? 0;
     const stream = await RunStream.attach(ctx, tenantId, command.runId, afterSeq);
@@ -126,7 +126,8 @@ export function aiSdkRouter(ctx: ApiContext, opts: AiSdkRouteOptions = {}): Requ
   });
 
   router.get('/chat/:id/stream', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const major = majorOf(req);
     const threadId = parseId(req.params['id'], 'chat id');
     const thread = await loadThread(ctx, tenantId, threadId);
@@ -174,7 +175,7 @@ export const aiSdkPaths: OpenApiPaths = {
         content: { 'application/json': { schema: ref('AiSdkChatRequest') } },
       },
       responses: {
-        '200': eventStream(
+        '200': startedRunStream(
           'UI message stream (header x-vercel-ai-ui-message-stream: v1): data: <chunk JSON> frames, then data: [DONE]',
         ),
         ...commonErrors,
