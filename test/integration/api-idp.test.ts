@@ -81,8 +81,10 @@ describe("a tenant's identity provider", () => {
     expect((await alice.get(`/v1/runs/${keyRun}`)).status).toBe(404);
     const decide = { decisions: [{ toolCallId: 'call_1_2', action: 'resume' }] };
     expect((await bob.post(`/v1/runs/${runId}/decisions`, decide)).status).toBe(404);
-    // Cancel and delete need a tenant key, also for one's own run.
-    expect((await alice.post(`/v1/runs/${runId}/cancel`)).status).toBe(403);
+    // Cancelling is the owner's (runs:own, as deciding); deleting needs a tenant key, also for
+    // one's own run.
+    expect((await bob.post(`/v1/runs/${runId}/cancel`)).status).toBe(404);
+    expect((await alice.request('DELETE', `/v1/runs/${runId}`)).status).toBe(403);
 
     const listed = RunPageSchema.parse((await alice.get('/v1/runs')).body).runs.map((r) => r.runId);
     expect(listed).toContain(runId);

@@ -159,9 +159,11 @@ async function resourceOf(
   tenantId: string,
   op: Operation,
   id: string | undefined,
-): Promise<PolicyResource> {
+): Promise<PolicyResource | null> {
   if (op.idKind === 'run' && id !== undefined) {
     const { owner, threadId } = await runFacts(ctx, tenantId, id);
+    // No such run of this tenant: whatever a token's scopes name, it is missing (404).
+    if (threadId === undefined) throw new RunNotFoundError(id);
     return {
       tenantId,
       runId: id,
@@ -171,6 +173,7 @@ async function resourceOf(
   }
   if (op.idKind === 'thread' && id !== undefined) {
     const t = await threadOwner(ctx, tenantId, id);
+    if (!t.exists) return null;
     // A chat's stream follows its active run: that run's reader may read it (publicAccessToken).
     const active =
       op.id === 'aiSdkResumeStream' && t.activeRunId !== undefined ? { runId: t.activeRunId } : {};
@@ -261,6 +264,12 @@ export function authorizeRequest(ctx: ApiContext, opts: AuthorizeOptions): Reque
       ...(principal.subject !== undefined ? { subject: principal.subject } : {}),
     };
     const resource = await resourceOf(ctx, req, principal.tenantId, op, id);
+    if (resource === null) {
+      // No such thread of this tenant: answered as the route answers a missing one.
+      if (op.id === 'aiSdkResumeStream') res.status(204).end();
+      else next(notFound(`thread ${id ?? ''} was not found`));
+      return;
+    }
     const agents = opts.allowedAgents(principal.tenantId);
     const baseline = endUserBaseline(user, op.id, resource, agents);
     const { threadExists: _exists, ...publicResource } = resource;
