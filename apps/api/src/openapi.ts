@@ -1,5 +1,7 @@
 import {
+  AgentCurrentVersionSchema,
   AgentDescriptorSchema,
+  PromoteAgentVersionRequestSchema,
   CreateRunRequestSchema,
   CreateScheduleRequestSchema,
   ScheduleDetailSchema,
@@ -50,6 +52,7 @@ const REQUESTS = {
   AiSdkChatRequest: ChatRequestSchema,
   AgUiRunAgentInput: AgUiRunInputSchema,
   CreateScheduleRequest: CreateScheduleRequestSchema,
+  PromoteAgentVersionRequest: PromoteAgentVersionRequestSchema,
 } as const;
 
 const RESPONSES = {
@@ -64,6 +67,7 @@ const RESPONSES = {
   Thread: ThreadResponseSchema,
   AgentList: AgentListSchema,
   AgentDescriptor: AgentDescriptorSchema,
+  AgentCurrentVersion: AgentCurrentVersionSchema,
   ErrorBody: ErrorBodySchema,
   Health: HealthSchema,
   Schedule: ScheduleSchema,

@@ -49,6 +49,8 @@ export const RunSummarySchema = z.object({
    */
   priority: RunPrioritySchema.optional(),
   fairnessKey: z.string().optional(),
+  /** The agent version it was created on (absent: before versions, or an archived run). */
+  agentVersion: z.string().optional(),
   /** Set while the run waits for a slot of its tenant or fairness key, as GET /v1/runs/:id. */
   queued: QueuedInfoSchema.optional(),
 });

@@ -202,6 +202,19 @@ export {
 /** @public A wire shape for clients that validate what they receive or build what they send. */
 export { StateKeySpecSchema } from './agents.ts';
 export {
+  type AgentCurrentVersion,
+  AgentCurrentVersionSchema,
+  type AgentVersionAdvert,
+  AgentVersionAdvertSchema,
+  type AgentVersionInfo,
+  AgentVersionInfoSchema,
+  AgentVersionSchema,
+  type PromoteAgentVersionRequest,
+  PromoteAgentVersionRequestSchema,
+  type Versioning,
+  VersioningSchema,
+} from './agent-versions.ts';
+export {
   AgentListSchema,
   type CancelResponse,
   CancelResponseSchema,

@@ -104,6 +104,9 @@ export class RunCreation {
         (await this.catalog.list()).map((a) => a.name),
       );
     deps.queues.taskQueues.learn(request.agent, descriptor.taskQueue);
+    // The version it runs on for good (pinned) or until its next step (auto-upgrade); none for
+    // an agent whose workers predate versions (routed by agent).
+    const agentVersion = await deps.queues.versions.current(request.agent);
     // Checked (a webhook target must be public) before anything is written.
     const hooks = (await deps.webhooks?.endpointsFor(tenantId, request.webhook)) ?? {
       endpoints: [],
@@ -177,6 +180,7 @@ export class RunCreation {
             ...(request.options?.fairnessKey === undefined
               ? {}
               : { fairnessKey: request.options.fairnessKey }),
+            ...(agentVersion === null ? {} : { agentVersion }),
           },
           input: request.input.messages,
           ...(request.options ? { options: request.options } : {}),
@@ -205,6 +209,10 @@ export class RunCreation {
         threadIndexed: true,
         history: acquired.kind === 'acquired' ? thread.reference : undefined,
       });
+      await deps.queues.versions.track(
+        t.checkpoint.identity,
+        acquired.kind === 'acquired' ? 'active' : 'waiting',
+      );
       if (acquired.kind === 'acquired') {
         const queued = await this.p.starts.start(t.checkpoint.identity, 'start', created.version);
         await deps.durability.acknowledge();

@@ -81,9 +81,26 @@ async function loadSnapshot(
 /** The snapshot, and whether the run waits for a worker of its agent (from heartbeats). */
 async function runView(ctx: ApiContext, tenantId: string, runId: string): Promise<RunView> {
   const { snapshot, metadata, parent, identity } = await loadSnapshot(ctx, tenantId, runId);
-  const queued = snapshot.status === 'done' ? null : await ctx.service.queuedInfo(identity);
   const needsWorker = snapshot.status === 'created' || snapshot.status === 'running';
-  const waitingForWorker = needsWorker && !(await ctx.service.catalog.available(snapshot.agent));
+  const { agentVersion } = identity;
+  // Parked for want of a worker of its version: no job, no slot (version_unavailable). A run
+  // resumed by a decision is parked before any worker applied it (its log still says waiting).
+  const parked =
+    snapshot.status !== 'done' && agentVersion !== undefined
+      ? await ctx.service.versions.parked(identity.agent, agentVersion, runId)
+      : null;
+  const queued =
+    parked !== null
+      ? { reason: 'version_unavailable' as const, position: 1, backlog: parked, inProgress: 0 }
+      : snapshot.status === 'done'
+        ? null
+        : await ctx.service.queuedInfo(identity);
+  const waitingForWorker =
+    parked !== null ||
+    (needsWorker &&
+      (agentVersion === undefined
+        ? !(await ctx.service.catalog.available(snapshot.agent))
+        : !(await ctx.service.versions.isLive(identity.agent, agentVersion))));
   const scheduleId = metadata[SCHEDULE_ID_METADATA];
   const tree = await runTreeView(ctx, tenantId, snapshot);
   const view: RunView = {
@@ -95,6 +112,7 @@ async function runView(ctx: ApiContext, tenantId: string, runId: string): Promis
     ...(parent !== undefined ? { parent } : {}),
     priority: identity.priority ?? DEFAULT_PRIORITY,
     fairnessKey: fairnessKeyOf(identity),
+    ...(agentVersion === undefined ? {} : { agentVersion }),
     ...(queued ? { queued } : {}),
   };
   if (view.childRuns === undefined) delete view.childRuns;
@@ -192,6 +210,7 @@ export function runsRouter(ctx: ApiContext): Router {
       ...(query.agent ? { agent: query.agent } : {}),
       ...(query.thread ? { threadId: query.thread } : {}),
       ...(query.fairnessKey ? { fairnessKey: query.fairnessKey } : {}),
+      ...(query.agentVersion ? { agentVersion: query.agentVersion } : {}),
     };
     const limit = query.limit ?? 20;
     const page =

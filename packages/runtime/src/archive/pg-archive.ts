@@ -265,6 +265,9 @@ export class PgArchive implements RunArchive {
     if (query.agent !== undefined) add('agent = ?', query.agent);
     if (query.threadId !== undefined) add('thread_id = ?', query.threadId);
     if (query.fairnessKey !== undefined) add('fairness_key = ?', query.fairnessKey);
+    // No column of its own (no migration): read from the checkpoint, within the tenant's rows.
+    if (query.agentVersion !== undefined)
+      add("(checkpoint -> 'identity' ->> 'agentVersion') = ?", query.agentVersion);
     if (query.after) {
       add('created_at <= ?', query.after.createdAt);
       add('(created_at < $' + String(params.length) + ' OR run_id < ?)', query.after.runId);

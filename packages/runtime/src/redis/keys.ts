@@ -383,6 +383,44 @@ export class BatonKeys {
     return `${this.prefix}:agents:live:${keyPart(agent)}`;
   }
 
+  // --- Agent versions (agent-versions.ts) ------------------------------------------------------
+
+  /** HASH `<agent>\n<version>` -> AgentVersionAdvert JSON (kept after its workers are gone). */
+  get agentVersions(): string {
+    return `${this.prefix}:agent-versions`;
+  }
+
+  /** HASH agent -> JSON { version, history }: the version an operator promoted (absent: newest live). */
+  get agentCurrentVersions(): string {
+    return `${this.prefix}:agent-versions:current`;
+  }
+
+  /** Pub/sub channel: an agent's current version changed (API caches drop it at once). */
+  get agentVersionsChannel(): string {
+    return `${this.prefix}:agent-versions:changed`;
+  }
+
+  /** Workers of one agent version: ZSET worker id -> membership expiry (ms), as agentWorkers. */
+  agentVersionWorkers(agent: string, version: string): string {
+    return `${this.prefix}:agents:live-version:${keyPart(version)}:${keyPart(agent)}`;
+  }
+
+  /** SET of `<agent>\n<version>` that have runs parked for want of a live worker. */
+  get parkedVersions(): string {
+    return `${this.prefix}:agent-versions:parked`;
+  }
+
+  /** HASH runId -> JSON step target: runs of one version parked with no live worker of it. */
+  parkedVersionRuns(agent: string, version: string): string {
+    return `${this.prefix}:agent-versions:parked:${keyPart(version)}:${keyPart(agent)}`;
+  }
+
+  /** SETs of the unfinished runs created on one version: all of them, and those waiting. */
+  versionRuns(agent: string, version: string): { active: string; waiting: string } {
+    const base = `${this.prefix}:agent-versions:runs:${keyPart(version)}:${keyPart(agent)}`;
+    return { active: `${base}:active`, waiting: `${base}:waiting` };
+  }
+
   // --- Scheduled runs -------------------------------------------------------------------------
 
   /** One schedule's keys (all in the tenant's schedule slot). */

@@ -191,12 +191,15 @@ export class RedisRunStore extends RunStoreReads implements RunStore {
     // The run lists read `fkey` too (GET /v1/runs?fairnessKey=), so a finished run gets it as
     // well, but only onto a record that still exists: a resend after the record expired must
     // not leave a stray hash with no TTL behind.
-    if (id.priority !== undefined || id.fairnessKey !== undefined)
+    // `aver` (its agent version) likewise: the reconciler and admission route from the meta,
+    // and the run lists filter on it (GET /v1/runs?agentVersion=).
+    if (id.priority !== undefined || id.fairnessKey !== undefined || id.agentVersion !== undefined)
       await this.setIfRecorded(
         [this.keys.run(id.runId).cp],
         [
           ...(id.priority === undefined ? [] : ['priority', String(id.priority)]),
           ...(id.fairnessKey === undefined ? [] : ['fkey', id.fairnessKey]),
+          ...(id.agentVersion === undefined ? [] : ['aver', id.agentVersion]),
         ],
       );
     // Indexes live in other slots (tenant, thread), so they are written after the run exists.
