@@ -347,20 +347,32 @@ export class AgentVersions {
   /** A run created on its version, in progress or waiting (its thread, a human). */
   async track(
     identity: Pick<VersionedTarget, 'runId' | 'agent' | 'agentVersion'>,
-    activity: 'active' | 'waiting' | 'done',
+    activity: 'created' | 'active' | 'waiting' | 'done',
+    /** For 'done': whether it may be in the waiting set (false: it finished from active). */
+    mayWait = true,
   ): Promise<void> {
     if (identity.agentVersion === undefined) return;
     const k = this.keys.versionRuns(identity.agent, identity.agentVersion);
+    const { runId } = identity;
+    // One command per change in the common cases (created, and finished from active): these
+    // are per run, and versions must cost at most 2 commands per step over none.
     if (activity === 'done') {
       await Promise.all([
-        this.redis.srem(k.active, identity.runId),
-        this.redis.srem(k.waiting, identity.runId),
+        this.redis.srem(k.active, runId),
+        ...(mayWait ? [this.redis.srem(k.waiting, runId)] : []),
       ]);
       return;
     }
-    await this.redis.sadd(k.active, identity.runId);
-    if (activity === 'waiting') await this.redis.sadd(k.waiting, identity.runId);
-    else await this.redis.srem(k.waiting, identity.runId);
+    if (activity === 'created') {
+      await this.redis.sadd(k.active, runId);
+      return;
+    }
+    await Promise.all([
+      this.redis.sadd(k.active, runId),
+      activity === 'waiting'
+        ? this.redis.sadd(k.waiting, runId)
+        : this.redis.srem(k.waiting, runId),
+    ]);
   }
 
   /** GET /v1/agents: each agent's versions (newest first) with workers, runs and which is current. */

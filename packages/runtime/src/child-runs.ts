@@ -176,7 +176,7 @@ export class ChildRuns {
       if (VersionConflictError.isInstance(error)) return { kind: 'exists' };
       throw error;
     }
-    await deps.queues.versions.track(t.checkpoint.identity, 'active');
+    await deps.queues.versions.track(t.checkpoint.identity, 'created');
     await deps.queues.enqueueStep(t.checkpoint.identity, 'start', version);
     deps.logger.debug({ runId: parent.identity.runId, child: ref.runId }, 'child run created');
     // The parent's end cancels its children (onFinished); one that ended before this child

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { currentVersion, promoted, rollbackPlan, type VersionCandidate } from './current-version.ts';
+import {
+  currentVersion,
+  promoted,
+  rollbackPlan,
+  type VersionCandidate,
+} from './current-version.ts';
 
 const v = (version: string, firstSeen: number, live = true): VersionCandidate => ({
   version,

@@ -236,7 +236,7 @@ export class RunCommitter {
     await this.deps.admission?.release(cp.identity);
     // Before the run leaves the live indexes: a crash here leaves it for the reconciler to redo.
     await this.deps.onFinished?.(cp);
-    await this.deps.queues.versions.track(cp.identity, 'done');
+    await this.deps.queues.versions.track(cp.identity, 'done', live === 'both');
     const expiresAt = (cp.finishedAt ?? this.deps.now()) + this.deps.retentionSeconds * 1000;
     await this.index.expireAt(expiringMember(cp), expiresAt);
     await this.deps.queues.removeFailedJobs(

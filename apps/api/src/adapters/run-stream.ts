@@ -110,7 +110,10 @@ export async function startRun(
   });
   if (!parsed.success) throw validationError(parsed.error, 'body');
   const created = await ctx.service.createRun(tenantId, parsed.data);
-  ctx.metrics.runsCreated.inc({ agent: parsed.data.agent });
+  ctx.metrics.runsCreated.inc({
+    agent: parsed.data.agent,
+    version: created.agentVersion ?? '',
+  });
   return created.runId;
 }
 

@@ -179,7 +179,7 @@ export function runsRouter(ctx: ApiContext): Router {
         : { ...idempotentRunIds(tenantId, key, body), onExisting: 'answer' as const };
     const create = async (): Promise<CreateRunResponse> => {
       const created = await ctx.service.createRun(tenantId, body, opts);
-      ctx.metrics.runsCreated.inc({ agent: body.agent });
+      ctx.metrics.runsCreated.inc({ agent: body.agent, version: created.agentVersion ?? '' });
       return CreateRunResponseSchema.parse({
         ...created,
         links: runLinks(created.runId, created.threadId),
