@@ -33,6 +33,7 @@ const FAULT_TESTS = [
   'test/integration/stall-accounting.test.ts', // frozen and killed workers until MAX_STALLS
   'test/integration/finished-runs.test.ts', // workers killed before recording a job
   'test/integration/archive-crash.test.ts', // archiver killed mid-batch, PostgreSQL restarted
+  'test/integration/agent-versions-scale.test.ts', // 500 runs over two agent versions (VERSIONS_RUNS)
 ];
 
 /**
