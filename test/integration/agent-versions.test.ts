@@ -32,7 +32,7 @@ const count = (m: Map<string, number>, v: string): void => {
 };
 
 /** `deploy` v1 looks up by id (string); v2 renamed the tool and changed its schema. */
-function deployAgent(version: 'v1' | 'v2'): AgentDefinition {
+function deployAgent(version: 'v1' | 'v2', name = 'deploy'): AgentDefinition {
   const lookup = defineTool({
     name: version === 'v1' ? 'lookup' : 'find_service',
     description: 'Finds a service',
@@ -53,8 +53,9 @@ function deployAgent(version: 'v1' | 'v2'): AgentDefinition {
     execute: async () => toolResult.success({ shipped: version }),
   });
   return {
-    name: 'deploy',
+    name,
     version,
+    ...(name === 'deploy' ? {} : { versioning: 'auto-upgrade' as const }),
     model: new ScriptedModel((request): ScriptedTurn => {
       count(probes.models, version);
       if (request.step === 1)
@@ -81,19 +82,23 @@ describe('agent versions: pinned runs, promote, rollback, version_unavailable', 
   let admin: ApiClient;
   const workers: BatonWorker[] = [];
 
-  const startWorker = async (version: 'v1' | 'v2', id: string): Promise<BatonWorker> => {
+  const startWorker = async (
+    version: 'v1' | 'v2',
+    id: string,
+    name = 'deploy',
+  ): Promise<BatonWorker> => {
     const worker = new BatonWorker({
       config: { ...config, WORKER_ID: id },
-      agents: [deployAgent(version)],
+      agents: [deployAgent(version, name)],
       logger: silentLogger,
     });
     await worker.start();
     workers.push(worker);
     return worker;
   };
-  const create = async (): Promise<string> => {
+  const create = async (agent = 'deploy'): Promise<string> => {
     const r = await http.post<{ runId: string }>('/v1/runs', {
-      agent: 'deploy',
+      agent,
       input: { messages: [{ role: 'user', content: 'ship it' }] },
     });
     expect(r.status, JSON.stringify(r.body)).toBe(202);
@@ -225,6 +230,25 @@ describe('agent versions: pinned runs, promote, rollback, version_unavailable', 
       // b's second step ran on v1 (model); v2 executed nothing for it.
       expect(touched.get('v2')?.has(b)).toBe(false);
       expect(probes.tools.get('v2') ?? 0).toBeGreaterThanOrEqual(toolsBefore);
+    },
+  );
+
+  it(
+    "an 'auto-upgrade' agent's run takes its next step on the current version",
+    {
+      timeout: 30_000,
+    },
+    async () => {
+      await startWorker('v1', 'rolling-v1', 'rolling');
+      const run = await create('rolling');
+      expect((await waitStatus(run, 'waiting')).agentVersion).toBe('v1');
+      await startWorker('v2', 'rolling-v2', 'rolling');
+      await new Promise((r) => setTimeout(r, 600));
+      await approve(run);
+      const done = await waitStatus(run, 'done');
+      // Created on v1 (its record says so), its second step ran on v2.
+      expect(done.agentVersion).toBe('v1');
+      expect(done.lastAssistantMessage).toBe('done on v2');
     },
   );
 });

@@ -225,13 +225,18 @@ export class AgentVersions {
   async current(agent: string, force = false): Promise<string | null> {
     const cached = this.currentAt.get(agent);
     if (!force && cached && Date.now() - cached.at < CACHE_MS) return cached.version;
-    const [versions, pinned] = await Promise.all([
+    const [cachedVersions, pinned] = await Promise.all([
       this.versionsOf(agent, force),
       this.readPromoted(agent),
     ]);
+    // An agent the cached adverts do not know is read again at once: its first versioned worker
+    // may be newer than the cache, and its first runs must not go unversioned. Not cached when
+    // it has none (a pool of a release before versions): such an agent pays one read per create.
+    const versions =
+      cachedVersions.length > 0 || force ? cachedVersions : await this.versionsOf(agent, true);
     const candidates = await this.candidates(agent, versions, force);
     const version = currentVersion(candidates, pinned);
-    this.currentAt.set(agent, { version, at: Date.now() });
+    if (version !== null) this.currentAt.set(agent, { version, at: Date.now() });
     return version;
   }
 
