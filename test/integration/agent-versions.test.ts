@@ -19,6 +19,7 @@ import { loadApiConfig, startApi, type RunningApi } from '@baton/api';
 import { BatonRuntime } from '@baton/runtime';
 import { BatonWorker } from '@baton/worker';
 import { ApiClient } from '@baton/testing/api-harness';
+import { runCli } from '@baton/testing/cli';
 import { silentLogger, testConfig, testPrefix, waitFor } from '@baton/testing/worker-harness';
 
 const KEY = 'versions-tenant-key-123';
@@ -192,8 +193,15 @@ describe('agent versions: pinned runs, promote, rollback, version_unavailable', 
       });
       const d = await create();
       expect((await view(d)).agentVersion).toBe('v1');
-      const rolled = await admin.post('/v1/agents/deploy/rollback');
-      expect(rolled.body).toEqual({ agent: 'deploy', currentVersion: 'v2', previousVersion: 'v1' });
+      // The same through the CLI (admin key): rollback goes back to v2.
+      const cli = { BATON_URL: api.url, BATON_API_KEY: ADMIN };
+      const rolled = await runCli(['agents', 'rollback', 'deploy', '--json'], cli);
+      expect(rolled.code, rolled.stderr).toBe(0);
+      expect(JSON.parse(rolled.stdout)).toEqual({
+        agent: 'deploy',
+        currentVersion: 'v2',
+        previousVersion: 'v1',
+      });
       const e = await create();
       expect((await view(e)).agentVersion).toBe('v2');
 
@@ -206,6 +214,8 @@ describe('agent versions: pinned runs, promote, rollback, version_unavailable', 
       const deploy = agents.body.agents.find((x) => x.name === 'deploy');
       expect(deploy?.currentVersion).toBe('v2');
       const byVersion = new Map(deploy?.versions?.map((v) => [v.version, v]));
+      const listing = await runCli(['agents'], { ...cli, BATON_API_KEY: KEY });
+      expect(listing.stdout).toMatch(/version v2\s+current/);
       expect(byVersion.get('v1')?.workers).toEqual(['v1-a']);
       expect(byVersion.get('v2')?.workers).toEqual(['v2-a']);
       // v1: b and d not finished (b waits for its approval); v2: e.

@@ -19,7 +19,8 @@ export function agentsCommand(program: Command, ctx: CommandContext): void {
     .option('--json', 'the answer as JSON')
     .action(async (agent: string, version: string, opts: { json?: boolean }, cmd: Command) => {
       const r = await ctx.clientFor(cmd).agents.promote(agent, version, { signal: ctx.io.signal });
-      if (opts.json) return ctx.json(r);
+      // `--json` may land on `agents` itself (it has one too).
+      if (opts.json || cmd.optsWithGlobals<{ json?: boolean }>().json) return ctx.json(r);
       ctx.out(`${r.agent}: new runs get ${r.currentVersion} (was ${r.previousVersion ?? '-'})\n`);
     });
   agents
@@ -30,7 +31,8 @@ export function agentsCommand(program: Command, ctx: CommandContext): void {
     .option('--json', 'the answer as JSON')
     .action(async (agent: string, opts: { json?: boolean }, cmd: Command) => {
       const r = await ctx.clientFor(cmd).agents.rollback(agent, { signal: ctx.io.signal });
-      if (opts.json) return ctx.json(r);
+      // `--json` may land on `agents` itself (it has one too).
+      if (opts.json || cmd.optsWithGlobals<{ json?: boolean }>().json) return ctx.json(r);
       ctx.out(`${r.agent}: new runs get ${r.currentVersion} (was ${r.previousVersion ?? '-'})\n`);
     });
 }
