@@ -207,13 +207,13 @@ export {
   type AgentVersionAdvert,
   AgentVersionAdvertSchema,
   type AgentVersionInfo,
-  AgentVersionInfoSchema,
   AgentVersionSchema,
-  type PromoteAgentVersionRequest,
   PromoteAgentVersionRequestSchema,
   type Versioning,
   VersioningSchema,
 } from './agent-versions.ts';
+/** @public A wire shape for clients that validate what they receive or build what they send. */
+export { AgentVersionInfoSchema, type PromoteAgentVersionRequest } from './agent-versions.ts';
 export {
   AgentListSchema,
   type CancelResponse,

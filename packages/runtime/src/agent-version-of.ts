@@ -21,7 +21,7 @@ function canonical(value: unknown): string {
  * execution mode. A change to any of them is a new version; descriptions, plugins, retries and
  * tool code are not in it (give `version` explicitly to version a change of code).
  */
-export function agentVersionMaterial(agent: AgentDefinition): string {
+function agentVersionMaterial(agent: AgentDefinition): string {
   return canonical({
     systemPrompt: agent.systemPrompt ?? null,
     model: agent.model.id,

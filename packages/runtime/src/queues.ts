@@ -77,7 +77,7 @@ function stepDedupId(runId: string, version: number): string {
 }
 
 /** What enqueueStep returns for a run parked until a worker of its version starts (no job). */
-export const PARKED = 'parked';
+const PARKED = 'parked';
 
 export interface BatonQueuesOptions {
   readonly connection: ConnectionOptions;
