@@ -194,6 +194,17 @@ export class AgentVersions {
     return live;
   }
 
+  /** Whether any live worker serves any version of the agent (cached CACHE_MS). */
+  async agentServed(agent: string): Promise<boolean> {
+    if (this.local.has(agent)) return true;
+    const f = `${agent}\n*`;
+    const cached = this.liveAt.get(f);
+    if (cached && Date.now() - cached.at < CACHE_MS) return cached.live;
+    const live = ((await this.liveness.workers([agent])).get(agent) ?? []).length > 0;
+    this.liveAt.set(f, { live, at: Date.now() });
+    return live;
+  }
+
   /**
    * Where the version's jobs go; null for a version never advertised (route as before versions:
    * by agent). A version the cached adverts do not know is read at once (its first worker may

@@ -295,7 +295,11 @@ export class BatonQueues {
         if (next?.live === true) return moved;
       }
     }
-    return route.live ? run : null;
+    if (route.live) return run;
+    // Parked only while other versions of the agent are served (a deploy moved on): with no
+    // worker of the agent at all, its job waits in its version's queue, as a run of an agent
+    // without workers always did (waitingForWorker), and runs when one starts.
+    return (await this.versions.agentServed(run.agent)) ? null : run;
   }
 
   private async addStep(
