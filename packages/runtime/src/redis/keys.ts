@@ -44,6 +44,14 @@
  *     p:queues                      SET    every BullMQ queue producers used (queue-shards.ts)
  *     p:task-queue:<tq>:pool        STRING signature of the agent set that holds task queue <tq>
  *                                          (task-queue-pools.ts), with a TTL refreshed by its adverts
+ *   Agent versions (agent-versions.ts)
+ *     p:agent-versions              HASH   `<agent>\n<version>` -> version advert JSON (task queue,
+ *                                          versioning, firstSeen); one HSET per heartbeat
+ *     p:agent-versions:current      HASH   agent -> { version, history } an operator promoted
+ *     p:agents:live-version:<v>:<a> ZSET   worker id -> membership expiry (ms), as p:agents:live
+ *     p:agent-versions:parked       SET    `<agent>\n<version>` with runs parked for want of a worker
+ *     p:agent-versions:parked:<v>:<a>  HASH  runId -> the step to enqueue when a worker of it starts
+ *     p:agent-versions:runs:<v>:<a>:active|waiting  SET  unfinished runs created on the version
  *
  *   Reconciler (workers)
  *     p:reconciler:lock             STRING one scanner at a time across workers (SET NX PX)
@@ -393,11 +401,6 @@ export class BatonKeys {
   /** HASH agent -> JSON { version, history }: the version an operator promoted (absent: newest live). */
   get agentCurrentVersions(): string {
     return `${this.prefix}:agent-versions:current`;
-  }
-
-  /** Pub/sub channel: an agent's current version changed (API caches drop it at once). */
-  get agentVersionsChannel(): string {
-    return `${this.prefix}:agent-versions:changed`;
   }
 
   /** Workers of one agent version: ZSET worker id -> membership expiry (ms), as agentWorkers. */
