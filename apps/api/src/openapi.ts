@@ -1,9 +1,11 @@
 import {
+  AgentCurrentVersionSchema,
   AgentDescriptorSchema,
   ApiKeyListSchema,
   CreateApiKeyRequestSchema,
   CreatedApiKeySchema,
   RotateApiKeyRequestSchema,
+  PromoteAgentVersionRequestSchema,
   CreateRunRequestSchema,
   BulkReplayRequestSchema,
   BulkReplayStatusSchema,
@@ -71,6 +73,7 @@ const REQUESTS = {
   SendEventRequest: SendEventRequestSchema,
   CreateApiKeyRequest: CreateApiKeyRequestSchema,
   RotateApiKeyRequest: RotateApiKeyRequestSchema,
+  PromoteAgentVersionRequest: PromoteAgentVersionRequestSchema,
 } as const;
 
 const RESPONSES = {
@@ -87,6 +90,7 @@ const RESPONSES = {
   Thread: ThreadResponseSchema,
   AgentList: AgentListSchema,
   AgentDescriptor: AgentDescriptorSchema,
+  AgentCurrentVersion: AgentCurrentVersionSchema,
   ErrorBody: ErrorBodySchema,
   Health: HealthSchema,
   Schedule: ScheduleSchema,

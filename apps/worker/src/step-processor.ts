@@ -131,7 +131,13 @@ export class StepProcessor {
     // A finished run needs no pass (its final commit drops the lease of whoever held it).
     if (!meta || meta.status === 'done') return;
     await deps.queues.enqueueStep(
-      { runId: lease.runId, tenantId, agent: meta.agent, priority: meta.priority },
+      {
+        runId: lease.runId,
+        tenantId,
+        agent: meta.agent,
+        agentVersion: meta.agentVersion,
+        priority: meta.priority,
+      },
       'reconcile',
       0,
       true,

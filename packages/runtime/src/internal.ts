@@ -9,6 +9,7 @@ export { AgentLiveness } from './agent-liveness.ts';
 export { PgArchive } from './archive/pg-archive.ts';
 export { AgentRegistry } from './agent-registry.ts';
 export { TaskQueuePool } from './task-queue-pools.ts';
+export { agentVersionOf, versioningOf } from './agent-version-of.ts';
 export { ChildRuns } from './child-runs.ts';
 export { AbortRegistry, listenForControl } from './control-channel.ts';
 export { LeaseLostError } from './errors/lease-lost-error.ts';

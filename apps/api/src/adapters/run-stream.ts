@@ -115,7 +115,10 @@ export async function startRun(
   if (!parsed.success) throw validationError(parsed.error, 'body');
   const request = principal === undefined ? parsed.data : withOwner(parsed.data, principal);
   const created = await ctx.service.createRun(tenantId, request);
-  ctx.metrics.runsCreated.inc({ agent: parsed.data.agent });
+  ctx.metrics.runsCreated.inc({
+    agent: parsed.data.agent,
+    version: created.agentVersion ?? '',
+  });
   return created.runId;
 }
 

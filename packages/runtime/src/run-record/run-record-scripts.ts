@@ -46,6 +46,8 @@ export interface CreateArgs {
   readonly messagesToken: string;
   /** The thread-history reference (history-reference.ts); '' = the list holds every message. */
   readonly hist: string;
+  /** The agent version the run is created on ('' = none: written as the meta's `aver`). */
+  readonly agentVersion: string;
   readonly messages: readonly string[];
   readonly bodies: readonly string[];
 }
@@ -186,6 +188,7 @@ export class RunRecordScripts {
       a.activity,
       a.messagesToken,
       a.hist,
+      a.agentVersion,
       a.messages.length,
       ...a.messages,
       ...a.bodies,
