@@ -49,13 +49,15 @@ export class RunJobs {
     this.stepGate = new ProcessGate(opts.stepConcurrency);
     this.toolGate = new ProcessGate(opts.toolConcurrency);
     const { stalls, steps, tools } = opts;
+    // A first attempt's holder note may come back to be written with the processor's first
+    // script (StallAccounting.admit): each processor sends it before any other work.
     this.step = tracedProcessor('step', async (job: Job, token?: string) => {
-      await stalls.admit(job);
-      return steps.process(job, token);
+      const note = await stalls.admit(job);
+      return steps.process(job, token, note);
     });
     this.tool = tracedProcessor('tool', async (job: Job) => {
-      await stalls.admit(job);
-      return tools.process(job);
+      const note = await stalls.admit(job);
+      return tools.process(job, note);
     });
   }
 

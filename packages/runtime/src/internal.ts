@@ -68,6 +68,7 @@ export {
   JOB_HOLDER_FIELD,
   JOB_STALLS_FIELD,
   STALLED_TOO_OFTEN,
+  type HolderNote,
 } from './internals/bullmq/job-hash.ts';
 export { isWorkerLockToken, readJobLock } from './internals/bullmq/job-lock.ts';
 export {
