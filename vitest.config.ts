@@ -37,6 +37,7 @@ const FAULT_TESTS = [
   'test/integration/timers-volume.test.ts', // 1,000 deadlines under kill -9, 1,000 sleeps across restarts, 200 races
   'test/integration/fork-random.test.ts', // 1,000 random forks (FORK_TEST_COUNT)
   'test/integration/rolling-upgrade.test.ts', // N−1 and N side by side, kill -9 mid-upgrade
+  'test/integration/agent-versions-scale.test.ts', // 500 runs over two agent versions (VERSIONS_RUNS)
 ];
 
 /**

@@ -1,9 +1,11 @@
 import {
+  AgentCurrentVersionSchema,
   AgentDescriptorSchema,
   ApiKeyListSchema,
   CreateApiKeyRequestSchema,
   CreatedApiKeySchema,
   RotateApiKeyRequestSchema,
+  PromoteAgentVersionRequestSchema,
   CreateRunRequestSchema,
   BulkReplayRequestSchema,
   BulkReplayStatusSchema,
@@ -76,6 +78,7 @@ const REQUESTS = {
   RotateApiKeyRequest: RotateApiKeyRequestSchema,
   MintTokenRequest: MintTokenRequestSchema,
   RevokeTokensRequest: RevokeTokensRequestSchema,
+  PromoteAgentVersionRequest: PromoteAgentVersionRequestSchema,
 } as const;
 
 const RESPONSES = {
@@ -92,6 +95,7 @@ const RESPONSES = {
   Thread: ThreadResponseSchema,
   AgentList: AgentListSchema,
   AgentDescriptor: AgentDescriptorSchema,
+  AgentCurrentVersion: AgentCurrentVersionSchema,
   ErrorBody: ErrorBodySchema,
   Health: HealthSchema,
   Schedule: ScheduleSchema,

@@ -246,6 +246,14 @@ export function RunPage({
             </dd>
           </div>
         )}
+        {snapshot?.agentVersion !== undefined && (
+          <div>
+            <dt>Version</dt>
+            <dd class="mono" data-testid="run-agent-version">
+              {snapshot.agentVersion}
+            </dd>
+          </div>
+        )}
         {snapshot?.fairnessKey !== undefined && (
           <div>
             <dt>Fairness</dt>
@@ -265,10 +273,16 @@ export function RunPage({
           <div>
             <dt>Queued</dt>
             <dd data-testid="run-queued">
-              {snapshot.queued.position} of {snapshot.queued.backlog} waiting for a slot (
-              {snapshot.queued.reason.replaceAll('_', ' ')}; {snapshot.queued.inProgress}
-              {snapshot.queued.limit !== undefined ? ` of ${snapshot.queued.limit}` : ''} in
-              progress)
+              {snapshot.queued.reason === 'version_unavailable' ? (
+                'no live worker serves its agent version; it resumes when one starts'
+              ) : (
+                <>
+                  {snapshot.queued.position} of {snapshot.queued.backlog} waiting for a slot (
+                  {snapshot.queued.reason.replaceAll('_', ' ')}; {snapshot.queued.inProgress}
+                  {snapshot.queued.limit !== undefined ? ` of ${snapshot.queued.limit}` : ''} in
+                  progress)
+                </>
+              )}
             </dd>
           </div>
         )}

@@ -8,6 +8,8 @@ import {
   AbortRegistry,
   AgentLiveness,
   AgentRegistry,
+  agentVersionOf,
+  versioningOf,
   RunLeases,
   STEP_QUEUE,
   TaskQueuePool,
@@ -164,7 +166,20 @@ export class BatonWorker {
     const ttl = config.AGENT_HEARTBEAT_TTL_MS;
     // Every worker of a task queue must run the same agents: a worker whose agents differ from
     // those of the workers already on BATON_TASK_QUEUE serves them on a queue of its own.
-    const pool = new TaskQueuePool(rt.redis, rt.keys, config.BATON_TASK_QUEUE, agentNames, ttl);
+    // Versions are part of the set: a worker serving another version of an agent gets a queue of
+    // its own (`<task queue>-<signature>`), so no job of a pinned run reaches other code.
+    const served = this.registry.list().map((a) => ({
+      agent: a.name,
+      version: agentVersionOf(a),
+      versioning: versioningOf(a),
+    }));
+    const pool = new TaskQueuePool(
+      rt.redis,
+      rt.keys,
+      config.BATON_TASK_QUEUE,
+      served.map((v) => `${v.agent}@${v.version}`),
+      ttl,
+    );
     this.pool = pool;
     const taskQueue = await pool.resolve();
     this.taskQueue = taskQueue;
@@ -175,6 +190,7 @@ export class BatonWorker {
           `agents on task queue ${taskQueue}, so no job reaches a worker that cannot run it ` +
           '(give each pool its own BATON_TASK_QUEUE to choose the name)',
       );
+    rt.queues.versions.serve(served, taskQueue);
     let warnedLost = false;
     const advertise = async (): Promise<void> => {
       if (!(await pool.refresh()) && !warnedLost) {
@@ -185,7 +201,13 @@ export class BatonWorker {
         );
       }
       await this.registry.advertise(rt.redis, rt.keys, this.id, rt.clock.now(), taskQueue);
-      await liveness.heartbeat(this.id, agentNames, ttl);
+      await rt.queues.versions.advertise(rt.clock.now(), taskQueue);
+      await liveness.heartbeat(this.id, agentNames, ttl, rt.queues.versions.served());
+      // Runs parked while no worker served these versions get their jobs now.
+      const woken = await rt.queues.versions.wake((target, reason, version) =>
+        rt.queues.enqueueStep(target, reason, version),
+      );
+      if (woken > 0) this.logger.info({ woken }, 'runs waiting for this agent version resumed');
     };
     await advertise();
     this.controlSubscriber = duplicateClient(rt.redis, {
@@ -457,7 +479,7 @@ export class BatonWorker {
     // Redis away this would wait for it (the heartbeat expires on its own anyway).
     const agents = this.registry.list().map((a) => a.name);
     const leaving = this.liveness
-      ?.leave(this.id, agents)
+      ?.leave(this.id, agents, this.runtime.queues.versions.served())
       .then(async () => {
         // The last live worker of this agent set frees its task queue (see TaskQueuePool).
         const live = await this.liveness?.workers(agents);

@@ -177,7 +177,7 @@ export class EventRenderer {
 /** `runs get`: a run snapshot for people, with its place in its run tree. */
 export function renderSnapshot(snap: RunView, s: Style): string {
   const lines = [
-    `${s.bold(snap.runId)}  ${statusText(snap.status, s)}  agent ${snap.agent}  thread ${snap.threadId}`,
+    `${s.bold(snap.runId)}  ${statusText(snap.status, s)}  agent ${snap.agent}${snap.agentVersion === undefined ? '' : `@${snap.agentVersion}`}  thread ${snap.threadId}`,
     `step ${snap.step}, phase ${snap.phase ?? '-'}, ${snap.usage.totalTokens} tokens${endedText(snap)}`,
   ];
   if (snap.parent)
@@ -234,6 +234,8 @@ function endedText(snap: RunView): string {
 
 /** A run waiting for a slot of its tenant or fairness key (docs/fairness.md). */
 function queuedText(q: QueuedInfo): string {
+  if (q.reason === 'version_unavailable')
+    return `queued: no live worker serves its agent version (version unavailable; ${q.backlog} run(s) wait for it); it resumes when one starts`;
   const limit = q.limit === undefined ? '' : ` of ${q.limit}`;
   return `queued: position ${q.position} of ${q.backlog} waiting for a slot (${q.reason.replaceAll('_', ' ')}; ${q.inProgress}${limit} of its key in progress)`;
 }
@@ -277,7 +279,7 @@ export function renderRunList(runs: readonly RunSummary[], s: Style): string {
     const orphan = parent !== null && !onPage.has(parent) ? s.dim(`  child of ${parent}`) : '';
     const indent = depth === 0 ? '' : `${'  '.repeat(depth - 1)}└ `;
     lines.push(
-      `${indent}${r.runId}  ${statusText(r.status.padEnd(7), s)}  ${r.agent.padEnd(20)}  ${new Date(r.updatedAt).toISOString()}  ${s.dim(r.threadId)}${admissionText(r, s)}${orphan}`,
+      `${indent}${r.runId}  ${statusText(r.status.padEnd(7), s)}  ${(r.agentVersion === undefined ? r.agent : `${r.agent}@${r.agentVersion}`).padEnd(20)}  ${new Date(r.updatedAt).toISOString()}  ${s.dim(r.threadId)}${admissionText(r, s)}${orphan}`,
     );
     // Children in call order (their ids sort by step and position), under their parent.
     const kids = [...(children.get(r.runId) ?? [])].sort((a, b) =>
@@ -293,6 +295,16 @@ export function renderRunList(runs: readonly RunSummary[], s: Style): string {
 }
 
 /** `agents`: one block per advertised agent. */
+/** Each version: current or not, live workers, runs in progress / waiting (drained: none left). */
+function versionsText(a: AgentDescriptor, s: Style): string {
+  return (a.versions ?? [])
+    .map((v) => {
+      const mark = v.current ? s.green('current') : v.runs.inProgress === 0 ? s.dim('drained') : '';
+      return `  version ${v.version}  ${mark}  workers ${v.workers.length}  runs ${v.runs.inProgress} in progress, ${v.runs.waiting} waiting${v.runs.versionUnavailable > 0 ? s.yellow(` (${v.runs.versionUnavailable} for a worker)`) : ''}\n`;
+    })
+    .join('');
+}
+
 export function renderAgents(agents: readonly AgentDescriptor[], s: Style): string {
   if (agents.length === 0) return s.dim('no agents advertised (is a worker running?)') + '\n';
   return agents
@@ -300,7 +312,7 @@ export function renderAgents(agents: readonly AgentDescriptor[], s: Style): stri
       const tools = a.tools
         .map((t) => `${t.name}${t.approval ? ' (approval)' : t.clientSide ? ' (client)' : ''}`)
         .join(', ');
-      return `${s.bold(a.name)}  ${s.dim(a.executionMode)}\n  ${a.description ?? ''}\n  tools: ${tools || '-'}\n`;
+      return `${s.bold(a.name)}  ${s.dim(a.executionMode)}\n  ${a.description ?? ''}\n  tools: ${tools || '-'}\n${versionsText(a, s)}`;
     })
     .join('');
 }

@@ -1,4 +1,5 @@
 import {
+  AgentCurrentVersionSchema,
   AgentDescriptorSchema,
   AgentListSchema,
   BulkReplayStatusSchema,
@@ -11,6 +12,7 @@ import {
   RunViewSchema,
   RunWebhooksResponseSchema,
   ThreadResponseSchema,
+  type AgentCurrentVersion,
   type AgentDescriptor,
   type BulkReplayFilter,
   type BulkReplayStatus,
@@ -43,6 +45,8 @@ export interface ListRunsQuery {
   readonly thread?: string;
   /** Runs of this fairness key (a run without one has its tenant's). */
   readonly fairnessKey?: string;
+  /** Runs created on this agent version (`GET /v1/agents` lists each agent's versions). */
+  readonly agentVersion?: string;
   /** `queued`: only runs waiting for a slot of their tenant or fairness key (docs/fairness.md). */
   readonly admission?: 'queued';
   /** Page size, 1..100 (default 20). */
@@ -306,6 +310,33 @@ export class AgentsApi {
   /** `GET /v1/agents/:name` (`not_found` when no worker advertises it). */
   async get(name: string, opts: RequestOptions = {}): Promise<AgentDescriptor> {
     return (await this.t.json('GET', `/v1/agents/${enc(name)}`, AgentDescriptorSchema, opts)).body;
+  }
+
+  /**
+   * `POST /v1/agents/:name/promote` (admin keys): new runs of the agent get `version` from now
+   * on (every API within 1 s). `not_found` for a version no worker advertised.
+   */
+  async promote(
+    name: string,
+    version: string,
+    opts: RequestOptions = {},
+  ): Promise<AgentCurrentVersion> {
+    return (
+      await this.t.json('POST', `/v1/agents/${enc(name)}/promote`, AgentCurrentVersionSchema, {
+        ...opts,
+        body: { version },
+      })
+    ).body;
+  }
+
+  /**
+   * `POST /v1/agents/:name/rollback` (admin keys): back to the version current before the last
+   * promote (`conflict` when there is none).
+   */
+  async rollback(name: string, opts: RequestOptions = {}): Promise<AgentCurrentVersion> {
+    return (
+      await this.t.json('POST', `/v1/agents/${enc(name)}/rollback`, AgentCurrentVersionSchema, opts)
+    ).body;
   }
 }
 

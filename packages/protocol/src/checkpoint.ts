@@ -33,6 +33,11 @@ export const RunIdentitySchema = z.object({
   priority: RunPrioritySchema.optional(),
   /** Who the run is fair to (docs/fairness.md); absent: its tenant. Children inherit it. */
   fairnessKey: z.string().optional(),
+  /**
+   * The agent version the run was created on (docs/deployment-and-scaling.md); its jobs go only
+   * to workers that serve it. Absent on runs of releases before versions: routed by agent alone.
+   */
+  agentVersion: z.string().optional(),
 });
 export type RunIdentity = z.infer<typeof RunIdentitySchema>;
 

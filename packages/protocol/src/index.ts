@@ -242,6 +242,19 @@ export {
 /** @public A wire shape for clients that validate what they receive or build what they send. */
 export { StateKeySpecSchema } from './agents.ts';
 export {
+  type AgentCurrentVersion,
+  AgentCurrentVersionSchema,
+  type AgentVersionAdvert,
+  AgentVersionAdvertSchema,
+  type AgentVersionInfo,
+  AgentVersionSchema,
+  PromoteAgentVersionRequestSchema,
+  type Versioning,
+  VersioningSchema,
+} from './agent-versions.ts';
+/** @public A wire shape for clients that validate what they receive or build what they send. */
+export { AgentVersionInfoSchema, type PromoteAgentVersionRequest } from './agent-versions.ts';
+export {
   AgentListSchema,
   type CancelResponse,
   CancelResponseSchema,

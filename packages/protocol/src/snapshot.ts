@@ -193,6 +193,8 @@ export const RunViewSchema = RunSnapshotSchema.extend({
   /** Its dispatch priority (1 first … 5 last) and fairness key (docs/fairness.md). */
   priority: z.number().int().optional(),
   fairnessKey: z.string().optional(),
+  /** The agent version the run runs on (absent: a run of a release before agent versions). */
+  agentVersion: z.string().optional(),
   /** Set while the run waits for a slot of its tenant or fairness key: why, and where it stands. */
   queued: QueuedInfoSchema.optional(),
   /** On a fork or a replay: the run and the event it continues from. */

@@ -9,6 +9,7 @@ export { AgentLiveness } from './agent-liveness.ts';
 export { PgArchive } from './archive/pg-archive.ts';
 export { AgentRegistry } from './agent-registry.ts';
 export { TaskQueuePool } from './task-queue-pools.ts';
+export { agentVersionOf, versioningOf } from './agent-version-of.ts';
 export { ChildRuns } from './child-runs.ts';
 export { AbortRegistry, listenForControl } from './control-channel.ts';
 export { LeaseLostError } from './errors/lease-lost-error.ts';
@@ -67,6 +68,7 @@ export {
   JOB_HOLDER_FIELD,
   JOB_STALLS_FIELD,
   STALLED_TOO_OFTEN,
+  type HolderNote,
 } from './internals/bullmq/job-hash.ts';
 export { isWorkerLockToken, readJobLock } from './internals/bullmq/job-lock.ts';
 export {

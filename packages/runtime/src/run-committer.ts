@@ -233,6 +233,7 @@ export class RunCommitter {
         await this.deps.admission?.waitingForHuman(after.identity);
         await this.deps.onWaiting?.(after);
       }
+      await this.deps.queues.versions.track(after.identity, is);
     } else {
       // A run that finishes from active is in the waiting index only if a crash left it there
       // (a move adds before it removes), and the reconciler's waiting sweep finishes that entry.
@@ -260,6 +261,7 @@ export class RunCommitter {
     await this.deps.admission?.release(cp.identity);
     // Before the run leaves the live indexes: a crash here leaves it for the reconciler to redo.
     await this.deps.onFinished?.(cp);
+    await this.deps.queues.versions.track(cp.identity, 'done', live === 'both');
     const expiresAt = (cp.finishedAt ?? this.deps.now()) + this.deps.retentionSeconds * 1000;
     await this.index.expireAt(expiringMember(cp), expiresAt);
     await this.deps.queues.removeFailedJobs(

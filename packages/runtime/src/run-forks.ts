@@ -14,6 +14,7 @@ import {
   type RunOrigin,
 } from '@baton/protocol';
 import { specOf, type AgentCatalog } from './agent-registry.ts';
+import { UnknownAgentVersionError } from './errors/agent-version-errors.ts';
 import type { RunParts } from './run-service-deps.ts';
 
 /** What a fork answers; the API adds the new run's links. */
@@ -151,12 +152,25 @@ export class RunForks {
           origin: existing.checkpoint.origin,
         };
     }
+    // The version the caller names (it must be one a worker advertised), else the agent's
+    // current one: the fork is pinned to it like any new run (none for unversioned workers).
+    const agentVersion = request.agentVersion ?? (await deps.queues.versions.current(agent));
+    if (request.agentVersion !== undefined) {
+      const known = await deps.queues.versions.versionsOf(agent, true);
+      if (!known.some((v) => v.version === request.agentVersion))
+        throw new UnknownAgentVersionError(
+          agent,
+          request.agentVersion,
+          known.map((v) => v.version),
+        );
+    }
     const identity = {
       runId,
       threadId,
       turnId: 'turn-1',
       tenantId,
       agent,
+      ...(agentVersion === null ? {} : { agentVersion }),
       ...(original.identity.priority === undefined ? {} : { priority: original.identity.priority }),
       ...(original.identity.fairnessKey === undefined
         ? {}
@@ -202,6 +216,7 @@ export class RunForks {
       threadIndexed: true,
       history: thread?.reference,
     });
+    await deps.queues.versions.track(identity, live === 'active' ? 'created' : 'waiting');
     if (live === 'active') await this.p.starts.start(identity, 'start', created.version);
     await deps.durability.acknowledge();
     return { runId, threadId, turnId: identity.turnId, status: checkpoint.status, origin };

@@ -17,6 +17,7 @@ import type { ThreadPage } from './redis/thread-store.ts';
 import type { Loaded } from './run-committer.ts';
 import type { SubmittedDecisions } from './decision-routing.ts';
 import type { RunParts, RunServiceDeps } from './run-service-deps.ts';
+import type { AgentVersions } from './agent-versions.ts';
 import { RunReads, type LogEnd, type OpenedEvents, type RunFollowState } from './run-reads.ts';
 import { RunStarts } from './run-starts.ts';
 import { RunCreation, type CreateRunOptions, type CreatedRun } from './run-creation.ts';
@@ -52,6 +53,8 @@ export const THREAD_PAGE_MAX_BYTES = 1024 * 1024;
  */
 export class RunService {
   readonly catalog: AgentCatalog;
+  /** Agent versions: the current one per agent (promote, rollback), parked runs. */
+  readonly versions: AgentVersions;
   private readonly reads: RunReads;
   private readonly starts: RunStarts;
   private readonly creation: RunCreation;
@@ -62,7 +65,8 @@ export class RunService {
   private readonly bulkReplays: BulkReplays;
 
   constructor(deps: RunServiceDeps) {
-    this.catalog = new AgentCatalog(deps.redis, deps.keys);
+    this.catalog = new AgentCatalog(deps.redis, deps.keys, deps.queues.versions);
+    this.versions = deps.queues.versions;
     this.reads = new RunReads(deps);
     this.starts = new RunStarts(deps.queues, deps.admission);
     const parts: RunParts = {

@@ -139,7 +139,10 @@ export async function startRun(
     principal.tenantId,
     withOwner(parsed.data, principal),
   );
-  ctx.metrics.runsCreated.inc({ agent: parsed.data.agent });
+  ctx.metrics.runsCreated.inc({
+    agent: parsed.data.agent,
+    version: created.agentVersion ?? '',
+  });
   return created.runId;
 }
 

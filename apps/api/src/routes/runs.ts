@@ -88,9 +88,26 @@ async function loadSnapshot(
 /** The snapshot, and whether the run waits for a worker of its agent (from heartbeats). */
 async function runView(ctx: ApiContext, tenantId: string, runId: string): Promise<RunView> {
   const { snapshot, metadata, parent, identity, origin } = await loadSnapshot(ctx, tenantId, runId);
-  const queued = snapshot.status === 'done' ? null : await ctx.service.queuedInfo(identity);
   const needsWorker = snapshot.status === 'created' || snapshot.status === 'running';
-  const waitingForWorker = needsWorker && !(await ctx.service.catalog.available(snapshot.agent));
+  const { agentVersion } = identity;
+  // Parked for want of a worker of its version: no job, no slot (version_unavailable). A run
+  // resumed by a decision is parked before any worker applied it (its log still says waiting).
+  const parked =
+    snapshot.status !== 'done' && agentVersion !== undefined
+      ? await ctx.service.versions.parked(identity.agent, agentVersion, runId)
+      : null;
+  const queued =
+    parked !== null
+      ? { reason: 'version_unavailable' as const, position: 1, backlog: parked, inProgress: 0 }
+      : snapshot.status === 'done'
+        ? null
+        : await ctx.service.queuedInfo(identity);
+  const waitingForWorker =
+    parked !== null ||
+    (needsWorker &&
+      (agentVersion === undefined
+        ? !(await ctx.service.catalog.available(snapshot.agent))
+        : !(await ctx.service.versions.isLive(identity.agent, agentVersion))));
   const scheduleId = metadata[SCHEDULE_ID_METADATA];
   const owner = metadata[OWNER_METADATA];
   const tree = await runTreeView(ctx, tenantId, snapshot);
@@ -104,6 +121,7 @@ async function runView(ctx: ApiContext, tenantId: string, runId: string): Promis
     ...(parent !== undefined ? { parent } : {}),
     priority: identity.priority ?? DEFAULT_PRIORITY,
     fairnessKey: fairnessKeyOf(identity),
+    ...(agentVersion === undefined ? {} : { agentVersion }),
     ...(queued ? { queued } : {}),
     ...(origin ? { origin } : {}),
   };
@@ -173,7 +191,7 @@ export function runsRouter(ctx: ApiContext): Router {
         : { ...idempotentRunIds(tenantId, key, body), onExisting: 'answer' as const };
     const create = async (): Promise<CreateRunResponse> => {
       const created = await ctx.service.createRun(tenantId, body, opts);
-      ctx.metrics.runsCreated.inc({ agent: body.agent });
+      ctx.metrics.runsCreated.inc({ agent: body.agent, version: created.agentVersion ?? '' });
       return CreateRunResponseSchema.parse({
         ...created,
         links: runLinks(created.runId, created.threadId),
@@ -212,6 +230,7 @@ export function runsRouter(ctx: ApiContext): Router {
       ...(query.agent ? { agent: query.agent } : {}),
       ...(query.thread ? { threadId: query.thread } : {}),
       ...(query.fairnessKey ? { fairnessKey: query.fairnessKey } : {}),
+      ...(query.agentVersion ? { agentVersion: query.agentVersion } : {}),
     };
     const limit = query.limit ?? 20;
     const page =

@@ -44,6 +44,14 @@
  *     p:queues                      SET    every BullMQ queue producers used (queue-shards.ts)
  *     p:task-queue:<tq>:pool        STRING signature of the agent set that holds task queue <tq>
  *                                          (task-queue-pools.ts), with a TTL refreshed by its adverts
+ *   Agent versions (agent-versions.ts)
+ *     p:agent-versions              HASH   `<agent>\n<version>` -> version advert JSON (task queue,
+ *                                          versioning, firstSeen); one HSET per heartbeat
+ *     p:agent-versions:current      HASH   agent -> { version, history } an operator promoted
+ *     p:agents:live-version:<v>:<a> ZSET   worker id -> membership expiry (ms), as p:agents:live
+ *     p:agent-versions:parked       SET    `<agent>\n<version>` with runs parked for want of a worker
+ *     p:agent-versions:parked:<v>:<a>  HASH  runId -> the step to enqueue when a worker of it starts
+ *     p:agent-versions:runs:<v>:<a>:active|waiting  SET  unfinished runs created on the version
  *
  *   Timers (timers/timer-index.ts; swept by every worker)
  *     p:{timers:<K>:<i>}            ZSET   JSON [kind, tenant, run, call] -> due (ms); a claimed
@@ -481,6 +489,39 @@ export class BatonKeys {
   /** Workers of one agent (see agent-liveness): ZSET worker id -> membership expiry (ms). */
   agentWorkers(agent: string): string {
     return `${this.prefix}:agents:live:${keyPart(agent)}`;
+  }
+
+  // --- Agent versions (agent-versions.ts) ------------------------------------------------------
+
+  /** HASH `<agent>\n<version>` -> AgentVersionAdvert JSON (kept after its workers are gone). */
+  get agentVersions(): string {
+    return `${this.prefix}:agent-versions`;
+  }
+
+  /** HASH agent -> JSON { version, history }: the version an operator promoted (absent: newest live). */
+  get agentCurrentVersions(): string {
+    return `${this.prefix}:agent-versions:current`;
+  }
+
+  /** Workers of one agent version: ZSET worker id -> membership expiry (ms), as agentWorkers. */
+  agentVersionWorkers(agent: string, version: string): string {
+    return `${this.prefix}:agents:live-version:${keyPart(version)}:${keyPart(agent)}`;
+  }
+
+  /** SET of `<agent>\n<version>` that have runs parked for want of a live worker. */
+  get parkedVersions(): string {
+    return `${this.prefix}:agent-versions:parked`;
+  }
+
+  /** HASH runId -> JSON step target: runs of one version parked with no live worker of it. */
+  parkedVersionRuns(agent: string, version: string): string {
+    return `${this.prefix}:agent-versions:parked:${keyPart(version)}:${keyPart(agent)}`;
+  }
+
+  /** SETs of the unfinished runs created on one version: all of them, and those waiting. */
+  versionRuns(agent: string, version: string): { active: string; waiting: string } {
+    const base = `${this.prefix}:agent-versions:runs:${keyPart(version)}:${keyPart(agent)}`;
+    return { active: `${base}:active`, waiting: `${base}:waiting` };
   }
 
   // --- Scheduled runs -------------------------------------------------------------------------
