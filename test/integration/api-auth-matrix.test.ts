@@ -97,7 +97,11 @@ const ADMIN_OPS = new Set([
   'revokeApiKey',
   'listTokenKeys',
   'rotateTokenKeys',
+  'promoteAgentVersion',
+  'rollbackAgentVersion',
 ]);
+/** Admin operations on an agent (by name), not on a managed key. */
+const AGENT_ADMIN_OPS = new Set(['promoteAgentVersion', 'rollbackAgentVersion']);
 /** Operations on nothing of their own: the tenant's (a scoped credential: 403). */
 const TENANT_OPS = new Set([
   'createSchedule',
@@ -384,7 +388,7 @@ function idFor(op: Operation, f: Fixtures, missing = false): string {
         ? f.threadId
         : SCHEDULE_OPS.has(op.id)
           ? f.scheduleId
-          : ADMIN_OPS.has(op.id)
+          : ADMIN_OPS.has(op.id) && !AGENT_ADMIN_OPS.has(op.id)
             ? f.keyId
             : REPLAY_OPS.has(op.id)
               ? f.replayId
