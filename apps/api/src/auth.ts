@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { BatonError } from '@baton/core';
+import { isBatonError } from '@baton/protocol';
 import type { Request, RequestHandler } from 'express';
 import { ConfigError } from './config.ts';
 import { credentialParams } from './logger.ts';
@@ -180,7 +181,7 @@ export function authenticate(
       try {
         principal = await verifier.verify(key);
       } catch (error) {
-        if (!(error instanceof BatonError) || error.code !== 'unauthorized') throw error;
+        if (!isBatonError(error, 'unauthorized')) throw error;
         refused = error;
       }
     }

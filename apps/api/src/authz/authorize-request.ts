@@ -1,4 +1,5 @@
 import { BatonError } from '@baton/core';
+import { isBatonError } from '@baton/protocol';
 import { RunNotFoundError } from '@baton/runtime';
 import type { Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
@@ -120,7 +121,7 @@ async function runFacts(
     const owner = checkpoint.metadata[OWNER_METADATA];
     return { threadId: checkpoint.identity.threadId, ...(owner !== undefined ? { owner } : {}) };
   } catch (error) {
-    if (error instanceof RunNotFoundError) return {};
+    if (isBatonError(error, 'run_not_found')) return {};
     throw error;
   }
 }
