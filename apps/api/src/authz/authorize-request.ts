@@ -264,6 +264,17 @@ export function authorizeRequest(ctx: ApiContext, opts: AuthorizeOptions): Reque
       scopes: principal.scopes,
       ...(principal.subject !== undefined ? { subject: principal.subject } : {}),
     };
+    // A token that names the run (publicAccessToken) costs no read without a hook: the route
+    // itself looks the run up in the token's tenant, so another tenant's is still a 404.
+    if (
+      opts.hook === undefined &&
+      op.idKind === 'run' &&
+      id !== undefined &&
+      authorizeOperation(user, op.id, { tenantId: principal.tenantId, runId: id }, []).allowed
+    ) {
+      next();
+      return;
+    }
     const resource = await resourceOf(ctx, req, principal.tenantId, op, id);
     if (resource === null) {
       // No such thread of this tenant: answered as the route answers a missing one.
