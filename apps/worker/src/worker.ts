@@ -181,7 +181,7 @@ export class BatonWorker {
         );
       }
       await this.registry.advertise(rt.redis, rt.keys, this.id, rt.clock.now(), taskQueue);
-      await liveness.heartbeat(this.id, agentNames, ttl);
+      await liveness.heartbeat(this.id, agentNames, ttl, config.WORKER_CONCURRENCY);
     };
     await advertise();
     this.controlSubscriber = duplicateClient(rt.redis, {

@@ -205,6 +205,8 @@ export interface FairTenantKeys {
   readonly busy: string;
   readonly keys: string;
   readonly dispatched: string;
+  /** HASH: `limit` (runs in progress a tenant may borrow up to), `runs` (borrowed in progress). */
+  readonly borrow: string;
   /** The backlog of one fairness key. */
   queue(key: string): string;
 }
@@ -292,6 +294,7 @@ export class BatonKeys {
       busy: `${base}:busy`,
       keys: `${base}:keys`,
       dispatched: `${base}:dispatched`,
+      borrow: `${base}:borrow`,
       queue: (key) => `${base}:q:${keyPart(key)}`,
     };
   }
@@ -421,6 +424,11 @@ export class BatonKeys {
   /** Which agent set serves a task queue (see task-queue-pools.ts): its signature, with a TTL. */
   taskQueuePool(taskQueue: string): string {
     return `${this.prefix}:task-queue:${keyPart(taskQueue)}:pool`;
+  }
+
+  /** Step concurrency of each worker (see agent-liveness): HASH worker id -> "<slots>\t<until ms>". */
+  get workerCapacity(): string {
+    return `${this.prefix}:workers:capacity`;
   }
 
   /** Workers of one agent (see agent-liveness): ZSET worker id -> membership expiry (ms). */
