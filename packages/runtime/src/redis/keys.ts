@@ -41,6 +41,9 @@
  *     p:agents:live:<agent>         ZSET   worker id -> membership expiry (ms), refreshed every few
  *                                          heartbeats; PEXPIRE past it, so the set of an agent
  *                                          nobody runs goes too
+ *     p:workers:capacity            HASH   worker id -> "<step slots>\t<membership expiry ms>": what
+ *                                          admission may lend a lone fairness key (borrowing);
+ *                                          entries gone a minute are trimmed by the refreshes
  *     p:queues                      SET    every BullMQ queue producers used (queue-shards.ts)
  *     p:task-queue:<tq>:pool        STRING signature of the agent set that holds task queue <tq>
  *                                          (task-queue-pools.ts), with a TTL refreshed by its adverts
@@ -65,7 +68,8 @@
  *     p:webhooks:runs               ZSET   runs whose webhooks the sweeper checks, score = when next
  *     p:webhooks:sweep-lock         STRING one sweeper at a time across workers (SET NX PX)
  *   Fairness (admission: fairness/run-admission.ts; the user-facing layout is docs/fairness.md)
- *     p:{fair:<t>}:where|busy|keys|dispatched, :q:<key>   a tenant's admission state (one slot)
+ *     p:{fair:<t>}:where|busy|keys|dispatched|borrow, :q:<key>   a tenant's admission state (one
+ *                                          slot)
  *     p:fair:tenants                SET    tenants with admission state (the sweep and /metrics)
  *     p:fair:sweep-cursor           HASH   tenant -> HSCAN cursor of its :where, where the
  *                                          reconciler's leak sweep resumes ('0' = from the start)
