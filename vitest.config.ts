@@ -34,7 +34,10 @@ const FAULT_TESTS = [
   'test/integration/stall-accounting.test.ts', // frozen and killed workers until MAX_STALLS
   'test/integration/finished-runs.test.ts', // workers killed before recording a job
   'test/integration/archive-crash.test.ts', // archiver killed mid-batch, PostgreSQL restarted
+  'test/integration/timers-volume.test.ts', // 1,000 deadlines under kill -9, 1,000 sleeps across restarts, 200 races
+  'test/integration/fork-random.test.ts', // 1,000 random forks (FORK_TEST_COUNT)
   'test/integration/rolling-upgrade.test.ts', // N−1 and N side by side, kill -9 mid-upgrade
+  'test/integration/agent-versions-scale.test.ts', // 500 runs over two agent versions (VERSIONS_RUNS)
 ];
 
 /**
@@ -67,6 +70,7 @@ const CLUSTER_SUITES = [
   'test/integration/protocol-ai-sdk.test.ts', // AI SDK route
   'test/integration/protocol-ag-ui.test.ts', // AG-UI route
   'test/integration/fairness.test.ts', // admission scripts on the tenants' {fair:<tenant>} slots
+  'test/integration/api-managed-keys.test.ts', // managed keys: {apikeys} scripts, pub/sub invalidation
 ];
 /** Tests that start their own Redis Cluster: too heavy for integration, run by the cluster project. */
 const OWN_CLUSTER_TESTS = [

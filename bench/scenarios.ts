@@ -18,6 +18,7 @@ import { cluster } from './cluster.ts';
 import { fairness } from './fairness.ts';
 import { archive } from './archive.ts';
 import { cliStart } from './cli-start.ts';
+import { timers } from './timers.ts';
 
 export const scenarios: readonly Scenario[] = [
   throughput,
@@ -33,5 +34,6 @@ export const scenarios: readonly Scenario[] = [
   fairness,
   archive,
   cliStart,
+  timers,
   budgets,
 ];

@@ -4,7 +4,13 @@
  * every line the API prints is captured, across routes, errors, 404s and SSE streams.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { CreateRunResponse, ErrorBody, RunSnapshot } from '@baton/protocol';
+import { hashKey } from '@baton/api';
+import {
+  CreatedApiKeySchema,
+  type CreateRunResponse,
+  type ErrorBody,
+  type RunSnapshot,
+} from '@baton/protocol';
 import { ApiClient } from '@baton/testing/api-harness';
 import { spawnApi, stopAllApiProcesses, type ApiProcess } from '@baton/testing/api-process';
 import { testPrefix, waitFor } from '@baton/testing/worker-harness';
@@ -149,4 +155,40 @@ describe('an API key in the query string', () => {
     // The other parameters of a URL are kept.
     expect(lines.some((line) => line.includes('children=1&api_key=[redacted]'))).toBe(true);
   }, 120_000);
+
+  it('a managed key (bk_…) or an identity-provider token in the URL is redacted, and managing keys logs no secret', async () => {
+    const admin = new ApiClient(api.url, ADMIN);
+    const created = CreatedApiKeySchema.parse(
+      (await admin.post('/v1/admin/keys', { tenant: 'tenant-a' })).body,
+    );
+    const rotated = CreatedApiKeySchema.parse(
+      (await admin.post(`/v1/admin/keys/${created.id}/rotate`, { graceSeconds: 60 })).body,
+    );
+    const jwt = `eyJhbGciOiJFUzI1NiJ9.${Buffer.from('{"iss":"x","sub":"alice"}').toString('base64url')}.${'s'.repeat(86)}`;
+    const ids: string[] = [];
+    for (const query of [`k=${created.key}`, rotated.key, `bearer=${jwt}`]) {
+      const id = `qk-${String(++requestSeq)}`;
+      ids.push(id);
+      const res = await fetch(`${api.url}/v1/runs?${query}`, { headers: { 'x-request-id': id } });
+      expect(res.status).toBe(401);
+    }
+    const id = `qk-${String(++requestSeq)}`;
+    ids.push(id);
+    expect(
+      (
+        await fetch(`${api.url}/v1/admin/keys/${rotated.id}`, {
+          method: 'DELETE',
+          headers: { authorization: `Bearer ${ADMIN}`, 'x-request-id': id },
+        })
+      ).status,
+    ).toBe(204);
+    await waitFor(
+      () => Promise.resolve(ids.every((i) => lines.some((l) => l.includes(`"id":"${i}"`))) || null),
+      30_000,
+      'a request log line for every request',
+    );
+    for (const secret of [created.key, rotated.key, hashKey(created.key), jwt])
+      expect(lines.filter((line) => line.includes(secret))).toEqual([]);
+    expect(lines.some((line) => line.includes('managed API key revoked'))).toBe(true);
+  }, 60_000);
 });

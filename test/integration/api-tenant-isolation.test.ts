@@ -65,6 +65,8 @@ describe("another tenant's id answers exactly like a missing id", () => {
       { decisions: [{ toolCallId: 'call_1_2', action: 'resume' }] },
     ],
     ['POST', '/v1/runs/:id/cancel'],
+    ['POST', '/v1/runs/:id/fork', { atSeq: 1 }],
+    ['POST', '/v1/runs/:id/replay'],
   ];
   const THREAD_ROUTES: [string, string][] = [
     ['GET', '/v1/threads/:id'],

@@ -69,6 +69,8 @@ function runOf(i: number): Checkpoint {
     agent: AGENTS[i % AGENTS.length]!,
     threadId: THREADS[i % THREADS.length]!,
     ...(fairnessKey === undefined ? {} : { fairnessKey }),
+    // Some runs of each agent version, some from before versions (none).
+    ...(i % 3 === 2 ? {} : { agentVersion: i % 3 === 0 ? 'v1' : 'v2' }),
   };
   // Three runs share each creation time: pages must break ties by run id on both paths.
   const createdAt = 10_000 + Math.floor(i / 3);
@@ -188,6 +190,9 @@ const RUN_LIST_CASES: Case[] = [
   { key: 'a', path: '/v1/runs?thread=th-1&fairnessKey=user-2&agent=beta' },
   { key: 'a', path: '/v1/runs?admission=queued' },
   { key: 'a', path: '/v1/runs?admission=queued&fairnessKey=user-1' },
+  { key: 'a', path: '/v1/runs?agentVersion=v1' },
+  { key: 'a', path: '/v1/runs?agentVersion=v2&status=done' },
+  { key: 'a', path: '/v1/runs?agentVersion=v9' },
 ];
 
 /** Filters of GET /v1/threads/:id/runs. */

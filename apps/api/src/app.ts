@@ -20,6 +20,13 @@ import type { ApiPlugin } from './plugin.ts';
 import { API_REDACT_PATHS, createApiLogger, httpLogger } from './logger.ts';
 import { ApiMetrics, observeMessage } from './metrics.ts';
 import { metricsAuth } from './metrics-auth.ts';
+import { MANAGED_KEY_PREFIX, ManagedKeyStore } from './managed-keys.ts';
+import { adminKeysRouter } from './routes/admin-keys.ts';
+import { idpTenants } from './idp/idp-config.ts';
+import { IdpVerifier } from './idp/idp-verifier.ts';
+import { loadAuthzHook } from './authz/authz-hook.ts';
+import { authorizeRequest } from './authz/authorize-request.ts';
+import { buildOpenApiDocument } from './openapi.ts';
 import { agentsRouter } from './routes/agents.ts';
 import { eventsRouter } from './routes/events.ts';
 import { opsRouter } from './routes/ops.ts';
@@ -85,6 +92,7 @@ export function v1Router(context: ApiContext): Router {
   v1.use(schedulesRouter(context)); // scheduled runs
   v1.use(webhooksRouter(context));
   v1.use(waitsRouter(context));
+  v1.use(adminKeysRouter(context));
   return v1;
 }
 
@@ -95,6 +103,9 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     ? toPino(opts.logger, API_REDACT_PATHS)
     : createApiLogger(config.LOG_LEVEL);
   const tenantWebhooks = parseTenantWebhooks(config);
+  // Tenants' own identity providers and the authorization hook: read (and refused) at start.
+  const idp = new IdpVerifier(idpTenants(config));
+  const authzHook = config.BATON_AUTHZ ? await loadAuthzHook(config.BATON_AUTHZ) : undefined;
   const ownsRuntime = opts.runtime === undefined;
   const runtime =
     opts.runtime ??
@@ -134,6 +145,16 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
       : {}),
   });
 
+  // Keys created at run time: every API hears changes on a channel (managed-keys.ts).
+  const managedKeys = new ManagedKeyStore(runtime.redis, runtime.keys);
+  managedKeys.listen(() =>
+    duplicateClient(runtime.redis, {
+      connectionName: 'baton-api-keys',
+      maxRetriesPerRequest: null,
+      enableOfflineQueue: true,
+    }),
+  );
+
   const context: ApiContext = {
     config,
     service: runtime.service,
@@ -142,6 +163,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     health: runtimeHealth(runtime),
     logger,
     keys,
+    managedKeys,
     metrics,
     sseLimiter: new SseConnectionLimiter(
       runtime.redis,
@@ -165,7 +187,10 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   if (tracing) app.use(tracing);
   // A configured key is a secret wherever a client put it in the URL (redactUrl).
   const isSecret = (value: string): boolean =>
-    value.length >= 8 && (keys.verify(value) !== null || value === config.METRICS_KEY);
+    value.length >= 8 &&
+    (keys.verify(value) !== null ||
+      value.startsWith(MANAGED_KEY_PREFIX) ||
+      value === config.METRICS_KEY);
   app.use(httpLogger(logger, isSecret));
   app.use(metrics.middleware());
   const corsHandler = corsMiddleware(parseCorsOrigins(config.CORS_ORIGINS), () =>
@@ -183,6 +208,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
   const auth = authenticate(
     keys,
     new AuthFailureLimiter(runtime.redis, runtime.keys, config.AUTH_FAILURES_PER_MINUTE),
+    [managedKeys, idp],
   );
   const board = new BoardQueues(runtime.queues, () => runtime.service.catalog.names());
   app.use(
@@ -198,6 +224,11 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     auth,
     rateLimit(runtime.redis, runtime.keys, config.RATE_LIMIT_PER_MINUTE),
     jsonBody(config.BODY_LIMIT_BYTES),
+    authorizeRequest(context, {
+      paths: () => buildOpenApiDocument()['paths'] as Record<string, unknown>,
+      ...(authzHook ? { hook: authzHook } : {}),
+      allowedAgents: (tenantId) => idp.tenantConfig(tenantId)?.allowedAgents ?? [],
+    }),
   ];
   // Plugins first: one under /v1 (e.g. /v1/ai-sdk) must not pass through /v1's auth and rate
   // limit a second time.
@@ -225,6 +256,7 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
       // What is still being answered needs Redis until it is done.
       await gate.drain(2_000);
       context.sseLimiter.close();
+      managedKeys.close();
       // The runtime's subscriber: an embedder's runtime keeps it until its own close().
       if (!ownsRuntime) return;
       await subscriber.close().catch(() => undefined);

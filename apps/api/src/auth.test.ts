@@ -11,9 +11,13 @@ describe('API keys', () => {
       ['acme:acme-secret-1', `globex:sha256:${hashKey('globex-secret')}`],
       ['ops:admin-secret-1'],
     );
-    expect(keys.verify('acme-secret-1')).toEqual({ tenantId: 'acme', admin: false });
-    expect(keys.verify('globex-secret')).toEqual({ tenantId: 'globex', admin: false });
-    expect(keys.verify('admin-secret-1')).toEqual({ tenantId: 'ops', admin: true });
+    expect(keys.verify('acme-secret-1')).toMatchObject({
+      tenantId: 'acme',
+      admin: false,
+      scopes: null,
+    });
+    expect(keys.verify('globex-secret')).toMatchObject({ tenantId: 'globex', admin: false });
+    expect(keys.verify('admin-secret-1')).toMatchObject({ tenantId: 'ops', admin: true });
     expect(keys.verify('acme-secret-2')).toBeNull();
     expect(keys.verify('')).toBeNull();
   });

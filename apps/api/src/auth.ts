@@ -8,6 +8,27 @@ import { credentialParams } from './logger.ts';
 export interface Principal {
   readonly tenantId: string;
   readonly admin: boolean;
+  /** The end user a token speaks for (absent for tenant keys). */
+  readonly subject?: string;
+  /** What a token may do (packages/protocol scopes); null: everything the tenant may (a key). */
+  readonly scopes: readonly string[] | null;
+  readonly credential: {
+    readonly kind: 'api-key' | 'baton-token' | 'idp-token';
+    readonly id?: string;
+    /** ms since epoch */
+    readonly expiresAt?: number;
+  };
+  /** A verified token's claims, for the authorization hook (BATON_AUTHZ); never logged. */
+  readonly claims?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * A second kind of credential after the API keys of the environment (KeyStore): managed keys in
+ * Redis, Baton-minted and identity-provider tokens. null: not its credential, or not a valid one;
+ * a BatonError 'unauthorized' says why it is invalid (e.g. an expired token).
+ */
+export interface CredentialVerifier {
+  verify(presented: string): Promise<Principal | null>;
 }
 
 interface KeyEntry {
@@ -57,7 +78,10 @@ export class KeyStore {
         `${what}: the key of tenant "${tenantId}" is shorter than 8 characters; use a longer random key`,
       );
     const hex = hashed ? hashed[1]!.toLowerCase() : hashKey(secret);
-    this.entries.push({ hash: Buffer.from(hex, 'hex'), principal: { tenantId, admin } });
+    this.entries.push({
+      hash: Buffer.from(hex, 'hex'),
+      principal: { tenantId, admin, scopes: null, credential: { kind: 'api-key' } },
+    });
   }
 
   /** Constant-time in the number of keys: every entry is compared, none short-circuits. */
@@ -106,7 +130,11 @@ export interface AuthFailureLimit {
  * 401 without a valid key; sets req.principal. With a limit, an address that failed too often
  * gets 429 before its key is checked.
  */
-export function authenticate(keys: KeyStore, limit?: AuthFailureLimit): RequestHandler {
+export function authenticate(
+  keys: KeyStore,
+  limit?: AuthFailureLimit,
+  verifiers: readonly CredentialVerifier[] = [],
+): RequestHandler {
   return async (req, _res, next) => {
     const ip = req.ip ?? req.socket.remoteAddress ?? 'unknown';
     await limit?.check(ip);
@@ -126,10 +154,20 @@ export function authenticate(keys: KeyStore, limit?: AuthFailureLimit): RequestH
       );
       return;
     }
-    const principal = keys.verify(key);
+    let principal = keys.verify(key);
+    let refused: BatonError | null = null;
+    for (const verifier of verifiers) {
+      if (principal) break;
+      try {
+        principal = await verifier.verify(key);
+      } catch (error) {
+        if (!(error instanceof BatonError) || error.code !== 'unauthorized') throw error;
+        refused = error;
+      }
+    }
     if (!principal) {
       const limited = await limit?.failed(ip);
-      next(limited ?? new BatonError('unauthorized', 'invalid API key'));
+      next(limited ?? refused ?? new BatonError('unauthorized', 'invalid API key'));
       return;
     }
     req.principal = principal;

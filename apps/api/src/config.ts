@@ -24,6 +24,18 @@ export const ApiConfigSchema = z.object({
   API_KEYS: z.string().default(''),
   /** File with one `tenant:key` / `tenant:sha256:<hex>` entry per line (# comments allowed). */
   API_KEYS_FILE: z.string().optional(),
+  /**
+   * Tenants' own identity providers: a JSON array of {tenant, issuer, jwksUrl, audience, …}
+   * (idp/idp-config.ts); their users' JWTs are accepted as end users of that tenant.
+   */
+  IDP_TENANTS: z.string().default(''),
+  /** A file holding such a JSON array. */
+  IDP_TENANTS_FILE: z.string().optional(),
+  /**
+   * Authorization hook: a module (path relative to the working directory, `./authz.ts` or
+   * `./authz.ts:exportName`) whose function allows, denies or narrows each end user's request.
+   */
+  BATON_AUTHZ: z.string().optional(),
   /** Admin keys: `name:key` or `name:sha256:<hex>`; `name` is also the admin's own tenant. */
   ADMIN_KEYS: z.string().default(''),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),

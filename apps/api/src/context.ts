@@ -5,6 +5,7 @@ import type { KeyStore } from './auth.ts';
 import type { ApiConfig } from './config.ts';
 import type { HealthPort } from './health.ts';
 import type { IdempotencyStore } from './idempotency.ts';
+import type { ManagedKeyStore } from './managed-keys.ts';
 import type { SseConnectionLimiter } from './limits.ts';
 import type { ApiMetrics } from './metrics.ts';
 
@@ -23,6 +24,8 @@ export interface ApiContext {
   readonly health: HealthPort;
   readonly logger: Logger;
   readonly keys: KeyStore;
+  /** Tenant keys created, rotated and revoked at run time (admin routes /v1/admin/keys). */
+  readonly managedKeys: ManagedKeyStore;
   readonly metrics: ApiMetrics;
   readonly sseLimiter: SseConnectionLimiter;
   readonly idempotency: IdempotencyStore;

@@ -45,6 +45,8 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   webhook_target_refused: 400,
   quota_exceeded: 409,
   thread_too_large: 413,
+  fork_point_invalid: 422,
+  run_not_replayable: 409,
 };
 
 export function statusFor(code: ErrorCode): number {

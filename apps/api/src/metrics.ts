@@ -121,7 +121,7 @@ export class ApiMetrics {
   readonly stepDuration: StoredMetric;
   readonly toolDuration: StoredMetric;
   readonly runsFinished: StoredMetric;
-  readonly runsCreated: Counter<'agent'>;
+  readonly runsCreated: Counter<'agent' | 'version'>;
 
   constructor(runtime: BatonRuntime, opts: ApiMetricsOptions = {}) {
     const registers = [this.registry];
@@ -171,8 +171,8 @@ export class ApiMetrics {
     );
     this.runsCreated = new Counter({
       name: 'baton_runs_created_total',
-      help: 'Runs created through this instance',
-      labelNames: ['agent'],
+      help: 'Runs created through this instance, by agent and the agent version they run on ("" before versions)',
+      labelNames: ['agent', 'version'],
       registers,
     });
     this.runsFinished = new StoredMetric(

@@ -1,6 +1,16 @@
 import {
+  AgentCurrentVersionSchema,
   AgentDescriptorSchema,
+  ApiKeyListSchema,
+  CreateApiKeyRequestSchema,
+  CreatedApiKeySchema,
+  RotateApiKeyRequestSchema,
+  PromoteAgentVersionRequestSchema,
   CreateRunRequestSchema,
+  BulkReplayRequestSchema,
+  BulkReplayStatusSchema,
+  ForkRunRequestSchema,
+  ForkRunResponseSchema,
   CreateScheduleRequestSchema,
   ScheduleDetailSchema,
   SchedulePageSchema,
@@ -24,6 +34,7 @@ import { agUiPaths } from './adapters/ag-ui/route.ts';
 import { ChatRequestSchema } from './adapters/ai-sdk/request.ts';
 import { aiSdkPaths } from './adapters/ai-sdk/route.ts';
 import { components, secured, type Json } from './openapi/shared.ts';
+import { adminKeysPaths } from './routes/admin-keys.ts';
 import { agentsPaths } from './routes/agents.ts';
 import { eventsPaths } from './routes/events.ts';
 import { opsPaths } from './routes/ops-paths.ts';
@@ -56,8 +67,13 @@ const REQUESTS = {
   AiSdkChatRequest: ChatRequestSchema,
   AgUiRunAgentInput: AgUiRunInputSchema,
   CreateScheduleRequest: CreateScheduleRequestSchema,
+  ForkRunRequest: ForkRunRequestSchema,
+  BulkReplayRequest: BulkReplayRequestSchema,
   CreateWaitpointRequest: CreateWaitpointRequestSchema,
   SendEventRequest: SendEventRequestSchema,
+  CreateApiKeyRequest: CreateApiKeyRequestSchema,
+  RotateApiKeyRequest: RotateApiKeyRequestSchema,
+  PromoteAgentVersionRequest: PromoteAgentVersionRequestSchema,
 } as const;
 
 const RESPONSES = {
@@ -68,10 +84,13 @@ const RESPONSES = {
   RunEvent: RunEventSchema,
   DecisionsResponse: DecisionsResponseSchema,
   CancelResponse: CancelResponseSchema,
+  ForkRunResponse: ForkRunResponseSchema,
+  BulkReplayStatus: BulkReplayStatusSchema,
   DeleteThreadResponse: DeleteThreadResponseSchema,
   Thread: ThreadResponseSchema,
   AgentList: AgentListSchema,
   AgentDescriptor: AgentDescriptorSchema,
+  AgentCurrentVersion: AgentCurrentVersionSchema,
   ErrorBody: ErrorBodySchema,
   Health: HealthSchema,
   Schedule: ScheduleSchema,
@@ -82,6 +101,8 @@ const RESPONSES = {
   WaitpointCreated: WaitpointCreatedSchema,
   WaitpointOutcome: WaitpointOutcomeSchema,
   SendEventResponse: SendEventResponseSchema,
+  CreatedApiKey: CreatedApiKeySchema,
+  ApiKeyList: ApiKeyListSchema,
 } as const;
 
 export function buildOpenApiDocument(): Json {
@@ -104,6 +125,7 @@ export function buildOpenApiDocument(): Json {
       { name: 'protocols', description: 'Front-end protocols: AI SDK UI message stream, AG-UI' },
       { name: 'waits', description: 'Waitpoint URLs and events that complete waiting calls' },
       { name: 'ops' },
+      { name: 'admin', description: 'Admin keys only: tenant API keys managed at run time' },
     ],
     paths: {
       ...runsPaths,
@@ -116,6 +138,7 @@ export function buildOpenApiDocument(): Json {
       ...schedulesPaths,
       ...waitsPaths,
       ...opsPaths,
+      ...adminKeysPaths,
     },
     components: {
       schemas,
@@ -123,7 +146,8 @@ export function buildOpenApiDocument(): Json {
         bearerAuth: {
           type: 'http',
           scheme: 'bearer',
-          description: 'Authorization: Bearer <API key>',
+          description:
+            "Authorization: Bearer <API key>, or a JWT of the tenant's identity provider (IDP_TENANTS)",
         },
         apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
       },

@@ -1,4 +1,4 @@
-import { FairnessKeySchema, IdSchema, RunStatusSchema } from '@baton/protocol';
+import { AgentVersionSchema, FairnessKeySchema, IdSchema, RunStatusSchema } from '@baton/protocol';
 import { z } from 'zod';
 
 /**
@@ -37,6 +37,8 @@ export const ListRunsQuerySchema = z.strictObject({
   thread: IdSchema.optional(),
   /** Runs of this fairness key (a run without one has its tenant's). */
   fairnessKey: FairnessKeySchema.optional(),
+  /** Runs created on this agent version. */
+  agentVersion: AgentVersionSchema.optional(),
   /** `queued`: only runs waiting for a slot of their tenant or fairness key (docs/fairness.md). */
   admission: z.enum(['queued']).optional(),
   cursor: z.string().min(1).max(512).optional(),

@@ -1,6 +1,6 @@
 import { FieldInputError, coerceField, payloadForm, type FormField } from '@baton/client';
 import type { AwaitedToolCall, JsonObject, JsonValue } from '@baton/protocol';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { href } from './route.ts';
 
 export interface DecisionChoice {
@@ -66,6 +66,37 @@ function inputFor(field: FormField, id: string, value: string, set: (v: string) 
  * Approve / Deny. The API checks the payload again (422 payload_invalid is shown here). A call
  * of a descendant run (shown on an ancestor's page) names and links the run that holds it.
  */
+/** "4 m 05 s" until `at` (0 once passed). */
+function countdownText(at: number, now: number): string {
+  const s = Math.max(0, Math.round((at - now) / 1000));
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = String(s % 60).padStart(2, '0');
+  return h > 0 ? `${h} h ${String(m).padStart(2, '0')} m` : `${m} m ${sec} s`;
+}
+
+const OUTCOME_TEXT: Record<string, string> = {
+  deny: 'then it is denied',
+  resume: 'then it resumes with the default answer',
+  cancel: 'then the run is cancelled',
+  escalate: 'then it escalates',
+};
+
+/** The call's deadline, counting down each second. */
+function Deadline({ deadline }: { deadline: NonNullable<AwaitedToolCall['deadline']> }) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), 1_000);
+    return () => clearInterval(t);
+  }, []);
+  return (
+    <p class="deadline" title={new Date(deadline.at).toISOString()}>
+      ⏱ {countdownText(deadline.at, now)} left, {OUTCOME_TEXT[deadline.action] ?? deadline.action}
+      {deadline.escalated ? ' (escalated once)' : ''}
+    </p>
+  );
+}
+
 export function DecisionForm({
   call,
   onDecide,
@@ -119,6 +150,7 @@ export function DecisionForm({
         </p>
       )}
       <p class="ticket">{call.message}</p>
+      {call.deadline !== undefined && <Deadline deadline={call.deadline} />}
       {call.waitFor && (
         <p class="muted" data-testid="wait-for">
           {call.waitFor.kind === 'event'

@@ -3,7 +3,7 @@ import type { AwaitedToolCall, RunView as RunSnapshot } from '@baton/protocol';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { DecisionForm, type DecisionChoice } from './decision-form.tsx';
 import { describeError, handleAuth } from './errors.ts';
-import { href } from './route.ts';
+import { href, navigate } from './route.ts';
 import { EMPTY_VIEW, foldEvent, type RunView } from './run-timeline.ts';
 import { RunTree } from './run-tree.tsx';
 import { WebhookLog } from './webhook-log.tsx';
@@ -150,7 +150,35 @@ export function RunPage({
     }
   };
 
+  const [forkMessage, setForkMessage] = useState('');
+  // A fork starts after the event; with a message it continues from there (a step boundary or
+  // the run's end), and the API says which events take one.
+  const fork = async (atSeq: number): Promise<void> => {
+    try {
+      const message = forkMessage.trim();
+      const forked = await client.runs.fork(runId, {
+        atSeq,
+        ...(message === '' ? {} : { input: { messages: [{ role: 'user', content: message }] } }),
+      });
+      navigate({ page: 'run', runId: forked.runId });
+    } catch (e) {
+      if (!handleAuth(e, onUnauthorized)) setError(describeError(e));
+    }
+  };
+
+  const replay = async (): Promise<void> => {
+    try {
+      const replayed = await client.runs.replay(runId);
+      navigate({ page: 'run', runId: replayed.runId });
+    } catch (e) {
+      if (!handleAuth(e, onUnauthorized)) setError(describeError(e));
+    }
+  };
+
   const status = view.status ?? snapshot?.status ?? null;
+  const replayable =
+    status === 'done' &&
+    (view.termination?.kind === 'error' || view.termination?.kind === 'cancelled');
   // The run's own calls wait while the stream says it waits. A parent whose child waits is itself
   // `running`: its view's `await` lists the descendants' calls (each with the run holding it).
   const awaited = (snapshot?.await?.calls ?? []).filter((call) =>
@@ -166,6 +194,11 @@ export function RunPage({
         {status !== 'done' && status !== null && (
           <button type="button" class="deny" onClick={() => void cancel()}>
             Cancel run
+          </button>
+        )}
+        {replayable && (
+          <button type="button" onClick={() => void replay()}>
+            Replay run
           </button>
         )}
       </div>
@@ -210,6 +243,14 @@ export function RunPage({
             </dd>
           </div>
         )}
+        {snapshot?.agentVersion !== undefined && (
+          <div>
+            <dt>Version</dt>
+            <dd class="mono" data-testid="run-agent-version">
+              {snapshot.agentVersion}
+            </dd>
+          </div>
+        )}
         {snapshot?.fairnessKey !== undefined && (
           <div>
             <dt>Fairness</dt>
@@ -229,10 +270,27 @@ export function RunPage({
           <div>
             <dt>Queued</dt>
             <dd data-testid="run-queued">
-              {snapshot.queued.position} of {snapshot.queued.backlog} waiting for a slot (
-              {snapshot.queued.reason.replaceAll('_', ' ')}; {snapshot.queued.inProgress}
-              {snapshot.queued.limit !== undefined ? ` of ${snapshot.queued.limit}` : ''} in
-              progress)
+              {snapshot.queued.reason === 'version_unavailable' ? (
+                'no live worker serves its agent version; it resumes when one starts'
+              ) : (
+                <>
+                  {snapshot.queued.position} of {snapshot.queued.backlog} waiting for a slot (
+                  {snapshot.queued.reason.replaceAll('_', ' ')}; {snapshot.queued.inProgress}
+                  {snapshot.queued.limit !== undefined ? ` of ${snapshot.queued.limit}` : ''} in
+                  progress)
+                </>
+              )}
+            </dd>
+          </div>
+        )}
+        {snapshot?.origin !== undefined && (
+          <div>
+            <dt>{snapshot.origin.kind === 'fork' ? 'Forked from' : 'Replay of'}</dt>
+            <dd data-testid="run-origin">
+              <a class="mono" href={href({ page: 'run', runId: snapshot.origin.runId })}>
+                {snapshot.origin.runId}
+              </a>{' '}
+              after #{snapshot.origin.atSeq}
             </dd>
           </div>
         )}
@@ -328,6 +386,15 @@ export function RunPage({
 
       <section aria-labelledby="timeline-title">
         <h2 id="timeline-title">Timeline</h2>
+        <label class="fork-message">
+          Message for a fork (optional){' '}
+          <input
+            type="text"
+            value={forkMessage}
+            onInput={(e) => setForkMessage((e.target as HTMLInputElement).value)}
+            placeholder="continue with…"
+          />
+        </label>
         <ol class="timeline">
           {view.timeline.map((e) => (
             <li key={e.seq}>
@@ -335,7 +402,15 @@ export function RunPage({
               <time dateTime={new Date(e.at).toISOString()}>
                 {new Date(e.at).toLocaleTimeString()}
               </time>{' '}
-              <span class="type mono">{e.type}</span> {e.summary}
+              <span class="type mono">{e.type}</span> {e.summary}{' '}
+              <button
+                type="button"
+                class="link"
+                title={`A new run from this run's state after event #${e.seq}`}
+                onClick={() => void fork(e.seq)}
+              >
+                Fork here
+              </button>
             </li>
           ))}
         </ol>

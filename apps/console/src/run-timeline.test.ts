@@ -139,3 +139,34 @@ describe('timeline lines', () => {
     );
   });
 });
+
+describe('deadlines on the timeline', () => {
+  it('shows a deadline that passed, an escalation and the decision the deadline took', () => {
+    seq = 0;
+    const view = fold([
+      ev({
+        type: 'tool_call.deadline_escalated',
+        toolCallId: 'c1',
+        toolName: 'deploy',
+        deadlineAt: Date.UTC(2026, 0, 1, 10),
+        outcome: { action: 'deny' },
+      }),
+      ev({
+        type: 'tool_call.deadline_expired',
+        toolCallId: 'c1',
+        toolName: 'deploy',
+        deadlineAt: Date.UTC(2026, 0, 1, 10),
+        outcome: { action: 'deny' },
+      }),
+      ev({
+        type: 'decision.applied',
+        decision: { decisionId: 'd', toolCallId: 'c1', action: 'cancel', source: 'deadline' },
+      }),
+    ]);
+    expect(view.timeline.map((e) => e.summary)).toEqual([
+      'deploy: escalated, deadline moved to 2026-01-01T10:00:00.000Z',
+      'deploy: deadline passed (2026-01-01T10:00:00.000Z), deny',
+      'decision deny (c1) by deadline',
+    ]);
+  });
+});

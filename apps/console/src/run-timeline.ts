@@ -96,6 +96,10 @@ function summarize(event: RunEvent): string | null {
       return `${event.toolName} ${event.outcome.status}${event.outcome.error ? `: ${event.outcome.error}` : ''}`;
     case 'decision.applied':
       return `decision ${event.decision.action === 'resume' ? 'approve' : 'deny'} (${event.decision.toolCallId})${event.decision.source !== undefined && event.decision.source !== 'api' ? ` by ${event.decision.source}` : ''}${payloadText(event.decision.payload)}`;
+    case 'tool_call.deadline_expired':
+      return `${event.toolName}: deadline passed (${new Date(event.deadlineAt).toISOString()}), ${event.outcome.action}`;
+    case 'tool_call.deadline_escalated':
+      return `${event.toolName}: escalated, deadline moved to ${new Date(event.deadlineAt).toISOString()}`;
     case 'decision.discarded':
       return `decision ${event.decision.decisionId} not applied: ${event.reason}`;
     case 'child_run.linked':

@@ -195,7 +195,12 @@ export function RunsPage({
                 <td data-label="Run">
                   <a href={href({ page: 'run', runId: r.runId })}>{r.runId}</a>
                 </td>
-                <td data-label="Agent">{r.agent}</td>
+                <td data-label="Agent">
+                  {r.agent}
+                  {r.agentVersion !== undefined && (
+                    <span class="muted mono"> @{r.agentVersion}</span>
+                  )}
+                </td>
                 <td data-label="Thread">
                   <a
                     class="mono"

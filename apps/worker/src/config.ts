@@ -47,6 +47,19 @@ export const WorkerConfigSchema = z.object({
   /** Runs the reconciler looks at per index per scan. */
   RECONCILE_BATCH: z.coerce.number().int().min(1).max(10_000).default(200),
   /**
+   * How often this worker sweeps the timer index (deadlines, durable sleeps; jittered ±25 %):
+   * a timer fires at most about this late while a worker is live.
+   */
+  TIMER_SWEEP_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
+  /** Due timers one claim takes (a full batch is followed by another claim at once). */
+  TIMER_BATCH: z.coerce.number().int().min(1).max(10_000).default(100),
+  /**
+   * How long a claimed timer is kept from other workers: a worker that dies with it claimed
+   * delays it this long. Short on purpose: a handler slower than this only makes another worker
+   * fire it again, which changes nothing (firing is idempotent).
+   */
+  TIMER_CLAIM_MS: z.coerce.number().int().min(100).default(1_000),
+  /**
    * How often the worker running a job may die (crash, kill, a hang past AGENT_HEARTBEAT_TTL_MS)
    * before the job is given up: a tool call then fails with code tool_crashed_worker, a step ends
    * its run with an error that says so. A live worker that missed its lock renewals (JOB_LOCK_MS)

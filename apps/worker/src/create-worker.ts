@@ -23,6 +23,12 @@ export interface CreateWorkerOptions {
   /** The agents this worker runs; it takes only the jobs of these agents (one queue each). */
   readonly agents: readonly AgentDefinition[];
   /**
+   * The version of every agent here that names none itself (e.g. your build id or git sha; letters,
+   * digits, '.', '_', '-'): runs created on it run on workers that serve it. Unset (and unset
+   * on the agent): a hash of each agent's definition (docs/deployment-and-scaling.md).
+   */
+  readonly version?: string;
+  /**
    * A Redis URL (`redis://…`, `rediss://…`, `redis+cluster://h1:p1,h2:p2`,
    * `redis+sentinel://s1:p1/<master>`; as REDIS_URL), or your own ioredis `Redis` or `Cluster`.
    * An instance stays yours: the worker uses it, duplicates it for BullMQ and its subscriptions,
@@ -87,7 +93,12 @@ export function createWorker(options: CreateWorkerOptions): BatonWorker {
   const config = compileWorkerConfig(options);
   return new BatonWorker({
     config,
-    agents: options.agents,
+    agents:
+      options.version === undefined
+        ? options.agents
+        : options.agents.map((a) =>
+            a.version === undefined ? { ...a, version: options.version } : a,
+          ),
     logger: options.logger
       ? toPino(options.logger)
       : createLogger('baton-worker', config.LOG_LEVEL),

@@ -150,6 +150,8 @@ export async function fanOutToolCalls(
         runId: identity.runId,
         tenantId: identity.tenantId,
         ...(identity.priority === undefined ? {} : { priority: identity.priority }),
+        // The version this step ran on (this worker's): its tools run on the same code.
+        ...versionField(deps.queues.versions.localVersion(identity.agent) ?? identity.agentVersion),
         step,
         toolCallId: inv.toolCallId,
         attempt: inv.attempt,
@@ -164,4 +166,8 @@ export async function fanOutToolCalls(
   if (round.parentRecorded !== true)
     await deps.store.bookkeeping.recordParent(identity.runId, parentRecordOf(job, step));
   return 'children';
+}
+
+function versionField(agentVersion: string | undefined): { agentVersion?: string } {
+  return agentVersion === undefined ? {} : { agentVersion };
 }

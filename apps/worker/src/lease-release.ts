@@ -1,4 +1,10 @@
-import type { AwaitedResults, Lease, Loaded, RecordFirst } from '@baton/runtime/internal';
+import type {
+  AwaitedResults,
+  HolderNote,
+  Lease,
+  Loaded,
+  RecordFirst,
+} from '@baton/runtime/internal';
 import type { WorkerDeps } from './worker-deps.ts';
 
 /**
@@ -19,7 +25,8 @@ export async function releaseOrWake(
 /**
  * Takes the run's lease and reads its checkpoint (and the results recorded for its running
  * calls) in one round trip; `acquired` is null when another job holds it (our pending mark is
- * left for the holder). `record`: a tool result recorded first, in the same round trip. A
+ * left for the holder). `record`: a tool result recorded first, in the same round trip; `note`:
+ * the job attempt's holder note, likewise (StallAccounting.admit). A
  * checkpoint that cannot be decoded releases the lease before the error goes up.
  */
 export async function leaseAndLoad(
@@ -27,6 +34,7 @@ export async function leaseAndLoad(
   runId: string,
   driver: string,
   record?: RecordFirst,
+  note?: HolderNote | null,
 ): Promise<{
   acquired: { lease: Lease; state: Loaded | null; awaited: AwaitedResults | null } | null;
   onRecord: string | null;
@@ -36,6 +44,7 @@ export async function leaseAndLoad(
     driver,
     record,
     messages: deps.messages,
+    note: note ?? undefined,
   });
   if (!acquired) return { acquired: null, onRecord, deferred };
   if ('failed' in acquired) {

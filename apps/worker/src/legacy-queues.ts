@@ -26,7 +26,13 @@ export class LegacyQueueForwarder {
     // Rare: a fresh read of where the agent is served (a cached one may be seconds old).
     await this.deps.queues.taskQueues.advertised(meta.agent);
     await this.deps.queues.enqueueStep(
-      { runId: data.runId, tenantId: data.tenantId, agent: meta.agent, priority: meta.priority },
+      {
+        runId: data.runId,
+        tenantId: data.tenantId,
+        agent: meta.agent,
+        agentVersion: meta.agentVersion,
+        priority: meta.priority,
+      },
       data.reason,
       data.expectedVersion,
       true,

@@ -178,13 +178,24 @@ export class Reconciler {
         // Waiting for a slot of its tenant or fairness key: it holds no job until admitted.
         if (await this.deps.admission?.isParked(meta.tenantId, runId)) continue;
         await queues.enqueueStep(
-          { runId, tenantId: meta.tenantId, agent: meta.agent, priority: meta.priority },
+          {
+            runId,
+            tenantId: meta.tenantId,
+            agent: meta.agent,
+            agentVersion: meta.agentVersion,
+            priority: meta.priority,
+          },
           'reconcile',
           meta.version,
           true,
         );
         // Its lost job may be waiting in another task queue's queue that nobody serves.
-        const strays = await queues.removeStrayStepJobs(runId, meta.agent, meta.version);
+        const strays = await queues.removeStrayStepJobs(
+          runId,
+          meta.agent,
+          meta.version,
+          meta.agentVersion,
+        );
         if (strays > 0)
           this.deps.logger.info(
             { runId, agent: meta.agent, removed: strays },
@@ -256,6 +267,13 @@ export class Reconciler {
   private async expireWait(runId: string, maxWaitMs: number): Promise<boolean> {
     const loaded = await this.deps.store.load(runId);
     if (!loaded || activityOf(loaded.checkpoint) !== 'waiting') return false;
+    // A call with a deadline still to come decides the wait itself (a long sleep, a deadline
+    // beyond RUN_MAX_WAIT_SECONDS): its timer ends it, not this.
+    const now = this.deps.now();
+    const timed = Object.values(loaded.checkpoint.calls).some(
+      (c) => c.status === 'suspended' && (c.ticket?.deadline?.at ?? 0) > now,
+    );
+    if (timed) return false;
     const seconds = Math.round(maxWaitMs / 1000);
     const message = `no decision arrived within ${String(seconds)} s (RUN_MAX_WAIT_SECONDS); the run was ended`;
     try {
@@ -394,7 +412,8 @@ export class Reconciler {
   private async hasLiveJob(runId: string, meta: RunMeta): Promise<boolean> {
     const { queues, store } = this.deps;
     if (meta.driver !== '' && (await queues.isLive(meta.driver))) return true;
-    if ((await queues.liveStepJob(runId, meta.agent, meta.version)) !== null) return true;
+    if ((await queues.liveStepJob(runId, meta.agent, meta.version, meta.agentVersion)) !== null)
+      return true;
     const loaded = await store.load(runId);
     if (!loaded) return false;
     const { checkpoint: cp } = loaded;
@@ -402,7 +421,7 @@ export class Reconciler {
       const call = cp.calls[id];
       if (
         call?.status === 'running' &&
-        (await queues.liveToolJob(meta.agent, runId, call.id, call.attempt))
+        (await queues.liveToolJob(meta.agent, runId, call.id, call.attempt, meta.agentVersion))
       )
         return true;
     }

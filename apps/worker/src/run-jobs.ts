@@ -49,13 +49,15 @@ export class RunJobs {
     this.stepGate = new ProcessGate(opts.stepConcurrency);
     this.toolGate = new ProcessGate(opts.toolConcurrency);
     const { stalls, steps, tools } = opts;
+    // A first attempt's holder note may come back to be written with the processor's first
+    // script (StallAccounting.admit): each processor sends it before any other work.
     this.step = tracedProcessor('step', async (job: Job, token?: string) => {
-      await stalls.admit(job);
-      return steps.process(job, token);
+      const note = await stalls.admit(job);
+      return steps.process(job, token, note);
     });
     this.tool = tracedProcessor('tool', async (job: Job) => {
-      await stalls.admit(job);
-      return tools.process(job);
+      const note = await stalls.admit(job);
+      return tools.process(job, note);
     });
   }
 
@@ -74,6 +76,15 @@ export class RunJobs {
     const agent = await this.agentOf(job);
     if (agent !== null && !this.opts.deps.registry.engine(agent))
       return this.notHere(job, token, agent, kind);
+    // A job pinned to another version of the agent (a producer's cached route was stale) never
+    // runs on this code: moved to its version's queue, or parked until a worker of it starts.
+    const wanted = (job.data as { agentVersion?: unknown }).agentVersion;
+    if (
+      agent !== null &&
+      typeof wanted === 'string' &&
+      wanted !== this.opts.deps.queues.versions.localVersion(agent)
+    )
+      return this.otherVersion(job, token, agent, wanted, kind);
     // BullMQ's priority of the job (the run's level; 0 for jobs of older producers).
     const priority = job.opts.priority ?? 0;
     try {
@@ -107,6 +118,47 @@ export class RunJobs {
     if (typeof data.agent === 'string') return data.agent;
     if (typeof data.runId !== 'string') return null;
     return (await this.opts.deps.store.meta(data.runId))?.agent ?? null;
+  }
+
+  /**
+   * A job of another version of an agent this worker runs. A step job is enqueued again for its
+   * version (its queue, or parked when no worker of it lives); a tool job must stay beside its
+   * parent, so it waits and is offered again.
+   */
+  private async otherVersion(
+    job: Job,
+    token: string | undefined,
+    agent: string,
+    agentVersion: string,
+    kind: 'step' | 'tool',
+  ): Promise<string> {
+    const { deps } = this.opts;
+    if (kind === 'step') {
+      const data = job.data as StepJob;
+      await deps.queues.enqueueStep(
+        {
+          runId: data.runId,
+          tenantId: data.tenantId,
+          agent,
+          agentVersion,
+          priority: data.priority,
+        },
+        data.reason,
+        data.expectedVersion,
+        true,
+      );
+      deps.logger.info(
+        { runId: data.runId, jobId: job.id, agent, agentVersion },
+        "job moved to its agent version's task queue",
+      );
+      return 'moved';
+    }
+    deps.logger.warn(
+      { jobId: job.id, agent, agentVersion, serves: deps.queues.versions.localVersion(agent) },
+      `a tool job of version ${agentVersion} of agent ${agent} reached a worker of another version; it waits for a worker of its version`,
+    );
+    await job.moveToDelayed(Date.now() + NOT_HERE_DELAY_MS, token);
+    throw new DelayedError();
   }
 
   /**

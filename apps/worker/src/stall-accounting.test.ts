@@ -8,7 +8,12 @@ import { Job, Queue, UnrecoverableError } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { BatonKeys, STALLED_TOO_OFTEN } from '@baton/runtime/internal';
+import {
+  BatonKeys,
+  RunLeases,
+  STALLED_TOO_OFTEN,
+  ToolResultMailbox,
+} from '@baton/runtime/internal';
 import { StallAccounting } from './stall-accounting.ts';
 
 const MAX_STALLS = 3;
@@ -42,10 +47,24 @@ async function attempt(id: string, stalls: number): Promise<Job> {
   return job;
 }
 
-/** A first attempt's note is not awaited by admit: wait until it is there. */
-async function noted(id: string, holder: string): Promise<void> {
-  while ((await redis.hget(queue.toKey(id), 'batonHolder')) !== holder)
-    await new Promise((r) => setTimeout(r, 5));
+/**
+ * A first attempt started by worker `holder`: on a single Redis admit hands its note to the job
+ * processor, which writes it with its first script: a step job's lease acquire (`via` 'lease'),
+ * a tool job's checkpoint read ('read').
+ */
+async function started(id: string, holder: string, via: 'lease' | 'read'): Promise<void> {
+  const note = await workerNamed(holder).admit(await attempt(id, 0));
+  expect(note).not.toBeNull();
+  // Nothing written by admit itself: the note rides with the processor's first round trip.
+  expect(await redis.hget(queue.toKey(id), 'batonHolder')).toBeNull();
+  const runId = `run-${randomUUID()}`;
+  if (via === 'lease') {
+    const leases = new RunLeases(redis, keys, 10_000);
+    await leases.acquireAndLoad(runId, '', undefined, undefined, note ?? undefined);
+  } else {
+    await new ToolResultMailbox(redis, keys).lookup(runId, 'call', 0, true, note ?? undefined);
+  }
+  expect(await redis.hmget(queue.toKey(id), 'batonHolder', 'batonStalls')).toEqual([holder, '0']);
 }
 
 async function deaths(id: string): Promise<number> {
@@ -76,16 +95,35 @@ describe('StallAccounting', () => {
   it('only the attempt that started counts: one death, then the unnoted losses are requeues', async () => {
     const { id } = await queue.add('started-once', {});
     // w1 started it (noted at stall count 0) and died; three more workers held it unstarted.
-    await workerNamed('w1').admit(await attempt(id!, 0));
-    await noted(id!, 'w1');
+    await started(id!, 'w1', 'read');
     expect(await admit(workerNamed('w5'), await attempt(id!, 4))).toBeNull();
     expect(await deaths(id!)).toBe(1);
   });
 
+  it('a note for a job that is gone writes nothing (no stray hash)', async () => {
+    const { id } = await queue.add('gone', {});
+    const note = await workerNamed('w1').admit(await attempt(id!, 0));
+    await queue.remove(id!);
+    await new ToolResultMailbox(redis, keys).lookup(
+      'run-gone',
+      'call',
+      0,
+      false,
+      note ?? undefined,
+    );
+    await new RunLeases(redis, keys, 10_000).acquireAndLoad(
+      'run-gone',
+      '',
+      undefined,
+      undefined,
+      note ?? undefined,
+    );
+    expect(await redis.exists(queue.toKey(id!))).toBe(0);
+  });
+
   it('a job that kills every worker that starts it is still given up after MAX_STALLS deaths', async () => {
     const { id } = await queue.add('poison', {});
-    await workerNamed('w1').admit(await attempt(id!, 0));
-    await noted(id!, 'w1');
+    await started(id!, 'w1', 'lease');
     const reasons: (string | null)[] = [];
     for (let stalls = 1; stalls <= MAX_STALLS + 1; stalls += 1)
       reasons.push(await admit(workerNamed(`w${String(stalls + 1)}`), await attempt(id!, stalls)));

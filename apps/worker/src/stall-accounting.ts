@@ -9,6 +9,7 @@ import {
   STALLED_TOO_OFTEN,
   defineScript,
   jobHashKeyOf,
+  type HolderNote,
   type BatonKeys,
   type LuaScript,
 } from '@baton/runtime/internal';
@@ -73,6 +74,13 @@ export class StallAccounting {
   private readonly logger: Logger;
   private readonly record: HolderScript;
   private readonly note: NoteScript;
+  /**
+   * On a single Redis a first attempt's note rides with the first script the attempt sends (the
+   * lease acquire of a step job, the checkpoint read of a tool job): admit hands it to the
+   * caller instead of a round trip of its own. A Cluster keeps the job's hash in its queue's
+   * slot, never the run's, so there the note is its own script.
+   */
+  private readonly noteWithCaller: boolean;
   private warned = false;
 
   constructor(opts: {
@@ -90,6 +98,7 @@ export class StallAccounting {
     this.logger = opts.logger;
     this.record = defineScript(opts.redis, 'batonJobHolder', 1, HOLDER_LUA);
     this.note = defineScript(opts.redis, 'batonJobHolderNote', 1, NOTE_LUA);
+    this.noteWithCaller = !(opts.redis instanceof Cluster);
   }
 
   /** BullMQ's own stall limit: a backstop only (see the class comment). */
@@ -101,22 +110,25 @@ export class StallAccounting {
    * Called as an attempt of `job` (of `agent`'s queues) starts. Throws BullMQ's UnrecoverableError
    * with STALLED_TOO_OFTEN when the workers running it died more than MAX_STALLS times: the job is
    * given up as BullMQ would have, with the same reason (see job-failures.ts, fan-out.ts).
+   * Returns the attempt's holder note when the caller is to write it with the first script it
+   * sends (see noteWithCaller): the job processors do so before any other work of the attempt.
    */
-  async admit(job: Job): Promise<void> {
+  async admit(job: Job): Promise<HolderNote | null> {
     const key = jobHashKeyOf(job);
     const stalls = job.stalledCounter;
     if (stalls === 0) {
       // Never lost a worker: only the note is needed (for the next attempt, should there be one).
+      if (this.noteWithCaller) return { key, holder: this.holder, stalledCounter: stalls };
       this.note([key], [this.holder, stalls]).catch((err: unknown) =>
         this.logger.warn({ err }, 'could not note a job holder'),
       );
-      return;
+      return null;
     }
     const reply = await this.record([key], [this.holder, stalls]);
-    if (!reply) return;
+    if (!reply) return null;
     const [seenText, previous, deathsText] = reply;
     const seen = seenText === '' ? 0 : Number(seenText);
-    if (stalls <= seen) return; // no lock was lost since the last attempt
+    if (stalls <= seen) return null; // no lock was lost since the last attempt
     // The attempt noted last (at stall count `seen`) lost its lock: a death if its worker is
     // dead. Every other lost lock is an attempt that noted no holder: it never started (held in
     // its worker's process gate behind other jobs, or fetched by a worker that died at once),
@@ -138,6 +150,7 @@ export class StallAccounting {
           : 'lock lost by an attempt that had not started',
       );
     if (deaths > this.maxStalls) throw new UnrecoverableError(STALLED_TOO_OFTEN);
+    return null;
   }
 
   private async alive(workerId: string): Promise<boolean> {

@@ -14,6 +14,7 @@ import { infer } from './step-inference.ts';
 import { executeInline } from './inline-tools.ts';
 import {
   type AwaitedResults,
+  type HolderNote,
   type Lease,
   LeaseLostError,
   type Loaded,
@@ -64,12 +65,23 @@ export class StepProcessor {
     this.deps = deps;
   }
 
-  async process(job: Job, token: string | undefined): Promise<StepOutcome> {
+  /** `note`: the attempt's holder note, written with its first lease acquire (see RunJobs). */
+  async process(
+    job: Job,
+    token: string | undefined,
+    note: HolderNote | null = null,
+  ): Promise<StepOutcome> {
     const data = StepJobSchema.parse(job.data);
     const log = this.deps.logger.child({ runId: data.runId, jobId: job.id, reason: data.reason });
     const driver = `${job.queueName}:${job.id ?? ''}`;
     for (let pass = 0; ; pass += 1) {
-      const { acquired } = await leaseAndLoad(this.deps, data.runId, driver);
+      const { acquired } = await leaseAndLoad(
+        this.deps,
+        data.runId,
+        driver,
+        undefined,
+        pass === 0 ? note : null,
+      );
       if (!acquired) {
         // Children all finished before this job could wait for them: whoever holds the run is
         // a step job (children release before they finish), and it sees our pending mark.
@@ -131,7 +143,13 @@ export class StepProcessor {
     // A finished run needs no pass (its final commit drops the lease of whoever held it).
     if (!meta || meta.status === 'done') return;
     await deps.queues.enqueueStep(
-      { runId: lease.runId, tenantId, agent: meta.agent, priority: meta.priority },
+      {
+        runId: lease.runId,
+        tenantId,
+        agent: meta.agent,
+        agentVersion: meta.agentVersion,
+        priority: meta.priority,
+      },
       'reconcile',
       0,
       true,

@@ -3,7 +3,7 @@ import { executeTool, invocationFor, type Engine } from '@baton/core';
 import { DelayedError, type Job } from 'bullmq';
 import { failedToolJobResult } from './fan-out.ts';
 import { leaseAndLoad, releaseOrWake } from './lease-release.ts';
-import { LeaseLostError, isRedisUnavailable } from '@baton/runtime/internal';
+import { LeaseLostError, isRedisUnavailable, type HolderNote } from '@baton/runtime/internal';
 import type { WorkerDeps } from './worker-deps.ts';
 import { toolWaitpoint } from './tool-waitpoint.ts';
 
@@ -41,9 +41,9 @@ export class ToolProcessor {
    * second later without using up one of the call's TOOL_ATTEMPTS, whose last would record the
    * failure as the call's result. A result already recorded is found, not run again (lookup).
    */
-  async process(job: Job): Promise<ToolOutcome> {
+  async process(job: Job, note: HolderNote | null = null): Promise<ToolOutcome> {
     try {
-      return await this.processOnce(job);
+      return await this.processOnce(job, note);
     } catch (error) {
       if (!isRedisUnavailable(error) || job.token === undefined) throw error;
       try {
@@ -59,7 +59,8 @@ export class ToolProcessor {
     }
   }
 
-  private async processOnce(job: Job): Promise<ToolOutcome> {
+  /** `note`: the attempt's holder note, written with the job's first read (see RunJobs). */
+  private async processOnce(job: Job, note: HolderNote | null): Promise<ToolOutcome> {
     const data = ToolJobSchema.parse(job.data);
     const { deps } = this;
     const log = deps.logger.child({
@@ -72,7 +73,13 @@ export class ToolProcessor {
     // starts for the first time, never stalled, has recorded nothing yet: only the run is read.
     const firstStart =
       job.attemptsStarted <= 1 && job.attemptsMade === 0 && job.stalledCounter === 0;
-    const found = await deps.mailbox.lookup(data.runId, data.toolCallId, data.attempt, firstStart);
+    const found = await deps.mailbox.lookup(
+      data.runId,
+      data.toolCallId,
+      data.attempt,
+      firstStart,
+      note ?? undefined,
+    );
     let result: ToolExecutionResult | null = found.kind === 'recorded' ? found.result : null;
     let ranHere = false;
     if (found.kind === 'run') {

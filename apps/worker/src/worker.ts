@@ -8,6 +8,8 @@ import {
   AbortRegistry,
   AgentLiveness,
   AgentRegistry,
+  agentVersionOf,
+  versioningOf,
   RunLeases,
   STEP_QUEUE,
   TaskQueuePool,
@@ -21,6 +23,8 @@ import {
   wakeQueue,
   workerBackend,
   ToolResultMailbox,
+  TimerSweeper,
+  deadlineTimerHandler,
 } from '@baton/runtime/internal';
 import type { WorkerConfig } from './config.ts';
 import { onJobFailed } from './job-failures.ts';
@@ -108,6 +112,8 @@ export class BatonWorker {
   private timers: NodeJS.Timeout[] = [];
   private reconciler?: Reconciler;
   private schedules?: ScheduleWorker;
+  /** Sweeps the shared timer index; other modules register their timer kinds on it (on()). */
+  timerSweeper?: TimerSweeper;
 
   constructor(opts: BatonWorkerOptions) {
     this.opts = opts;
@@ -160,7 +166,20 @@ export class BatonWorker {
     const ttl = config.AGENT_HEARTBEAT_TTL_MS;
     // Every worker of a task queue must run the same agents: a worker whose agents differ from
     // those of the workers already on BATON_TASK_QUEUE serves them on a queue of its own.
-    const pool = new TaskQueuePool(rt.redis, rt.keys, config.BATON_TASK_QUEUE, agentNames, ttl);
+    // Versions are part of the set: a worker serving another version of an agent gets a queue of
+    // its own (`<task queue>-<signature>`), so no job of a pinned run reaches other code.
+    const served = this.registry.list().map((a) => ({
+      agent: a.name,
+      version: agentVersionOf(a),
+      versioning: versioningOf(a),
+    }));
+    const pool = new TaskQueuePool(
+      rt.redis,
+      rt.keys,
+      config.BATON_TASK_QUEUE,
+      served.map((v) => `${v.agent}@${v.version}`),
+      ttl,
+    );
     this.pool = pool;
     const taskQueue = await pool.resolve();
     this.taskQueue = taskQueue;
@@ -171,6 +190,7 @@ export class BatonWorker {
           `agents on task queue ${taskQueue}, so no job reaches a worker that cannot run it ` +
           '(give each pool its own BATON_TASK_QUEUE to choose the name)',
       );
+    rt.queues.versions.serve(served, taskQueue);
     let warnedLost = false;
     const advertise = async (): Promise<void> => {
       if (!(await pool.refresh()) && !warnedLost) {
@@ -181,7 +201,19 @@ export class BatonWorker {
         );
       }
       await this.registry.advertise(rt.redis, rt.keys, this.id, rt.clock.now(), taskQueue);
-      await liveness.heartbeat(this.id, agentNames, ttl, config.WORKER_CONCURRENCY);
+      await rt.queues.versions.advertise(rt.clock.now(), taskQueue);
+      await liveness.heartbeat(
+        this.id,
+        agentNames,
+        ttl,
+        rt.queues.versions.served(),
+        config.WORKER_CONCURRENCY,
+      );
+      // Runs parked while no worker served these versions get their jobs now.
+      const woken = await rt.queues.versions.wake((target, reason, version) =>
+        rt.queues.enqueueStep(target, reason, version),
+      );
+      if (woken > 0) this.logger.info({ woken }, 'runs waiting for this agent version resumed');
     };
     await advertise();
     this.controlSubscriber = duplicateClient(rt.redis, {
@@ -389,6 +421,17 @@ export class BatonWorker {
         }, config.RECONCILE_INTERVAL_MS),
       );
     }
+    // Timers (deadlines, durable sleeps, and any kind a module registers on `timerSweeper`):
+    // every live worker sweeps the index, so a waiting run holds no job and no worker.
+    this.timerSweeper = new TimerSweeper({
+      index: rt.timers,
+      now: () => rt.clock.now(),
+      logger: this.logger,
+      intervalMs: config.TIMER_SWEEP_INTERVAL_MS,
+      batch: config.TIMER_BATCH,
+      leaseMs: config.TIMER_CLAIM_MS,
+    }).on('deadline', deadlineTimerHandler(rt.service));
+    this.timerSweeper.start();
     for (const t of this.timers) t.unref();
     await Promise.all(this.bullWorkers.map((w) => w.waitUntilReady()));
     this.logger.info(
@@ -436,12 +479,13 @@ export class BatonWorker {
     const started = Date.now();
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
+    const sweeping = this.timerSweeper?.stop();
     this.schedules?.stopTimers();
     // Gone from GET /v1/agents at once: new runs show that they wait for a worker. Bounded: with
     // Redis away this would wait for it (the heartbeat expires on its own anyway).
     const agents = this.registry.list().map((a) => a.name);
     const leaving = this.liveness
-      ?.leave(this.id, agents)
+      ?.leave(this.id, agents, this.runtime.queues.versions.served())
       .then(async () => {
         // The last live worker of this agent set frees its task queue (see TaskQueuePool).
         const live = await this.liveness?.workers(agents);
@@ -454,7 +498,7 @@ export class BatonWorker {
       new Promise<void>((resolve) => setTimeout(resolve, 1_000).unref()),
     ]);
     const workers = this.bullWorkers;
-    const finishing = Promise.all(workers.map((w) => w.close()));
+    const finishing = Promise.all([...workers.map((w) => w.close()), sweeping]);
     if (await outlasts(finishing, Math.max(0, graceMs - (Date.now() - started)))) {
       this.logger.warn({ graceMs }, 'grace period over; aborting in-flight work');
       this.aborts.abortAll('worker shutting down');

@@ -59,6 +59,8 @@ const BY_API_CODE: Readonly<Record<ErrorCode, ExitCode>> = {
   webhook_target_refused: EXIT.refused,
   quota_exceeded: EXIT.refused,
   thread_too_large: EXIT.refused,
+  fork_point_invalid: EXIT.refused,
+  run_not_replayable: EXIT.refused,
 };
 
 /** The exit code for an error thrown by the client (or anything else). */

@@ -4,6 +4,7 @@ import { agentsCommand } from './commands/agents.ts';
 import { decideCommand } from './commands/decide.ts';
 import { devCommand } from './commands/dev.ts';
 import { initCommand } from './commands/init.ts';
+import { keysCommand } from './commands/keys.ts';
 import { runsCommand } from './commands/runs.ts';
 import { schedulesCommand } from './commands/schedules.ts';
 import { webhooksCommand } from './commands/webhooks.ts';
@@ -51,6 +52,7 @@ Exit codes:
   webhooksCommand(program, ctx);
   eventsCommand(program, ctx);
   waitpointCommand(program, ctx);
+  keysCommand(program, ctx);
   initCommand(program, ctx);
   devCommand(program, ctx);
 

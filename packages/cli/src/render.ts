@@ -6,6 +6,7 @@ import type {
   RunSummary,
   RunView,
 } from '@baton/protocol';
+import { isSleepTicket } from '@baton/protocol';
 
 export interface Style {
   readonly dim: (s: string) => string;
@@ -104,8 +105,23 @@ export class EventRenderer {
                 : s.dim;
         return `  ${event.toolName} ${s.dim(event.from)} → ${color(event.to)}`;
       }
-      case 'tool_call.suspended':
-        return `${s.yellow('⏸ needs a decision')} ${event.toolName}: ${event.ticket.message} ${s.dim(`(${event.ticket.reason})`)}`;
+      case 'tool_call.suspended': {
+        const d = event.ticket.deadline;
+        const until = d?.at === undefined ? '' : new Date(d.at).toISOString();
+        if (isSleepTicket(event.ticket))
+          return `${s.yellow('⏾ sleeping')} ${event.toolName} until ${until}`;
+        const deadline =
+          d?.at === undefined ? '' : s.dim(` deadline ${until} → ${d.outcome.action}`);
+        return `${s.yellow('⏸ needs a decision')} ${event.toolName}: ${event.ticket.message} ${s.dim(`(${event.ticket.reason})`)}${deadline}`;
+      }
+      case 'tool_call.deadline_expired':
+        return s.yellow(
+          `⏱ deadline of ${event.toolName} passed (${new Date(event.deadlineAt).toISOString()}): ${event.outcome.action}`,
+        );
+      case 'tool_call.deadline_escalated':
+        return s.yellow(
+          `⏱ ${event.toolName} escalated; deadline extended to ${new Date(event.deadlineAt).toISOString()}`,
+        );
       case 'tool_call.result': {
         const o = event.outcome;
         const detail =
@@ -117,7 +133,7 @@ export class EventRenderer {
         return `  ${event.toolName} ${o.status}: ${detail}`;
       }
       case 'decision.applied':
-        return `${s.bold('decision')} ${event.decision.action} ${s.dim(event.decision.toolCallId)}`;
+        return `${s.bold(event.decision.source === 'deadline' ? 'deadline decision' : 'decision')} ${event.decision.action} ${s.dim(event.decision.toolCallId)}`;
       case 'decision.discarded':
         return s.yellow(
           `decision ${event.decision.decisionId} not applied: ${event.reason} ${s.dim(event.decision.toolCallId)}`,
@@ -161,7 +177,7 @@ export class EventRenderer {
 /** `runs get`: a run snapshot for people, with its place in its run tree. */
 export function renderSnapshot(snap: RunView, s: Style): string {
   const lines = [
-    `${s.bold(snap.runId)}  ${statusText(snap.status, s)}  agent ${snap.agent}  thread ${snap.threadId}`,
+    `${s.bold(snap.runId)}  ${statusText(snap.status, s)}  agent ${snap.agent}${snap.agentVersion === undefined ? '' : `@${snap.agentVersion}`}  thread ${snap.threadId}`,
     `step ${snap.step}, phase ${snap.phase ?? '-'}, ${snap.usage.totalTokens} tokens${endedText(snap)}`,
   ];
   if (snap.parent)
@@ -218,6 +234,8 @@ function endedText(snap: RunView): string {
 
 /** A run waiting for a slot of its tenant or fairness key (docs/fairness.md). */
 function queuedText(q: QueuedInfo): string {
+  if (q.reason === 'version_unavailable')
+    return `queued: no live worker serves its agent version (version unavailable; ${q.backlog} run(s) wait for it); it resumes when one starts`;
   const limit = q.limit === undefined ? '' : ` of ${q.limit}`;
   return `queued: position ${q.position} of ${q.backlog} waiting for a slot (${q.reason.replaceAll('_', ' ')}; ${q.inProgress}${limit} of its key in progress)`;
 }
@@ -261,7 +279,7 @@ export function renderRunList(runs: readonly RunSummary[], s: Style): string {
     const orphan = parent !== null && !onPage.has(parent) ? s.dim(`  child of ${parent}`) : '';
     const indent = depth === 0 ? '' : `${'  '.repeat(depth - 1)}└ `;
     lines.push(
-      `${indent}${r.runId}  ${statusText(r.status.padEnd(7), s)}  ${r.agent.padEnd(20)}  ${new Date(r.updatedAt).toISOString()}  ${s.dim(r.threadId)}${admissionText(r, s)}${orphan}`,
+      `${indent}${r.runId}  ${statusText(r.status.padEnd(7), s)}  ${(r.agentVersion === undefined ? r.agent : `${r.agent}@${r.agentVersion}`).padEnd(20)}  ${new Date(r.updatedAt).toISOString()}  ${s.dim(r.threadId)}${admissionText(r, s)}${orphan}`,
     );
     // Children in call order (their ids sort by step and position), under their parent.
     const kids = [...(children.get(r.runId) ?? [])].sort((a, b) =>
@@ -277,6 +295,16 @@ export function renderRunList(runs: readonly RunSummary[], s: Style): string {
 }
 
 /** `agents`: one block per advertised agent. */
+/** Each version: current or not, live workers, runs in progress / waiting (drained: none left). */
+function versionsText(a: AgentDescriptor, s: Style): string {
+  return (a.versions ?? [])
+    .map((v) => {
+      const mark = v.current ? s.green('current') : v.runs.inProgress === 0 ? s.dim('drained') : '';
+      return `  version ${v.version}  ${mark}  workers ${v.workers.length}  runs ${v.runs.inProgress} in progress, ${v.runs.waiting} waiting${v.runs.versionUnavailable > 0 ? s.yellow(` (${v.runs.versionUnavailable} for a worker)`) : ''}\n`;
+    })
+    .join('');
+}
+
 export function renderAgents(agents: readonly AgentDescriptor[], s: Style): string {
   if (agents.length === 0) return s.dim('no agents advertised (is a worker running?)') + '\n';
   return agents
@@ -284,7 +312,7 @@ export function renderAgents(agents: readonly AgentDescriptor[], s: Style): stri
       const tools = a.tools
         .map((t) => `${t.name}${t.approval ? ' (approval)' : t.clientSide ? ' (client)' : ''}`)
         .join(', ');
-      return `${s.bold(a.name)}  ${s.dim(a.executionMode)}\n  ${a.description ?? ''}\n  tools: ${tools || '-'}\n`;
+      return `${s.bold(a.name)}  ${s.dim(a.executionMode)}\n  ${a.description ?? ''}\n  tools: ${tools || '-'}\n${versionsText(a, s)}`;
     })
     .join('');
 }

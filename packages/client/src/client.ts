@@ -1,21 +1,29 @@
 import {
+  AgentCurrentVersionSchema,
   AgentDescriptorSchema,
   AgentListSchema,
+  BulkReplayStatusSchema,
   CancelResponseSchema,
   CreateRunResponseSchema,
   DecisionsResponseSchema,
   DeleteThreadResponseSchema,
+  ForkRunResponseSchema,
   RunPageSchema,
   RunViewSchema,
   RunWebhooksResponseSchema,
   ThreadResponseSchema,
+  type AgentCurrentVersion,
   type AgentDescriptor,
+  type BulkReplayFilter,
+  type BulkReplayStatus,
   type CancelResponse,
   type CreateRunRequest,
   type CreateRunResponse,
   type DecisionInput,
   type DecisionsResponse,
   type DeleteThreadResponse,
+  type ForkRunRequest,
+  type ForkRunResponse,
   type RunPage,
   type RunStatus,
   type RunView,
@@ -26,6 +34,7 @@ import { z } from 'zod';
 import { RunEventStream, type StreamOptions } from './run-stream.ts';
 import { SchedulesApi } from './schedules.ts';
 import { EventsApi, WaitpointsApi } from './waits.ts';
+import { AdminKeysApi } from './admin-keys.ts';
 import { Transport, type ClientOptions, type RequestOptions } from './transport.ts';
 
 /** Filters of `GET /v1/runs` (newest first). */
@@ -35,6 +44,8 @@ export interface ListRunsQuery {
   readonly thread?: string;
   /** Runs of this fairness key (a run without one has its tenant's). */
   readonly fairnessKey?: string;
+  /** Runs created on this agent version (`GET /v1/agents` lists each agent's versions). */
+  readonly agentVersion?: string;
   /** `queued`: only runs waiting for a slot of their tenant or fairness key (docs/fairness.md). */
   readonly admission?: 'queued';
   /** Page size, 1..100 (default 20). */
@@ -153,6 +164,55 @@ export class RunsApi {
   }
 
   /**
+   * `POST /v1/runs/:id/fork`: a new run on a new thread branch whose state is this run's after
+   * event `atSeq` (its log opens with this run's events 1…atSeq); `input` adds user messages at
+   * a step boundary or after the run's end. The original is not changed.
+   */
+  async fork(
+    runId: string,
+    request: ForkRunRequest,
+    opts: RequestOptions = {},
+  ): Promise<ForkRunResponse> {
+    return (
+      await this.t.json('POST', `/v1/runs/${enc(runId)}/fork`, ForkRunResponseSchema, {
+        ...opts,
+        body: request,
+      })
+    ).body;
+  }
+
+  /**
+   * `POST /v1/runs/:id/replay`: a failed or cancelled run again, as a new run (`origin.kind`
+   * `replay`) from its last committed progress (409 `run_not_replayable` for any other run).
+   */
+  async replay(runId: string, opts: RequestOptions = {}): Promise<ForkRunResponse> {
+    return (await this.t.json('POST', `/v1/runs/${enc(runId)}/replay`, ForkRunResponseSchema, opts))
+      .body;
+  }
+
+  /**
+   * `POST /v1/runs/replay`: replays the failed or cancelled runs `filter` selects, in batches;
+   * the answer (and {@link bulkReplay}) says how far it got.
+   */
+  async replayMany(
+    filter: Partial<BulkReplayFilter>,
+    opts: RequestOptions = {},
+  ): Promise<BulkReplayStatus> {
+    return (
+      await this.t.json('POST', '/v1/runs/replay', BulkReplayStatusSchema, {
+        ...opts,
+        body: { filter },
+      })
+    ).body;
+  }
+
+  /** `GET /v1/replays/:id`: a bulk replay's progress. */
+  async bulkReplay(replayId: string, opts: RequestOptions = {}): Promise<BulkReplayStatus> {
+    return (await this.t.json('GET', `/v1/replays/${enc(replayId)}`, BulkReplayStatusSchema, opts))
+      .body;
+  }
+
+  /**
    * `DELETE /v1/runs/:id`: deletes a finished run and its events now (409 `run_active` while it
    * has not finished: cancel it first).
    */
@@ -250,6 +310,33 @@ export class AgentsApi {
   async get(name: string, opts: RequestOptions = {}): Promise<AgentDescriptor> {
     return (await this.t.json('GET', `/v1/agents/${enc(name)}`, AgentDescriptorSchema, opts)).body;
   }
+
+  /**
+   * `POST /v1/agents/:name/promote` (admin keys): new runs of the agent get `version` from now
+   * on (every API within 1 s). `not_found` for a version no worker advertised.
+   */
+  async promote(
+    name: string,
+    version: string,
+    opts: RequestOptions = {},
+  ): Promise<AgentCurrentVersion> {
+    return (
+      await this.t.json('POST', `/v1/agents/${enc(name)}/promote`, AgentCurrentVersionSchema, {
+        ...opts,
+        body: { version },
+      })
+    ).body;
+  }
+
+  /**
+   * `POST /v1/agents/:name/rollback` (admin keys): back to the version current before the last
+   * promote (`conflict` when there is none).
+   */
+  async rollback(name: string, opts: RequestOptions = {}): Promise<AgentCurrentVersion> {
+    return (
+      await this.t.json('POST', `/v1/agents/${enc(name)}/rollback`, AgentCurrentVersionSchema, opts)
+    ).body;
+  }
 }
 
 /**
@@ -273,6 +360,8 @@ export class BatonClient {
   readonly events: EventsApi;
   /** Waitpoint URLs: create one for a waiting call, or complete one. */
   readonly waitpoints: WaitpointsApi;
+  /** Tenant API keys (needs an admin key). */
+  readonly keys: AdminKeysApi;
   readonly baseUrl: string;
   private readonly transport: Transport;
 
@@ -285,6 +374,7 @@ export class BatonClient {
     this.schedules = new SchedulesApi(this.transport);
     this.events = new EventsApi(this.transport);
     this.waitpoints = new WaitpointsApi(this.transport);
+    this.keys = new AdminKeysApi(this.transport);
   }
 
   /** `GET /healthz`: resolves when the API process answers. */

@@ -1,3 +1,4 @@
+export * from './admin-keys.ts';
 export * from './backoff.ts';
 export * from './client.ts';
 export * from './errors.ts';

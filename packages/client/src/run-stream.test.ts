@@ -188,6 +188,36 @@ describe('RunEventStream', () => {
       code: 'unexpected_response',
     });
   });
+
+  it('an event type a newer API sends is skipped in order and the stream goes on', async () => {
+    const newer = {
+      seq: 2,
+      runId: 'r1',
+      threadId: 't',
+      turnId: 'u',
+      at: 0,
+      type: 'run.forked_later',
+      extra: 1,
+    };
+    const { client } = await serve((_req, res) => {
+      sse(res);
+      res.end(`${frame(delta(1))}id: 2\ndata: ${JSON.stringify(newer)}\n\n${frame(finished(3))}`);
+    });
+    const stream = client.runs.stream('r1', { reconnect: fast });
+    expect(await collect(stream)).toEqual([1, 3]);
+    expect(stream.unknownSkipped).toBe(1);
+    expect(stream.lastSeq).toBe(3);
+  });
+
+  it('an event of a known type with a bad body is still an error', async () => {
+    const { client } = await serve((_req, res) => {
+      sse(res);
+      res.end(`id: 1\ndata: ${JSON.stringify({ ...delta(1), delta: 5 })}\n\n`);
+    });
+    await expect(collect(client.runs.stream('r1', { reconnect: fast }))).rejects.toMatchObject({
+      code: 'unexpected_response',
+    });
+  });
 });
 
 describe('RunEventStream of a run tree (children: true)', () => {

@@ -1,5 +1,13 @@
-import { RunEventSchema, endsStream, type RunEvent, type StreamUntil } from '@baton/protocol';
+import {
+  EventBodySchema,
+  EventEnvelopeSchema,
+  RunEventSchema,
+  endsStream,
+  type RunEvent,
+  type StreamUntil,
+} from '@baton/protocol';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { z } from 'zod';
 import { backoffDelay, shouldGiveUp, type ReconnectPolicy } from './backoff.ts';
 import { BatonApiError, BatonClientError, errorFromResponse } from './errors.ts';
 import { wrapFetchError, type Transport } from './transport.ts';
@@ -89,6 +97,8 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
   reconnects = 0;
   /** Events received again after a reconnect and dropped. */
   duplicatesDropped = 0;
+  /** Events of types a newer API sends and this client does not know, skipped in order. */
+  unknownSkipped = 0;
 
   constructor(transport: Transport, runId: string, opts: StreamOptions = {}) {
     this.transport = transport;
@@ -132,6 +142,11 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
             );
           if (runId === this.runId) this.lastSeq = event.seq;
           else this.seqs.set(runId, event.seq);
+          if ('unknown' in event) {
+            if (this.opts.children && id !== undefined && id !== '') this.treeCursor = id;
+            this.unknownSkipped += 1;
+            continue;
+          }
           if (this.opts.children) {
             if (id !== undefined && id !== '') this.treeCursor = id;
             if (event.type === 'child_run.linked' && !this.seqs.has(event.link.childRunId))
@@ -192,7 +207,7 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
 }
 
 /** One HTTP response of GET /v1/runs/:id/events, read to its end (or until dropped). */
-class Connection implements AsyncIterable<{ event: RunEvent; id: string | undefined }> {
+class Connection implements AsyncIterable<{ event: RunEvent | UnknownEvent; id: string | undefined }> {
   ended: 'no_content' | 'closed' | undefined;
   private readonly transport: Transport;
   private readonly runId: string;
@@ -216,7 +231,7 @@ class Connection implements AsyncIterable<{ event: RunEvent; id: string | undefi
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<
-    { event: RunEvent; id: string | undefined },
+    { event: RunEvent | UnknownEvent; id: string | undefined },
     void,
     undefined
   > {
@@ -303,7 +318,25 @@ class Connection implements AsyncIterable<{ event: RunEvent; id: string | undefi
   }
 }
 
-function parseEvent(message: EventSourceMessage, what: string): RunEvent {
+/**
+ * An event of a type this client's release does not know (a newer API's): its envelope is kept so
+ * the stream's sequence stays whole, and it is not yielded, so callers' exhaustive switches over
+ * `RunEvent` never meet a type they were not compiled against.
+ */
+interface UnknownEvent {
+  readonly unknown: true;
+  readonly seq: number;
+  readonly runId: string;
+  readonly type: string;
+}
+
+const KNOWN_TYPES: ReadonlySet<string> = new Set(
+  EventBodySchema.options.map((option) => option.shape.type.value),
+);
+
+const UnknownEventSchema = EventEnvelopeSchema.extend({ type: z.string() });
+
+function parseEvent(message: EventSourceMessage, what: string): RunEvent | UnknownEvent {
   let json: unknown;
   try {
     json = JSON.parse(message.data);
@@ -313,12 +346,21 @@ function parseEvent(message: EventSourceMessage, what: string): RunEvent {
     });
   }
   const parsed = RunEventSchema.safeParse(json);
-  if (!parsed.success)
+  if (!parsed.success) {
+    const envelope = UnknownEventSchema.safeParse(json);
+    if (envelope.success && !KNOWN_TYPES.has(envelope.data.type))
+      return {
+        unknown: true,
+        seq: envelope.data.seq,
+        runId: envelope.data.runId,
+        type: envelope.data.type,
+      };
     throw new BatonClientError(
       'unexpected_response',
       `${what}: an event does not match the protocol (${parsed.error.issues[0]?.message ?? '?'})`,
       { cause: parsed.error },
     );
+  }
   return parsed.data;
 }
 

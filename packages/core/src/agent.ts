@@ -1,4 +1,10 @@
-import type { DecisionReplayPolicy, ExecutionMode, StopCondition } from '@baton/protocol';
+import type {
+  DeadlinePolicy,
+  DecisionReplayPolicy,
+  ExecutionMode,
+  StopCondition,
+  Versioning,
+} from '@baton/protocol';
 import type { ModelPort } from './model.ts';
 import type { ModelRetryPolicy } from './model-retry.ts';
 import type { Plugin } from './plugins.ts';
@@ -37,6 +43,25 @@ export interface AgentSpec {
    * @default [] (a run ends when the model answers without tool calls)
    */
   readonly stopConditions?: readonly StopCondition[];
+  /**
+   * Deadline of the agent's waiting calls whose tool sets none (a run's own replaces it).
+   *
+   * @default undefined (calls wait until decided or cancelled)
+   */
+  readonly deadline?: DeadlinePolicy;
+  /**
+   * This definition's version (letters, digits, '.', '_', '-'; at most 64): runs created on it
+   * run every step on workers that serve it. Unset: derived from the definition's content
+   * (docs/deployment-and-scaling.md "Agent versions" lists what goes in).
+   */
+  readonly version?: string;
+  /**
+   * 'pinned': a run stays on the version it was created on. 'auto-upgrade': each next step of a
+   * run goes to the agent's current version (for changes compatible with runs in flight).
+   *
+   * @default 'pinned'
+   */
+  readonly versioning?: Versioning;
 }
 
 /**

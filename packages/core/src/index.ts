@@ -84,6 +84,7 @@ export {
   normalizeToolReturn,
   type ToolContext,
   type ToolDefinition,
+  sleepTool,
   toolResult,
 } from './tools.ts';
 /** @public For agent, plugin, tool and model authors: named in the public API's shapes. */
@@ -100,12 +101,14 @@ export { waitForEventTool } from './wait-for-event.ts';
 export { WAIT_FOR_EVENT_TOOL, type WaitForEventToolOptions } from './wait-for-event.ts';
 export { Engine, runCommands, type Transition } from './engine/engine.ts';
 export { composeTransitions } from './engine/compose-transitions.ts';
+export { firstForkSeq, forkCheckpoint, type ForkResult } from './engine/fork-checkpoint.ts';
 
 export { executeTool } from './engine/execute-tool.ts';
 export { assistantMessageId } from './engine/inference.ts';
 export { rebaseOnThread } from './engine/lifecycle.ts';
 export { plan } from './engine/plan.ts';
 export { activityOf, type Activity } from './engine/activity.ts';
+export type { DeadlineExpiry } from './engine/deadlines.ts';
 export { applicableDecisions } from './engine/round-state.ts';
 export { invocationFor, type ToolInvocation } from './engine/tool-round.ts';
 export { toolMessageId, toolResultContent } from './engine/tool-messages.ts';

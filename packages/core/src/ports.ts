@@ -75,6 +75,8 @@ export interface ArchivedRunSummary {
   readonly status: RunStatus;
   readonly createdAt: number;
   readonly updatedAt: number;
+  /** The agent version it was created on (absent: before versions, or not read by this list). */
+  readonly agentVersion?: string;
 }
 
 /**
@@ -89,6 +91,8 @@ export interface RunListFilters {
   readonly threadId?: string | undefined;
   /** Runs of this fairness key; a run without one has its tenant's (docs/fairness.md). */
   readonly fairnessKey?: string | undefined;
+  /** Runs created on this agent version (docs/deployment-and-scaling.md). */
+  readonly agentVersion?: string | undefined;
 }
 
 /** One page of archived runs, newest first (createdAt desc, then runId desc). */

@@ -9,7 +9,7 @@ import type {
   ToolCallStatus,
   ToolOutcome,
 } from '@baton/protocol';
-import { ZERO_USAGE } from '@baton/protocol';
+import { ZERO_USAGE, isSleepTicket } from '@baton/protocol';
 import { isTerminalCallStatus } from './tool-call-status.ts';
 
 /**
@@ -99,11 +99,12 @@ export function applyEvent(snapshot: RunSnapshot, event: RunEvent): RunSnapshot 
         'run_start',
       );
     case 'run.status':
-      // Leaving Waiting resumes the run: the suspension is no longer its termination.
+      // Leaving Waiting resumes the run: the suspension is no longer its termination. A fork
+      // that continues a finished run with new input leaves Done the same way.
       return {
         ...s,
         status: event.to,
-        ...(event.from === 'waiting' && event.to === 'running' ? { termination: null } : {}),
+        ...(event.from !== 'running' && event.to === 'running' ? { termination: null } : {}),
       };
     case 'message.input':
     case 'state.delta':
@@ -143,6 +144,10 @@ export function applyEvent(snapshot: RunSnapshot, event: RunEvent): RunSnapshot 
     case 'decision.applied':
     case 'decision.discarded':
       return applyDecisionFate(s, event);
+    case 'tool_call.deadline_expired':
+      return s;
+    case 'tool_call.deadline_escalated':
+      return applyEscalated(s, event);
     case 'child_run.finished':
       return s;
     case 'child_run.linked':
@@ -182,6 +187,7 @@ function applyDecisionFate(
     toolCallId: decision.toolCallId,
     action: decision.action,
     at: event.at,
+    ...(decision.source !== undefined ? { source: decision.source } : {}),
     ...(event.type === 'decision.discarded' ? { discarded: event.reason } : {}),
   };
   return { ...s, decisions: [...s.decisions, entry] };
@@ -269,13 +275,22 @@ function applySuspended(s: RunSnapshot, event: EventOf<'tool_call.suspended'>): 
   const awaited: AwaitedToolCall = {
     toolCallId: event.toolCallId,
     toolName: event.toolName,
-    reason: ticket.reason,
+    reason: isSleepTicket(ticket) ? 'sleep' : ticket.reason,
     message: ticket.message,
     ...(ticket.parameters !== undefined ? { parameters: ticket.parameters } : {}),
     ...(ticket.responseSchema !== undefined ? { responseSchema: ticket.responseSchema } : {}),
     resumeMode: ticket.resumeMode,
     ...(ticket.waitFor !== undefined ? { waitFor: ticket.waitFor } : {}),
     since: event.at,
+    ...(ticket.deadline?.at !== undefined
+      ? {
+          deadline: {
+            at: ticket.deadline.at,
+            action: ticket.deadline.outcome.action,
+            ...(ticket.deadline.escalated ? { escalated: true } : {}),
+          },
+        }
+      : {}),
   };
   const calls = s.await?.calls ?? [];
   const i = calls.findIndex((c) => c.toolCallId === event.toolCallId);
@@ -283,13 +298,35 @@ function applySuspended(s: RunSnapshot, event: EventOf<'tool_call.suspended'>): 
   const withStatus = updateCall(s, event.toolCallId, event.toolName, event.at, (call) =>
     call.status === 'suspended' ? call : { ...call, status: 'suspended' },
   );
-  return { ...withStatus, await: { kind: 'tool_calls', calls: nextCalls } };
+  return { ...withStatus, await: awaitOf(nextCalls) };
+}
+
+/** The await view of these calls; a run whose every awaited call sleeps waits for time. */
+function awaitOf(calls: AwaitedToolCall[]): RunSnapshot['await'] {
+  if (calls.length === 0) return null;
+  const sleeps = calls.every((c) => c.reason === 'sleep' && c.deadline !== undefined);
+  if (!sleeps) return { kind: 'tool_calls', calls };
+  const until = Math.min(...calls.map((c) => c.deadline?.at ?? Infinity));
+  return { kind: 'tool_calls', calls, waitingFor: { kind: 'time', until } };
+}
+
+/** An escalated deadline moved: the awaited call shows the new one. */
+function applyEscalated(
+  s: RunSnapshot,
+  event: EventOf<'tool_call.deadline_escalated'>,
+): RunSnapshot {
+  if (!s.await?.calls.some((c) => c.toolCallId === event.toolCallId)) return s;
+  const calls = s.await.calls.map((c) =>
+    c.toolCallId === event.toolCallId && c.deadline
+      ? { ...c, deadline: { at: event.deadlineAt, action: event.outcome.action, escalated: true } }
+      : c,
+  );
+  return { ...s, await: awaitOf(calls) };
 }
 
 function withoutAwaited(s: RunSnapshot, toolCallId: string): RunSnapshot {
   if (!s.await?.calls.some((c) => c.toolCallId === toolCallId)) return s;
-  const calls = s.await.calls.filter((c) => c.toolCallId !== toolCallId);
-  return { ...s, await: calls.length > 0 ? { kind: 'tool_calls', calls } : null };
+  return { ...s, await: awaitOf(s.await.calls.filter((c) => c.toolCallId !== toolCallId)) };
 }
 
 function errorSummary(outcome: ToolOutcome): string | undefined {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ManualClock } from './clock.ts';
 import { executeTool, type ExecuteToolOptions } from './engine/execute-tool.ts';
+import { isSleepTicket } from '@baton/protocol';
 import { ToolSchemaMissingError } from './errors.ts';
 import {
   defineTool,
@@ -109,5 +110,16 @@ describe('describeTool', () => {
       inputSchema: z.object({ zip: z.string() }),
     });
     expect(describeTool(other).inputSchema).toMatchObject({ properties: { zip: {} } });
+  });
+});
+
+describe('toolResult.sleep', () => {
+  it('writes a reason the release before reads (7c7c246: approval, client_tool, input), marked as a sleep', () => {
+    const result = toolResult.sleep(Date.UTC(2030, 0, 1));
+    if (result.kind !== 'pending') throw new Error('a sleep suspends');
+    expect(['approval', 'client_tool', 'input']).toContain(result.ticket.reason);
+    expect(isSleepTicket(result.ticket)).toBe(true);
+    expect(isSleepTicket({ reason: 'input' })).toBe(false);
+    expect(isSleepTicket({ reason: 'sleep' })).toBe(true);
   });
 });

@@ -1,5 +1,6 @@
 import type {
   ChildThreadMode,
+  DeadlinePolicy,
   JsonObject,
   JsonValue,
   ResumeMode,
@@ -10,6 +11,7 @@ import type {
   ToolResult,
 } from '@baton/protocol';
 import { z } from 'zod';
+import type { Clock } from './ports.ts';
 import { ToolSchemaMissingError } from './errors/tool-schema-missing-error.ts';
 
 /** A read-only view of state that tools and hooks see. */
@@ -102,6 +104,14 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType> {
    * @default undefined (no limit of Baton's own)
    */
   readonly timeoutMs?: number;
+  /**
+   * How long a suspended call of this tool (its approval, its client-side result, a pending
+   * result) waits for a decision, and what happens then: deny, resume with a payload, cancel the
+   * run, or escalate (webhook, then one extension). A pending ticket's own `deadline` wins.
+   *
+   * @default undefined (the run's, else the agent's `deadline`; else it waits until decided)
+   */
+  readonly deadline?: DeadlinePolicy;
   /** An agent tool (see agentTool): the call's execution is a child run, not `execute`. */
   readonly agent?: AgentToolSpec;
   readonly execute?: (args: z.infer<I>, ctx: ToolContext) => Promise<ToolReturn | ToolResult>;
@@ -143,7 +153,65 @@ export const toolResult = {
   error: (message: string, code?: string): ToolResult =>
     code === undefined ? { kind: 'error', message } : { kind: 'error', message, code },
   pending: (ticket: SuspendTicket): ToolResult => ({ kind: 'pending', ticket }),
+  /**
+   * A durable sleep until `until` (epoch ms): the call suspends with no job and no worker held,
+   * and a live worker's timer sweep resumes it then (docs/ARCHITECTURE.md, "Timers"); the tool
+   * is executed again with `ctx.resume` set (its payload `{ sleptUntil }`). A decision (resume or
+   * cancel) may wake it early; a run's cancel ends it.
+   */
+  sleep: (until: number, message?: string): ToolResult => ({
+    kind: 'pending',
+    ticket: {
+      reason: 'input',
+      sleep: true,
+      message: message ?? `Sleeping until ${new Date(until).toISOString()}`,
+      resumeMode: 'replay_tool_call',
+      deadline: {
+        at: until,
+        outcome: { action: 'resume', payload: { sleptUntil: new Date(until).toISOString() } },
+      },
+    },
+  }),
 };
+
+const SLEEP_INPUT = z
+  .object({
+    seconds: z
+      .number()
+      .positive()
+      .max(366 * 24 * 3600)
+      .optional()
+      .describe('How long to wait, in seconds'),
+    until: z.iso.datetime({ offset: true }).optional().describe('Wait until this ISO 8601 instant'),
+  })
+  .refine((v) => (v.seconds === undefined) !== (v.until === undefined), {
+    message: 'give exactly one of seconds or until',
+  });
+
+/**
+ * A built-in tool an agent may list: `baton_sleep` waits for `seconds` or `until` an instant,
+ * durably (see toolResult.sleep), and answers `{ sleptUntil }`. `clock`: the worker's (what
+ * `seconds` counts from).
+ */
+export function sleepTool(
+  clock: Pick<Clock, 'now'>,
+  name = 'baton_sleep',
+): ToolDefinition<typeof SLEEP_INPUT> {
+  return {
+    name,
+    description:
+      'Waits for a number of seconds, or until an ISO 8601 instant, then continues. Holds no resources while waiting.',
+    inputSchema: SLEEP_INPUT,
+    execute: async (args, ctx) => {
+      if (ctx.resume) return toolResult.success(ctx.resume.payload ?? null);
+      const until =
+        args.until !== undefined
+          ? Date.parse(args.until)
+          : clock.now() + (args.seconds ?? 0) * 1000;
+      return toolResult.sleep(until);
+    },
+  };
+}
 
 export function toJsonSchema(schema: z.ZodType): JsonObject {
   return z.toJSONSchema(schema, { unrepresentable: 'any' }) as JsonObject;

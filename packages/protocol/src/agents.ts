@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DecisionReplayPolicySchema, ExecutionModeSchema } from './enums.ts';
 import { JsonValueSchema } from './json.ts';
+import { AgentVersionInfoSchema, VersioningSchema } from './agent-versions.ts';
 import { StopConditionSchema } from './stop-conditions.ts';
 import { ToolDescriptorSchema } from './tools.ts';
 
@@ -47,5 +48,12 @@ export const AgentDescriptorSchema = AgentAdvertSchema.extend({
   available: z.boolean(),
   /** When a worker last advertised it (ms). */
   updatedAt: z.number(),
+  /** Its versions, newest first (absent when no worker of a release with versions advertised it). */
+  versions: z.array(AgentVersionInfoSchema).optional(),
+  /** The version new runs get: promoted, else the newest a live worker serves. */
+  currentVersion: z.string().optional(),
+  /** Whether an operator promoted it (false: the default, newest live). */
+  currentPinned: z.boolean().optional(),
+  versioning: VersioningSchema.optional(),
 });
 export type AgentDescriptor = z.infer<typeof AgentDescriptorSchema>;

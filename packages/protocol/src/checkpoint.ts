@@ -6,7 +6,9 @@ import {
   RunStatusSchema,
 } from './enums.ts';
 import { RunParentSchema } from './child-runs.ts';
+import { RunOriginSchema } from './run-origin.ts';
 import { RunPrioritySchema } from './fairness.ts';
+import { DeadlinePolicySchema } from './deadlines.ts';
 import { DecisionSchema } from './decisions.ts';
 import { JsonValueSchema } from './json.ts';
 import { MessageSchema } from './messages.ts';
@@ -31,6 +33,11 @@ export const RunIdentitySchema = z.object({
   priority: RunPrioritySchema.optional(),
   /** Who the run is fair to (docs/fairness.md); absent: its tenant. Children inherit it. */
   fairnessKey: z.string().optional(),
+  /**
+   * The agent version the run was created on (docs/deployment-and-scaling.md); its jobs go only
+   * to workers that serve it. Absent on runs of releases before versions: routed by agent alone.
+   */
+  agentVersion: z.string().optional(),
 });
 export type RunIdentity = z.infer<typeof RunIdentitySchema>;
 
@@ -86,9 +93,13 @@ export const CheckpointSchema = z.object({
   /** Set by an external cancel; honored at the next phase boundary. */
   cancelRequested: z.boolean(),
   metadata: z.record(z.string(), z.string()),
+  /** The run's default deadline for waiting calls (run options, else the agent's); absent: none. */
+  deadline: DeadlinePolicySchema.optional(),
   createdAt: z.number(),
   startedAt: z.number().nullable(),
   updatedAt: z.number(),
   finishedAt: z.number().nullable(),
+  /** Set on a fork or a replay: the run and event it continues from (absent: a run of its own). */
+  origin: RunOriginSchema.optional(),
 });
 export type Checkpoint = z.infer<typeof CheckpointSchema>;

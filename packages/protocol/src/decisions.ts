@@ -22,6 +22,8 @@ export const DecisionSchema = z.object({
   source: DecisionSourceSchema.optional().describe(
     'Where the decision came from: absent or api (a decisions request), waitpoint, event, timeout.',
   ),
+  /** A deadline's deny: why, which becomes the cancelled call's error. */
+  reason: z.string().optional().describe("A deadline's deny: why (the cancelled call's error)."),
 });
 export type Decision = z.infer<typeof DecisionSchema>;
 

@@ -32,6 +32,10 @@ export const ErrorCodeSchema = z.enum([
   'quota_exceeded',
   /** The thread holds, or with this run would hold, more than THREAD_MAX_MESSAGES / _BYTES. */
   'thread_too_large',
+  /** A fork's atSeq is outside the run's log, or its input does not fit the state at that seq. */
+  'fork_point_invalid',
+  /** Replay asked of a run that did not fail and was not cancelled. */
+  'run_not_replayable',
 ]);
 export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
 

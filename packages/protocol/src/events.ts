@@ -6,6 +6,7 @@ import {
   ToolCallStatusSchema,
 } from './enums.ts';
 import { ChildRunEndSchema, ChildRunLinkSchema } from './child-runs.ts';
+import { DeadlineOutcomeSchema, FinalDeadlineOutcomeSchema } from './deadlines.ts';
 import { DecisionSchema } from './decisions.ts';
 import { JsonObjectSchema } from './json.ts';
 import { AssistantMessageSchema, MessageSchema } from './messages.ts';
@@ -90,6 +91,30 @@ export const EventBodySchema = z.discriminatedUnion('type', [
     type: z.literal('decision.discarded'),
     decision: DecisionSchema,
     reason: z.string(),
+  }),
+  /**
+   * A suspended call's deadline passed with no decision. `outcome` is what it did: deny or
+   * resume (a decision with source 'deadline' follows, committed in the same write), cancel (the
+   * run's cancel request follows) or escalate (tool_call.deadline_escalated follows).
+   */
+  z.object({
+    type: z.literal('tool_call.deadline_expired'),
+    toolCallId: z.string(),
+    toolName: z.string(),
+    /** The deadline that passed, epoch ms (`at` is when the event was committed). */
+    deadlineAt: z.number(),
+    outcome: DeadlineOutcomeSchema,
+  }),
+  /** An escalating deadline passed: the run's webhooks fire and the deadline moved to `deadlineAt`. */
+  z.object({
+    type: z.literal('tool_call.deadline_escalated'),
+    toolCallId: z.string(),
+    toolName: z.string(),
+    /** The new deadline, epoch ms. */
+    deadlineAt: z.number(),
+    /** What happens when the new deadline passes. */
+    outcome: FinalDeadlineOutcomeSchema,
+    reason: z.string().optional(),
   }),
   /** A cancel was requested; the run ends Cancelled at its next phase boundary. */
   z.object({ type: z.literal('run.cancel_requested') }),

@@ -32,6 +32,11 @@ export const QueuedReasonSchema = z.enum([
   'tenant_limit',
   /** Runs of its key ahead of it (higher priority, or earlier) go first. */
   'behind_backlog',
+  /**
+   * No live worker serves the agent version the run is pinned to: it holds no job and no slot,
+   * and continues when a worker of that version starts (never failed for it).
+   */
+  'version_unavailable',
 ]);
 export type QueuedReason = z.infer<typeof QueuedReasonSchema>;
 

@@ -29,6 +29,8 @@ export const CreateRunResponseSchema = z.object({
   queuedBehind: z.string().optional(),
   /** Set when the run waits for a slot of its tenant or fairness key (docs/fairness.md). */
   queued: QueuedInfoSchema.optional(),
+  /** The agent version it runs on (absent: its agent's workers predate versions). */
+  agentVersion: z.string().optional(),
   links: RunLinksSchema,
   /** The run's webhook (when the request named one), with its generated secret shown once. */
   webhook: CreatedRunWebhookSchema.optional(),
@@ -49,6 +51,8 @@ export const RunSummarySchema = z.object({
    */
   priority: RunPrioritySchema.optional(),
   fairnessKey: z.string().optional(),
+  /** The agent version it was created on (absent: before versions, or an archived run). */
+  agentVersion: z.string().optional(),
   /** Set while the run waits for a slot of its tenant or fairness key, as GET /v1/runs/:id. */
   queued: QueuedInfoSchema.optional(),
 });

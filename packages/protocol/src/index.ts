@@ -40,6 +40,24 @@ export {
 /** @public A wire shape for clients that validate what they receive or build what they send. */
 export type { ContentPattern } from './content-pattern.ts';
 export {
+  deadlineDecisionId,
+  type DeadlineOutcome,
+  type DeadlinePolicy,
+  durationMs,
+  type FinalDeadlineOutcome,
+} from './deadlines.ts';
+/** @public A wire shape for clients that validate what they receive or build what they send. */
+export {
+  type Duration,
+  MAX_DURATION_MS,
+  type TicketDeadline,
+  DeadlineOutcomeSchema,
+  DeadlinePolicySchema,
+  DurationSchema,
+  FinalDeadlineOutcomeSchema,
+  TicketDeadlineSchema,
+} from './deadlines.ts';
+export {
   type Decision,
   type DecisionInput,
   MAX_DECISIONS_PER_REQUEST,
@@ -184,6 +202,7 @@ export {
   StatePatchSchema,
   SuspendReasonSchema,
   SuspendTicketSchema,
+  isSleepTicket,
   ToolCallStateSchema,
   ToolDescriptorSchema,
   ToolOutcomeSchema,
@@ -222,6 +241,19 @@ export {
 } from './agents.ts';
 /** @public A wire shape for clients that validate what they receive or build what they send. */
 export { StateKeySpecSchema } from './agents.ts';
+export {
+  type AgentCurrentVersion,
+  AgentCurrentVersionSchema,
+  type AgentVersionAdvert,
+  AgentVersionAdvertSchema,
+  type AgentVersionInfo,
+  AgentVersionSchema,
+  PromoteAgentVersionRequestSchema,
+  type Versioning,
+  VersioningSchema,
+} from './agent-versions.ts';
+/** @public A wire shape for clients that validate what they receive or build what they send. */
+export { AgentVersionInfoSchema, type PromoteAgentVersionRequest } from './agent-versions.ts';
 export {
   AgentListSchema,
   type CancelResponse,
@@ -288,6 +320,8 @@ export {
 /** @public A wire shape for clients that validate what they receive or build what they send. */
 export {
   CreatedRunWebhookSchema,
+  type RunDeadlineData,
+  RunDeadlineDataSchema,
   type RunFinishedData,
   RunFinishedDataSchema,
   type RunWaitingData,
@@ -301,3 +335,26 @@ export {
   WebhookSecretSchema,
 } from './webhooks.ts';
 export { canonicalJson, endsStream, parseRetryAfter, type StreamUntil } from './wire-facts.ts';
+export {
+  type BulkReplayFilter,
+  BulkReplayRequestSchema,
+  BulkReplayStatusSchema,
+  type BulkReplayStatus,
+  ForkRunRequestSchema,
+  type ForkRunRequest,
+  ForkRunResponseSchema,
+  type ForkRunResponse,
+} from './forks.ts';
+export { type RunOrigin } from './run-origin.ts';
+// Tenant API keys managed at run time (issue 35)
+export {
+  ApiKeyListSchema,
+  type ApiKeyView,
+  type CreateApiKeyRequest,
+  CreateApiKeyRequestSchema,
+  type CreatedApiKey,
+  CreatedApiKeySchema,
+  RotateApiKeyRequestSchema,
+} from './api-keys.ts';
+/** @public A wire shape for clients that validate what they receive or build what they send. */
+export { ApiKeyStatusSchema, ApiKeyViewSchema } from './api-keys.ts';

@@ -17,6 +17,8 @@ export const StepJobSchema = z.object({
   tenantId: z.string(),
   /** The run's agent (absent from jobs of older producers): lets a worker route without a read. */
   agent: z.string().optional(),
+  /** The agent version the job must run on (absent: any worker of the agent, as before versions). */
+  agentVersion: z.string().optional(),
   /** The run's priority (its BullMQ priority); absent from jobs of older producers. */
   priority: RunPrioritySchema.optional(),
   /** Why the round was scheduled; informs logs and dedup ids. */
@@ -33,6 +35,7 @@ export const ToolJobSchema = z.object({
   runId: z.string(),
   tenantId: z.string(),
   agent: z.string().optional(),
+  agentVersion: z.string().optional(),
   priority: RunPrioritySchema.optional(),
   step: z.number().int(),
   toolCallId: z.string(),

@@ -4,6 +4,7 @@ import {
   ExecutionModeSchema,
   MultitaskStrategySchema,
 } from './enums.ts';
+import { DeadlinePolicySchema } from './deadlines.ts';
 import { FairnessKeySchema, RunPrioritySchema } from './fairness.ts';
 import { InputMessageSchema } from './messages.ts';
 import { StopConditionsSchema } from './stop-conditions.ts';
@@ -36,6 +37,9 @@ export const RunOptionsSchema = z.strictObject({
   ),
   fairnessKey: FairnessKeySchema.optional().describe(
     "Whom the run is fair to within its tenant (e.g. your own end user's id); default: the tenant. Runs of one priority share the workers across keys by weight.",
+  ),
+  deadline: DeadlinePolicySchema.optional().describe(
+    "Default deadline for this run's waiting calls (approvals, client tools) whose tool sets none: timeout and outcome (deny, resume, cancel, escalate); default: the agent's, else none.",
   ),
   /** Keys starting with "baton." are Baton's (e.g. baton.scheduleId on a scheduled run). */
   metadata: z

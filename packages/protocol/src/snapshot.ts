@@ -7,7 +7,9 @@ import {
   ToolCallStatusSchema,
 } from './enums.ts';
 import { ChildRunLinkSchema, ChildRunViewSchema, RunParentSchema } from './child-runs.ts';
+import { RunOriginSchema } from './run-origin.ts';
 import { DecisionActionSchema } from './decisions.ts';
+import { DecisionSourceSchema } from './waits.ts';
 import { QueuedInfoSchema } from './fairness.ts';
 import { JsonObjectSchema, JsonValueSchema } from './json.ts';
 import { TerminationReasonSchema } from './termination.ts';
@@ -39,6 +41,14 @@ export const AwaitedToolCallSchema = z.object({
   since: z.number(),
   /** Set when the call belongs to a descendant run (agent-as-tool): send decisions for it here. */
   runId: z.string().optional(),
+  /** When the call stops waiting without a decision, and what happens then; absent: never. */
+  deadline: z
+    .object({
+      at: z.number(),
+      action: z.enum(['deny', 'resume', 'cancel', 'escalate']),
+      escalated: z.boolean().optional(),
+    })
+    .optional(),
 });
 export type AwaitedToolCall = z.infer<typeof AwaitedToolCallSchema>;
 
@@ -46,6 +56,8 @@ export type AwaitedToolCall = z.infer<typeof AwaitedToolCallSchema>;
 export const AwaitSnapshotSchema = z.object({
   kind: z.literal('tool_calls'),
   calls: z.array(AwaitedToolCallSchema).min(1),
+  /** Every awaited call is a durable sleep: the run waits for time alone, until the earliest. */
+  waitingFor: z.object({ kind: z.literal('time'), until: z.number() }).optional(),
 });
 export type AwaitSnapshot = z.infer<typeof AwaitSnapshotSchema>;
 
@@ -79,6 +91,8 @@ export const AppliedDecisionSchema = z.object({
   toolCallId: z.string(),
   action: DecisionActionSchema,
   at: z.number(),
+  /** Where it came from (absent or api: a client's; 'deadline': taken by the call's deadline). */
+  source: DecisionSourceSchema.optional(),
   /** Set when the run ended before applying this accepted decision: why. */
   discarded: z.string().optional(),
 });
@@ -177,7 +191,11 @@ export const RunViewSchema = RunSnapshotSchema.extend({
   /** Its dispatch priority (1 first … 5 last) and fairness key (docs/fairness.md). */
   priority: z.number().int().optional(),
   fairnessKey: z.string().optional(),
+  /** The agent version the run runs on (absent: a run of a release before agent versions). */
+  agentVersion: z.string().optional(),
   /** Set while the run waits for a slot of its tenant or fairness key: why, and where it stands. */
   queued: QueuedInfoSchema.optional(),
+  /** On a fork or a replay: the run and the event it continues from. */
+  origin: RunOriginSchema.optional(),
 });
 export type RunView = z.infer<typeof RunViewSchema>;

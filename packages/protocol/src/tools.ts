@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import { ResumeModeSchema, ToolCallStatusSchema } from './enums.ts';
 import { ChildRunEndSchema, ChildRunRefSchema } from './child-runs.ts';
+import { TicketDeadlineSchema } from './deadlines.ts';
 import { JsonObjectSchema, JsonValueSchema } from './json.ts';
 import { WaitForSchema } from './waits.ts';
 
 /** Why a call waits: shown to the human (or client) who must answer it. */
-export const SuspendReasonSchema = z.enum(['approval', 'client_tool', 'input']);
+/** `sleep`: the call waits for its deadline only (a durable sleep; docs/agents-and-tools.md). */
+export const SuspendReasonSchema = z.enum(['approval', 'client_tool', 'input', 'sleep']);
 export type SuspendReason = z.infer<typeof SuspendReasonSchema>;
 
 /** The ticket a suspended call carries until a decision arrives. */
@@ -16,10 +18,27 @@ export const SuspendTicketSchema = z.object({
   /** JSON Schema the decision payload must satisfy when action is resume. */
   responseSchema: JsonObjectSchema.optional(),
   resumeMode: ResumeModeSchema,
+  /**
+   * When the call stops waiting without a decision, and what happens then (docs/ARCHITECTURE.md,
+   * "Timers"). Stored with `at` resolved; absent: it waits until decided or cancelled.
+   */
+  deadline: TicketDeadlineSchema.optional(),
   /** An event the call waits for (with a required timeout) instead of a person's decision. */
   waitFor: WaitForSchema.optional(),
+  /**
+   * A durable sleep: the call waits for its deadline only. Written with reason `input`, because
+   * 7c7c246 reads only the three older reasons and would take the checkpoint for corrupt; a reason
+   * `sleep` (read since this field) is written once no such release can run beside this one
+   * (docs/deployment-and-scaling.md, "Upgrading").
+   */
+  sleep: z.literal(true).optional(),
 });
 export type SuspendTicket = z.infer<typeof SuspendTicketSchema>;
+
+/** Whether a ticket is a durable sleep, in either of the two ways one is written. */
+export function isSleepTicket(ticket: Pick<SuspendTicket, 'reason' | 'sleep'>): boolean {
+  return ticket.reason === 'sleep' || ticket.sleep === true;
+}
 
 /** What a tool returns (seed: Success / Warning / Error / Pending). */
 export const ToolResultSchema = z.discriminatedUnion('kind', [

@@ -6,7 +6,8 @@ import { JsonObjectSchema, JsonValueSchema } from './json.ts';
  * an event (POST /v1/events) or a wait's timeout. Recorded on the decision (and so in its
  * `decision.applied` event); optional so logs written before it read the same.
  */
-export const DecisionSourceSchema = z.enum(['api', 'waitpoint', 'event', 'timeout']);
+/** `deadline`: a suspended call's deadline passed (timers, docs/ARCHITECTURE.md "Timers"). */
+export const DecisionSourceSchema = z.enum(['api', 'waitpoint', 'event', 'timeout', 'deadline']);
 export type DecisionSource = z.infer<typeof DecisionSourceSchema>;
 
 /** Event names and correlation keys: short identifiers a sender and a waiter agree on. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DeadlineOutcomeSchema } from './deadlines.ts';
 import { RunStatusSchema } from './enums.ts';
 import { AwaitSnapshotSchema } from './snapshot.ts';
 import { TerminationReasonSchema } from './termination.ts';
@@ -12,7 +13,12 @@ import { UsageSchema } from './usage.ts';
  * `{ type, timestamp, data }`.
  */
 
-export const WebhookEventTypeSchema = z.enum(['run.finished', 'run.waiting', 'run.child_finished']);
+export const WebhookEventTypeSchema = z.enum([
+  'run.finished',
+  'run.waiting',
+  'run.child_finished',
+  'tool_call.deadline',
+]);
 export type WebhookEventType = z.infer<typeof WebhookEventTypeSchema>;
 export const WEBHOOK_EVENT_TYPES = WebhookEventTypeSchema.options;
 
@@ -100,6 +106,23 @@ export const RunChildFinishedDataSchema = z.object({
 });
 export type RunChildFinishedData = z.infer<typeof RunChildFinishedDataSchema>;
 
+/**
+ * A waiting call's deadline passed (`expired`: its outcome was applied) or escalated (`escalated`:
+ * the deadline moved to `deadlineAt`, where `outcome` applies unless someone decides first).
+ */
+export const RunDeadlineDataSchema = z.object({
+  ...RunRefSchema,
+  toolCallId: z.string(),
+  toolName: z.string(),
+  event: z.enum(['expired', 'escalated']),
+  /** expired: the deadline that passed; escalated: the new one. */
+  deadlineAt: z.number(),
+  outcome: DeadlineOutcomeSchema,
+  /** escalated: the reason the deadline gave for escalating. */
+  reason: z.string().optional(),
+});
+export type RunDeadlineData = z.infer<typeof RunDeadlineDataSchema>;
+
 /** The JSON body of every webhook request. */
 export const WebhookMessageSchema = z.discriminatedUnion('type', [
   z.object({
@@ -112,6 +135,11 @@ export const WebhookMessageSchema = z.discriminatedUnion('type', [
     type: z.literal('run.child_finished'),
     timestamp: z.string(),
     data: RunChildFinishedDataSchema,
+  }),
+  z.object({
+    type: z.literal('tool_call.deadline'),
+    timestamp: z.string(),
+    data: RunDeadlineDataSchema,
   }),
 ]);
 export type WebhookMessage = z.infer<typeof WebhookMessageSchema>;

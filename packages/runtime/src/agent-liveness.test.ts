@@ -19,8 +19,8 @@ afterAll(async () => {
 
 describe('AgentLiveness', () => {
   it("sums the step slots live workers advertise; an older worker's advertise none; a worker that leaves takes its slots", async () => {
-    await liveness.heartbeat('w1', ['alpha'], 60_000, 256);
-    await liveness.heartbeat('w2', ['alpha'], 60_000, 16);
+    await liveness.heartbeat('w1', ['alpha'], 60_000, [], 256);
+    await liveness.heartbeat('w2', ['alpha'], 60_000, [], 16);
     await liveness.heartbeat('old', ['alpha'], 60_000);
     const workers = (await liveness.workers(['alpha'])).get('alpha') ?? [];
     expect(workers).toEqual(['old', 'w1', 'w2']);

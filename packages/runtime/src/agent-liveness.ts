@@ -9,6 +9,12 @@ async function redisNow(redis: RedisClient): Promise<number> {
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
+/** One version of one agent a worker serves. */
+export interface ServedVersion {
+  readonly agent: string;
+  readonly version: string;
+}
+
 /** Heartbeats between two refreshes of a worker's membership in its agents' sets. */
 const MEMBERSHIP_BEATS = 12;
 
@@ -32,15 +38,16 @@ export class AgentLiveness {
   }
 
   /**
-   * This worker runs these agents for at least `ttlMs` more (heartbeat about every ttlMs / 3),
-   * with `stepSlots` steps at a time (its WORKER_CONCURRENCY; admission lends a lone fairness
-   * key the pool's idle slots, docs/fairness.md "Borrowing"). Without it (a release before
-   * borrowing) the worker counts for no capacity, so nobody borrows it.
+   * This worker runs these agents (and these versions of them) for at least `ttlMs` more
+   * (heartbeat about every ttlMs / 3), with `stepSlots` steps at a time (its WORKER_CONCURRENCY:
+   * admission lends a lone fairness key the pool's idle slots, docs/fairness.md "Borrowing idle
+   * slots"). Without it (a release before borrowing) the worker counts for no capacity.
    */
   async heartbeat(
     workerId: string,
     agents: readonly string[],
     ttlMs: number,
+    versions: readonly ServedVersion[] = [],
     stepSlots?: number,
   ): Promise<void> {
     const now = await redisNow(this.redis);
@@ -54,9 +61,12 @@ export class AgentLiveness {
     await this.redis.zremrangebyscore(this.keys.liveWorkers, '-inf', now - KEY_MARGIN_MS);
     if (stepSlots !== undefined) await this.advertiseSlots(workerId, stepSlots, until, now);
     // One command per key, not a pipeline: each agent's key lives in its own Cluster slot.
+    const keys = [
+      ...agents.map((a) => this.keys.agentWorkers(a)),
+      ...versions.map((v) => this.keys.agentVersionWorkers(v.agent, v.version)),
+    ];
     await Promise.all(
-      agents.map(async (agent) => {
-        const key = this.keys.agentWorkers(agent);
+      keys.map(async (key) => {
         await this.redis.zadd(key, until, workerId);
         await this.redis.zremrangebyscore(key, '-inf', now);
         // The set of an agent nobody runs any more goes too; the margin keeps it past the
@@ -90,12 +100,19 @@ export class AgentLiveness {
   }
 
   /** A worker stopping on purpose leaves at once instead of waiting for its advert to expire. */
-  async leave(workerId: string, agents: readonly string[]): Promise<void> {
+  async leave(
+    workerId: string,
+    agents: readonly string[],
+    versions: readonly ServedVersion[] = [],
+  ): Promise<void> {
     this.beats.delete(workerId);
     await Promise.all([
       this.redis.zrem(this.keys.liveWorkers, workerId),
       this.redis.hdel(this.keys.workerCapacity, workerId),
       ...agents.map((a) => this.redis.zrem(this.keys.agentWorkers(a), workerId)),
+      ...versions.map((v) =>
+        this.redis.zrem(this.keys.agentVersionWorkers(v.agent, v.version), workerId),
+      ),
     ]);
   }
 
@@ -108,20 +125,27 @@ export class AgentLiveness {
   /** The live workers of each agent (sorted ids; an agent nobody runs maps to []). */
   async workers(agents: readonly string[]): Promise<Map<string, string[]>> {
     const result = new Map<string, string[]>();
-    if (agents.length === 0) return result;
+    const lists = await this.live(agents.map((a) => this.keys.agentWorkers(a)));
+    agents.forEach((agent, i) => result.set(agent, lists[i] ?? []));
+    return result;
+  }
+
+  /** The live workers of each agent version, in the order asked (sorted ids). */
+  async versionWorkers(versions: readonly ServedVersion[]): Promise<string[][]> {
+    return this.live(versions.map((v) => this.keys.agentVersionWorkers(v.agent, v.version)));
+  }
+
+  /** The members of these membership sets whose heartbeat is current. */
+  private async live(keys: readonly string[]): Promise<string[][]> {
+    if (keys.length === 0) return [];
     const now = await redisNow(this.redis);
     const lists = await Promise.all(
-      agents.map((a) =>
-        this.redis.zrangebyscore(this.keys.agentWorkers(a), `(${String(now)}`, '+inf'),
-      ),
+      keys.map((key) => this.redis.zrangebyscore(key, `(${String(now)}`, '+inf')),
     );
     const members = [...new Set(lists.flat())];
     const scores =
       members.length === 0 ? [] : await this.redis.zmscore(this.keys.liveWorkers, ...members);
     const live = new Set(members.filter((_, i) => Number(scores[i] ?? 0) > now));
-    agents.forEach((agent, i) =>
-      result.set(agent, (lists[i] ?? []).filter((w) => live.has(w)).sort()),
-    );
-    return result;
+    return lists.map((list) => list.filter((w) => live.has(w)).sort());
   }
 }

@@ -1,6 +1,7 @@
 import { AgentAdvertSchema, type AgentAdvert, type AgentDescriptor } from '@baton/protocol';
 import { describeTool, Engine, type AgentDefinition, type AgentSpec } from '@baton/core';
 import { AgentLiveness } from './agent-liveness.ts';
+import type { AgentVersions } from './agent-versions.ts';
 import { DEFAULT_TASK_QUEUE } from './queue-shards.ts';
 import type { BatonKeys } from './redis/keys.ts';
 import type { RedisClient } from './redis/scripts.ts';
@@ -102,10 +103,24 @@ export class AgentCatalog {
     { readonly raw: string; readonly advert: AgentAdvert }
   >();
 
-  constructor(redis: RedisClient, keys: BatonKeys) {
+  /** Versions per agent (GET /v1/agents); absent in tests that build a catalog alone. */
+  private readonly versions: AgentVersions | undefined;
+
+  constructor(redis: RedisClient, keys: BatonKeys, versions?: AgentVersions) {
     this.redis = redis;
     this.keys = keys;
     this.liveness = new AgentLiveness(redis, keys);
+    this.versions = versions;
+  }
+
+  /** The descriptors with each agent's versions, current version and runs per version. */
+  private async withVersions(agents: AgentDescriptor[]): Promise<AgentDescriptor[]> {
+    if (!this.versions) return agents;
+    const described = await this.versions.describe(agents.map((a) => a.name));
+    return agents.map((a) => {
+      const v = described.get(a.name);
+      return v ? { ...a, ...v } : a;
+    });
   }
 
   /** Names of every known agent (cheap: no liveness lookup). */
@@ -119,7 +134,7 @@ export class AgentCatalog {
       .flatMap((raw) => parseAdvert(raw) ?? [])
       .sort((a, b) => a.name.localeCompare(b.name));
     const live = await this.liveness.workers(adverts.map((a) => a.name));
-    return adverts.map((a) => withLiveness(a, live.get(a.name) ?? []));
+    return this.withVersions(adverts.map((a) => withLiveness(a, live.get(a.name) ?? [])));
   }
 
   async get(name: string): Promise<AgentDescriptor | null> {
@@ -127,7 +142,8 @@ export class AgentCatalog {
     const advert = raw === null ? null : parseAdvert(raw);
     if (!advert) return null;
     const live = await this.liveness.workers([name]);
-    return withLiveness(advert, live.get(name) ?? []);
+    const [described] = await this.withVersions([withLiveness(advert, live.get(name) ?? [])]);
+    return described ?? null;
   }
 
   /** The agent's advert alone (no liveness lookup): what creating a run needs. */

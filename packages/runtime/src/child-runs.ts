@@ -139,6 +139,8 @@ export class ChildRuns {
     // Inherit: the child reads the session's history but never holds the thread (its parent
     // does), so it neither queues behind its parent nor writes the thread when it ends.
     const thread = await deps.threads.loadForRun(tenantId, ref.threadId);
+    // The child agent's current version (its own pin: a parent's version says nothing of it).
+    const agentVersion = await deps.queues.versions.current(ref.agent);
     const t = runCommands.create(
       specOf(descriptor),
       {
@@ -155,6 +157,7 @@ export class ChildRuns {
           ...(parent.identity.fairnessKey === undefined
             ? {}
             : { fairnessKey: parent.identity.fairnessKey }),
+          ...(agentVersion === null ? {} : { agentVersion }),
         },
         input: [{ role: 'user', content: ref.input }],
         history: thread.messages,
@@ -173,6 +176,7 @@ export class ChildRuns {
       if (VersionConflictError.isInstance(error)) return { kind: 'exists' };
       throw error;
     }
+    await deps.queues.versions.track(t.checkpoint.identity, 'created');
     await deps.queues.enqueueStep(t.checkpoint.identity, 'start', version);
     deps.logger.debug({ runId: parent.identity.runId, child: ref.runId }, 'child run created');
     // The parent's end cancels its children (onFinished); one that ended before this child

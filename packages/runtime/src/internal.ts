@@ -9,6 +9,7 @@ export { AgentLiveness } from './agent-liveness.ts';
 export { PgArchive } from './archive/pg-archive.ts';
 export { AgentRegistry } from './agent-registry.ts';
 export { TaskQueuePool } from './task-queue-pools.ts';
+export { agentVersionOf, versioningOf } from './agent-version-of.ts';
 export { ChildRuns } from './child-runs.ts';
 export { AbortRegistry, listenForControl } from './control-channel.ts';
 export { LeaseLostError } from './errors/lease-lost-error.ts';
@@ -49,6 +50,13 @@ export {
 export { RunEventSubscriber } from './redis/event-subscriber.ts';
 export { BatonKeys, keyPart } from './redis/keys.ts';
 export { RedisRunStore } from './run-record/redis-run-store.ts';
+export { deadlineTimerHandler } from './timers/deadline-timers.ts';
+export { TimerIndex, type ClaimedTimer } from './timers/timer-index.ts';
+export { TimerSweeper } from './timers/timer-sweeper.ts';
+/** @public For modules that plug a timer kind into the index (docs/ARCHITECTURE.md, "Timers"). */
+export type { TimerEntry, TimerKind, TimerRef } from './timers/timer-index.ts';
+/** @public For modules that plug a timer kind into the index (docs/ARCHITECTURE.md, "Timers"). */
+export type { TimerFiring, TimerHandler } from './timers/timer-sweeper.ts';
 export { encodeCursor } from './run-record/run-list-cursor.ts';
 export { defineScript, type LuaScript } from './redis/scripts.ts';
 export { withSingletonLock } from './redis/singleton-lock.ts';
@@ -60,6 +68,7 @@ export {
   JOB_HOLDER_FIELD,
   JOB_STALLS_FIELD,
   STALLED_TOO_OFTEN,
+  type HolderNote,
 } from './internals/bullmq/job-hash.ts';
 export { isWorkerLockToken, readJobLock } from './internals/bullmq/job-lock.ts';
 export {

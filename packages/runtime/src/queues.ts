@@ -8,6 +8,7 @@ import { jobHashKey } from './internals/bullmq/queue-keys.ts';
 import type { RedisClient } from './redis/scripts.ts';
 import { parseShardQueueName, shardOf, shardQueueName, shardQueueNames } from './queue-shards.ts';
 import { TaskQueueDirectory } from './task-queues.ts';
+import { AgentVersions } from './agent-versions.ts';
 
 /**
  * The shared queues of Baton versions before per-agent routing. New workers still drain them
@@ -75,6 +76,9 @@ function stepDedupId(runId: string, version: number): string {
   return `step.${idPart(runId)}.v${version}`;
 }
 
+/** What enqueueStep returns for a run parked until a worker of its version starts (no job). */
+const PARKED = 'parked';
+
 export interface BatonQueuesOptions {
   readonly connection: ConnectionOptions;
   readonly prefix: string;
@@ -95,6 +99,8 @@ export interface StepTarget {
   readonly tenantId: string;
   /** The run's agent: its task queue (where its workers are) picks the queue. */
   readonly agent: string;
+  /** The version the run is pinned to: its workers' task queue (absent: by agent, as before). */
+  readonly agentVersion?: string | undefined;
   /** 1 (first) … 5 (last); absent: DEFAULT_PRIORITY. Its BullMQ priority (docs/fairness.md). */
   readonly priority?: number | undefined;
 }
@@ -122,6 +128,8 @@ export class BatonQueues {
   readonly shards: number;
   /** Which task queue serves an agent (workers' adverts, cached). */
   readonly taskQueues: TaskQueueDirectory;
+  /** Agent versions: where a version's jobs go, runs parked without a worker of theirs. */
+  readonly versions: AgentVersions;
   /** BullMQ's key prefix of the earlier layouts, schedules and webhooks (one hash tag). */
   readonly bullPrefix: string;
   /** BullMQ's key prefix of shard queues: no hash tag of its own, the queue name carries it. */
@@ -137,6 +145,7 @@ export class BatonQueues {
     this.shardPrefix = shardBullPrefix(opts.prefix);
     this.shards = opts.shards ?? 1;
     this.taskQueues = new TaskQueueDirectory(opts.redis, opts.keys);
+    this.versions = new AgentVersions(opts.redis, opts.keys);
     // One FlowProducer for every shard: it takes the queue (and prefix) per call.
     this.flows = new FlowProducer({ connection: opts.connection, prefix: this.shardPrefix });
     this.toolAttempts = opts.toolAttempts ?? 3;
@@ -185,8 +194,12 @@ export class BatonQueues {
   }
 
   /** The queue of a run's step jobs (and their tool children): its agent's pool, its shard. */
-  async runQueue(run: Pick<StepTarget, 'runId' | 'agent'>): Promise<Queue> {
-    const taskQueue = await this.taskQueues.of(run.agent);
+  async runQueue(run: Pick<StepTarget, 'runId' | 'agent' | 'agentVersion'>): Promise<Queue> {
+    const route =
+      run.agentVersion === undefined
+        ? null
+        : await this.versions.route(run.agent, run.agentVersion);
+    const taskQueue = route?.taskQueue ?? (await this.taskQueues.of(run.agent));
     const name = shardQueueName(taskQueue, shardOf(run.runId, this.shards), this.shards);
     await this.note(name);
     return this.queue(name);
@@ -252,6 +265,50 @@ export class BatonQueues {
     unique = false,
     into?: Queue,
   ): Promise<string> {
+    let target = run;
+    if (run.agentVersion !== undefined && into === undefined) {
+      const routed = await this.versionTarget(run);
+      if (routed === null) {
+        // No live worker serves its version: no job, no slot; a worker of it wakes the run.
+        await this.versions.park(run, reason, version);
+        return PARKED;
+      }
+      target = routed;
+    }
+    return this.addStep(target, reason, version, unique, into);
+  }
+
+  /**
+   * The target a versioned run's step goes to: its own version (pinned), or the agent's current
+   * one when its version is 'auto-upgrade'; null when no live worker serves that version.
+   */
+  private async versionTarget(run: StepTarget): Promise<StepTarget | null> {
+    const pinned = run.agentVersion as string;
+    const route = await this.versions.route(run.agent, pinned);
+    // A version never advertised (its adverts expired): routed by agent, as before versions.
+    if (route === null) return run;
+    if (route.versioning === 'auto-upgrade') {
+      const current = await this.versions.current(run.agent);
+      if (current !== null && current !== pinned) {
+        const moved = { ...run, agentVersion: current };
+        const next = await this.versions.route(run.agent, current);
+        if (next?.live === true) return moved;
+      }
+    }
+    if (route.live) return run;
+    // Parked only while other versions of the agent are served (a deploy moved on): with no
+    // worker of the agent at all, its job waits in its version's queue, as a run of an agent
+    // without workers always did (waitingForWorker), and runs when one starts.
+    return (await this.versions.agentServed(run.agent)) ? null : run;
+  }
+
+  private async addStep(
+    run: StepTarget,
+    reason: StepJob['reason'],
+    version: number,
+    unique: boolean,
+    into: Queue | undefined,
+  ): Promise<string> {
     const dedupId = stepDedupId(run.runId, version);
     const jobId = `${unique ? 'wake' : dedupId}.${randomUUID().slice(0, 8)}`;
     const data: StepJob = {
@@ -260,6 +317,7 @@ export class BatonQueues {
       runId: run.runId,
       tenantId: run.tenantId,
       agent: run.agent,
+      ...(run.agentVersion === undefined ? {} : { agentVersion: run.agentVersion }),
       reason,
       expectedVersion: version,
       ...(run.priority === undefined ? {} : { priority: run.priority }),
@@ -281,8 +339,16 @@ export class BatonQueues {
    * before it schedules a pass of its own. The earlier layouts count while old producers may
    * still put the run's jobs there.
    */
-  async liveStepJob(runId: string, agent: string, version: number): Promise<string | null> {
-    const queues = [await this.runQueue({ runId, agent }), this.queue(stepQueueName(agent))];
+  async liveStepJob(
+    runId: string,
+    agent: string,
+    version: number,
+    agentVersion?: string,
+  ): Promise<string | null> {
+    const queues = [
+      await this.runQueue({ runId, agent, agentVersion }),
+      this.queue(stepQueueName(agent)),
+    ];
     for (const queue of [...queues, this.legacySteps]) {
       const jobId = await queue.getDeduplicationJobId(stepDedupId(runId, version));
       if (!jobId) continue;
@@ -299,8 +365,13 @@ export class BatonQueues {
    * one. Without this, the job stayed in a queue no worker serves. A job already taken (active)
    * is left to the worker that holds it. Returns how many were removed.
    */
-  async removeStrayStepJobs(runId: string, agent: string, version: number): Promise<number> {
-    const current = (await this.runQueue({ runId, agent })).name;
+  async removeStrayStepJobs(
+    runId: string,
+    agent: string,
+    version: number,
+    agentVersion?: string,
+  ): Promise<number> {
+    const current = (await this.runQueue({ runId, agent, agentVersion })).name;
     const dedupId = stepDedupId(runId, version);
     let removed = 0;
     for (const name of await this.registered()) {
@@ -382,8 +453,9 @@ export class BatonQueues {
     runId: string,
     toolCallId: string,
     attempt: number,
+    agentVersion?: string,
   ): Promise<boolean> {
-    const current = (await this.runQueue({ runId, agent })).name;
+    const current = (await this.runQueue({ runId, agent, agentVersion })).name;
     for (const stepQueue of [current, stepQueueName(agent)]) {
       const job = await this.toolJob(stepQueue, runId, toolCallId, attempt);
       if (job && isLive(await job.getState())) return true;
@@ -405,7 +477,7 @@ export class BatonQueues {
     const parentQueue = parent ? this.fromQualifiedName(parent.queue) : null;
     const queue = parentQueue
       ? this.queue(childQueueOf(parentQueue.name))
-      : await this.runQueue({ runId: job.runId, agent });
+      : await this.runQueue({ runId: job.runId, agent, agentVersion: job.agentVersion });
     await queue.add(
       `tool:${job.toolCallId}`,
       { ...job, agent },

@@ -21,6 +21,8 @@ import type { BatonKeys } from './redis/keys.ts';
 import type { Lease } from './run-record/run-lease.ts';
 import { expiringMember, type RunIndex } from './run-record/run-index.ts';
 import { RunStarts } from './run-starts.ts';
+import { deadlineChanges } from './timers/deadline-timers.ts';
+import type { TimerIndex } from './timers/timer-index.ts';
 
 export interface Loaded {
   checkpoint: Checkpoint;
@@ -44,6 +46,11 @@ export interface CommitterDeps {
    * gives its slot back, a run promoted on its thread asks for one. Absent: no admission.
    */
   readonly admission?: RunAdmission;
+  /**
+   * The timer index: the deadlines (and durable sleeps) of a commit's suspended calls are
+   * scheduled before it and cancelled after the commit that ends their wait. Absent: none kept.
+   */
+  readonly timers?: TimerIndex;
   /**
    * A commit left the run waiting: its event waits are indexed (RunWaits.registerWaiting).
    * Idempotent; a crash before it leaves those calls to their run's RUN_MAX_WAIT_SECONDS.
@@ -171,6 +178,11 @@ export class RunCommitter {
     options: RunCommitOptions,
   ): Promise<Committed & { readonly released?: boolean }> {
     const { lease, registry, releaseIfIdle = false, parentRecord } = options;
+    const { timers } = this.deps;
+    const deadlines = timers ? deadlineChanges(current.checkpoint, t.checkpoint) : null;
+    // Before the commit: a crash after it cannot lose a deadline (one whose commit failed fires
+    // for nothing: its handler finds no such deadline).
+    if (timers && deadlines) await timers.schedule(deadlines.schedule);
     const { version, released, failedJobs, webhook } = await this.deps.store.commit(
       current.checkpoint.identity.runId,
       current.version,
@@ -185,6 +197,11 @@ export class RunCommitter {
       },
     );
     if (lease && released !== undefined) lease.settle(released);
+    if (timers && deadlines && deadlines.cancel.length > 0)
+      // A timer left behind fires for nothing; it must not fail a commit that applied.
+      await timers.cancel(deadlines.cancel).catch((err: unknown) => {
+        this.deps.logger.warn({ err, runId: t.checkpoint.identity.runId }, 'timer cancel failed');
+      });
     await this.afterCommit(current.checkpoint, t.checkpoint, registry, failedJobs);
     await this.deps.afterCommitHook?.(
       current.checkpoint.identity.runId,
@@ -216,6 +233,7 @@ export class RunCommitter {
         await this.deps.admission?.waitingForHuman(after.identity);
         await this.deps.onWaiting?.(after);
       }
+      await this.deps.queues.versions.track(after.identity, is);
     } else {
       // A run that finishes from active is in the waiting index only if a crash left it there
       // (a move adds before it removes), and the reconciler's waiting sweep finishes that entry.
@@ -243,6 +261,7 @@ export class RunCommitter {
     await this.deps.admission?.release(cp.identity);
     // Before the run leaves the live indexes: a crash here leaves it for the reconciler to redo.
     await this.deps.onFinished?.(cp);
+    await this.deps.queues.versions.track(cp.identity, 'done', live === 'both');
     const expiresAt = (cp.finishedAt ?? this.deps.now()) + this.deps.retentionSeconds * 1000;
     await this.index.expireAt(expiringMember(cp), expiresAt);
     await this.deps.queues.removeFailedJobs(

@@ -17,6 +17,8 @@ export interface CreatedRun {
   readonly queued?: QueuedInfo;
   /** The run's own webhook, with its generated secret (shown once). */
   readonly webhook?: CreatedRunWebhook;
+  /** The agent version it was created on (absent: its agent's workers predate versions). */
+  readonly agentVersion?: string;
 }
 
 /** See RunService.createRun. */
@@ -104,6 +106,9 @@ export class RunCreation {
         (await this.catalog.list()).map((a) => a.name),
       );
     deps.queues.taskQueues.learn(request.agent, descriptor.taskQueue);
+    // The version it runs on for good (pinned) or until its next step (auto-upgrade); none for
+    // an agent whose workers predate versions (routed by agent).
+    const agentVersion = await deps.queues.versions.current(request.agent);
     // Checked (a webhook target must be public) before anything is written.
     const hooks = (await deps.webhooks?.endpointsFor(tenantId, request.webhook)) ?? {
       endpoints: [],
@@ -177,6 +182,7 @@ export class RunCreation {
             ...(request.options?.fairnessKey === undefined
               ? {}
               : { fairnessKey: request.options.fairnessKey }),
+            ...(agentVersion === null ? {} : { agentVersion }),
           },
           input: request.input.messages,
           ...(request.options ? { options: request.options } : {}),
@@ -205,6 +211,8 @@ export class RunCreation {
         threadIndexed: true,
         history: acquired.kind === 'acquired' ? thread.reference : undefined,
       });
+      // In progress on its version (one queued behind its thread's run too) until it finishes.
+      await deps.queues.versions.track(t.checkpoint.identity, 'created');
       if (acquired.kind === 'acquired') {
         const queued = await this.p.starts.start(t.checkpoint.identity, 'start', created.version);
         await deps.durability.acknowledge();
@@ -215,6 +223,7 @@ export class RunCreation {
           status: 'created',
           ...webhook,
           ...(queued ? { queued } : {}),
+          ...(agentVersion === null ? {} : { agentVersion }),
         };
       }
       if (acquired.kind === 'interrupt') await this.cancel(tenantId, acquired.activeRunId);
@@ -226,6 +235,7 @@ export class RunCreation {
         status: 'created',
         queuedBehind: acquired.activeRunId,
         ...webhook,
+        ...(agentVersion === null ? {} : { agentVersion }),
       };
     } catch (error) {
       // Another attempt of the same request created the run first (or this one did, and lost
@@ -276,7 +286,14 @@ export class RunCreation {
     // attempt may have failed before any of it. Its thread index was written by its acquire.
     await deps.store.completeCreate(cp, true);
     const webhook = await deps.webhooks?.createdWebhook(runId, request.webhook);
-    const answer = { runId, threadId, turnId, status: cp.status, ...(webhook ? { webhook } : {}) };
+    const answer = {
+      runId,
+      threadId,
+      turnId,
+      status: cp.status,
+      ...(webhook ? { webhook } : {}),
+      ...(cp.identity.agentVersion === undefined ? {} : { agentVersion: cp.identity.agentVersion }),
+    };
     if (cp.status === 'done') return answer;
     const thread = deps.keys.thread(tenantId, threadId);
     const active = await deps.redis.hget(thread.meta, 'activeRunId');

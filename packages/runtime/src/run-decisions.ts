@@ -1,4 +1,4 @@
-import { RunDoneError, activityOf, runCommands } from '@baton/core';
+import { RunDoneError, activityOf, runCommands, type DeadlineExpiry } from '@baton/core';
 import type { Checkpoint, Decision, DecisionInput, DecisionSource } from '@baton/protocol';
 
 /** A decision as the runtime's own senders (waitpoints, events, timeouts) give it: with its source. */
@@ -126,6 +126,56 @@ export class RunDecisions {
     await this.p.starts.afterDecision(identity, owed, committed !== null);
     await this.p.deps.durability.acknowledge();
     return { ...result, status: (committed ?? loaded).checkpoint.status };
+  }
+
+  /**
+   * The deadline of a suspended call passed (a timer fired): applies its outcome through the same
+   * commit as a client's decision (RunCommitter.commitCommand, a compare-and-set recomputed on a
+   * conflict), so a decision and a deadline racing leave exactly one outcome. The deadline's
+   * decision (deny, resume) then schedules the run as a client's does; a cancel outcome asks for
+   * the run's cancel as POST …/cancel does. Idempotent: a second firing finds the call decided
+   * ('moot'). A run gone (deleted, expired) is moot too.
+   */
+  async expireDeadline(
+    tenantId: string,
+    runId: string,
+    toolCallId: string,
+  ): Promise<DeadlineExpiry> {
+    let loaded: Loaded;
+    try {
+      loaded = await this.load(tenantId, runId);
+    } catch (error) {
+      if (RunNotFoundError.isInstance(error)) return { kind: 'moot', why: 'the run is gone' };
+      throw error;
+    }
+    let expiry = { kind: 'moot', why: 'nothing to do' } as DeadlineExpiry;
+    const committed = await this.p.deps.committer
+      .commitCommand(loaded, (cp) => {
+        const t = runCommands.expireDeadline(cp, toolCallId, this.p.deps.clock.now());
+        expiry = t.expiry;
+        return t.expiry.kind === 'fired' ? t : null;
+      })
+      .catch((error: unknown) => {
+        if (RunDoneError.isInstance(error)) return null;
+        throw error;
+      });
+    if (committed === null)
+      return expiry.kind === 'fired' ? { kind: 'moot', why: 'the run ended' } : expiry;
+    const { identity } = committed.checkpoint;
+    const outcome = expiry.kind === 'fired' ? expiry.outcome.action : null;
+    if (outcome === 'cancel') {
+      await broadcastCancel(this.p.deps.redis, this.p.deps.keys, runId);
+      if (committed.checkpoint.status !== 'done')
+        await this.p.deps.queues.enqueueStep(identity, 'cancel', committed.version);
+    } else if (outcome === 'deny' || outcome === 'resume') {
+      await this.p.starts.afterDecision(
+        identity,
+        { activity: activityOf(committed.checkpoint), version: committed.version },
+        true,
+      );
+    }
+    await this.p.deps.durability.acknowledge();
+    return expiry;
   }
 
   /**

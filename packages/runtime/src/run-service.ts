@@ -1,7 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import type { DeadlineExpiry } from '@baton/core';
 import type {
   Checkpoint,
   CreateRunRequest,
+  BulkReplayFilter,
+  BulkReplayStatus,
+  ForkRunRequest,
   QueuedInfo,
   RunEvent,
   RunStatus,
@@ -13,12 +17,15 @@ import type { ThreadPage } from './redis/thread-store.ts';
 import type { Loaded } from './run-committer.ts';
 import type { SubmittedDecisions } from './decision-routing.ts';
 import type { RunParts, RunServiceDeps } from './run-service-deps.ts';
+import type { AgentVersions } from './agent-versions.ts';
 import { RunReads, type LogEnd, type OpenedEvents, type RunFollowState } from './run-reads.ts';
 import { RunStarts } from './run-starts.ts';
 import { RunCreation, type CreateRunOptions, type CreatedRun } from './run-creation.ts';
 import { RunDeletion } from './run-deletion.ts';
 import { RunDecisions, type SourcedDecisionInput } from './run-decisions.ts';
 import { RunAdmissionViews, type RunAdmissionView } from './run-admission-views.ts';
+import { RunForks, type ForkedRun } from './run-forks.ts';
+import { BulkReplays } from './bulk-replays.ts';
 
 export type { RunServiceDeps } from './run-service-deps.ts';
 export type { CreateRunOptions, CreatedRun } from './run-creation.ts';
@@ -46,15 +53,20 @@ export const THREAD_PAGE_MAX_BYTES = 1024 * 1024;
  */
 export class RunService {
   readonly catalog: AgentCatalog;
+  /** Agent versions: the current one per agent (promote, rollback), parked runs. */
+  readonly versions: AgentVersions;
   private readonly reads: RunReads;
   private readonly starts: RunStarts;
   private readonly creation: RunCreation;
   private readonly deletion: RunDeletion;
   private readonly decisions: RunDecisions;
   private readonly admissionViews: RunAdmissionViews;
+  private readonly forks: RunForks;
+  private readonly bulkReplays: BulkReplays;
 
   constructor(deps: RunServiceDeps) {
-    this.catalog = new AgentCatalog(deps.redis, deps.keys);
+    this.catalog = new AgentCatalog(deps.redis, deps.keys, deps.queues.versions);
+    this.versions = deps.queues.versions;
     this.reads = new RunReads(deps);
     this.starts = new RunStarts(deps.queues, deps.admission);
     const parts: RunParts = {
@@ -69,6 +81,28 @@ export class RunService {
     );
     this.deletion = new RunDeletion(parts);
     this.admissionViews = new RunAdmissionViews(deps.store, deps.admission);
+    this.forks = new RunForks(parts, this.catalog);
+    this.bulkReplays = new BulkReplays(parts, this.forks);
+  }
+
+  /** See BulkReplays.start: replays the runs the filter selects, in the background. */
+  replayRuns(tenantId: string, filter: BulkReplayFilter): Promise<BulkReplayStatus> {
+    return this.bulkReplays.start(tenantId, filter);
+  }
+
+  /** A bulk replay's progress (and it carries on one whose processor is gone). */
+  bulkReplay(tenantId: string, replayId: string): Promise<BulkReplayStatus> {
+    return this.bulkReplays.status(tenantId, replayId);
+  }
+
+  /** See RunForks.fork: a new run from the original's state after event atSeq. */
+  forkRun(tenantId: string, runId: string, request: ForkRunRequest): Promise<ForkedRun> {
+    return this.forks.fork(tenantId, runId, request);
+  }
+
+  /** See RunForks.replay: a failed or cancelled run again, from its last committed step. */
+  replayRun(tenantId: string, runId: string): Promise<ForkedRun> {
+    return this.forks.replay(tenantId, runId);
   }
 
   /** See CreateRunOptions for runs whose id derives from their trigger, and resends. */
@@ -88,6 +122,11 @@ export class RunService {
     opts: { readonly current?: Loaded } = {},
   ): Promise<SubmittedDecisions> {
     return this.decisions.submitDecisions(tenantId, runId, inputs, opts);
+  }
+
+  /** See RunDecisions.expireDeadline (a timer's handler calls it). */
+  expireDeadline(tenantId: string, runId: string, toolCallId: string): Promise<DeadlineExpiry> {
+    return this.decisions.expireDeadline(tenantId, runId, toolCallId);
   }
 
   /** See RunDecisions.cancel. */

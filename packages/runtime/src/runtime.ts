@@ -12,6 +12,7 @@ import { BatonKeys } from './redis/keys.ts';
 import { RedisRunStore } from './run-record/redis-run-store.ts';
 import { RedisThreadStore } from './redis/thread-store.ts';
 import { BatonQueues } from './queues.ts';
+import { TimerIndex } from './timers/timer-index.ts';
 import { RunCommitter } from './run-committer.ts';
 import { RunWaits } from './waits/run-waits.ts';
 import { ChildRuns } from './child-runs.ts';
@@ -66,6 +67,8 @@ export class BatonRuntime {
   readonly threads: RedisThreadStore;
   readonly queues: BatonQueues;
   readonly committer: RunCommitter;
+  /** The shared timer index (deadlines, durable sleeps; timers/timer-index.ts). */
+  readonly timers: TimerIndex;
   readonly service: RunService;
   /** Waitpoints, event waits and their timeouts (waits/run-waits.ts). */
   readonly waits: RunWaits;
@@ -213,7 +216,9 @@ export class BatonRuntime {
       resultTtlSeconds: config.EVENT_RETENTION_SECONDS,
       archive: () => this.archive,
     });
+    this.timers = new TimerIndex(this.redis, this.keys, config.BATON_QUEUE_SHARDS);
     this.committer = new RunCommitter({
+      timers: this.timers,
       admission: this.admission,
       store: this.store,
       threads: this.threads,

@@ -163,6 +163,46 @@ export function approvedTurn(log: Log, decisionId = 'd1'): RunEvent[] {
 }
 
 /** Turn 2 after a denial: the cancel decision settles the call; the model acknowledges. */
+/** The approval of approvalTurn timed out: its deadline denied it (issue 36). */
+export function deadlineDeniedTurn(log: Log): RunEvent[] {
+  return [
+    ...log.add(
+      {
+        type: 'tool_call.deadline_expired',
+        toolCallId: 'call_1',
+        toolName: 'deploy',
+        deadlineAt: 1_000,
+        outcome: { action: 'deny', reason: 'nobody approved' },
+      },
+      { type: 'run.status', from: 'waiting', to: 'running' },
+      {
+        type: 'decision.applied',
+        decision: {
+          decisionId: 'deadline:call_1:1000',
+          toolCallId: 'call_1',
+          action: 'cancel',
+          source: 'deadline',
+          reason: 'nobody approved',
+        },
+      },
+      {
+        type: 'tool_call.status',
+        toolCallId: 'call_1',
+        toolName: 'deploy',
+        from: 'suspended',
+        to: 'cancelled',
+      },
+      {
+        type: 'tool_call.result',
+        toolCallId: 'call_1',
+        toolName: 'deploy',
+        outcome: { status: 'cancelled', error: 'deadline passed: nobody approved' },
+      },
+    ),
+    ...finalStep(log, 'Not deploying.'),
+  ];
+}
+
 export function deniedTurn(log: Log, decisionId = 'd1'): RunEvent[] {
   return [
     ...log.add(

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import {
   ScriptedModel,
   defineTool,
+  sleepTool,
   toolResult,
   type AgentDefinition,
   type Clock,
@@ -84,10 +85,31 @@ function approvalTurn(request: InferenceRequest): ScriptedTurn {
 }
 
 /**
+ * Round 1 sleeps what the user message names: `sleep <seconds>`, or `sleep until <epoch ms>`;
+ * round 2 ends the run.
+ */
+function sleepTurn(request: InferenceRequest): ScriptedTurn {
+  if (request.step !== 1) return { text: 'done' };
+  const user = request.messages.find((m) => m.role === 'user');
+  const text = typeof user?.content === 'string' ? user.content : '';
+  const until = /sleep until (\d+)/.exec(text)?.[1];
+  if (until !== undefined)
+    return {
+      toolCalls: [
+        { name: 'baton_sleep', arguments: { until: new Date(Number(until)).toISOString() } },
+      ],
+    };
+  const seconds = Number(/sleep (\d+(?:\.\d+)?)/.exec(text)?.[1] ?? 1);
+  return { toolCalls: [{ name: 'baton_sleep', arguments: { seconds } }] };
+}
+
+/**
  * Benchmark agents. `bench` / `bench-sequential`: 3 steps, 2 parallel no-op tools in each of the
  * first two, instant model. `bench-streaming`: streams `deltas` text deltas per round, `deltaMs`
  * apart (see BenchDirective). `bench-approval`: round 1 calls an approval-gated tool, so the run
- * parks until a decision; round 2 streams like `bench-streaming`'s last round.
+ * parks until a decision; round 2 streams like `bench-streaming`'s last round. `bench-sleep`:
+ * round 1 sleeps durably (`sleep <seconds>` or `sleep until <epoch ms>` in the user message),
+ * round 2 ends.
  */
 export function benchAgents(clock?: Clock): AgentDefinition[] {
   const round = {
@@ -120,6 +142,12 @@ export function benchAgents(clock?: Clock): AgentDefinition[] {
       name: 'bench-approval',
       model: new ScriptedModel(approvalTurn, opts),
       tools: [approve],
+      executionMode: 'sequential',
+    },
+    {
+      name: 'bench-sleep',
+      model: new ScriptedModel(sleepTurn, opts),
+      tools: [sleepTool(clock ?? systemClock)],
       executionMode: 'sequential',
     },
   ];

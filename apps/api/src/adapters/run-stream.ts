@@ -11,6 +11,8 @@ import {
   type RunSnapshot,
 } from '@baton/protocol';
 import type { Response } from 'express';
+import type { Principal } from '../auth.ts';
+import { withOwner } from '../authz/authorize-request.ts';
 import type { ApiContext } from '../context.ts';
 import { validationError } from '../errors.ts';
 import { SseConnection } from '../sse-connection.ts';
@@ -101,6 +103,8 @@ export async function startRun(
   tenantId: string,
   command: { threadId: string; agent: string; input: InputMessage[] },
   options: { priority?: unknown; fairnessKey?: unknown } = {},
+  /** An end user's run is theirs (authz/authorize-request.ts withOwner). */
+  principal?: Principal,
 ): Promise<string> {
   const parsed = CreateRunRequestSchema.safeParse({
     agent: command.agent,
@@ -109,8 +113,12 @@ export async function startRun(
     ...(Object.keys(options).length > 0 ? { options } : {}),
   });
   if (!parsed.success) throw validationError(parsed.error, 'body');
-  const created = await ctx.service.createRun(tenantId, parsed.data);
-  ctx.metrics.runsCreated.inc({ agent: parsed.data.agent });
+  const request = principal === undefined ? parsed.data : withOwner(parsed.data, principal);
+  const created = await ctx.service.createRun(tenantId, request);
+  ctx.metrics.runsCreated.inc({
+    agent: parsed.data.agent,
+    version: created.agentVersion ?? '',
+  });
   return created.runId;
 }
 

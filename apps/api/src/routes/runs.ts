@@ -1,7 +1,9 @@
 import { BatonError, foldSnapshot } from '@baton/core';
 import {
   CreateRunRequestSchema,
+  BulkReplayRequestSchema,
   DEFAULT_PRIORITY,
+  ForkRunRequestSchema,
   SubmitDecisionsRequestSchema,
   type Checkpoint,
   isBatonError,
@@ -12,6 +14,7 @@ import {
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import { principalOf } from '../auth.ts';
+import { narrowRuns, withOwner } from '../authz/authorize-request.ts';
 import type { ApiContext } from '../context.ts';
 import { RunNotFoundError } from '@baton/runtime';
 import { SCHEDULE_ID_METADATA, encodeCursor, fairnessKeyOf } from '@baton/runtime/internal';
@@ -67,6 +70,7 @@ async function loadSnapshot(
   metadata: Record<string, string>;
   parent: RunParent | undefined;
   identity: Checkpoint['identity'];
+  origin: Checkpoint['origin'];
 }> {
   const { checkpoint, events } = await ctx.service.loadWithEvents(tenantId, runId);
   if (events.length === 0) throw new RunNotFoundError(runId);
@@ -75,15 +79,33 @@ async function loadSnapshot(
     metadata: checkpoint.metadata,
     parent: checkpoint.identity.parent,
     identity: checkpoint.identity,
+    origin: checkpoint.origin,
   };
 }
 
 /** The snapshot, and whether the run waits for a worker of its agent (from heartbeats). */
 async function runView(ctx: ApiContext, tenantId: string, runId: string): Promise<RunView> {
-  const { snapshot, metadata, parent, identity } = await loadSnapshot(ctx, tenantId, runId);
-  const queued = snapshot.status === 'done' ? null : await ctx.service.queuedInfo(identity);
+  const { snapshot, metadata, parent, identity, origin } = await loadSnapshot(ctx, tenantId, runId);
   const needsWorker = snapshot.status === 'created' || snapshot.status === 'running';
-  const waitingForWorker = needsWorker && !(await ctx.service.catalog.available(snapshot.agent));
+  const { agentVersion } = identity;
+  // Parked for want of a worker of its version: no job, no slot (version_unavailable). A run
+  // resumed by a decision is parked before any worker applied it (its log still says waiting).
+  const parked =
+    snapshot.status !== 'done' && agentVersion !== undefined
+      ? await ctx.service.versions.parked(identity.agent, agentVersion, runId)
+      : null;
+  const queued =
+    parked !== null
+      ? { reason: 'version_unavailable' as const, position: 1, backlog: parked, inProgress: 0 }
+      : snapshot.status === 'done'
+        ? null
+        : await ctx.service.queuedInfo(identity);
+  const waitingForWorker =
+    parked !== null ||
+    (needsWorker &&
+      (agentVersion === undefined
+        ? !(await ctx.service.catalog.available(snapshot.agent))
+        : !(await ctx.service.versions.isLive(identity.agent, agentVersion))));
   const scheduleId = metadata[SCHEDULE_ID_METADATA];
   const tree = await runTreeView(ctx, tenantId, snapshot);
   const view: RunView = {
@@ -95,7 +117,9 @@ async function runView(ctx: ApiContext, tenantId: string, runId: string): Promis
     ...(parent !== undefined ? { parent } : {}),
     priority: identity.priority ?? DEFAULT_PRIORITY,
     fairnessKey: fairnessKeyOf(identity),
+    ...(agentVersion === undefined ? {} : { agentVersion }),
     ...(queued ? { queued } : {}),
+    ...(origin ? { origin } : {}),
   };
   if (view.childRuns === undefined) delete view.childRuns;
   return view;
@@ -148,10 +172,11 @@ export function runsRouter(ctx: ApiContext): Router {
   const router = Router();
 
   router.post('/runs', async (req, res) => {
-    const { tenantId } = principalOf(req);
+    const principal = principalOf(req);
+    const { tenantId } = principal;
     const raw = req.body as { input?: { messages?: unknown } } | undefined;
     checkCount(raw?.input?.messages, ctx.config.MAX_INPUT_MESSAGES, 'input messages');
-    const body = parseBody(CreateRunRequestSchema, req);
+    const body = withOwner(parseBody(CreateRunRequestSchema, req), principal);
     const key = idempotencyKeyOf(req);
     // Under an Idempotency-Key the run's id derives from it: an attempt after one that created
     // the run and then failed answers that run (and starts it), never creates a second one.
@@ -161,7 +186,7 @@ export function runsRouter(ctx: ApiContext): Router {
         : { ...idempotentRunIds(tenantId, key, body), onExisting: 'answer' as const };
     const create = async (): Promise<CreateRunResponse> => {
       const created = await ctx.service.createRun(tenantId, body, opts);
-      ctx.metrics.runsCreated.inc({ agent: body.agent });
+      ctx.metrics.runsCreated.inc({ agent: body.agent, version: created.agentVersion ?? '' });
       return CreateRunResponseSchema.parse({
         ...created,
         links: runLinks(created.runId, created.threadId),
@@ -192,6 +217,7 @@ export function runsRouter(ctx: ApiContext): Router {
       ...(query.agent ? { agent: query.agent } : {}),
       ...(query.thread ? { threadId: query.thread } : {}),
       ...(query.fairnessKey ? { fairnessKey: query.fairnessKey } : {}),
+      ...(query.agentVersion ? { agentVersion: query.agentVersion } : {}),
     };
     const limit = query.limit ?? 20;
     const page =
@@ -202,8 +228,9 @@ export function runsRouter(ctx: ApiContext): Router {
       tenantId,
       page.runs.map((r) => r.runId),
     );
+    const runs = await narrowRuns(ctx, req, tenantId, page.runs);
     res.json({
-      runs: page.runs.map((r) => ({ ...r, ...admission.get(r.runId) })),
+      runs: runs.map((r) => ({ ...r, ...admission.get(r.runId) })),
       nextCursor: page.nextCursor,
     });
   });
@@ -239,6 +266,44 @@ export function runsRouter(ctx: ApiContext): Router {
       throw error;
     });
     res.status(202).json({ runId, status: result.status });
+  });
+
+  /**
+   * A new run from the original's state after event atSeq, on a new thread branch; the
+   * original is not touched (docs/http-api.md "Fork and replay").
+   */
+  router.post('/runs/:id/fork', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const runId = parseId(req.params['id'], 'run id');
+    const body = parseBody(ForkRunRequestSchema, req);
+    const forked = await ctx.service.forkRun(tenantId, runId, body);
+    res.status(202).json({ ...forked, links: runLinks(forked.runId, forked.threadId) });
+  });
+
+  /** Replays the failed or cancelled runs a filter selects, in batches; progress at /v1/replays/:id. */
+  router.post('/runs/replay', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const body = parseBody(BulkReplayRequestSchema, req);
+    const status = await ctx.service.replayRuns(tenantId, body.filter);
+    res
+      .status(202)
+      .location(`/v1/replays/${encodeURIComponent(status.replayId)}`)
+      .json(status);
+  });
+
+  router.get('/replays/:id', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const replayId = parseId(req.params['id'], 'replay id');
+    res.json(await ctx.service.bulkReplay(tenantId, replayId));
+  });
+
+  /** A failed or cancelled run again, as a new run from its last committed step. */
+  router.post('/runs/:id/replay', async (req, res) => {
+    const { tenantId } = principalOf(req);
+    const runId = parseId(req.params['id'], 'run id');
+    if (req.body !== undefined) parseBody(CancelBodySchema, req);
+    const replayed = await ctx.service.replayRun(tenantId, runId);
+    res.status(202).json({ ...replayed, links: runLinks(replayed.runId, replayed.threadId) });
   });
 
   /** Deletes a finished run now instead of at the end of its retention (409 while it runs). */
@@ -351,6 +416,84 @@ export const runsPaths: OpenApiPaths = {
         '202': json('CancelResponse', 'Cancellation requested'),
         ...commonErrors,
         '404': error('run_not_found'),
+      },
+    },
+  },
+  '/v1/runs/{id}/fork': {
+    post: {
+      tags: ['runs'],
+      operationId: 'forkRun',
+      summary:
+        "Fork a run after one of its events (202): a new run on a new thread branch whose state is the original's after atSeq",
+      description:
+        "The fork's log opens with the original's events 1…atSeq (same bodies), so its state before atSeq is the original's; no tool call whose result is in that prefix runs again, calls pending or suspended at atSeq continue (a suspended call waits for a decision to the fork). `input` adds user messages, at a step boundary or after the run's end only. The original is not changed.",
+      parameters: [runIdParam],
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: ref('ForkRunRequest') } },
+      },
+      responses: {
+        '202': json('ForkRunResponse', 'Fork created'),
+        ...commonErrors,
+        '404': error('run_not_found'),
+        '422': error(
+          'fork_point_invalid (atSeq outside the log, or input where the run is inside a step or waits), or unknown_agent',
+        ),
+      },
+    },
+  },
+  '/v1/runs/replay': {
+    post: {
+      tags: ['runs'],
+      operationId: 'replayRuns',
+      summary:
+        'Replay the failed or cancelled runs a filter selects (202): a bulk operation whose progress GET /v1/replays/{id} shows',
+      description:
+        "The filter (agent, status failed/cancelled, createdAfter/createdBefore, agentVersion, limit) is applied when the request arrives; the selected runs are then replayed in batches, each as POST /v1/runs/{id}/replay would. A replay's ids derive from the operation and the run, so a batch handled twice replays nothing twice.",
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: ref('BulkReplayRequest') } },
+      },
+      responses: {
+        '202': json('BulkReplayStatus', 'Bulk replay started'),
+        ...commonErrors,
+      },
+    },
+  },
+  '/v1/replays/{id}': {
+    get: {
+      tags: ['runs'],
+      operationId: 'getBulkReplay',
+      summary:
+        "A bulk replay's progress: total, processed, replayed, skipped, failed, and each original's replay",
+      parameters: [
+        {
+          name: 'id',
+          in: 'path',
+          required: true,
+          schema: { type: 'string' },
+          description: 'replayId',
+        },
+      ],
+      responses: {
+        '200': json('BulkReplayStatus', 'Progress'),
+        ...commonErrors,
+        '404': error('not_found'),
+      },
+    },
+  },
+  '/v1/runs/{id}/replay': {
+    post: {
+      tags: ['runs'],
+      operationId: 'replayRun',
+      summary:
+        'Replay a failed or cancelled run (202): a new run from its last finished step (origin.kind "replay")',
+      parameters: [runIdParam],
+      responses: {
+        '202': json('ForkRunResponse', 'Replay created'),
+        ...commonErrors,
+        '404': error('run_not_found'),
+        '409': error('run_not_replayable (the run did not fail and was not cancelled)'),
       },
     },
   },

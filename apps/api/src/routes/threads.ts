@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { principalOf } from '../auth.ts';
+import { narrowRuns } from '../authz/authorize-request.ts';
 import type { ApiContext } from '../context.ts';
 import { badRequest, notFound } from '../errors.ts';
 import { THREAD_PAGE_DEFAULT, THREAD_PAGE_MAX_BYTES } from '@baton/runtime';
@@ -67,7 +68,7 @@ export function threadsRouter(ctx: ApiContext): Router {
       const thread = await ctx.service.thread(tenantId, threadId);
       if (thread.runIds.length === 0) throw notFound(`thread ${threadId} was not found`);
     }
-    res.json(page);
+    res.json({ ...page, runs: await narrowRuns(ctx, req, tenantId, page.runs) });
   });
 
   return router;

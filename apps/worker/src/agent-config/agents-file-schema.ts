@@ -1,4 +1,6 @@
 import {
+  AgentVersionSchema,
+  VersioningSchema,
   DecisionReplayPolicySchema,
   ExecutionModeSchema,
   StopConditionSchema,
@@ -98,6 +100,10 @@ export const AgentConfigSchema = z.strictObject({
   executionMode: ExecutionModeSchema.optional(),
   replayPolicy: DecisionReplayPolicySchema.optional(),
   stopConditions: z.array(StopConditionSchema).max(20).optional(),
+  /** Its version (default: a hash of its definition); runs stay on the version they began on. */
+  version: AgentVersionSchema.optional(),
+  /** 'pinned' (default) or 'auto-upgrade' (each next step on the current version). */
+  versioning: VersioningSchema.optional(),
   /**
    * AI SDK telemetry for this agent's provider calls: spans go to the global OpenTelemetry
    * tracer (register an SDK, e.g. with `node --import`; without one they cost nothing).

@@ -142,6 +142,8 @@ export async function loadAgentsFile(
         tools,
         ...(agent.executionMode ? { executionMode: agent.executionMode } : {}),
         ...(agent.replayPolicy ? { replayPolicy: agent.replayPolicy } : {}),
+        ...(agent.version ? { version: agent.version } : {}),
+        ...(agent.versioning ? { versioning: agent.versioning } : {}),
         ...(agent.stopConditions ? { stopConditions: agent.stopConditions } : {}),
         ...(agent.modelRetry ? { modelRetry: agent.modelRetry } : {}),
       };

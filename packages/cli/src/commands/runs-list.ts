@@ -20,6 +20,7 @@ export function runsListCommand(runs: Command, ctx: CommandContext): void {
       '--fairness-key <key>',
       'only runs of this fairness key (a run without one: its tenant)',
     )
+    .option('--agent-version <version>', 'only runs created on this agent version')
     .option('--queued', 'only runs waiting for a slot of their tenant or fairness key')
     .option('--limit <n>', 'page size (1-100)', parseCount)
     .option('--cursor <cursor>', 'the next page (printed after a full page)')
@@ -32,6 +33,7 @@ export function runsListCommand(runs: Command, ctx: CommandContext): void {
           agent?: string;
           thread?: string;
           fairnessKey?: string;
+          agentVersion?: string;
           queued?: boolean;
           limit?: number;
           cursor?: string;
@@ -46,6 +48,7 @@ export function runsListCommand(runs: Command, ctx: CommandContext): void {
             ...(opts.agent ? { agent: opts.agent } : {}),
             ...(opts.thread ? { thread: opts.thread } : {}),
             ...(opts.fairnessKey ? { fairnessKey: opts.fairnessKey } : {}),
+            ...(opts.agentVersion ? { agentVersion: opts.agentVersion } : {}),
             ...(opts.queued ? { admission: 'queued' as const } : {}),
             ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
             ...(opts.cursor ? { cursor: opts.cursor } : {}),

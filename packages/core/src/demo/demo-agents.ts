@@ -3,9 +3,12 @@ import type { AgentDefinition } from '../agent.ts';
 import type { ModelPort } from '../model.ts';
 import { ScriptedModel, type ScriptedTurn } from '../model/scripted-model.ts';
 import type { Clock } from '../ports.ts';
-import { defineTool, toolResult, type ToolDefinition } from '../tools.ts';
+import { defineTool, sleepTool, toolResult, type ToolDefinition } from '../tools.ts';
 
-/** The demo tool set: a normal tool, an approval-gated tool, a client-side tool and a slow tool. */
+/**
+ * The demo tool set: a normal tool, an approval-gated tool, a client-side tool, a slow tool and
+ * a durable sleep.
+ */
 export function demoTools(clock: Clock): ToolDefinition[] {
   const getWeather = defineTool({
     name: 'get_weather',
@@ -51,7 +54,7 @@ export function demoTools(clock: Clock): ToolDefinition[] {
       return toolResult.success({ topic, pages: 3 });
     },
   });
-  return [getWeather, deploy, confirmInBrowser, slowReport];
+  return [getWeather, deploy, confirmInBrowser, slowReport, sleepTool(clock)];
 }
 
 function assistantScript(): ModelPort {
@@ -70,6 +73,12 @@ function assistantScript(): ModelPort {
               arguments: { service: 'checkout', environment: 'production' },
             },
           ],
+        };
+      const sleep = /\bsleep (\d+(?:\.\d+)?)\s*s\b/i.exec(userText);
+      if (sleep)
+        return {
+          text: 'Waiting.',
+          toolCalls: [{ name: 'baton_sleep', arguments: { seconds: Number(sleep[1]) } }],
         };
       if (/report/i.test(userText))
         return {

@@ -1,4 +1,4 @@
-import type { Decision, JsonValue } from '@baton/protocol';
+import type { Checkpoint, Decision, JsonValue } from '@baton/protocol';
 import { z } from 'zod';
 import { DecisionError, RunDoneError } from '../errors.ts';
 import { own } from '../own.ts';
@@ -29,6 +29,15 @@ function validatePayload(
   return parsed.error.issues
     .map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`)
     .join('; ');
+}
+
+/** Names the deadline when it is what decided the call first (a client's decision lost the race). */
+function deadlineNote(cp: Checkpoint, decisionId: string | undefined): string {
+  if (decisionId === undefined) return '';
+  const d = cp.decisionLog.find((x) => x.decisionId === decisionId);
+  if (d?.source !== 'deadline') return '';
+  const outcome = d.action === 'cancel' ? 'denied' : 'resumed';
+  return ` (its deadline passed first and ${outcome} it)`;
 }
 
 export interface ReceiveResult {
@@ -86,13 +95,14 @@ export function receiveDecisions(draft: Draft, decisions: readonly Decision[]): 
     if (owner !== undefined)
       throw new DecisionError(
         'decision_conflict',
-        `tool call ${call.id} already has decision ${owner}`,
+        `tool call ${call.id} already has decision ${owner}${deadlineNote(cp, owner)}`,
         { toolCallId: call.id, decisionId: owner },
       );
     if (call.status !== 'suspended')
       throw new DecisionError(
         'call_not_suspended',
-        `tool call ${call.id} is ${call.status}, not suspended; only suspended calls take decisions`,
+        `tool call ${call.id} is ${call.status}, not suspended; only suspended calls take decisions` +
+          deadlineNote(cp, call.decisionId),
         { toolCallId: call.id, status: call.status },
       );
     // A plain approval may omit the payload; when the payload becomes arguments or the result,
@@ -138,7 +148,13 @@ export function applyDecisions(draft: Draft): Draft {
     call.decisionId = decision.decisionId;
     if (decision.action === 'cancel') {
       draft.setCallStatus(call.id, 'cancelled');
-      call.outcome = { status: 'cancelled', error: 'cancelled by decision' };
+      call.outcome = {
+        status: 'cancelled',
+        error:
+          decision.source === 'deadline'
+            ? `deadline passed: ${decision.reason ?? 'no decision in time'}`
+            : 'cancelled by decision',
+      };
       call.completedAt = draft.now;
       draft.emit({
         type: 'tool_call.result',

@@ -10,6 +10,7 @@ import type { InferenceRequest, InferenceResponse } from '../model.ts';
 import { buildEngineContext, specContext, type EngineContext } from './context.ts';
 import type { AgentSpec } from '../agent.ts';
 import { applyDecisions, receiveDecisions, type ReceiveResult } from './decisions.ts';
+import { expireDeadline, type DeadlineExpiry } from './deadlines.ts';
 import { Draft } from './draft.ts';
 import { beginStep, buildInferenceRequest, commitInference } from './inference.ts';
 import { createCheckpoint, finishRun, startRun, type CreateRunInput } from './lifecycle.ts';
@@ -163,5 +164,20 @@ export const runCommands = {
   },
   requestCancel(cp: Checkpoint, now: number): Transition {
     return done(requestCancel(new Draft(specContext({ name: cp.identity.agent }), cp, now)));
+  },
+  /**
+   * The deadline of `toolCallId` fired (see expireDeadline): the transition to commit, when
+   * `expiry` is 'fired' (its decision, cancel request or escalation), with the same
+   * compare-and-set as a client's decision.
+   */
+  expireDeadline(
+    cp: Checkpoint,
+    toolCallId: string,
+    now: number,
+  ): Transition & { readonly expiry: DeadlineExpiry } {
+    const draft = new Draft(specContext({ name: cp.identity.agent }), cp, now);
+    const expiry = expireDeadline(draft, toolCallId);
+    if (expiry.kind === 'fired' && expiry.outcome.action === 'cancel') requestCancel(draft);
+    return { ...done(draft), expiry };
   },
 };

@@ -68,6 +68,7 @@ export function createCheckpoint(ctx: EngineContext, input: CreateRunInput, now:
     termination: null,
     cancelRequested: false,
     metadata: { ...(input.options?.metadata ?? {}) },
+    ...(input.options?.deadline ? { deadline: input.options.deadline } : {}),
     createdAt: now,
     startedAt: null,
     updatedAt: now,

@@ -12,6 +12,7 @@ import type { ToolDefinition } from '../tools.ts';
 import { own } from '../own.ts';
 import { toJsonSchema, toolInputSchema } from '../tools.ts';
 import { hookContext, traitsOf } from './context.ts';
+import { withResolvedDeadline } from './ticket-deadline.ts';
 import type { Draft } from './draft.ts';
 import { applyCommonCommands, finishRun, runPhaseHooks } from './lifecycle.ts';
 import { applicableDecisions, roundState } from './round-state.ts';
@@ -97,16 +98,13 @@ function settleCall(draft: Draft, call: ToolCallState, result: ToolResult): void
     draft.setCallStatus(call.id, 'suspended');
     const { waitFor } = result.ticket;
     // The wait's expiry is fixed when the call suspends (commit time), so every reader agrees.
-    call.ticket =
+    const waiting =
       waitFor?.kind === 'event' && waitFor.expiresAt === undefined
         ? { ...result.ticket, waitFor: { ...waitFor, expiresAt: draft.now + waitFor.timeoutMs } }
         : result.ticket;
-    draft.emit({
-      type: 'tool_call.suspended',
-      toolCallId: call.id,
-      toolName: call.name,
-      ticket: call.ticket,
-    });
+    const ticket = withResolvedDeadline(draft, call, waiting);
+    call.ticket = ticket;
+    draft.emit({ type: 'tool_call.suspended', toolCallId: call.id, toolName: call.name, ticket });
     return;
   }
   const failed = result.kind === 'error';

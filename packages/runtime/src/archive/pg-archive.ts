@@ -37,8 +37,18 @@ export interface PgArchiveOptions {
   readonly poolSize?: number;
 }
 
+/**
+ * A run's agent version, read from its checkpoint's text with a pattern, not as JSON: no
+ * migration adds a column for it, and PostgreSQL refuses to take a \u0000 anywhere in a
+ * checkpoint (a message may hold one) to text through -> / ->>. Versions hold only
+ * [A-Za-z0-9._-], and the pattern is anchored in `identity` (which may nest one flat object,
+ * `parent`), so nothing a message holds can match it.
+ */
+const AGENT_VERSION_RE = `'"identity":\\{[^{}]*(?:\\{[^{}]*\\}[^{}]*)?"agentVersion":"([A-Za-z0-9._-]+)"'`;
+
 const SUMMARY_COLUMNS = `run_id, tenant_id, agent, thread_id, status,
-  created_at::float8 AS created_at, updated_at::float8 AS updated_at`;
+  created_at::float8 AS created_at, updated_at::float8 AS updated_at,
+  substring(checkpoint::text from ${AGENT_VERSION_RE}) AS agent_version`;
 
 interface SummaryRow {
   run_id: string;
@@ -48,6 +58,8 @@ interface SummaryRow {
   status: string;
   created_at: number;
   updated_at: number;
+  /** From the checkpoint (no column of its own); null on runs created before versions. */
+  agent_version: string | null;
 }
 
 /**
@@ -265,6 +277,14 @@ export class PgArchive implements RunArchive {
     if (query.agent !== undefined) add('agent = ?', query.agent);
     if (query.threadId !== undefined) add('thread_id = ?', query.threadId);
     if (query.fairnessKey !== undefined) add('fairness_key = ?', query.fairnessKey);
+    // No column of its own (no migration): read from the checkpoint, within the tenant's rows.
+    if (query.agentVersion !== undefined) {
+      // Not through add(): the pattern holds '?'.
+      params.push(query.agentVersion);
+      where.push(
+        `substring(checkpoint::text from ${AGENT_VERSION_RE}) = $${String(params.length)}`,
+      );
+    }
     if (query.after) {
       add('created_at <= ?', query.after.createdAt);
       add('(created_at < $' + String(params.length) + ' OR run_id < ?)', query.after.runId);
@@ -383,6 +403,7 @@ function summaryOf(r: SummaryRow): ArchivedRunSummary {
     status: r.status as RunStatus,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+    ...(r.agent_version === null ? {} : { agentVersion: r.agent_version }),
   };
 }
 

@@ -109,15 +109,23 @@ export class RunAdmission {
     this.liveness = new AgentLiveness(deps.redis, deps.keys);
   }
 
-  /** Whether a live worker advertises the agent (cached for LIVENESS_TTL_MS). */
-  private async isServed(agent: string): Promise<boolean> {
+  /**
+   * Whether a live worker serves the run's version (AgentVersions, cached), or for a run
+   * without one its agent (cached for LIVENESS_TTL_MS). A run whose version nobody serves gets
+   * no slot: enqueueStep parks it (`version_unavailable`) until a worker of it starts.
+   */
+  private async isServed(agent: string, agentVersion?: string): Promise<boolean> {
+    if (agentVersion !== undefined) {
+      const route = await this.deps.queues.versions.route(agent, agentVersion);
+      if (route !== null) return route.live;
+    }
     return (await this.pool(agent)).live;
   }
 
   /**
-   * The agent's live workers: whether there is any, and their step slots together (0 when they
-   * advertise none: a release before borrowing). Cached for LIVENESS_TTL_MS: one read of the
-   * slots per agent per period, not per run.
+   * The agent's live workers (all its versions): whether there is any, and their step slots
+   * together (0 when they advertise none: a release before borrowing). Cached for
+   * LIVENESS_TTL_MS: one read of the slots per agent per period, not per run.
    */
   private async pool(agent: string): Promise<{ live: boolean; slots: number }> {
     const now = Date.now();
@@ -178,7 +186,11 @@ export class RunAdmission {
     reason: StepJob['reason'],
     version: number,
   ): Promise<QueuedInfo | null> {
-    if (!this.enabled || run.parent !== undefined || !(await this.isServed(run.agent))) {
+    if (
+      !this.enabled ||
+      run.parent !== undefined ||
+      !(await this.isServed(run.agent, run.agentVersion))
+    ) {
       await this.deps.queues.enqueueStep(run, reason, version);
       return null;
     }
@@ -308,7 +320,7 @@ export class RunAdmission {
       return false;
     }
     await this.deps.queues.enqueueStep(
-      { runId, tenantId, agent: meta.agent, ...priorityOf(meta) },
+      { runId, tenantId, agent: meta.agent, agentVersion: meta.agentVersion, ...priorityOf(meta) },
       meta.status === 'created' ? 'start' : 'continue',
       meta.version,
     );
@@ -426,7 +438,7 @@ export class RunAdmission {
           admittedRun &&
           !gone &&
           (meta.activity === 'waiting' ||
-            !(await this.isServed(meta.agent)) ||
+            !(await this.isServed(meta.agent, meta.agentVersion)) ||
             (meta.activity === 'active' &&
               ((await this.deps.treeWaits?.(tenantId, runId)) ?? false)));
         if (gone || idle) {

@@ -47,6 +47,19 @@
  *     p:queues                      SET    every BullMQ queue producers used (queue-shards.ts)
  *     p:task-queue:<tq>:pool        STRING signature of the agent set that holds task queue <tq>
  *                                          (task-queue-pools.ts), with a TTL refreshed by its adverts
+ *   Agent versions (agent-versions.ts)
+ *     p:agent-versions              HASH   `<agent>\n<version>` -> version advert JSON (task queue,
+ *                                          versioning, firstSeen); one HSET per heartbeat
+ *     p:agent-versions:current      HASH   agent -> { version, history } an operator promoted
+ *     p:agents:live-version:<v>:<a> ZSET   worker id -> membership expiry (ms), as p:agents:live
+ *     p:agent-versions:parked       SET    `<agent>\n<version>` with runs parked for want of a worker
+ *     p:agent-versions:parked:<v>:<a>  HASH  runId -> the step to enqueue when a worker of it starts
+ *     p:agent-versions:runs:<v>:<a>:active|waiting  SET  unfinished runs created on the version
+ *
+ *   Timers (timers/timer-index.ts; swept by every worker)
+ *     p:{timers:<K>:<i>}            ZSET   JSON [kind, tenant, run, call] -> due (ms); a claimed
+ *                                          entry's score is its claim's expiry until acked
+ *     p:timers:layouts              SET    the shard counts K timers were written under
  *
  *   Reconciler (workers)
  *     p:reconciler:lock             STRING one scanner at a time across workers (SET NX PX)
@@ -88,6 +101,9 @@
  *
  *   API
  *     p:{idem:<t>}:<scope>:<key>    STRING Idempotency-Key record (first response or pending)
+ *     p:{replay:<t>}:<id>           STRING bulk replay: selection, progress, replays (CAS on version, 7 days)
+ *     p:{apikeys}:by-hash|by-id|last-used  HASH  managed tenant API keys (managed-keys.ts)
+ *     p:apikeys:changed             PUBSUB managed key changes, heard by every API
  *     p:{sse:<t>}:leases            ZSET   open SSE streams of a tenant, score = lease expiry
  *     p:sse:instances               ZSET   live API instances (whose leases count), score =
  *                                          heartbeat expiry (ms)
@@ -319,6 +335,20 @@ export class BatonKeys {
   }
 
   /** The reconciler's scan lock: one scanner at a time across workers. */
+  /**
+   * Shard `index` of `shards` of the timer index (timers/timer-index.ts): ZSET of timer members
+   * (JSON `[kind, tenant, run, call]`) scored by when they are due (or, while claimed, by the
+   * claim's expiry). Each shard is its own hash tag, so a cluster spreads them.
+   */
+  timerShard(index: number, shards: number): string {
+    return `${this.prefix}:{timers:${String(shards)}:${String(index)}}`;
+  }
+
+  /** SET of the shard counts timers were written under (a changed count leaves none behind). */
+  get timerLayouts(): string {
+    return `${this.prefix}:timers:layouts`;
+  }
+
   get reconcilerLock(): string {
     return `${this.prefix}:reconciler:lock`;
   }
@@ -389,6 +419,32 @@ export class BatonKeys {
     return `${this.prefix}:sse:instances`;
   }
 
+  /** A bulk replay's record (JSON: its selection, progress and the replays made so far). */
+  bulkReplay(tenantId: string, replayId: string): string {
+    return `${this.prefix}:{replay:${keyPart(tenantId)}}:${keyPart(replayId)}`;
+  }
+
+  /**
+   * Tenant API keys managed at run time (apps/api managed-keys.ts), one hash tag so that a
+   * rotation updates both hashes atomically: `byHash` sha256(key) -> record (the one lookup a
+   * request pays), `byId` id -> sha256, `lastUsed` id -> ms, and the channel every API hears
+   * changes on.
+   */
+  get apiKeys(): {
+    readonly byHash: string;
+    readonly byId: string;
+    readonly lastUsed: string;
+    readonly channel: string;
+  } {
+    const base = `${this.prefix}:{apikeys}`;
+    return {
+      byHash: `${base}:by-hash`,
+      byId: `${base}:by-id`,
+      lastUsed: `${base}:last-used`,
+      channel: `${this.prefix}:apikeys:changed`,
+    };
+  }
+
   /** One Idempotency-Key record. */
   idempotency(tenantId: string, scope: string, idemKey: string): string {
     return `${this.prefix}:{idem:${keyPart(tenantId)}}:${scope}:${keyPart(idemKey)}`;
@@ -438,6 +494,39 @@ export class BatonKeys {
   /** Workers of one agent (see agent-liveness): ZSET worker id -> membership expiry (ms). */
   agentWorkers(agent: string): string {
     return `${this.prefix}:agents:live:${keyPart(agent)}`;
+  }
+
+  // --- Agent versions (agent-versions.ts) ------------------------------------------------------
+
+  /** HASH `<agent>\n<version>` -> AgentVersionAdvert JSON (kept after its workers are gone). */
+  get agentVersions(): string {
+    return `${this.prefix}:agent-versions`;
+  }
+
+  /** HASH agent -> JSON { version, history }: the version an operator promoted (absent: newest live). */
+  get agentCurrentVersions(): string {
+    return `${this.prefix}:agent-versions:current`;
+  }
+
+  /** Workers of one agent version: ZSET worker id -> membership expiry (ms), as agentWorkers. */
+  agentVersionWorkers(agent: string, version: string): string {
+    return `${this.prefix}:agents:live-version:${keyPart(version)}:${keyPart(agent)}`;
+  }
+
+  /** SET of `<agent>\n<version>` that have runs parked for want of a live worker. */
+  get parkedVersions(): string {
+    return `${this.prefix}:agent-versions:parked`;
+  }
+
+  /** HASH runId -> JSON step target: runs of one version parked with no live worker of it. */
+  parkedVersionRuns(agent: string, version: string): string {
+    return `${this.prefix}:agent-versions:parked:${keyPart(version)}:${keyPart(agent)}`;
+  }
+
+  /** SETs of the unfinished runs created on one version: all of them, and those waiting. */
+  versionRuns(agent: string, version: string): { active: string; waiting: string } {
+    const base = `${this.prefix}:agent-versions:runs:${keyPart(version)}:${keyPart(agent)}`;
+    return { active: `${base}:active`, waiting: `${base}:waiting` };
   }
 
   // --- Scheduled runs -------------------------------------------------------------------------

@@ -25,6 +25,8 @@ export interface RunMeta {
   /** Its priority and fairness key when set (docs/fairness.md; absent: 3 and its tenant). */
   readonly priority?: number;
   readonly fairnessKey?: string;
+  /** The agent version it was created on (absent: a run of a release before versions). */
+  readonly agentVersion?: string;
 }
 
 /** A checkpoint read without its messages (RedisRunStore.loadHeadForTenant). */
@@ -79,12 +81,24 @@ export const META_FIELDS = [
   'agent',
   'priority',
   'fkey',
+  'aver',
 ] as const;
 
 /** RunMeta from the META_FIELDS values (null when the run does not exist). */
 export function decodeMeta(values: readonly (string | null | undefined)[]): RunMeta | null {
-  const [status, activity, version, tenant, threadId, updatedAt, driver, agent, priority, fkey] =
-    values;
+  const [
+    status,
+    activity,
+    version,
+    tenant,
+    threadId,
+    updatedAt,
+    driver,
+    agent,
+    priority,
+    fkey,
+    aver,
+  ] = values;
   if (!status || !version || !tenant) return null;
   return {
     status: status as RunStatus,
@@ -97,6 +111,7 @@ export function decodeMeta(values: readonly (string | null | undefined)[]): RunM
     driver: driver ?? '',
     ...(priority ? { priority: Number(priority) } : {}),
     ...(fkey ? { fairnessKey: fkey } : {}),
+    ...(aver ? { agentVersion: aver } : {}),
   };
 }
 

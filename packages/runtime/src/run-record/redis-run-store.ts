@@ -153,6 +153,7 @@ export class RedisRunStore extends RunStoreReads implements RunStore {
       activity: activityOf(checkpoint),
       messagesToken: randomToken(),
       hist: ref === null ? '' : encodeReference(ref),
+      agentVersion: id.agentVersion ?? '',
       messages: checkpoint.messages
         .slice(ref === null ? 0 : ref.count)
         .map((m) => JSON.stringify(m)),
@@ -191,12 +192,15 @@ export class RedisRunStore extends RunStoreReads implements RunStore {
     // The run lists read `fkey` too (GET /v1/runs?fairnessKey=), so a finished run gets it as
     // well, but only onto a record that still exists: a resend after the record expired must
     // not leave a stray hash with no TTL behind.
+    // `aver` (its agent version) is written by the create script itself; here only alongside
+    // the others (a run of a release before versions had none).
     if (id.priority !== undefined || id.fairnessKey !== undefined)
       await this.setIfRecorded(
         [this.keys.run(id.runId).cp],
         [
           ...(id.priority === undefined ? [] : ['priority', String(id.priority)]),
           ...(id.fairnessKey === undefined ? [] : ['fkey', id.fairnessKey]),
+          ...(id.agentVersion === undefined ? [] : ['aver', id.agentVersion]),
         ],
       );
     // Indexes live in other slots (tenant, thread), so they are written after the run exists.

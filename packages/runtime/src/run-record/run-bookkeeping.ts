@@ -13,6 +13,7 @@ const SCHEDULED_RUN_FIELDS = [
   'threadId',
   'createdAt',
   'updatedAt',
+  'aver',
 ] as const;
 
 /**

@@ -1,3 +1,4 @@
+import type { HolderNote } from '../internals/bullmq/job-hash.ts';
 import { randomToken } from '../random-token.ts';
 import type { BatonKeys } from '../redis/keys.ts';
 import type { Message } from '@baton/protocol';
@@ -176,6 +177,8 @@ export class RunLeases {
       readonly driver: string;
       readonly record?: RecordFirst | undefined;
       readonly messages?: MessageKeeper<K> | undefined;
+      /** The job attempt's holder note, written in the same round trip (see HolderNote). */
+      readonly note?: HolderNote | undefined;
     },
   ): Promise<{ acquired: DecodedAcquire | null; onRecord: string | null; deferred: boolean }> {
     const { messages } = opts;
@@ -185,6 +188,7 @@ export class RunLeases {
       opts.driver,
       opts.record,
       kept,
+      opts.note,
     );
     if (!acquired) return { acquired: null, onRecord, deferred };
     const { lease, awaited } = acquired;
@@ -263,6 +267,7 @@ export class RunLeases {
     driver = '',
     record?: RecordFirst,
     known?: KnownMessages,
+    note?: HolderNote,
   ): Promise<{
     acquired: AcquiredAndLoaded | null;
     onRecord: string | null;
@@ -282,6 +287,7 @@ export class RunLeases {
       deferIfComplete: record?.deferIfComplete === true ? '1' : '0',
       knownName: known?.name ?? '',
       knownCount: known?.count ?? 0,
+      note,
     });
     if (reply[0] !== 1)
       return { acquired: null, onRecord: reply[1] ?? null, deferred: reply[0] === 2 };

@@ -13,7 +13,8 @@ import {
   RELEASE_READ_LUA,
   RENEW_LUA,
 } from './lua/lease-scripts.ts';
-import { LOOKUP_LUA, RECORD_LUA } from './lua/mailbox-scripts.ts';
+import { LOOKUP_LUA, READ_NOTED_LUA, RECORD_LUA } from './lua/mailbox-scripts.ts';
+import type { HolderNote } from '../internals/bullmq/job-hash.ts';
 import { APPEND_LUA, COMMIT_LUA, CREATE_LUA, DELETE_LUA } from './lua/run-scripts.ts';
 
 /** Reply codes of the run write scripts (guard_write, write_messages). */
@@ -46,6 +47,8 @@ export interface CreateArgs {
   readonly messagesToken: string;
   /** The thread-history reference (history-reference.ts); '' = the list holds every message. */
   readonly hist: string;
+  /** The agent version the run is created on ('' = none: written as the meta's `aver`). */
+  readonly agentVersion: string;
   readonly messages: readonly string[];
   readonly bodies: readonly string[];
 }
@@ -94,6 +97,8 @@ export interface AcquireLoadArgs {
   readonly deferIfComplete: '0' | '1';
   readonly knownName: string;
   readonly knownCount: number;
+  /** Written in the same round trip (a single Redis only: the job's hash is in another slot). */
+  readonly note?: HolderNote | undefined;
 }
 
 export type AcquireLoadReply =
@@ -143,9 +148,14 @@ export class RunRecordScripts {
   private readonly releaseIfIdleScript: LuaScript<readonly string[], Argv, -1 | 0 | 1>;
   private readonly renewScript: LuaScript<readonly string[], Argv, 0 | 1>;
   private readonly recordScript: LuaScript<readonly string[], Argv, string | null>;
+  private readonly readNotedScript: LuaScript<
+    readonly string[],
+    [holder: string, stalledCounter: number],
+    [string | null, string | null]
+  >;
   private readonly lookupScript: LuaScript<
     readonly string[],
-    [field: string],
+    [field: string] | [field: string, holder: string, stalledCounter: number],
     [string] | [null, string | null, string | null]
   >;
 
@@ -161,13 +171,14 @@ export class RunRecordScripts {
     this.appendScript = fixed('batonRunAppend', 3, APPEND_LUA);
     this.deleteScript = fixed('batonRunDelete', 8, DELETE_LUA);
     this.acquireScript = fixed('batonLeaseAcquire', 3, ACQUIRE_LUA);
-    this.acquireLoadScript = fixed('batonLeaseAcquireLoad', 5, ACQUIRE_LOAD_LUA);
+    this.acquireLoadScript = defineVariadicScript(redis, 'batonLeaseAcquireLoad', ACQUIRE_LOAD_LUA);
     this.releaseScript = fixed('batonLeaseRelease', 2, RELEASE_LUA);
     this.releaseReadScript = fixed('batonLeaseReleaseRead', 4, RELEASE_READ_LUA);
     this.releaseIfIdleScript = fixed('batonLeaseReleaseIfIdle', 2, RELEASE_IF_IDLE_LUA);
     this.renewScript = fixed('batonLeaseRenew', 1, RENEW_LUA);
     this.recordScript = fixed('batonRecordToolResult', 2, RECORD_LUA);
-    this.lookupScript = fixed('batonToolLookup', 2, LOOKUP_LUA);
+    this.lookupScript = defineVariadicScript(redis, 'batonToolLookup', LOOKUP_LUA);
+    this.readNotedScript = fixed('batonToolReadNoted', 2, READ_NOTED_LUA);
   }
 
   create(k: RunKeys, a: CreateArgs): Promise<WriteReply> {
@@ -186,6 +197,7 @@ export class RunRecordScripts {
       a.activity,
       a.messagesToken,
       a.hist,
+      a.agentVersion,
       a.messages.length,
       ...a.messages,
       ...a.bodies,
@@ -244,21 +256,22 @@ export class RunRecordScripts {
   }
 
   leaseAcquireLoad(k: RunKeys, a: AcquireLoadArgs): Promise<AcquireLoadReply> {
-    return this.acquireLoadScript(
-      [k.lease, k.pending, k.cp, k.messages, k.results],
-      [
-        a.token,
-        a.ttlMs,
-        a.markTtlMs,
-        a.driver,
-        a.recordField,
-        a.recordJson,
-        a.recordTtlSeconds,
-        a.deferIfComplete,
-        a.knownName,
-        a.knownCount,
-      ],
-    );
+    const { note } = a;
+    const keys = [k.lease, k.pending, k.cp, k.messages, k.results];
+    if (note) keys.push(note.key);
+    return this.acquireLoadScript(keys, [
+      a.token,
+      a.ttlMs,
+      a.markTtlMs,
+      a.driver,
+      a.recordField,
+      a.recordJson,
+      a.recordTtlSeconds,
+      a.deferIfComplete,
+      a.knownName,
+      a.knownCount,
+      ...(note ? [note.holder, note.stalledCounter] : []),
+    ]);
   }
 
   leaseRelease(k: RunKeys, token: string): Promise<-1 | 0 | 1> {
@@ -287,10 +300,20 @@ export class RunRecordScripts {
     return this.recordScript([k.results, k.cp], [field, json, ttlSeconds]);
   }
 
+  /** A tool job's first read of the run (HMGET data, version) with its attempt's holder note. */
+  readNoted(k: RunKeys, note: HolderNote): Promise<[string | null, string | null]> {
+    return this.readNotedScript([k.cp, note.key], [note.holder, note.stalledCounter]);
+  }
+
   lookupResult(
     k: RunKeys,
     field: string,
+    note?: HolderNote,
   ): Promise<[string] | [null, string | null, string | null]> {
-    return this.lookupScript([k.results, k.cp], [field]);
+    if (!note) return this.lookupScript([k.results, k.cp], [field]);
+    return this.lookupScript(
+      [k.results, k.cp, note.key],
+      [field, note.holder, note.stalledCounter],
+    );
   }
 }

@@ -246,12 +246,13 @@ export class RunStoreReads {
             'threadId',
             'updatedAt',
             'fkey',
+            'aver',
           ),
         ),
       );
       const expired: string[] = [];
       candidates.forEach((c, i) => {
-        const [tenant, status, agent, threadId, updatedAt, fkey] = fields[i] ?? [];
+        const [tenant, status, agent, threadId, updatedAt, fkey, aver] = fields[i] ?? [];
         if (tenant === null || tenant === undefined) {
           expired.push(c.runId);
           return;
@@ -261,6 +262,7 @@ export class RunStoreReads {
         if (query.agent !== undefined && agent !== query.agent) return;
         if (query.threadId !== undefined && threadId !== query.threadId) return;
         if (query.fairnessKey !== undefined && (fkey ?? tenant) !== query.fairnessKey) return;
+        if (query.agentVersion !== undefined && aver !== query.agentVersion) return;
         found.push({
           runId: c.runId,
           tenantId: tenant,
@@ -269,6 +271,7 @@ export class RunStoreReads {
           status: status as RunStatus,
           createdAt: c.createdAt,
           updatedAt: Number(updatedAt),
+          ...(aver ? { agentVersion: aver } : {}),
         });
       });
       await this.index.pruneListed(indexKey, expired);

@@ -1,3 +1,4 @@
+import type { HolderNote } from '../internals/bullmq/job-hash.ts';
 import {
   ToolExecutionResultSchema,
   type Checkpoint,
@@ -46,24 +47,29 @@ export class ToolResultMailbox {
    * The attempt's result when one is on record, else the run's stored checkpoint fields (null
    * when the run does not exist): one round trip. `firstStart`: the job never ran before (BullMQ
    * started it once and it never stalled), so no result of it can be on record: the checkpoint
-   * fields are read alone (a plain HMGET instead of the script's two reads).
+   * fields are read alone (a plain HMGET instead of the script's two reads). `note`: the
+   * attempt's holder note, written in the same round trip.
    */
   async lookup(
     runId: string,
     toolCallId: string,
     attempt: number,
     firstStart = false,
+    note?: HolderNote,
   ): Promise<
     | { kind: 'recorded'; result: ToolExecutionResult }
     | { kind: 'run'; data: string | null; version: string | null }
   > {
     if (firstStart) {
-      const [data, version] = await this.redis.hmget(this.keys.run(runId).cp, 'data', 'version');
+      const [data, version] = note
+        ? await this.scripts.readNoted(this.keys.run(runId), note)
+        : await this.redis.hmget(this.keys.run(runId).cp, 'data', 'version');
       return { kind: 'run', data: data ?? null, version: version ?? null };
     }
     const reply = await this.scripts.lookupResult(
       this.keys.run(runId),
       this.field(toolCallId, attempt),
+      note,
     );
     if (typeof reply[0] === 'string')
       return { kind: 'recorded', result: ToolExecutionResultSchema.parse(JSON.parse(reply[0])) };

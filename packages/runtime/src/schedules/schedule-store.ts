@@ -351,7 +351,7 @@ export class RedisScheduleStore {
     const runs: RunSummary[] = [];
     const gone: string[] = [];
     page.forEach((e, i) => {
-      const [tenant, status, agent, threadId, createdAt, updatedAt] = fields[i] ?? [];
+      const [tenant, status, agent, threadId, createdAt, updatedAt, aver] = fields[i] ?? [];
       if (tenant === null || tenant === undefined) {
         const kept = cold.get(e.runId);
         if (kept) runs.push(kept);
@@ -367,6 +367,7 @@ export class RedisScheduleStore {
         status: status as RunStatus,
         createdAt: Number(createdAt),
         updatedAt: Number(updatedAt),
+        ...(aver ? { agentVersion: aver } : {}),
       });
     });
     if (gone.length > 0) await this.redis.zrem(k.runs, ...gone);

@@ -45,6 +45,10 @@ export function childOutcomeOf(event: EventBody): RunChildFinishedData['child'] 
 export function webhookTypeOf(event: EventBody): WebhookEventType | null {
   if (event.type === 'run.finished')
     return event.status === 'waiting' ? 'run.waiting' : 'run.finished';
+  // An escalation is reported by its own event (the new deadline), not by the expiry before it.
+  if (event.type === 'tool_call.deadline_expired')
+    return event.outcome.action === 'escalate' ? null : 'tool_call.deadline';
+  if (event.type === 'tool_call.deadline_escalated') return 'tool_call.deadline';
   return childOutcomeOf(event) === null ? null : 'run.child_finished';
 }
 
@@ -124,6 +128,33 @@ export function messagesFor(
           },
         },
       });
+    } else if (type === 'tool_call.deadline') {
+      const data =
+        event.type === 'tool_call.deadline_expired'
+          ? { event: 'expired' as const, deadlineAt: event.deadlineAt, outcome: event.outcome }
+          : event.type === 'tool_call.deadline_escalated'
+            ? {
+                event: 'escalated' as const,
+                deadlineAt: event.deadlineAt,
+                outcome: event.outcome,
+                ...(event.reason !== undefined ? { reason: event.reason } : {}),
+              }
+            : null;
+      if (data !== null && 'toolCallId' in event)
+        drafts.push({
+          type,
+          seq: event.seq,
+          message: {
+            type,
+            timestamp,
+            data: {
+              ...ref(snapshot, event, ctx),
+              toolCallId: event.toolCallId,
+              toolName: event.toolName,
+              ...data,
+            },
+          },
+        });
     } else if (type === 'run.child_finished') {
       const child = childOutcomeOf(event);
       if (child !== null)

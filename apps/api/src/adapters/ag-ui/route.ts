@@ -73,7 +73,13 @@ export function agUiRouter(ctx: ApiContext, opts: AgUiRouteOptions = {}): Reques
     };
 
     if (command.kind === 'start') {
-      const runId = await startRun(ctx, tenantId, command, fairnessHeaders(req.headers));
+      const runId = await startRun(
+        ctx,
+        tenantId,
+        command,
+        fairnessHeaders(req.headers),
+        req.principal,
+      );
       const stream = await RunStream.attach(ctx, tenantId, runId, 0);
       stream.open(res, AG_UI_SSE_HEADERS, agUiSink(base));
       return;

@@ -9,6 +9,7 @@ import {
   cancelledRun,
   clientOutputTurn,
   clientToolTurn,
+  deadlineDeniedTurn,
   deniedTurn,
   errorRun,
   failedToolRun,
@@ -98,6 +99,9 @@ function rows(): Row[] {
   const denial = new Log();
   const denialHistory = approvalTurn(denial);
   const denied = deniedTurn(denial);
+  const timedOut = new Log();
+  const timedOutHistory = approvalTurn(timedOut);
+  const timedOutDenied = deadlineDeniedTurn(timedOut);
   const client = new Log();
   const clientHistory = clientToolTurn(client);
   const clientOutput = clientOutputTurn(client);
@@ -203,6 +207,16 @@ function rows(): Row[] {
       name: 'denial -> tool-output-denied',
       history: denialHistory,
       events: denied,
+      v7: [
+        { type: 'start', messageId: 'r1' },
+        { type: 'tool-output-denied', toolCallId: 'call_1' },
+        ...finalText('Not deploying.'),
+      ],
+    },
+    {
+      name: 'an approval its deadline denied -> tool-output-denied, as a human denial',
+      history: timedOutHistory,
+      events: timedOutDenied,
       v7: [
         { type: 'start', messageId: 'r1' },
         { type: 'tool-output-denied', toolCallId: 'call_1' },

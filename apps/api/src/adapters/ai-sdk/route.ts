@@ -96,7 +96,13 @@ export function aiSdkRouter(ctx: ApiContext, opts: AiSdkRouteOptions = {}): Requ
     const command = requestToCommands(body, thread?.pending ?? null, { defaultAgent });
 
     if (command.kind === 'start') {
-      const runId = await startRun(ctx, tenantId, command, fairnessHeaders(req.headers));
+      const runId = await startRun(
+        ctx,
+        tenantId,
+        command,
+        fairnessHeaders(req.headers),
+        req.principal,
+      );
       const stream = await RunStream.attach(ctx, tenantId, runId, 0);
       stream.open(res, AI_SDK_UI_STREAM_HEADERS, uiSink({ major, messageId: runId }));
       return;

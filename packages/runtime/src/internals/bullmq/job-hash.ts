@@ -13,6 +13,19 @@ export const JOB_STALLS_FIELD = 'batonStalls';
 export const JOB_HOLDER_FIELD = 'batonHolder';
 /** The deaths counted so far (lost locks whose worker was dead). */
 export const JOB_DEATHS_FIELD = 'batonDeaths';
+/**
+ * A job attempt's holder note (JOB_STALLS_FIELD, JOB_HOLDER_FIELD) handed to the script the
+ * attempt sends first, which writes it in the same round trip (run-record/lua NOTE_HOLDER).
+ */
+export interface HolderNote {
+  /** The job's hash (jobHashKeyOf). */
+  readonly key: string;
+  /** The worker id running the attempt. */
+  readonly holder: string;
+  /** BullMQ's stall count at the attempt's start. */
+  readonly stalledCounter: number;
+}
+
 /** BullMQ's own field: how often the job's lock was lost (Job.stalledCounter). */
 export const BULL_STALLS_FIELD = 'stc';
 

@@ -5,6 +5,21 @@
  * variables. A script's command name derives from its whole source (see command-name.ts), so a
  * change here renames every script that includes it.
  */
+import { JOB_HOLDER_FIELD, JOB_STALLS_FIELD } from '../../internals/bullmq/job-hash.ts';
+
+/**
+ * A job attempt's holder note (stall-accounting.ts), written by the script the attempt sends
+ * first instead of a round trip of its own. Only on a single Redis: the job's hash lives in its
+ * queue's hash slot, not the run's, so on a Cluster the note keeps its own script. A job that is
+ * gone is left alone (no stray hash).
+ */
+export const NOTE_HOLDER = `
+local function note_holder(job, holder, stalls)
+  if redis.call('EXISTS', job) == 1 then
+    redis.call('HSET', job, '${JOB_STALLS_FIELD}', stalls, '${JOB_HOLDER_FIELD}', holder)
+  end
+end
+`;
 
 /**
  * The guards every write to an existing run passes, in this order, so a caller learns the most

@@ -1,4 +1,4 @@
-import { RECORD_RESULT, RELEASE_LEASE, TAKE_LEASE } from './functions.ts';
+import { NOTE_HOLDER, RECORD_RESULT, RELEASE_LEASE, TAKE_LEASE } from './functions.ts';
 
 /**
  * Takes the run's lease (single flight per run, fencing token = `token`), or leaves the pending
@@ -28,9 +28,11 @@ return 0`;
  * The messages: a reader that kept the first `knownCount` messages of the list named
  * `knownName` (the run's 'mepoch', see COMMIT_LUA) gets only the ones after them, when the list
  * still has that name and at least that many; otherwise all of them (`from` says which).
- * KEYS: lease, pending, cp, messages, results
+ * With a sixth key (the job's hash; a single Redis only) the job attempt's holder note is written
+ * first, whatever the outcome (NOTE_HOLDER).
+ * KEYS: lease, pending, cp, messages, results[, job]
  * ARGV: token, ttlMs, pendingTtlMs, driver, recordField, recordJson, recordTtlSeconds,
- *       deferIfComplete, knownName ('' = none), knownCount
+ *       deferIfComplete, knownName ('' = none), knownCount[, holder, stalledCounter]
  * Reply: {1, data|false, version|false, {messageJson…}, onRecord|false, awaiting|false,
  *         {resultJson|false…}|false, name|false, from, hist|false, tenant|false,
  *         threadId|false} acquired (hist: the thread-history reference, history-reference.ts)
@@ -38,7 +40,8 @@ return 0`;
  *       | {2, onRecord|false} deferred (round complete, nothing taken)
  * `onRecord`: the result that was already on record when one was to be recorded.
  */
-export const ACQUIRE_LOAD_LUA = `${RECORD_RESULT}${TAKE_LEASE}
+export const ACQUIRE_LOAD_LUA = `${RECORD_RESULT}${TAKE_LEASE}${NOTE_HOLDER}
+if KEYS[6] then note_holder(KEYS[6], ARGV[11], ARGV[12]) end
 local results = KEYS[5]
 local onRecord = false
 if ARGV[5] ~= '' then onRecord = record_result(results, KEYS[3], ARGV[5], ARGV[6], ARGV[7]) end

@@ -28,12 +28,13 @@ end
 -- a stream without a checkpoint is a leftover (cannot happen unless keys were deleted by hand)
 redis.call('DEL', stream)
 local channel, env, at, retention = ARGV[1], ARGV[9], ARGV[10], ARGV[11]
-local first = write_messages(msgs, 'replace', 0, ARGV, 16, tonumber(ARGV[15]))
+local first = write_messages(msgs, 'replace', 0, ARGV, 17, tonumber(ARGV[16]))
 local status = ARGV[3]
 redis.call('HSET', cp, 'version', 1, 'seq', 0, 'data', ARGV[2], 'status', ARGV[3], 'tenant', ARGV[4],
   'agent', ARGV[5], 'threadId', ARGV[6], 'createdAt', ARGV[7], 'updatedAt', ARGV[8], 'env', env,
   'lastTrigger', '', 'activity', ARGV[12], 'awaiting', '[]', 'mepoch', ARGV[13])
 if ARGV[14] ~= '' then redis.call('HSET', cp, 'hist', ARGV[14]) end
+if ARGV[15] ~= '' then redis.call('HSET', cp, 'aver', ARGV[15]) end
 local out = {1, 1}
 append_events(cp, stream, channel, env, at, args_from(ARGV, first), out, true)
 if status == 'done' then expire_run(KEYS, {}, retention) end
