@@ -207,7 +207,10 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
 }
 
 /** One HTTP response of GET /v1/runs/:id/events, read to its end (or until dropped). */
-class Connection implements AsyncIterable<{ event: RunEvent | UnknownEvent; id: string | undefined }> {
+class Connection implements AsyncIterable<{
+  event: RunEvent | UnknownEvent;
+  id: string | undefined;
+}> {
   ended: 'no_content' | 'closed' | undefined;
   private readonly transport: Transport;
   private readonly runId: string;
