@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { runCommands } from './engine/engine.ts';
 import { foldSnapshot } from './snapshot.ts';
 import { agentWith, flush, runnerFor } from './testing/fixtures.ts';
 import { waitForEventTool } from './wait-for-event.ts';
@@ -59,5 +60,28 @@ describe('waitForEventTool', () => {
     expect(result).toMatchObject({
       outcome: { status: 'succeeded', output: { event: { name: 'paid', data: 1 } } },
     });
+  });
+
+  it("its timeout is the call's deadline: it resumes with { timedOut: true }, source 'timeout'", async () => {
+    const { runner, clock } = runnerFor(agent);
+    const { runId } = await runner.start({
+      agent: 'test-agent',
+      input: [{ role: 'user', content: 'x' }],
+    });
+    await flush();
+    const cp = (await runner.checkpoint(runId))!;
+    const at = clock.now() + 5_000;
+    expect(cp.calls['w']?.ticket?.deadline).toEqual({
+      at,
+      outcome: { action: 'resume', payload: { timedOut: true } },
+    });
+    expect(runCommands.expireDeadline(cp, 'w', at - 1).expiry).toEqual({ kind: 'not_due', at });
+    const t = runCommands.expireDeadline(cp, 'w', at);
+    expect(t.expiry.kind).toBe('fired');
+    expect(t.checkpoint.inbox).toEqual([
+      expect.objectContaining({ action: 'resume', source: 'timeout', payload: { timedOut: true } }),
+    ]);
+    // Exactly once: the call has its decision now.
+    expect(runCommands.expireDeadline(t.checkpoint, 'w', at + 1).expiry.kind).toBe('moot');
   });
 });

@@ -84,8 +84,9 @@
  *     p:waits:early:<runId>         HASH   callId -> completion that came before its call suspended
  *     p:{evw:<t>:<name>:<key>}      SET    JSON [runId, callId] of the calls waiting for that event;
  *                                          claimed (read and deleted) at once by POST /v1/events
- *     p:waits:timeouts              ZSET   JSON [runId, callId, kind], score = due (ms): the
- *                                          reconciler fires what is due (scheduleTimeout)
+ *     p:waits:timeouts              ZSET   LEGACY, read-only: event-wait timeouts the previous release
+ *                                          wrote (JSON [runId, callId, kind], score = due); the
+ *                                          reconciler drains them; remove one release later
  *
  *   API
  *     p:{idem:<t>}:<scope>:<key>    STRING Idempotency-Key record (first response or pending)
@@ -362,8 +363,9 @@ export class BatonKeys {
   }
 
   /**
-   * Timeouts of waiting calls (scheduleTimeout): ZSET of JSON [tenant, runId, callId, kind],
-   * score = due (ms). The reconciler fires what is due (run-waits.ts).
+   * Event-wait timeouts the release before the timer index unification wrote: ZSET of JSON
+   * [runId, callId, kind], score = due (ms). Nothing writes it now (an event wait's timeout is
+   * its call's deadline, in the timer index); the reconciler drains the leftovers.
    */
   get waitTimeouts(): string {
     return `${this.prefix}:waits:timeouts`;
