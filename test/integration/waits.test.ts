@@ -12,7 +12,13 @@ import { systemClock } from '@baton/runtime';
 import { BatonClient } from '@baton/client';
 import { createCli } from '@baton/cli';
 import { PassThrough } from 'node:stream';
-import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+import {
+  ApiClient,
+  KEYS,
+  startApiCluster,
+  type ApiCluster,
+  type Reply,
+} from '@baton/testing/api-harness';
 
 /** Waits for an event named by its user message `name key timeoutMs`, then answers its result. */
 function waiterAgent(): AgentDefinition {
@@ -136,6 +142,7 @@ describe('waitpoints and events', () => {
       API_KEYS: `tenant-a:${KEYS.a}`,
       LOG_LEVEL: 'info',
       METRICS_PUBLIC: 'true',
+      WAITPOINT_RATE_LIMIT_PER_MINUTE: '40',
     });
     logged = await startApi({
       config,
@@ -168,6 +175,12 @@ describe('waitpoints and events', () => {
     const { url, token } = created.body;
     expect(url).toBe(`/w/${token}`);
     expect(created.body.responseSchema).toBeDefined();
+    // The run's view shows what the call now waits for.
+    const waiting = (await a.get<RunView>(`/v1/runs/${runId}`)).body;
+    expect(waiting.await?.calls[0]?.waitFor).toEqual({
+      kind: 'waitpoint',
+      expiresAt: created.body.expiresAt,
+    });
 
     // Another tenant cannot make one for this run.
     expect((await b.post(`/v1/runs/${runId}/calls/${callId}/waitpoint`)).status).toBe(404);
@@ -387,5 +400,18 @@ describe('waitpoints and events', () => {
     expect(earlyEvents.find((e) => e.type === 'decision.applied')).toMatchObject({
       decision: { source: 'waitpoint', payload: { passed: false } },
     });
+  });
+
+  // Last: it spends this client's waitpoint budget.
+  it('waitpoint URLs are rate limited per client (429 with Retry-After)', async () => {
+    let limited: Reply<{ error: { code: string } }> | undefined;
+    for (let i = 0; i < 45 && !limited; i += 1) {
+      const r = await anon.post<{ error: { code: string } }>('/w/nope', {});
+      if (r.status === 429) limited = r;
+      else expect(r.status).toBe(404);
+    }
+    expect(limited?.status).toBe(429);
+    expect(limited?.body).toMatchObject({ error: { code: 'rate_limited' } });
+    expect(Number(limited?.headers.get('retry-after'))).toBeGreaterThan(0);
   });
 });

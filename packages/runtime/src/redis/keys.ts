@@ -82,6 +82,7 @@
  *     p:wp:<sha256(token)>          HASH   rec (JSON: tenant, run, call, responseSchema, expiresAt),
  *                                          outcome (the first completion); PEXPIREAT expiresAt
  *     p:waits:early:<runId>         HASH   callId -> completion that came before its call suspended
+ *     p:waits:wps:<runId>           HASH   callId -> expiresAt of the API-made waitpoints (the view)
  *     p:{evw:<t>:<name>:<key>}      SET    JSON [runId, callId] of the calls waiting for that event;
  *                                          claimed (read and deleted) at once by POST /v1/events
  *     p:waits:timeouts              ZSET   LEGACY, read-only: event-wait timeouts the previous release
@@ -357,6 +358,14 @@ export class BatonKeys {
     return `${this.prefix}:waits:early:${keyPart(runId)}`;
   }
 
+  /**
+   * The waitpoints made through the API for a run's suspended calls: HASH callId -> latest
+   * expiresAt, so the run's view shows them (await.calls[].waitFor); PEXPIREAT the latest.
+   */
+  runWaitpoints(runId: string): string {
+    return `${this.prefix}:waits:wps:${keyPart(runId)}`;
+  }
+
   /** A tenant's waiters for one event name and key: SET of JSON [runId, callId] (one slot each). */
   eventWaiters(tenantId: string, name: string, key: string): string {
     return `${this.prefix}:{evw:${keyPart(tenantId)}:${keyPart(name)}:${keyPart(key)}}`;
@@ -389,6 +398,11 @@ export class BatonKeys {
   /** Key prefix of the per-tenant request limiter (rate-limiter-flexible appends the tenant). */
   get tenantRateLimit(): string {
     return `${this.prefix}:rl:tenant`;
+  }
+
+  /** Key prefix of the waitpoint URL limiter (no API key: per client IP; the IP is appended). */
+  get waitpointRateLimit(): string {
+    return `${this.prefix}:rl:waitpoint`;
   }
 
   /** Key prefix of the failed-authentication limiter (rate-limiter-flexible appends the IP). */

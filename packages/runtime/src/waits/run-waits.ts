@@ -10,6 +10,7 @@ import {
   type SendEventRequest,
   type SendEventResponse,
   type WaitpointCreated,
+  type WaitFor,
   type WaitpointOutcome,
 } from '@baton/protocol';
 import type { Logger } from 'pino';
@@ -49,6 +50,16 @@ export interface RunWaitsDeps {
   /** Whose run it is (legacy timeouts name only the run); null when it is gone. */
   readonly tenantOf: (runId: string) => Promise<string | null>;
 }
+
+/** Keeps the later of two expiries for the call, and the hash alive until its latest. */
+const NOTE_WAITPOINT = `
+local cur = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+if tonumber(ARGV[2]) > cur then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+local want = tonumber(ARGV[2]) - tonumber(ARGV[3])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < want then redis.call('PEXPIRE', KEYS[1], math.max(want, 1)) end
+return 1
+`;
 
 /** Refusals that mean "this waiter is no longer waiting": it is skipped, not an error. */
 const SETTLED = new Set([
@@ -132,6 +143,7 @@ export class RunWaits {
       expiresAt,
       createdAt: now,
     });
+    await this.noteWaitpoint(runId, callId, expiresAt);
     return {
       url: `/w/${token}`,
       token,
@@ -140,6 +152,33 @@ export class RunWaits {
       expiresAt,
       ...(responseSchema ? { responseSchema } : {}),
     };
+  }
+
+  /**
+   * The waitpoints made through the API for the run's calls that are still valid: call id ->
+   * what the run's view shows as the call's `waitFor` (a call whose ticket names no wait).
+   */
+  async apiWaitpoints(runId: string): Promise<Map<string, WaitFor>> {
+    const all = await this.deps.redis.hgetall(this.deps.keys.runWaitpoints(runId));
+    const now = this.deps.now();
+    const out = new Map<string, WaitFor>();
+    for (const [callId, at] of Object.entries(all)) {
+      const expiresAt = Number(at);
+      if (expiresAt > now) out.set(callId, { kind: 'waitpoint', expiresAt });
+    }
+    return out;
+  }
+
+  /** Keeps the latest expiry of the call's API-made waitpoints (see apiWaitpoints). */
+  private async noteWaitpoint(runId: string, callId: string, expiresAt: number): Promise<void> {
+    await this.deps.redis.eval(
+      NOTE_WAITPOINT,
+      1,
+      this.deps.keys.runWaitpoints(runId),
+      callId,
+      String(expiresAt),
+      String(this.deps.now()),
+    );
   }
 
   /**
