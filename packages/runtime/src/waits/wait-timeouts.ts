@@ -2,7 +2,7 @@ import type { BatonKeys } from '../redis/keys.ts';
 import type { RedisClient } from '../redis/scripts.ts';
 
 /** A leftover timeout that is due: the call it belongs to. */
-export interface LegacyDueTimeout {
+interface LegacyDueTimeout {
   readonly member: string;
   readonly runId: string;
   readonly callId: string;
