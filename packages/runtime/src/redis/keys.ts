@@ -94,10 +94,12 @@
  *     p:wp:<sha256(token)>          HASH   rec (JSON: tenant, run, call, responseSchema, expiresAt),
  *                                          outcome (the first completion); PEXPIREAT expiresAt
  *     p:waits:early:<runId>         HASH   callId -> completion that came before its call suspended
+ *     p:waits:wps:<runId>           HASH   callId -> expiresAt of the API-made waitpoints (the view)
  *     p:{evw:<t>:<name>:<key>}      SET    JSON [runId, callId] of the calls waiting for that event;
  *                                          claimed (read and deleted) at once by POST /v1/events
- *     p:waits:timeouts              ZSET   JSON [runId, callId, kind], score = due (ms): the
- *                                          reconciler fires what is due (scheduleTimeout)
+ *     p:waits:timeouts              ZSET   LEGACY, read-only: event-wait timeouts the previous release
+ *                                          wrote (JSON [runId, callId, kind], score = due); the
+ *                                          reconciler drains them; remove one release later
  *
  *   API
  *     p:{idem:<t>}:<scope>:<key>    STRING Idempotency-Key record (first response or pending)
@@ -371,14 +373,23 @@ export class BatonKeys {
     return `${this.prefix}:waits:early:${keyPart(runId)}`;
   }
 
+  /**
+   * The waitpoints made through the API for a run's suspended calls: HASH callId -> latest
+   * expiresAt, so the run's view shows them (await.calls[].waitFor); PEXPIREAT the latest.
+   */
+  runWaitpoints(runId: string): string {
+    return `${this.prefix}:waits:wps:${keyPart(runId)}`;
+  }
+
   /** A tenant's waiters for one event name and key: SET of JSON [runId, callId] (one slot each). */
   eventWaiters(tenantId: string, name: string, key: string): string {
     return `${this.prefix}:{evw:${keyPart(tenantId)}:${keyPart(name)}:${keyPart(key)}}`;
   }
 
   /**
-   * Timeouts of waiting calls (scheduleTimeout): ZSET of JSON [tenant, runId, callId, kind],
-   * score = due (ms). The reconciler fires what is due (run-waits.ts).
+   * Event-wait timeouts the release before the timer index unification wrote: ZSET of JSON
+   * [runId, callId, kind], score = due (ms). Nothing writes it now (an event wait's timeout is
+   * its call's deadline, in the timer index); the reconciler drains the leftovers.
    */
   get waitTimeouts(): string {
     return `${this.prefix}:waits:timeouts`;
@@ -402,6 +413,11 @@ export class BatonKeys {
   /** Key prefix of the per-tenant request limiter (rate-limiter-flexible appends the tenant). */
   get tenantRateLimit(): string {
     return `${this.prefix}:rl:tenant`;
+  }
+
+  /** Key prefix of the waitpoint URL limiter (no API key: per client IP; the IP is appended). */
+  get waitpointRateLimit(): string {
+    return `${this.prefix}:rl:waitpoint`;
   }
 
   /** Key prefix of the failed-authentication limiter (rate-limiter-flexible appends the IP). */
