@@ -8,8 +8,9 @@
  * default is derived from that figure (apps/worker/src/worker-concurrency.ts).
  *
  * Three variants, each sample on a fresh stack (RSS does not shrink back after a batch):
- * `default` (every setting at its default, fairness admission included: one key, so at most its
- * window of 64 runs in progress and the rest parked until a slot frees), `admitted` (the
+ * `default` (every setting at its default, fairness admission included: one key, so its window
+ * of 64 runs in progress, the next borrowing the worker's idle slots up to 256 less one window,
+ * and the rest parked until a slot frees), `admitted` (the
  * fairness window raised to `runs` on API and worker, so no run is parked: what the worker's
  * streaming path alone does at its default concurrency) and `wide` (WORKER_CONCURRENCY = runs and
  * the same window: every run's step in flight at once, which is what the memory figure is
@@ -157,7 +158,7 @@ export async function concurrentStreaming(
       defaultWorkerConcurrency: defaultWorkerConcurrency(),
       how: 'all runs submitted at once (POST + SSE to run.finished), one worker process, a fresh stack per sample; RSS from /proc every 20 ms, peak minus idle before the batch, over min(runs, WORKER_CONCURRENCY) steps in flight',
       variants:
-        'default: every setting at its default (fairness admission on: one key, window 64, the rest of the runs parked until slots free); admitted: BATON_FAIRNESS={"window":runs} on API and worker, nothing parked; wide: that and WORKER_CONCURRENCY = runs',
+        'default: every setting at its default (fairness admission on: one key, window 64 plus what it borrows of the idle pool, the pool less one window; the rest parked until slots free); admitted: BATON_FAIRNESS={"window":runs} on API and worker, nothing parked; wide: that and WORKER_CONCURRENCY = runs',
     },
   };
   for (const [name, variant] of Object.entries(variants)) {

@@ -12,7 +12,13 @@ import { systemClock } from '@baton/runtime';
 import { BatonClient } from '@baton/client';
 import { createCli } from '@baton/cli';
 import { PassThrough } from 'node:stream';
-import { ApiClient, KEYS, startApiCluster, type ApiCluster } from '@baton/testing/api-harness';
+import {
+  ApiClient,
+  KEYS,
+  startApiCluster,
+  type ApiCluster,
+  type Reply,
+} from '@baton/testing/api-harness';
 
 /** Waits for an event named by its user message `name key timeoutMs`, then answers its result. */
 function waiterAgent(): AgentDefinition {
@@ -119,6 +125,8 @@ describe('waitpoints and events', () => {
       [...createDemoAgents(systemClock), waiterAgent(), ciAgent()],
       {
         apis: 2,
+        // Long: timeouts must not depend on the reconciler (the timer index fires them).
+        shared: { RECONCILE_INTERVAL_MS: '600000' },
       },
     );
     // A third instance logging every request at info, to scan for tokens.
@@ -134,6 +142,7 @@ describe('waitpoints and events', () => {
       API_KEYS: `tenant-a:${KEYS.a}`,
       LOG_LEVEL: 'info',
       METRICS_PUBLIC: 'true',
+      WAITPOINT_RATE_LIMIT_PER_MINUTE: '40',
     });
     logged = await startApi({
       config,
@@ -166,6 +175,12 @@ describe('waitpoints and events', () => {
     const { url, token } = created.body;
     expect(url).toBe(`/w/${token}`);
     expect(created.body.responseSchema).toBeDefined();
+    // The run's view shows what the call now waits for.
+    const waiting = (await a.get<RunView>(`/v1/runs/${runId}`)).body;
+    expect(waiting.await?.calls[0]?.waitFor).toEqual({
+      kind: 'waitpoint',
+      expiresAt: created.body.expiresAt,
+    });
 
     // Another tenant cannot make one for this run.
     expect((await b.post(`/v1/runs/${runId}/calls/${callId}/waitpoint`)).status).toBe(404);
@@ -290,7 +305,7 @@ describe('waitpoints and events', () => {
     await b.post(`/v1/runs/${other}/cancel`);
   });
 
-  it('a wait with no event times out once, with a timeout result', async () => {
+  it('a wait with no event times out once, through the timer index within ~1 s', async () => {
     const { runId } = await a.createRun('waiter', 'never late-1 200');
     const done = await a.stream(`/v1/runs/${runId}/events`);
     const events = done.messages.map((m) => JSON.parse(m.data) as RunEvent);
@@ -299,12 +314,63 @@ describe('waitpoints and events', () => {
     expect(applied[0]).toMatchObject({
       decision: { source: 'timeout', payload: { timedOut: true } },
     });
+    const suspended = events.find((e) => e.type === 'tool_call.suspended')!;
+    const expired = events.find((e) => e.type === 'tool_call.deadline_expired')!;
+    // Late by the timer sweep, not by RECONCILE_INTERVAL_MS (10 min here).
+    console.log(`waits timeout lateness: ${String(expired.at - suspended.at - 200)} ms`);
+    expect(expired.at - suspended.at).toBeGreaterThanOrEqual(200);
+    expect(expired.at - suspended.at).toBeLessThan(200 + 1_000);
     expect(events.at(-1)?.type).toBe('run.finished');
+    // The old ZSET is no longer written.
+    expect(await redis.exists(`${c.h.prefix}:waits:timeouts`)).toBe(0);
     // The event arriving afterwards resumes nothing.
     expect(
       (await a.post<{ resumed: number }>('/v1/events', { name: 'never', key: 'late-1' })).body
         .resumed,
     ).toBe(0);
+  });
+
+  it("the reconciler drains the previous release's timeouts and re-registers lost waiters", async () => {
+    const waiting = async (message: string): Promise<{ runId: string; callId: string }> => {
+      const { runId } = await a.createRun('waiter', message);
+      await a.stream(`/v1/runs/${runId}/events?until=suspended`);
+      const view = (await a.get<RunView>(`/v1/runs/${runId}`)).body;
+      return { runId, callId: view.await!.calls[0]!.toolCallId };
+    };
+    // A timeout the previous release wrote to p:waits:timeouts (its calls had no deadline).
+    const legacy = await waiting('legacy order-9 600000');
+    await redis.zadd(
+      `${c.h.prefix}:waits:timeouts`,
+      Date.now() - 1,
+      JSON.stringify([legacy.runId, legacy.callId, 'event']),
+    );
+    // A waiter whose registration was lost (its worker died after the commit).
+    const lost = await waiting('shipped order-10 600000');
+    await redis.del(`${c.h.prefix}:{evw:tenant-a:shipped:order-10}`);
+    expect(
+      (await a.post<{ resumed: number }>('/v1/events', { name: 'shipped', key: 'order-10' })).body
+        .resumed,
+    ).toBe(0);
+
+    await c.h.workers[0]!.reconcile();
+    const legacyEvents = (await a.stream(`/v1/runs/${legacy.runId}/events`)).messages.map(
+      (m) => JSON.parse(m.data) as RunEvent,
+    );
+    const legacyApplied = legacyEvents.filter((e) => e.type === 'decision.applied');
+    expect(legacyApplied).toHaveLength(1);
+    expect(legacyApplied[0]).toMatchObject({
+      decision: { source: 'timeout', decisionId: `timeout-${legacy.callId}` },
+    });
+    expect(await redis.exists(`${c.h.prefix}:waits:timeouts`)).toBe(0);
+    const sent = await a.post<{ resumed: number }>('/v1/events', {
+      name: 'shipped',
+      key: 'order-10',
+    });
+    expect(sent.body.resumed).toBe(1);
+    const lostEvents = (await a.stream(`/v1/runs/${lost.runId}/events`)).messages.map(
+      (m) => JSON.parse(m.data) as RunEvent,
+    );
+    expect(lostEvents.at(-1)?.type).toBe('run.finished');
   });
 
   it("a tool's own waitpoint completes its call, even when the completion comes first", async () => {
@@ -334,5 +400,18 @@ describe('waitpoints and events', () => {
     expect(earlyEvents.find((e) => e.type === 'decision.applied')).toMatchObject({
       decision: { source: 'waitpoint', payload: { passed: false } },
     });
+  });
+
+  // Last: it spends this client's waitpoint budget.
+  it('waitpoint URLs are rate limited per client (429 with Retry-After)', async () => {
+    let limited: Reply<{ error: { code: string } }> | undefined;
+    for (let i = 0; i < 45 && !limited; i += 1) {
+      const r = await anon.post<{ error: { code: string } }>('/w/nope', {});
+      if (r.status === 429) limited = r;
+      else expect(r.status).toBe(404);
+    }
+    expect(limited?.status).toBe(429);
+    expect(limited?.body).toMatchObject({ error: { code: 'rate_limited' } });
+    expect(Number(limited?.headers.get('retry-after'))).toBeGreaterThan(0);
   });
 });

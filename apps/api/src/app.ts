@@ -16,7 +16,12 @@ import type { ApiContext } from './context.ts';
 import { errorMiddleware, notFoundHandler } from './errors.ts';
 import { runtimeHealth } from './health.ts';
 import { IdempotencyStore } from './idempotency.ts';
-import { AuthFailureLimiter, SseConnectionLimiter, rateLimit } from './limits.ts';
+import {
+  AuthFailureLimiter,
+  SseConnectionLimiter,
+  rateLimit,
+  waitpointRateLimit,
+} from './limits.ts';
 import { protocolPlugins } from './adapters/plugins.ts';
 import type { ApiPlugin } from './plugin.ts';
 import { API_REDACT_PATHS, createApiLogger, httpLogger } from './logger.ts';
@@ -263,7 +268,12 @@ export async function createApp(opts: CreateAppOptions): Promise<ApiApp> {
     else app.use(plugin.path, ...api, plugin.router(context));
   }
   // A waitpoint URL's token is its credential: no API key, its own small body limit.
-  app.use(waitpointRouter(context.waits));
+  app.use(
+    waitpointRouter(
+      context.waits,
+      waitpointRateLimit(runtime.redis, runtime.keys, config.WAITPOINT_RATE_LIMIT_PER_MINUTE),
+    ),
+  );
   app.use('/v1', ...api, v1Router(context));
 
   app.use(notFoundHandler);

@@ -58,6 +58,8 @@ export const ApiConfigSchema = z.object({
   SSE_HEARTBEAT_MS: z.coerce.number().int().min(50).default(15_000),
   /** A stop (SIGTERM) ends the process within this plus a fixed 5 s, whatever Redis does. */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Requests per client IP per minute to waitpoint URLs (POST /w/:token; 0 = unlimited). */
+  WAITPOINT_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(120),
   /** Failed authentications per client IP per minute before it gets 429 (0 = unlimited). */
   AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(0).default(30),
   /** express 'trust proxy': '' (client IP = socket), 'true', a hop count or a list of subnets. */

@@ -61,6 +61,37 @@ export function rateLimit(
 }
 
 /**
+ * Requests per client IP per minute to the waitpoint URLs (POST /w/:token), across all
+ * instances (0 = unlimited): they need no API key, so the tenant limit does not apply, and a
+ * token must not be guessed at any speed.
+ */
+export function waitpointRateLimit(
+  redis: RedisClient,
+  keys: BatonKeys,
+  limitPerMinute: number,
+): RequestHandler {
+  const limiter =
+    limitPerMinute > 0 ? minuteLimiter(redis, keys.waitpointRateLimit, limitPerMinute) : null;
+  return async (req, _res, next) => {
+    if (limiter === null) {
+      next();
+      return;
+    }
+    try {
+      await limiter.consume(keyPart(req.ip ?? 'unknown'));
+    } catch (error) {
+      if (!isLimited(error)) throw error;
+      throw new RateLimitedError(
+        `waitpoint rate limit of ${limitPerMinute} requests per minute per client exceeded`,
+        error.msBeforeNext / 1000,
+        { limitPerMinute },
+      );
+    }
+    next();
+  };
+}
+
+/**
  * Failed authentications per client IP across all instances. An IP over the limit gets 429
  * before its key is even checked, so keys cannot be guessed at any speed.
  */

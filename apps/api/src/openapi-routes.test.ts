@@ -46,7 +46,7 @@ describe('/openapi.json covers the routes', () => {
     // Mounted as createApp mounts them (auth, limits and body parsing aside).
     const app = express();
     app.use(opsRouter(ctx));
-    app.use(waitpointRouter(ctx.waits));
+    app.use(waitpointRouter(ctx.waits, (_req, _res, next) => next()));
     app.use(jwksRouter(ctx));
     for (const plugin of protocolPlugins()) app.use(plugin.path, plugin.router(ctx));
     app.use('/v1', v1Router(ctx));

@@ -32,8 +32,11 @@ export interface ReconcilerDeps {
   readonly admission?: RunAdmission;
   /** Agent-as-tool: a parent whose agent calls run as child runs is driven by them. */
   readonly children?: ChildRuns;
-  /** Waits for events: their due timeouts are fired each scan. */
-  readonly waits?: Pick<RunWaits, 'fireDueTimeouts'>;
+  /**
+   * Event waits: waiting runs' waiters are re-registered each scan (a worker may have died
+   * between a commit and its registration), and the previous release's leftover timeouts drained.
+   */
+  readonly waits?: Pick<RunWaits, 'drainLegacyTimeouts' | 'registerWaiting'>;
   readonly logger: Logger;
   readonly now: () => number;
   /** A run untouched for this long is checked for a live lease or job. */
@@ -122,8 +125,9 @@ export class Reconciler {
     const { redis, keys } = this.deps;
     const active = await this.scanActive();
     const waiting = await this.sweepWaiting();
-    const timedOut = await this.fireTimeouts();
-    if (timedOut > 0) this.deps.logger.info({ timedOut }, 'event waits timed out');
+    const timedOut = await this.drainLegacyTimeouts();
+    if (timedOut > 0)
+      this.deps.logger.info({ timedOut }, "the previous release's event waits timed out");
     const fairness = await this.deps.admission?.sweep(this.batch);
     if (fairness && fairness.released > 0)
       this.deps.logger.info(fairness, 'fairness slots of finished or waiting runs given back');
@@ -242,25 +246,46 @@ export class Reconciler {
       const maxWait = this.deps.maxWaitMs ?? 0;
       if (maxWait > 0 && meta.activity === 'waiting' && now - since > maxWait) {
         if (await this.expireWait(runId, maxWait)) expired.push(runId);
-      }
+      } else if (meta.activity === 'waiting') await this.reregisterWaits(runId);
     }
     return { revived, expired };
   }
 
   /**
-   * Event waits whose timeout is due, batch after batch while batches come full (bounded per
-   * scan, like collect): a burst of waits started together times out together.
+   * The event-wait timeouts the previous release wrote to `p:waits:timeouts` (this release
+   * schedules them as call deadlines in the timer index), batch after batch while batches come
+   * full. Remove one release after the timer index unification.
    */
-  private async fireTimeouts(): Promise<number> {
+  private async drainLegacyTimeouts(): Promise<number> {
     const { waits } = this.deps;
     if (!waits) return 0;
     let fired = 0;
     for (let round = 0; round < MAX_COLLECT_BATCHES; round += 1) {
-      const { settled, fired: n } = await waits.fireDueTimeouts(this.batch);
+      const { settled, fired: n } = await waits.drainLegacyTimeouts(this.batch);
       fired += n;
       if (settled < this.batch) break;
     }
     return fired;
+  }
+
+  /**
+   * Registers the event waiters of a waiting run again (idempotent): the commit that made it
+   * wait is durable, its registration (after the commit, in another slot) may not be.
+   */
+  private async reregisterWaits(runId: string): Promise<void> {
+    const { waits } = this.deps;
+    if (!waits) return;
+    try {
+      const loaded = await this.deps.store.load(runId);
+      if (loaded && activityOf(loaded.checkpoint) === 'waiting')
+        await waits.registerWaiting(loaded.checkpoint);
+    } catch (err) {
+      // A newer release's format, or Redis trouble: the next scan tries again.
+      this.deps.logger.warn(
+        { err, runId },
+        "a waiting run's event waits could not be re-registered",
+      );
+    }
   }
 
   /** Ends a run that waited too long for a decision; false when it moved on meanwhile. */

@@ -202,7 +202,13 @@ export class BatonWorker {
       }
       await this.registry.advertise(rt.redis, rt.keys, this.id, rt.clock.now(), taskQueue);
       await rt.queues.versions.advertise(rt.clock.now(), taskQueue);
-      await liveness.heartbeat(this.id, agentNames, ttl, rt.queues.versions.served());
+      await liveness.heartbeat(
+        this.id,
+        agentNames,
+        ttl,
+        rt.queues.versions.served(),
+        config.WORKER_CONCURRENCY,
+      );
       // Runs parked while no worker served these versions get their jobs now.
       const woken = await rt.queues.versions.wake((target, reason, version) =>
         rt.queues.enqueueStep(target, reason, version),

@@ -18,6 +18,18 @@ afterAll(async () => {
 });
 
 describe('AgentLiveness', () => {
+  it("sums the step slots live workers advertise; an older worker's advertise none; a worker that leaves takes its slots", async () => {
+    await liveness.heartbeat('w1', ['alpha'], 60_000, [], 256);
+    await liveness.heartbeat('w2', ['alpha'], 60_000, [], 16);
+    await liveness.heartbeat('old', ['alpha'], 60_000);
+    const workers = (await liveness.workers(['alpha'])).get('alpha') ?? [];
+    expect(workers).toEqual(['old', 'w1', 'w2']);
+    expect(await liveness.stepSlots(workers)).toBe(272);
+    await liveness.leave('w2', ['alpha']);
+    expect(await liveness.stepSlots(['old', 'w1', 'w2'])).toBe(256);
+    expect(await liveness.stepSlots([])).toBe(0);
+  });
+
   it('lists the workers whose heartbeat is current, per agent', async () => {
     await liveness.heartbeat('w1', ['alpha', 'beta'], 60_000);
     await liveness.heartbeat('w2', ['beta'], 60_000);

@@ -37,12 +37,18 @@ export class AgentLiveness {
     this.keys = keys;
   }
 
-  /** This worker runs these agents for at least `ttlMs` more (heartbeat about every ttlMs / 3). */
+  /**
+   * This worker runs these agents (and these versions of them) for at least `ttlMs` more
+   * (heartbeat about every ttlMs / 3), with `stepSlots` steps at a time (its WORKER_CONCURRENCY:
+   * admission lends a lone fairness key the pool's idle slots, docs/fairness.md "Borrowing idle
+   * slots"). Without it (a release before borrowing) the worker counts for no capacity.
+   */
   async heartbeat(
     workerId: string,
     agents: readonly string[],
     ttlMs: number,
     versions: readonly ServedVersion[] = [],
+    stepSlots?: number,
   ): Promise<void> {
     const now = await redisNow(this.redis);
     await this.redis.zadd(this.keys.liveWorkers, now + ttlMs, workerId);
@@ -53,6 +59,7 @@ export class AgentLiveness {
     // refresh period twice over.
     const until = now + (ttlMs * MEMBERSHIP_BEATS) / 2;
     await this.redis.zremrangebyscore(this.keys.liveWorkers, '-inf', now - KEY_MARGIN_MS);
+    if (stepSlots !== undefined) await this.advertiseSlots(workerId, stepSlots, until, now);
     // One command per key, not a pipeline: each agent's key lives in its own Cluster slot.
     const keys = [
       ...agents.map((a) => this.keys.agentWorkers(a)),
@@ -69,6 +76,29 @@ export class AgentLiveness {
     );
   }
 
+  /** Its step slots until its membership ends; entries of workers gone a margin ago are trimmed. */
+  private async advertiseSlots(
+    workerId: string,
+    slots: number,
+    until: number,
+    now: number,
+  ): Promise<void> {
+    const key = this.keys.workerCapacity;
+    await this.redis.hset(key, workerId, `${String(slots)}\t${String(until)}`);
+    const all = await this.redis.hgetall(key);
+    const stale = Object.entries(all)
+      .filter(([, v]) => Number(v.split('\t')[1]) < now - KEY_MARGIN_MS)
+      .map(([id]) => id);
+    if (stale.length > 0) await this.redis.hdel(key, ...stale);
+  }
+
+  /** The step slots of these (live) workers together; a worker that advertises none counts 0. */
+  async stepSlots(workerIds: readonly string[]): Promise<number> {
+    if (workerIds.length === 0) return 0;
+    const values = await this.redis.hmget(this.keys.workerCapacity, ...workerIds);
+    return values.reduce((sum, v) => sum + (Number(v?.split('\t')[0]) || 0), 0);
+  }
+
   /** A worker stopping on purpose leaves at once instead of waiting for its advert to expire. */
   async leave(
     workerId: string,
@@ -78,6 +108,7 @@ export class AgentLiveness {
     this.beats.delete(workerId);
     await Promise.all([
       this.redis.zrem(this.keys.liveWorkers, workerId),
+      this.redis.hdel(this.keys.workerCapacity, workerId),
       ...agents.map((a) => this.redis.zrem(this.keys.agentWorkers(a), workerId)),
       ...versions.map((v) =>
         this.redis.zrem(this.keys.agentVersionWorkers(v.agent, v.version), workerId),

@@ -20,7 +20,6 @@ export type { RoutedDecisions, SubmittedDecisions } from './decision-routing.ts'
 export type { Loaded } from './run-committer.ts';
 export { RunWaits } from './waits/run-waits.ts';
 /** @public The seam a timer index implements to fire the timeouts of waits (waits/wait-timeouts.ts). */
-export type { WaitTimeoutKind, WaitTimeoutScheduler } from './waits/wait-timeouts.ts';
 export { systemClock } from './system-clock.ts';
 export { bullPrefix } from './redis/keys.ts';
 export type { RedisClient } from './redis/scripts.ts';

@@ -63,6 +63,26 @@ function checkCount(value: unknown, max: number, what: string): void {
 
 const CancelBodySchema = z.strictObject({}).optional();
 
+/**
+ * Shows the waitpoints made through the API (POST …/calls/:id/waitpoint) as the waitFor of
+ * awaited calls whose ticket names no wait: they change no checkpoint, so no event carries them.
+ */
+async function withApiWaitpoints(
+  ctx: ApiContext,
+  runId: string,
+  snapshot: RunSnapshot,
+): Promise<RunSnapshot> {
+  const awaited = snapshot.await;
+  if (!awaited || awaited.calls.every((c) => c.waitFor !== undefined)) return snapshot;
+  const made = await ctx.waits.apiWaitpoints(runId);
+  if (made.size === 0) return snapshot;
+  const calls = awaited.calls.map((c) => {
+    const waitFor = c.waitFor ?? made.get(c.toolCallId);
+    return waitFor === undefined ? c : { ...c, waitFor };
+  });
+  return { ...snapshot, await: { ...awaited, calls } };
+}
+
 async function loadSnapshot(
   ctx: ApiContext,
   tenantId: string,
@@ -77,7 +97,7 @@ async function loadSnapshot(
   const { checkpoint, events } = await ctx.service.loadWithEvents(tenantId, runId);
   if (events.length === 0) throw new RunNotFoundError(runId);
   return {
-    snapshot: foldSnapshot(events),
+    snapshot: await withApiWaitpoints(ctx, runId, foldSnapshot(events)),
     metadata: checkpoint.metadata,
     parent: checkpoint.identity.parent,
     identity: checkpoint.identity,

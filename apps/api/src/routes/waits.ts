@@ -29,7 +29,7 @@ const WAITPOINT_BODY_LIMIT_BYTES = 64 * 1024;
  * instead of an API key (mounted before /v1's authentication). The token is the secret: the
  * request log and traces show the path with it redacted (logger.ts, redactWaitpointPath).
  */
-export function waitpointRouter(waits: RunWaits): Router {
+export function waitpointRouter(waits: RunWaits, limit: RequestHandler): Router {
   const router = Router();
   const complete: RequestHandler = async (req, res) => {
     const raw = req.params['token'];
@@ -41,8 +41,9 @@ export function waitpointRouter(waits: RunWaits): Router {
   // Routes, not a mounted router: metrics and traces label a request by its route's pattern
   // (`/w/:token`), where a mount would put the token itself in req.baseUrl.
   const body = jsonBody(WAITPOINT_BODY_LIMIT_BYTES);
-  router.post('/w/:token', body, complete);
-  router.post('/v1/waitpoints/:token', body, complete);
+  // Limited before the body is read: a client over its limit costs no parsing.
+  router.post('/w/:token', limit, body, complete);
+  router.post('/v1/waitpoints/:token', limit, body, complete);
   return router;
 }
 
@@ -79,7 +80,7 @@ const completeWaitpoint = {
   security: [],
   summary: 'Complete a waiting call through its waitpoint URL (no API key)',
   description:
-    "The body is the resume payload; it must satisfy the call's responseSchema (422) and be at most 64 KiB (413). 202 on the first completion; a repeat answers the first outcome (200) and changes nothing. A wrong or expired token: 404.",
+    "The body is the resume payload; it must satisfy the call's responseSchema (422) and be at most 64 KiB (413). Limited per client IP (WAITPOINT_RATE_LIMIT_PER_MINUTE, 429). 202 on the first completion; a repeat answers the first outcome (200) and changes nothing. A wrong or expired token: 404.",
   parameters: [tokenParam],
   requestBody: {
     required: false,
@@ -94,6 +95,9 @@ const completeWaitpoint = {
     ),
     '413': error('payload_too_large: body over 64 KiB'),
     '422': error("payload_invalid: the body does not match the call's responseSchema"),
+    '429': error(
+      'rate_limited: over WAITPOINT_RATE_LIMIT_PER_MINUTE from this client; see Retry-After',
+    ),
   },
 };
 

@@ -69,11 +69,14 @@ export function expireDeadline(draft: Draft, toolCallId: string): DeadlineExpiry
   }
   if (outcome.action === 'cancel') return { kind: 'fired', outcome };
   const decisionId = deadlineDecisionId(toolCallId, at);
+  // An event wait's own timeout keeps the source it always had on the wire ('timeout').
+  const waitFor = call.ticket?.waitFor;
+  const source = waitFor?.kind === 'event' && waitFor.expiresAt === at ? 'timeout' : 'deadline';
   const deny = (reason: string | undefined): Decision => ({
     decisionId,
     toolCallId,
     action: 'cancel',
-    source: 'deadline',
+    source,
     reason: reason ?? `no decision before its deadline`,
   });
   if (outcome.action === 'deny') {
@@ -84,7 +87,7 @@ export function expireDeadline(draft: Draft, toolCallId: string): DeadlineExpiry
     decisionId,
     toolCallId,
     action: 'resume',
-    source: 'deadline',
+    source,
     ...(outcome.payload !== undefined ? { payload: outcome.payload } : {}),
   };
   try {

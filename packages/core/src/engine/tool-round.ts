@@ -92,16 +92,31 @@ function builtinGate(
   return undefined;
 }
 
+/** The ticket of an event wait: its expiry fixed, and that expiry the call's deadline. */
+function eventWaitTicket(draft: Draft, ticket: SuspendTicket): SuspendTicket {
+  const { waitFor } = ticket;
+  if (waitFor?.kind !== 'event') return ticket;
+  const expiresAt = waitFor.expiresAt ?? draft.now + waitFor.timeoutMs;
+  return {
+    ...ticket,
+    waitFor: { ...waitFor, expiresAt },
+    deadline: ticket.deadline ?? {
+      at: expiresAt,
+      outcome: { action: 'resume', payload: { timedOut: true } },
+    },
+  };
+}
+
 /** Settles a call without executing it (gate outcome or a tool result). */
 function settleCall(draft: Draft, call: ToolCallState, result: ToolResult): void {
   if (result.kind === 'pending') {
     draft.setCallStatus(call.id, 'suspended');
     const { waitFor } = result.ticket;
     // The wait's expiry is fixed when the call suspends (commit time), so every reader agrees.
+    // An event wait's timeout is the call's deadline (unless the tool set its own): the one
+    // timer index fires it through expireDeadline, like every other timed wait.
     const waiting =
-      waitFor?.kind === 'event' && waitFor.expiresAt === undefined
-        ? { ...result.ticket, waitFor: { ...waitFor, expiresAt: draft.now + waitFor.timeoutMs } }
-        : result.ticket;
+      waitFor?.kind === 'event' ? eventWaitTicket(draft, result.ticket) : result.ticket;
     const ticket = withResolvedDeadline(draft, call, waiting);
     call.ticket = ticket;
     draft.emit({ type: 'tool_call.suspended', toolCallId: call.id, toolName: call.name, ticket });

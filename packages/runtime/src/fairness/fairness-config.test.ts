@@ -10,6 +10,7 @@ describe('BATON_FAIRNESS', () => {
         keyLimit: DEFAULT_WINDOW,
         tenantLimit: DEFAULT_WINDOW,
         weight: 1,
+        borrowable: true,
       });
     }
     expect(new FairnessPolicy(parseFairness('off')).enabled).toBe(false);
@@ -30,13 +31,29 @@ describe('BATON_FAIRNESS', () => {
       ),
     );
     expect(policy.enabled).toBe(true);
-    expect(policy.limits('acme', 'gold')).toEqual({ keyLimit: 12, tenantLimit: 20, weight: 2 });
-    expect(policy.limits('acme', 'slow')).toEqual({ keyLimit: 1, tenantLimit: 20, weight: 0.01 });
-    expect(policy.limits('acme', 'other')).toEqual({ keyLimit: 4, tenantLimit: 20, weight: 0.5 });
+    expect(policy.limits('acme', 'gold')).toEqual({
+      keyLimit: 12,
+      tenantLimit: 20,
+      weight: 2,
+      borrowable: false,
+    });
+    expect(policy.limits('acme', 'slow')).toEqual({
+      keyLimit: 1,
+      tenantLimit: 20,
+      weight: 0.01,
+      borrowable: false,
+    });
+    expect(policy.limits('acme', 'other')).toEqual({
+      keyLimit: 4,
+      tenantLimit: 20,
+      weight: 0.5,
+      borrowable: false,
+    });
     expect(policy.limits('globex', 'globex')).toEqual({
       keyLimit: 8,
       tenantLimit: 100,
       weight: 1,
+      borrowable: false,
     });
   });
 
@@ -45,12 +62,32 @@ describe('BATON_FAIRNESS', () => {
       parseFairness('{"window":0,"tenants":{"acme":{"maxRuns":3}}}'),
     );
     expect(policy.enabled).toBe(true);
-    expect(policy.limits('acme', 'k')).toEqual({ keyLimit: Infinity, tenantLimit: 3, weight: 1 });
+    expect(policy.limits('acme', 'k')).toEqual({
+      keyLimit: Infinity,
+      tenantLimit: 3,
+      weight: 1,
+      borrowable: false,
+    });
     expect(policy.limits('other', 'k')).toEqual({
       keyLimit: Infinity,
       tenantLimit: Infinity,
       weight: 1,
+      borrowable: false,
     });
+  });
+
+  it('borrowing: on by default, off once an operator sets window (unless borrow), never past maxRuns or maxRunsPerKey', () => {
+    const limits = (raw: string | undefined, tenant = 'any') =>
+      new FairnessPolicy(parseFairness(raw)).limits(tenant, 'k').borrowable;
+    expect(limits(undefined)).toBe(true);
+    expect(limits('{"tenants":{"acme":{"weights":{"gold":2}}}}')).toBe(true);
+    expect(limits('{"window":8}')).toBe(false);
+    expect(limits('{"window":8,"borrow":true}')).toBe(true);
+    expect(limits('{"borrow":false}')).toBe(false);
+    const capped = '{"tenants":{"acme":{"maxRuns":50},"globex":{"maxRunsPerKey":5}}}';
+    expect(limits(capped, 'acme')).toBe(false);
+    expect(limits(capped, 'globex')).toBe(false);
+    expect(limits(capped, 'initech')).toBe(true);
   });
 
   it("a tenant's keys together are bounded by tenantWindow (default: window) unless it has maxRuns", () => {

@@ -49,6 +49,12 @@ const FairnessSettingsSchema = z.strictObject({
    */
   tenantWindow: z.number().int().min(0).max(1_000_000).optional(),
   tenants: z.record(z.string(), TenantEntrySchema).default({}),
+  /**
+   * Whether a key over its window may borrow the live pool's idle capacity while no other key of
+   * its tenant waits (docs/fairness.md, "Borrowing"). Default: true when `window` is not set
+   * (the default window is sized for the smallest pool), false when it is (an operator's window).
+   */
+  borrow: z.boolean().optional(),
 });
 export type FairnessSettings = z.infer<typeof FairnessSettingsSchema> & {
   /** BATON_FAIRNESS=off: no admission at all. */
@@ -57,7 +63,8 @@ export type FairnessSettings = z.infer<typeof FairnessSettingsSchema> & {
 
 /** The settings of BATON_FAIRNESS (unset or empty: the defaults; `off`: none); throws what to fix. */
 export function parseFairness(raw: string | undefined): FairnessSettings {
-  if (raw === undefined || raw.trim() === '') return FairnessSettingsSchema.parse({});
+  if (raw === undefined || raw.trim() === '')
+    return { ...FairnessSettingsSchema.parse({}), borrow: true };
   if (raw.trim().toLowerCase() === OFF)
     return { window: 0, tenantWindow: 0, tenants: {}, off: true };
   let json: unknown;
@@ -73,7 +80,8 @@ export function parseFairness(raw: string | undefined): FairnessSettings {
     throw new Error(
       `BATON_FAIRNESS: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
     );
-  return parsed.data;
+  const windowSet = typeof json === 'object' && json !== null && 'window' in json;
+  return { ...parsed.data, borrow: parsed.data.borrow ?? !windowSet };
 }
 
 /** What admission enforces for one key of one tenant (Infinity: no limit). */
@@ -83,6 +91,11 @@ export interface KeyLimits {
   /** Runs of the tenant in progress at most. */
   readonly tenantLimit: number;
   readonly weight: number;
+  /**
+   * Whether the limits that bind are windows that may be borrowed past (BATON_FAIRNESS's
+   * `borrow`), never an operator's maxRuns or maxRunsPerKey.
+   */
+  readonly borrowable: boolean;
 }
 
 export class FairnessPolicy {
@@ -121,6 +134,10 @@ export class FairnessPolicy {
       keyLimit: Math.min(windowed, entry.maxRunsPerKey ?? Infinity),
       tenantLimit: entry.maxRuns ?? tenantWindow,
       weight,
+      borrowable:
+        this.settings.borrow === true &&
+        entry.maxRuns === undefined &&
+        entry.maxRunsPerKey === undefined,
     };
   }
 

@@ -99,7 +99,7 @@ export class RunAdmission {
   private readonly listed = new Set<string>();
   private rotation = 0;
   private readonly liveness: AgentLiveness;
-  private readonly served = new Map<string, { live: boolean; at: number }>();
+  private readonly served = new Map<string, { slots: number; at: number; live: boolean }>();
   /** Where forgetUntracked's scan of each tenant's dispatch counters resumes. */
   private readonly dispatchedCursors = new Map<string, string>();
 
@@ -119,12 +119,42 @@ export class RunAdmission {
       const route = await this.deps.queues.versions.route(agent, agentVersion);
       if (route !== null) return route.live;
     }
+    return (await this.pool(agent)).live;
+  }
+
+  /**
+   * The agent's live workers (all its versions): whether there is any, and their step slots
+   * together (0 when they advertise none: a release before borrowing). Cached for
+   * LIVENESS_TTL_MS: one read of the slots per agent per period, not per run.
+   */
+  private async pool(agent: string): Promise<{ live: boolean; slots: number }> {
     const now = Date.now();
     const cached = this.served.get(agent);
-    if (cached && now - cached.at < LIVENESS_TTL_MS) return cached.live;
-    const live = ((await this.liveness.workers([agent])).get(agent) ?? []).length > 0;
-    this.served.set(agent, { live, at: now });
-    return live;
+    if (cached && now - cached.at < LIVENESS_TTL_MS) return cached;
+    const workers = (await this.liveness.workers([agent])).get(agent) ?? [];
+    const entry = {
+      live: workers.length > 0,
+      slots: await this.liveness.stepSlots(workers),
+      at: now,
+    };
+    this.served.set(agent, entry);
+    return entry;
+  }
+
+  /**
+   * How many runs of the tenant may be in progress, borrowed ones included, when one key alone
+   * waits (docs/fairness.md, "Borrowing"): the agent's live step slots less one window, so that
+   * another key's window of runs still finds free slots beside a lone key's borrowed runs. -1:
+   * no borrowing (not allowed here, or the pool advertises no slots).
+   */
+  private async borrowLimit(
+    agent: string,
+    limits: { keyLimit: number; tenantLimit: number; borrowable: boolean },
+  ): Promise<number> {
+    const headroom = Math.min(limits.keyLimit, limits.tenantLimit);
+    if (!limits.borrowable || !Number.isFinite(headroom)) return -1;
+    const { slots } = await this.pool(agent);
+    return slots > 0 ? Math.max(0, slots - headroom) : -1;
   }
 
   get enabled(): boolean {
@@ -167,10 +197,11 @@ export class RunAdmission {
     await this.list(run.tenantId);
     const key = fairnessKeyOf(run);
     const k = this.tenantKeys(run.tenantId);
-    const { keyLimit, tenantLimit } = this.deps.policy.limits(run.tenantId, key);
+    const limits = this.deps.policy.limits(run.tenantId, key);
+    const { keyLimit, tenantLimit } = limits;
     const score = (run.priority ?? DEFAULT_PRIORITY) * PRIORITY_SCALE + this.deps.now();
     const reply = await this.scripts.admit(
-      [k.where, k.busy, k.queue(key), k.keys, k.dispatched],
+      [k.where, k.busy, k.queue(key), k.keys, k.dispatched, k.borrow],
       [
         run.runId,
         key,
@@ -178,9 +209,10 @@ export class RunAdmission {
         finite(keyLimit),
         finite(tenantLimit),
         this.trackedFlag(run.tenantId, key),
+        await this.borrowLimit(run.agent, limits),
       ],
     );
-    if (reply[0] === 1) {
+    if (reply[0] === 1 || reply[0] === 2) {
       await this.deps.queues.enqueueStep(run, reason, version);
       return null;
     }
@@ -197,10 +229,11 @@ export class RunAdmission {
     const key = fairnessKeyOf(run);
     const k = this.tenantKeys(run.tenantId);
     const released = await this.scripts.release(
-      [k.where, k.busy, k.queue(key), k.keys],
+      [k.where, k.busy, k.queue(key), k.keys, k.borrow],
       [run.runId, key],
     );
-    if (released === 1) await this.fill(run.tenantId);
+    // A borrowed run's end frees no window, but room to borrow into for the key's backlog.
+    if (released === 1 || released === 3) await this.fill(run.tenantId);
   }
 
   /**
@@ -235,7 +268,7 @@ export class RunAdmission {
       candidates.sort(before);
       const batch = candidates.slice(0, FILL_CANDIDATES);
       const reply = await this.scripts.fill(
-        [k.where, k.busy, k.keys, k.dispatched, ...batch.map((c) => k.queue(c.key))],
+        [k.where, k.busy, k.keys, k.dispatched, k.borrow, ...batch.map((c) => k.queue(c.key))],
         [
           finite(batch[0]!.tenantLimit),
           ...batch.flatMap((c) => [
@@ -399,7 +432,7 @@ export class RunAdmission {
         const runId = flat[i] as string;
         const st = flat[i + 1] as string;
         const meta = await this.deps.meta(runId);
-        const admittedRun = st.startsWith('a\t');
+        const admittedRun = st.startsWith('a\t') || st.startsWith('b\t');
         const gone = !meta || meta.status === 'done';
         const idle =
           admittedRun &&
@@ -453,13 +486,15 @@ export class RunAdmission {
     for (const tenantId of (await redis.smembers(this.tenantsKey)).sort()) {
       const k = this.tenantKeys(tenantId);
       const keys = [tenantId, ...policy.namedKeys(tenantId)].sort();
-      const [busy, dispatched, runs, backlogs] = await Promise.all([
+      const [busy, dispatched, runs, backlogs, borrowed] = await Promise.all([
         redis.hmget(k.busy, '*', ...keys),
         redis.hmget(k.dispatched, '*', ...keys),
         redis.hlen(k.where),
         Promise.all(keys.map((key) => redis.zcard(k.queue(key)))),
+        redis.hget(k.borrow, 'runs'),
       ]);
-      const inProgress = Number(busy[0] ?? 0);
+      // Borrowed runs are in progress too, though no window counts them.
+      const inProgress = Number(busy[0] ?? 0) + Number(borrowed ?? 0);
       const { tenantLimit } = policy.limits(tenantId, tenantId);
       rows.push({
         tenantId,

@@ -41,6 +41,9 @@
  *     p:agents:live:<agent>         ZSET   worker id -> membership expiry (ms), refreshed every few
  *                                          heartbeats; PEXPIRE past it, so the set of an agent
  *                                          nobody runs goes too
+ *     p:workers:capacity            HASH   worker id -> "<step slots>\t<membership expiry ms>": what
+ *                                          admission may lend a lone fairness key (borrowing);
+ *                                          entries gone a minute are trimmed by the refreshes
  *     p:queues                      SET    every BullMQ queue producers used (queue-shards.ts)
  *     p:task-queue:<tq>:pool        STRING signature of the agent set that holds task queue <tq>
  *                                          (task-queue-pools.ts), with a TTL refreshed by its adverts
@@ -78,7 +81,8 @@
  *     p:webhooks:runs               ZSET   runs whose webhooks the sweeper checks, score = when next
  *     p:webhooks:sweep-lock         STRING one sweeper at a time across workers (SET NX PX)
  *   Fairness (admission: fairness/run-admission.ts; the user-facing layout is docs/fairness.md)
- *     p:{fair:<t>}:where|busy|keys|dispatched, :q:<key>   a tenant's admission state (one slot)
+ *     p:{fair:<t>}:where|busy|keys|dispatched|borrow, :q:<key>   a tenant's admission state (one
+ *                                          slot)
  *     p:fair:tenants                SET    tenants with admission state (the sweep and /metrics)
  *     p:fair:sweep-cursor           HASH   tenant -> HSCAN cursor of its :where, where the
  *                                          reconciler's leak sweep resumes ('0' = from the start)
@@ -90,10 +94,12 @@
  *     p:wp:<sha256(token)>          HASH   rec (JSON: tenant, run, call, responseSchema, expiresAt),
  *                                          outcome (the first completion); PEXPIREAT expiresAt
  *     p:waits:early:<runId>         HASH   callId -> completion that came before its call suspended
+ *     p:waits:wps:<runId>           HASH   callId -> expiresAt of the API-made waitpoints (the view)
  *     p:{evw:<t>:<name>:<key>}      SET    JSON [runId, callId] of the calls waiting for that event;
  *                                          claimed (read and deleted) at once by POST /v1/events
- *     p:waits:timeouts              ZSET   JSON [runId, callId, kind], score = due (ms): the
- *                                          reconciler fires what is due (scheduleTimeout)
+ *     p:waits:timeouts              ZSET   LEGACY, read-only: event-wait timeouts the previous release
+ *                                          wrote (JSON [runId, callId, kind], score = due); the
+ *                                          reconciler drains them; remove one release later
  *
  *   API
  *     p:{idem:<t>}:<scope>:<key>    STRING Idempotency-Key record (first response or pending)
@@ -228,6 +234,8 @@ export interface FairTenantKeys {
   readonly busy: string;
   readonly keys: string;
   readonly dispatched: string;
+  /** HASH: `limit` (runs in progress a tenant may borrow up to), `runs` (borrowed in progress). */
+  readonly borrow: string;
   /** The backlog of one fairness key. */
   queue(key: string): string;
 }
@@ -315,6 +323,7 @@ export class BatonKeys {
       busy: `${base}:busy`,
       keys: `${base}:keys`,
       dispatched: `${base}:dispatched`,
+      borrow: `${base}:borrow`,
       queue: (key) => `${base}:q:${keyPart(key)}`,
     };
   }
@@ -371,14 +380,23 @@ export class BatonKeys {
     return `${this.prefix}:waits:early:${keyPart(runId)}`;
   }
 
+  /**
+   * The waitpoints made through the API for a run's suspended calls: HASH callId -> latest
+   * expiresAt, so the run's view shows them (await.calls[].waitFor); PEXPIREAT the latest.
+   */
+  runWaitpoints(runId: string): string {
+    return `${this.prefix}:waits:wps:${keyPart(runId)}`;
+  }
+
   /** A tenant's waiters for one event name and key: SET of JSON [runId, callId] (one slot each). */
   eventWaiters(tenantId: string, name: string, key: string): string {
     return `${this.prefix}:{evw:${keyPart(tenantId)}:${keyPart(name)}:${keyPart(key)}}`;
   }
 
   /**
-   * Timeouts of waiting calls (scheduleTimeout): ZSET of JSON [tenant, runId, callId, kind],
-   * score = due (ms). The reconciler fires what is due (run-waits.ts).
+   * Event-wait timeouts the release before the timer index unification wrote: ZSET of JSON
+   * [runId, callId, kind], score = due (ms). Nothing writes it now (an event wait's timeout is
+   * its call's deadline, in the timer index); the reconciler drains the leftovers.
    */
   get waitTimeouts(): string {
     return `${this.prefix}:waits:timeouts`;
@@ -402,6 +420,11 @@ export class BatonKeys {
   /** Key prefix of the per-tenant request limiter (rate-limiter-flexible appends the tenant). */
   get tenantRateLimit(): string {
     return `${this.prefix}:rl:tenant`;
+  }
+
+  /** Key prefix of the waitpoint URL limiter (no API key: per client IP; the IP is appended). */
+  get waitpointRateLimit(): string {
+    return `${this.prefix}:rl:waitpoint`;
   }
 
   /** Key prefix of the failed-authentication limiter (rate-limiter-flexible appends the IP). */
@@ -484,6 +507,11 @@ export class BatonKeys {
   /** Which agent set serves a task queue (see task-queue-pools.ts): its signature, with a TTL. */
   taskQueuePool(taskQueue: string): string {
     return `${this.prefix}:task-queue:${keyPart(taskQueue)}:pool`;
+  }
+
+  /** Step concurrency of each worker (see agent-liveness): HASH worker id -> "<slots>\t<until ms>". */
+  get workerCapacity(): string {
+    return `${this.prefix}:workers:capacity`;
   }
 
   /** Workers of one agent (see agent-liveness): ZSET worker id -> membership expiry (ms). */

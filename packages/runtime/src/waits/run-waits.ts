@@ -10,6 +10,7 @@ import {
   type SendEventRequest,
   type SendEventResponse,
   type WaitpointCreated,
+  type WaitFor,
   type WaitpointOutcome,
 } from '@baton/protocol';
 import type { Logger } from 'pino';
@@ -18,7 +19,7 @@ import type { BatonKeys } from '../redis/keys.ts';
 import type { RedisClient } from '../redis/scripts.ts';
 import type { Loaded } from '../run-committer.ts';
 import { EventWaiters, type EventWaiter } from './event-waiters.ts';
-import { RedisWaitTimeouts, type WaitTimeoutScheduler } from './wait-timeouts.ts';
+import { LegacyWaitTimeouts } from './wait-timeouts.ts';
 import {
   WaitpointStore,
   hashWaitpointToken,
@@ -28,6 +29,8 @@ import {
 
 /** A waitpoint URL lives this long unless its creator or the call's own expiry says otherwise. */
 const DEFAULT_WAITPOINT_TTL_MS = 24 * 3600 * 1000;
+/** How long a waiter put back after a failed resume keeps its set alive (the reconciler renews it). */
+const REQUEUE_TTL_MS = 3600 * 1000;
 /** Waiters one event resumes concurrently (each is one decision commit). */
 const EVENT_CONCURRENCY = 16;
 
@@ -44,11 +47,19 @@ export interface RunWaitsDeps {
   ) => Promise<SubmittedDecisions>;
   /** A tenant's run (404 for another tenant's). */
   readonly load: (tenantId: string, runId: string) => Promise<Loaded>;
-  /** Whose run it is (timeouts name only the run); null when it is gone. */
+  /** Whose run it is (legacy timeouts name only the run); null when it is gone. */
   readonly tenantOf: (runId: string) => Promise<string | null>;
-  /** Where timeouts are scheduled; default: the ZSET the reconciler sweeps (RedisWaitTimeouts). */
-  readonly timeouts?: WaitTimeoutScheduler;
 }
+
+/** Keeps the later of two expiries for the call, and the hash alive until its latest. */
+const NOTE_WAITPOINT = `
+local cur = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+if tonumber(ARGV[2]) > cur then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+local want = tonumber(ARGV[2]) - tonumber(ARGV[3])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < want then redis.call('PEXPIRE', KEYS[1], math.max(want, 1)) end
+return 1
+`;
 
 /** Refusals that mean "this waiter is no longer waiting": it is skipped, not an error. */
 const SETTLED = new Set([
@@ -82,16 +93,13 @@ export class RunWaits {
   private readonly deps: RunWaitsDeps;
   private readonly waitpoints: WaitpointStore;
   private readonly waiters: EventWaiters;
-  /** The reconciler's sweep reads this one; a redirected `timeouts` leaves it empty. */
-  readonly timeoutIndex: RedisWaitTimeouts;
-  private readonly timeouts: WaitTimeoutScheduler;
+  private readonly legacyTimeouts: LegacyWaitTimeouts;
 
   constructor(deps: RunWaitsDeps) {
     this.deps = deps;
     this.waitpoints = new WaitpointStore(deps.redis, deps.keys);
     this.waiters = new EventWaiters(deps.redis, deps.keys);
-    this.timeoutIndex = new RedisWaitTimeouts(deps.redis, deps.keys);
-    this.timeouts = deps.timeouts ?? this.timeoutIndex;
+    this.legacyTimeouts = new LegacyWaitTimeouts(deps.redis, deps.keys);
   }
 
   /**
@@ -118,8 +126,13 @@ export class RunWaits {
         { toolCallId: callId, status: call.status },
       );
     const now = this.deps.now();
-    const callExpiry = call.ticket?.waitFor?.expiresAt;
-    const expiresAt = Math.min(now + expiresInMs, callExpiry ?? Infinity);
+    // It expires with the call's wait: its own expiry, and its deadline (after which the call
+    // is decided and the URL could only be refused).
+    const expiresAt = Math.min(
+      now + expiresInMs,
+      call.ticket?.waitFor?.expiresAt ?? Infinity,
+      call.ticket?.deadline?.at ?? Infinity,
+    );
     const token = newWaitpointToken();
     const responseSchema = call.ticket?.responseSchema;
     await this.waitpoints.create(hashWaitpointToken(token), {
@@ -130,6 +143,7 @@ export class RunWaits {
       expiresAt,
       createdAt: now,
     });
+    await this.noteWaitpoint(runId, callId, expiresAt);
     return {
       url: `/w/${token}`,
       token,
@@ -138,6 +152,33 @@ export class RunWaits {
       expiresAt,
       ...(responseSchema ? { responseSchema } : {}),
     };
+  }
+
+  /**
+   * The waitpoints made through the API for the run's calls that are still valid: call id ->
+   * what the run's view shows as the call's `waitFor` (a call whose ticket names no wait).
+   */
+  async apiWaitpoints(runId: string): Promise<Map<string, WaitFor>> {
+    const all = await this.deps.redis.hgetall(this.deps.keys.runWaitpoints(runId));
+    const now = this.deps.now();
+    const out = new Map<string, WaitFor>();
+    for (const [callId, at] of Object.entries(all)) {
+      const expiresAt = Number(at);
+      if (expiresAt > now) out.set(callId, { kind: 'waitpoint', expiresAt });
+    }
+    return out;
+  }
+
+  /** Keeps the latest expiry of the call's API-made waitpoints (see apiWaitpoints). */
+  private async noteWaitpoint(runId: string, callId: string, expiresAt: number): Promise<void> {
+    await this.deps.redis.eval(
+      NOTE_WAITPOINT,
+      1,
+      this.deps.keys.runWaitpoints(runId),
+      callId,
+      String(expiresAt),
+      String(this.deps.now()),
+    );
   }
 
   /**
@@ -249,11 +290,28 @@ export class RunWaits {
           if (await this.resolve(tenantId, waiter, `event-${waiter.callId}`, payload, 'event'))
             runs.push(waiter.runId);
         } catch (err) {
-          // Claimed but not resumed (Redis trouble): the call's timeout still resolves it.
+          // Claimed but not resumed (Redis trouble): the waiter goes back into the index, so
+          // the next such event (or a retry of this one) resumes it; should that fail too, the
+          // reconciler re-registers it from the checkpoint.
           this.deps.logger.warn(
             { err, runId: waiter.runId, toolCallId: waiter.callId },
-            'an event could not resume a waiting call; its timeout will',
+            'an event could not resume a waiting call; it waits on',
           );
+          await this.waiters
+            .add(
+              tenantId,
+              event.name,
+              event.key,
+              waiter,
+              this.deps.now() + REQUEUE_TTL_MS,
+              this.deps.now(),
+            )
+            .catch((e: unknown) => {
+              this.deps.logger.warn(
+                { err: e, runId: waiter.runId },
+                'an event waiter could not be re-queued',
+              );
+            });
         }
       }
     };
@@ -263,11 +321,14 @@ export class RunWaits {
 
   /**
    * Indexes the event waits of a run that now waits (RunCommitter calls this when a commit
-   * leaves a run waiting): its suspended calls whose ticket waits for an event, and their
-   * timeouts. Idempotent.
+   * leaves a run waiting, and the reconciler again for every idle waiting run, so a worker that
+   * died between the commit and this call loses no waiter): its suspended calls whose ticket
+   * waits for an event and that have no decision yet. Their timeouts are the calls' deadlines,
+   * in the timer index (scheduled by the commit itself). Idempotent.
    */
   async registerWaiting(cp: Checkpoint): Promise<void> {
     const { tenantId, runId } = cp.identity;
+    if (cp.status === 'done' || cp.cancelRequested) return;
     for (const call of Object.values(cp.calls)) {
       const waitFor = call.ticket?.waitFor;
       if (call.status !== 'suspended' || waitFor === undefined) continue;
@@ -275,8 +336,10 @@ export class RunWaits {
         await this.applyEarly(cp, call.id);
         continue;
       }
+      if (cp.inbox.some((d) => d.toolCallId === call.id)) continue;
       const expiresAt =
         waitFor.expiresAt ?? (call.completedAt ?? call.createdAt) + waitFor.timeoutMs;
+      if (expiresAt <= this.deps.now()) continue;
       await this.waiters.add(
         tenantId,
         waitFor.name,
@@ -285,23 +348,24 @@ export class RunWaits {
         expiresAt,
         this.deps.now(),
       );
-      await this.timeouts.scheduleTimeout(runId, call.id, expiresAt, 'event');
     }
   }
 
   /**
-   * Fires the timeouts due now (the reconciler calls this each scan): the call resumes with
-   * `{ timedOut: true }` (source 'timeout') unless something completed it first. Returns how
-   * many due entries were settled (removed; at most `limit`) and how many calls timed out. A
-   * timeout that failed for a passing reason (Redis) is logged and stays for the next scan.
+   * Drains the event-wait timeouts the previous release wrote to `p:waits:timeouts` (the
+   * reconciler calls this each scan; remove one release after the timer index unification): a
+   * due one resumes its call with `{ timedOut: true }` (source 'timeout', decision id
+   * `timeout-<callId>`) unless something completed it first. Returns how many due entries were
+   * settled (removed; at most `limit`) and how many calls timed out. One that failed for a
+   * passing reason (Redis) is logged and stays for the next scan.
    */
-  async fireDueTimeouts(limit: number): Promise<{ settled: number; fired: number }> {
-    const due = await this.timeoutIndex.due(this.deps.now(), limit);
+  async drainLegacyTimeouts(limit: number): Promise<{ settled: number; fired: number }> {
+    const due = await this.legacyTimeouts.due(this.deps.now(), limit);
     let fired = 0;
     let settled = 0;
     for (const t of due) {
       try {
-        const tenantId = await this.deps.tenantOf(t.runId);
+        const tenantId = t.runId === '' ? null : await this.deps.tenantOf(t.runId);
         const waiter = { runId: t.runId, callId: t.callId };
         const payload = { timedOut: true };
         if (
@@ -309,12 +373,12 @@ export class RunWaits {
           (await this.resolve(tenantId, waiter, `timeout-${t.callId}`, payload, 'timeout'))
         )
           fired += 1;
-        await this.timeoutIndex.remove(t.member);
+        await this.legacyTimeouts.remove(t.member);
         settled += 1;
       } catch (err) {
         this.deps.logger.warn(
           { err, runId: t.runId, toolCallId: t.callId },
-          'a wait timeout could not fire; the next scan tries again',
+          'a leftover wait timeout could not fire; the next scan tries again',
         );
       }
     }

@@ -1,29 +1,23 @@
 import type { BatonKeys } from '../redis/keys.ts';
 import type { RedisClient } from '../redis/scripts.ts';
 
-/** What a timeout resolves: an event wait (the call resumes with `{ timedOut: true }`). */
-export type WaitTimeoutKind = 'event';
-
-/** A timeout that is due: the call it belongs to and what it resolves. */
-export interface DueTimeout {
+/** A leftover timeout that is due: the call it belongs to. */
+interface LegacyDueTimeout {
   readonly member: string;
   readonly runId: string;
   readonly callId: string;
-  readonly kind: WaitTimeoutKind;
 }
 
 /**
- * Where waits schedule their timeouts. The one seam between the waits and whatever fires timers:
- * today a ZSET the reconciler reads (RedisWaitTimeouts); the per-shard timer index of durable
- * sleeps and deadlines (issue 36, items 1–2) can implement the same call instead. Scheduling is
- * idempotent: the same call and due time twice is one timeout.
+ * The ZSET `p:waits:timeouts` where the release before the timer index unification scheduled
+ * event-wait timeouts (JSON [runId, callId, kind], score = due). Nothing writes it any more: an
+ * event wait's timeout is its call's ticket deadline, in the timer index. Its leftovers are
+ * drained (read and removed) by the reconciler for one release, so runs that started waiting
+ * under the previous release still time out; remove this file, RunWaits.drainLegacyTimeouts
+ * and the reconciler's call one release after the unification (see docs/ARCHITECTURE.md
+ * "Timers").
  */
-export interface WaitTimeoutScheduler {
-  scheduleTimeout(runId: string, callId: string, due: number, kind: WaitTimeoutKind): Promise<void>;
-}
-
-/** The minimal timer index: one ZSET (p:waits:timeouts), score = due, swept by the reconciler. */
-export class RedisWaitTimeouts implements WaitTimeoutScheduler {
+export class LegacyWaitTimeouts {
   private readonly redis: RedisClient;
   private readonly keys: BatonKeys;
 
@@ -32,19 +26,8 @@ export class RedisWaitTimeouts implements WaitTimeoutScheduler {
     this.keys = keys;
   }
 
-  async scheduleTimeout(
-    runId: string,
-    callId: string,
-    due: number,
-    kind: WaitTimeoutKind,
-  ): Promise<void> {
-    // NX: a repeated registration (the run waits again after another call resumed) keeps the
-    // first due time, which the ticket's expiresAt fixed anyway.
-    await this.redis.zadd(this.keys.waitTimeouts, 'NX', due, JSON.stringify([runId, callId, kind]));
-  }
-
-  /** At most `limit` timeouts due at `now`, earliest first. */
-  async due(now: number, limit: number): Promise<DueTimeout[]> {
+  /** At most `limit` timeouts due at `now`, earliest first (unreadable members included, to drop). */
+  async due(now: number, limit: number): Promise<LegacyDueTimeout[]> {
     const members = await this.redis.zrangebyscore(
       this.keys.waitTimeouts,
       '-inf',
@@ -53,11 +36,15 @@ export class RedisWaitTimeouts implements WaitTimeoutScheduler {
       0,
       limit,
     );
-    return members.flatMap((member) => {
-      const [runId, callId, kind] = JSON.parse(member) as [string, string, WaitTimeoutKind];
-      return typeof runId === 'string' && typeof callId === 'string'
-        ? [{ member, runId, callId, kind }]
-        : [];
+    return members.map((member) => {
+      try {
+        const [runId, callId] = JSON.parse(member) as unknown[];
+        if (typeof runId === 'string' && typeof callId === 'string')
+          return { member, runId, callId };
+      } catch {
+        // dropped below
+      }
+      return { member, runId: '', callId: '' };
     });
   }
 
