@@ -5,7 +5,7 @@ import {
   type DeadlineOutcome,
   type FinalDeadlineOutcome,
 } from '@baton/protocol';
-import { DecisionError } from '../errors.ts';
+import { isBatonError } from '../errors.ts';
 import { own } from '../own.ts';
 import { receiveDecisions } from './decisions.ts';
 import type { Draft } from './draft.ts';
@@ -95,7 +95,7 @@ export function expireDeadline(draft: Draft, toolCallId: string): DeadlineExpiry
     return { kind: 'fired', outcome };
   } catch (error) {
     // A resume payload the ticket's schema refuses must not leave the call waiting for ever.
-    if (!(error instanceof DecisionError) || error.code !== 'payload_invalid') throw error;
+    if (!isBatonError(error, 'payload_invalid')) throw error;
     receiveDecisions(draft, [deny(`the deadline's resume payload was refused: ${error.message}`)]);
     return { kind: 'fired', outcome: { action: 'deny' } };
   }
