@@ -430,8 +430,6 @@ export function createAgUiMapper(opts: AgUiMapperOptions): AgUiMapper {
       case 'tool_call.suspended':
       case 'decision.applied':
       case 'decision.discarded':
-      case 'tool_call.deadline_expired':
-      case 'tool_call.deadline_escalated':
       case 'child_run.linked':
       case 'child_run.finished':
       case 'run.cancel_requested':

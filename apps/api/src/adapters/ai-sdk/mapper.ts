@@ -252,8 +252,6 @@ export function createUiStreamMapper(opts: UiStreamMapperOptions): UiStreamMappe
       case 'tool_call.deadline_escalated':
       case 'decision.applied':
       case 'decision.discarded':
-      case 'tool_call.deadline_expired':
-      case 'tool_call.deadline_escalated':
       case 'child_run.linked':
       case 'child_run.finished':
       case 'run.cancel_requested':
