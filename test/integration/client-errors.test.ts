@@ -121,6 +121,9 @@ describe('client: every error code the API answers becomes a typed BatonApiError
     await expectCode('decision_conflict', 409, a.runs.deny(runId, waiting, { decisionId: 'd-1' }));
     for await (const e of a.runs.stream(runId)) void e;
     await expectCode('run_done', 409, a.runs.approve(runId, waiting));
+    // fork at an event the run does not have; replay of a run that ended well
+    await expectCode('fork_point_invalid', 422, a.runs.fork(runId, { atSeq: 1_000_000 }));
+    await expectCode('run_not_replayable', 409, a.runs.replay(runId));
     // a webhook aimed at this machine is refused (SSRF), and nothing is created
     await expectCode(
       'webhook_target_refused',

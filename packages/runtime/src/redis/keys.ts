@@ -109,7 +109,7 @@
  *     p:{sse:<t>}:leases            ZSET   open SSE streams of a tenant, score = lease expiry
  *     p:sse:instances               ZSET   live API instances (whose leases count), score =
  *                                          heartbeat expiry (ms)
- *     p:rl:tenant:<t>, p:rl:authfail:<ip>   rate-limiter-flexible counters (it appends the id)
+ *     p:rl:tenant:<t>, p:rl:waitpoint:<ip>, p:rl:authfail:<ip>   rate-limiter-flexible counters (it appends the id)
  *     p:metrics:events              HASH   event metrics of every process (counts, histogram buckets;
  *                                          HINCRBYFLOAT by each process's periodic flush, see
  *                                          event-metrics.ts; read by /metrics)
