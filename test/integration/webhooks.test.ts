@@ -193,7 +193,7 @@ describe('webhooks against a real receiver', () => {
     const secret = created.webhook?.secret ?? '';
     expect(created.webhook).toEqual({
       url,
-      events: ['run.finished', 'run.waiting', 'run.child_finished'],
+      events: ['run.finished', 'run.waiting', 'run.child_finished', 'tool_call.deadline'],
       secret: expect.stringMatching(/^whsec_/) as unknown,
     });
 
@@ -232,7 +232,11 @@ describe('webhooks against a real receiver', () => {
       (d) => d.length === 2 && d.every((x) => x.status === 'delivered'),
     );
     expect(log.endpoints).toEqual([
-      { endpoint: 'run', url, events: ['run.finished', 'run.waiting', 'run.child_finished'] },
+      {
+        endpoint: 'run',
+        url,
+        events: ['run.finished', 'run.waiting', 'run.child_finished', 'tool_call.deadline'],
+      },
     ]);
     for (const delivery of log.deliveries) {
       expect(delivery.endpoint).toBe('run');
