@@ -60,6 +60,8 @@
  *     p:{timers:<K>:<i>}            ZSET   JSON [kind, tenant, run, call] -> due (ms); a claimed
  *                                          entry's score is its claim's expiry until acked
  *     p:timers:layouts              SET    the shard counts K timers were written under
+ *     p:timers:changed              STRING counter INCRed after every schedule: an idle sweeper
+ *                                          polls it (one GET) instead of sweeping every shard
  *
  *   Reconciler (workers)
  *     p:reconciler:lock             STRING one scanner at a time across workers (SET NX PX)
@@ -356,6 +358,11 @@ export class BatonKeys {
   /** SET of the shard counts timers were written under (a changed count leaves none behind). */
   get timerLayouts(): string {
     return `${this.prefix}:timers:layouts`;
+  }
+
+  /** STRING counter bumped after every schedule, so an idle sweeper knows when to sweep. */
+  get timersChanged(): string {
+    return `${this.prefix}:timers:changed`;
   }
 
   get reconcilerLock(): string {
