@@ -112,6 +112,7 @@
  *     p:sse:instances               ZSET   live API instances (whose leases count), score =
  *                                          heartbeat expiry (ms)
  *     p:rl:tenant:<t>, p:rl:authfail:<ip>   rate-limiter-flexible counters (it appends the id)
+ *     p:rl:waitpoint:<ip>           the waitpoint URL limiter's counters (requests without an API key)
  *     p:metrics:events              HASH   event metrics of every process (counts, histogram buckets;
  *                                          HINCRBYFLOAT by each process's periodic flush, see
  *                                          event-metrics.ts; read by /metrics)
