@@ -20,7 +20,7 @@ export interface TimerSweeperOptions {
    */
   readonly intervalMs: number;
   /**
-   * Longest time between two sweeps of every shard when nothing changed (default 30 s): catches
+   * Longest time between two sweeps of every shard when nothing changed (default 60 s): catches
    * what the counter does not announce (a dead sweeper's acked-early retry, a lost reply).
    */
   readonly fullSweepMs?: number;
@@ -137,7 +137,7 @@ export class TimerSweeper {
    * sweep, or when the last full sweep is older than `fullSweepMs`; otherwise only the GET.
    */
   private async tick(): Promise<void> {
-    const { index, now, fullSweepMs = 30_000 } = this.opts;
+    const { index, now, fullSweepMs = 60_000 } = this.opts;
     const t = now();
     // Read before the sweep: a schedule that lands during the sweep moves it again, so the
     // next tick sweeps once more rather than missing it.
