@@ -1,7 +1,8 @@
 /**
  * The shared timer index on a real Redis (timers/timer-index.ts, timer-sweeper.ts): an entry is
  * claimed by one sweeper at a time, comes back when its claimer died (its claim expired), is left
- * alone by an ack when it was moved meanwhile, and each kind goes to its own handler.
+ * alone by an ack when it was moved meanwhile, and each kind goes to its own handler; an idle
+ * sweeper sweeps only when the change counter says a timer was scheduled.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { pino } from 'pino';
@@ -104,5 +105,39 @@ describe('TimerIndex', () => {
     now = 11_000;
     expect(await sweeper.sweep()).toBe(2); // h, and g once its claim expired
     expect(await index.size()).toBe(2); // f (retry at 20 s) and g (failed again)
+  });
+
+  it('an idle sweeper sweeps only when a schedule moved the counter, then fires on time', async () => {
+    const index = new TimerIndex(redis, new BatonKeys(testPrefix()), 4);
+    const fired = new Map<string, number>();
+    const sweeper = new TimerSweeper({
+      index,
+      now: () => Date.now(),
+      logger: pino({ level: 'silent' }),
+      intervalMs: 50,
+      fullSweepMs: 60_000,
+      batch: 10,
+      leaseMs: 1_000,
+    }).on('deadline', async (t) => {
+      fired.set(t.runId, Date.now());
+      return 'done';
+    });
+    sweeper.start();
+    try {
+      await new Promise((r) => setTimeout(r, 150)); // its first sweep (nothing read yet)
+      // Written behind the counter's back: an idle sweeper must not find it by sweeping.
+      const quiet = JSON.stringify(['deadline', 't1', 'quiet', 'c1']);
+      await redis.zadd(index.keyOf('quiet'), Date.now() - 1, quiet);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(fired.size).toBe(0);
+      const due = Date.now() + 100;
+      await index.schedule([{ ...ref('loud'), due }]);
+      for (let i = 0; i < 40 && fired.size < 2; i += 1) await new Promise((r) => setTimeout(r, 25));
+      expect([...fired.keys()].sort()).toEqual(['loud', 'quiet']);
+      expect(fired.get('loud')).toBeGreaterThanOrEqual(due);
+      expect(fired.get('loud')).toBeLessThan(due + 500);
+    } finally {
+      await sweeper.stop();
+    }
   });
 });

@@ -34,11 +34,17 @@ function stockAgents(): AgentDefinition[] {
 
 /** Calls per command, without what the measurement itself sends (INFO, CLIENT). */
 async function commandCalls(redis: Redis): Promise<number> {
+  return [...(await commandHistogram(redis)).values()].reduce((a, b) => a + b, 0);
+}
+
+/** Calls by command name, so a failure says which periodic task grew. */
+async function commandHistogram(redis: Redis): Promise<Map<string, number>> {
   const text = await redis.info('commandstats');
-  let calls = 0;
+  const byName = new Map<string, number>();
   for (const m of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm))
-    if (!['info', 'client|list', 'client', 'ping'].includes(m[1] ?? '')) calls += Number(m[2]);
-  return calls;
+    if (!['info', 'client|list', 'client', 'ping'].includes(m[1] ?? ''))
+      byName.set(m[1] ?? '', Number(m[2]));
+  return byName;
 }
 
 describe('an idle worker', () => {
@@ -72,9 +78,18 @@ describe('an idle worker', () => {
       await worker.start();
       // Past start-up (adverts, the first drain check, Workers' first fetches).
       await new Promise((r) => setTimeout(r, 2_000));
+      const beforeByName = await commandHistogram(probe);
       const before = await commandCalls(probe);
       await new Promise((r) => setTimeout(r, WINDOW_MS));
+      const afterByName = await commandHistogram(probe);
       const after = await commandCalls(probe);
+      const delta = [...afterByName]
+        .map(([name, n]) => [name, n - (beforeByName.get(name) ?? 0)] as const)
+        .filter(([, n]) => n > 0)
+        .sort((a, b) => b[1] - a[1]);
+      console.info(
+        `[worker-idle-cost] calls in ${String(WINDOW_MS / 1000)} s: ${delta.map(([name, n]) => `${name}=${String(n)}`).join(' ')}`,
+      );
       const clients = (await probe.client('LIST')) as string;
       // Everyone but the probe itself.
       const connections = clients.trim().split('\n').length - 1;

@@ -47,10 +47,11 @@ export const WorkerConfigSchema = z.object({
   /** Runs the reconciler looks at per index per scan. */
   RECONCILE_BATCH: z.coerce.number().int().min(1).max(10_000).default(200),
   /**
-   * How often this worker sweeps the timer index (deadlines, durable sleeps; jittered ±25 %):
-   * a timer fires at most about this late while a worker is live.
+   * How often this worker looks at the timer index's change counter (one GET, jittered ±25 %) and
+   * sweeps it when a timer was added or moved: a timer due sooner than this after it was scheduled
+   * fires at most about this late; a later one fires on time (the sweeper sleeps until it).
    */
-  TIMER_SWEEP_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
+  TIMER_SWEEP_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(500),
   /** Due timers one claim takes (a full batch is followed by another claim at once). */
   TIMER_BATCH: z.coerce.number().int().min(1).max(10_000).default(100),
   /**

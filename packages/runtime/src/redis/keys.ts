@@ -60,6 +60,8 @@
  *     p:{timers:<K>:<i>}            ZSET   JSON [kind, tenant, run, call] -> due (ms); a claimed
  *                                          entry's score is its claim's expiry until acked
  *     p:timers:layouts              SET    the shard counts K timers were written under
+ *     p:timers:changed              STRING counter INCRed after every schedule: an idle sweeper
+ *                                          polls it (one GET) instead of sweeping every shard
  *
  *   Reconciler (workers)
  *     p:reconciler:lock             STRING one scanner at a time across workers (SET NX PX)
@@ -109,7 +111,8 @@
  *     p:{sse:<t>}:leases            ZSET   open SSE streams of a tenant, score = lease expiry
  *     p:sse:instances               ZSET   live API instances (whose leases count), score =
  *                                          heartbeat expiry (ms)
- *     p:rl:tenant:<t>, p:rl:waitpoint:<ip>, p:rl:authfail:<ip>   rate-limiter-flexible counters (it appends the id)
+ *     p:rl:tenant:<t>, p:rl:authfail:<ip>   rate-limiter-flexible counters (it appends the id)
+ *     p:rl:waitpoint:<ip>           the waitpoint URL limiter's counters (requests without an API key)
  *     p:metrics:events              HASH   event metrics of every process (counts, histogram buckets;
  *                                          HINCRBYFLOAT by each process's periodic flush, see
  *                                          event-metrics.ts; read by /metrics)
@@ -356,6 +359,11 @@ export class BatonKeys {
   /** SET of the shard counts timers were written under (a changed count leaves none behind). */
   get timerLayouts(): string {
     return `${this.prefix}:timers:layouts`;
+  }
+
+  /** STRING counter bumped after every schedule, so an idle sweeper knows when to sweep. */
+  get timersChanged(): string {
+    return `${this.prefix}:timers:changed`;
   }
 
   get reconcilerLock(): string {

@@ -106,7 +106,10 @@ export class TimerIndex {
     return this.keys.timerShard(shardOf(runId, this.shards), this.shards);
   }
 
-  /** Adds the timers, or moves them to their new due time (one entry per kind, run and call). */
+  /**
+   * Adds the timers, or moves them to their new due time (one entry per kind, run and call), then
+   * bumps the change counter (after the ZADDs: a sweeper that sees the new count finds them).
+   */
   async schedule(entries: readonly TimerEntry[]): Promise<void> {
     if (entries.length === 0) return;
     if (!this.layoutNoted) {
@@ -119,6 +122,15 @@ export class TimerIndex {
         await this.redis.zadd(key, ...args);
       }),
     );
+    await this.redis.incr(this.keys.timersChanged);
+  }
+
+  /**
+   * The change counter: it moves after every schedule, so a sweeper that read it before a sweep
+   * and reads the same value later knows no timer was added or moved meanwhile.
+   */
+  async changes(): Promise<string> {
+    return (await this.redis.get(this.keys.timersChanged)) ?? '0';
   }
 
   /** Removes the timers (a call decided, a run ended); a missing one is no error. */
