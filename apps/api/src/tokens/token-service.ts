@@ -71,6 +71,10 @@ export class TokenService {
     this.keys = new SigningKeys(opts.redis, opts.names, opts.secret, maxTtlMs);
     this.revocations = new Revocations(opts.redis, opts.names, maxTtlMs);
     this.revocations.onRevoked = (r) => this.streams.close(r);
+    // Its own connection, made before start() (which may wait for Redis): without a listener an
+    // unreachable Redis is an unhandled 'error' event on every retry. ioredis reconnects by
+    // itself, and 'ready' reloads what was missed; /readyz reports Redis.
+    opts.subscriber.on('error', () => undefined);
   }
 
   /** Loads (or creates) the key set and the revocations, and listens for changes of either. */
