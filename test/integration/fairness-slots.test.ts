@@ -100,6 +100,10 @@ describe('fairness slots', () => {
     });
     demo.kill('SIGTERM');
     await demo.waitForExit(20_000);
+    // The API may have read the demo worker as live just before it stopped (its own polls of
+    // GET /v1/agents while it started): liveness is cached per process, 500 ms for versions
+    // and 2 s for admission's pool, so "nobody serves it" is what the API sees after that.
+    await new Promise((r) => setTimeout(r, 2_500));
     const ghosts = await Promise.all([1, 2, 3].map(() => create('assistant', 'report on uptime')));
     for (const g of ghosts) {
       expect(g.status).toBe(202);
